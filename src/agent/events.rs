@@ -1,0 +1,241 @@
+//! [`AgentEvent`]: the one place that defines the wire shape of SPEC §4. Each variant maps to an
+//! SSE `event:` name ([`AgentEvent::name`]) and its serialised data is the SSE `data:` line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::llm::Usage;
+
+/// Where the engine sends events. Unbounded so that the agent never waits on a reader; the
+/// run owner drains it promptly into the run's event log.
+pub type EventSink = mpsc::UnboundedSender<AgentEvent>;
+
+/// Which loop protocol a run uses (SPEC §2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Native,
+    Json,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Native => "native",
+            Mode::Json => "json",
+        }
+    }
+}
+
+/// How a run ended (`done.status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    MaxIterations,
+    Cancelled,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::MaxIterations => "max_iterations",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// An artifact as announced in `tool_end`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    pub id: String,
+    pub name: String,
+    pub mime_type: String,
+    pub size: usize,
+    pub url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartEvent {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub model: String,
+    pub mode: Mode,
+}
+
+/// `step` events; `type` is the tag.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StepEvent {
+    Thinking {
+        iteration: u32,
+        reasoning: String,
+    },
+    ToolStart {
+        iteration: u32,
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    ToolEnd {
+        iteration: u32,
+        call_id: String,
+        tool: String,
+        /// As the LLM saw it, cut to 4000 characters for display.
+        observation: String,
+        error: bool,
+        blocked: bool,
+        duration_ms: u64,
+        artifacts: Vec<ArtifactRef>,
+    },
+    Selection {
+        iteration: u32,
+        total_tools: usize,
+        selected: Vec<String>,
+        fallback: bool,
+    },
+    Interrupt {
+        iteration: u32,
+        ids: Vec<String>,
+        contents: Vec<String>,
+    },
+    ApprovalRequired {
+        iteration: u32,
+        approval_id: String,
+        tool: String,
+        arguments: Value,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactEvent {
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub summary: String,
+}
+
+/// `answer` events; `status` is the tag.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AnswerEvent {
+    Start,
+    Delta { content: String },
+    Reset,
+    Done { content: String, fallback: bool },
+}
+
+/// An interrupt left in the queue when the run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnprocessedInterrupt {
+    pub id: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DoneEvent {
+    pub status: RunStatus,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub elapsed_ms: u64,
+    pub mode: Mode,
+    pub answer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub unprocessed_interrupts: Vec<UnprocessedInterrupt>,
+}
+
+/// Everything a run emits, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AgentEvent {
+    Start(StartEvent),
+    Step(StepEvent),
+    Compact(CompactEvent),
+    Answer(AnswerEvent),
+    Done(DoneEvent),
+}
+
+impl AgentEvent {
+    /// The SSE `event:` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentEvent::Start(_) => "start",
+            AgentEvent::Step(_) => "step",
+            AgentEvent::Compact(_) => "compact",
+            AgentEvent::Answer(_) => "answer",
+            AgentEvent::Done(_) => "done",
+        }
+    }
+
+    /// The SSE `data:` line: one line of JSON.
+    pub fn data_json(&self) -> String {
+        // Serialising these plain data types cannot fail; fall back to an empty object anyway.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
+
+    /// Rebuilds an event from its stored name and data (event logs read back from storage).
+    pub fn from_parts(name: &str, data: &str) -> Result<AgentEvent, serde_json::Error> {
+        Ok(match name {
+            "start" => AgentEvent::Start(serde_json::from_str(data)?),
+            "step" => AgentEvent::Step(serde_json::from_str(data)?),
+            "compact" => AgentEvent::Compact(serde_json::from_str(data)?),
+            "answer" => AgentEvent::Answer(serde_json::from_str(data)?),
+            _ => AgentEvent::Done(serde_json::from_str(data)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn step_and_answer_serialise_to_spec_shapes() {
+        let e = AgentEvent::Step(StepEvent::Thinking {
+            iteration: 1,
+            reasoning: "r".into(),
+        });
+        assert_eq!(e.name(), "step");
+        let v: Value = serde_json::from_str(&e.data_json()).unwrap();
+        assert_eq!(v, json!({"type":"thinking","iteration":1,"reasoning":"r"}));
+
+        let a = AgentEvent::Answer(AnswerEvent::Done {
+            content: "x".into(),
+            fallback: false,
+        });
+        let v: Value = serde_json::from_str(&a.data_json()).unwrap();
+        assert_eq!(v, json!({"status":"done","content":"x","fallback":false}));
+        let d = AgentEvent::Answer(AnswerEvent::Delta { content: "x".into() });
+        assert_eq!(d.data_json(), r#"{"status":"delta","content":"x"}"#);
+    }
+
+    #[test]
+    fn events_round_trip_through_name_and_data() {
+        let e = AgentEvent::Done(DoneEvent {
+            status: RunStatus::MaxIterations,
+            iterations: 3,
+            tool_calls: 2,
+            usage: Usage::call(1, 2),
+            elapsed_ms: 5,
+            mode: Mode::Json,
+            answer: "a".into(),
+            error: None,
+            unprocessed_interrupts: vec![],
+        });
+        let v: Value = serde_json::from_str(&e.data_json()).unwrap();
+        assert_eq!(v["status"], "max_iterations");
+        assert_eq!(v["mode"], "json");
+        assert!(v.get("error").is_none());
+        assert_eq!(AgentEvent::from_parts(e.name(), &e.data_json()).unwrap(), e);
+    }
+}

@@ -1,0 +1,312 @@
+//! LLM layer: our own normalised message types, the [`Llm`] trait every provider implements,
+//! the OpenAI-compatible HTTP client, retry policy, `structured_llm_call` (SPEC §5.1),
+//! `extract_json` (SPEC §5.2) and the model registry.
+//!
+//! Provider JSON never leaves `openai.rs`: everything above this module speaks [`Message`],
+//! [`ChatRequest`] and [`ChatResponse`].
+
+pub mod json;
+pub mod openai;
+pub mod registry;
+pub mod retry;
+pub mod stream;
+pub mod structured;
+
+use std::ops::{Add, AddAssign};
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+pub use json::extract_json;
+pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One tool call requested by the model. `arguments` is the raw JSON text the provider sent:
+/// it may be invalid JSON, and the engine decides what to do with that.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A normalised chat message. `pinned` is engine metadata (the context guard never drops a
+/// pinned message); it is never sent to a provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+}
+
+impl Message {
+    fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            reasoning_content: None,
+            pinned: false,
+        }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+    /// An assistant message carrying tool calls (content may be empty).
+    pub fn assistant_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls,
+            ..Self::new(Role::Assistant, content)
+        }
+    }
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(tool_call_id.into()),
+            ..Self::new(Role::Tool, content)
+        }
+    }
+    /// Marks the message as pinned: it survives every compaction.
+    pub fn pinned(mut self) -> Self {
+        self.pinned = true;
+        self
+    }
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    Required,
+    /// Force this one function.
+    Function(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResponseFormat {
+    Text,
+    JsonObject,
+}
+
+/// Everything one LLM call needs besides the model itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDefinition>,
+    pub tool_choice: Option<ToolChoice>,
+    pub response_format: Option<ResponseFormat>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+}
+
+/// Token usage. `llm_calls` counts calls so that sums over a run say how many calls were made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub llm_calls: u64,
+}
+
+impl Usage {
+    /// The usage of one call.
+    pub fn call(prompt_tokens: u64, completion_tokens: u64) -> Self {
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+            llm_calls: 1,
+        }
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+    fn add(self, o: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens + o.prompt_tokens,
+            completion_tokens: self.completion_tokens + o.completion_tokens,
+            total_tokens: self.total_tokens + o.total_tokens,
+            llm_calls: self.llm_calls + o.llm_calls,
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, o: Usage) {
+        *self = *self + o;
+    }
+}
+
+/// A complete (non-streamed) reply.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub reasoning_content: Option<String>,
+    pub finish_reason: Option<String>,
+    /// Usage of this call; `llm_calls` is 1 even when the provider reported no token counts.
+    pub usage: Usage,
+}
+
+/// One piece of a streamed reply, already normalised. Tool-call deltas are assembled inside
+/// the client and surface once, complete, as [`StreamEvent::ToolCalls`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    Content(String),
+    Reasoning(String),
+    ToolCalls(Vec<ToolCall>),
+    /// Emitted once, at the end, with `llm_calls = 1`.
+    Usage(Usage),
+    Done { finish_reason: Option<String> },
+}
+
+pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// What a model can do; drives mode choice (SPEC §2.2) and the structured-output chain (§5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Abilities {
+    pub tool_call: bool,
+    pub json_mode: bool,
+    pub tool_choice: bool,
+}
+
+impl Default for Abilities {
+    fn default() -> Self {
+        Self {
+            tool_call: true,
+            json_mode: true,
+            tool_choice: true,
+        }
+    }
+}
+
+impl Abilities {
+    /// A model that can only produce text.
+    pub fn text_only() -> Self {
+        Self {
+            tool_call: false,
+            json_mode: false,
+            tool_choice: false,
+        }
+    }
+}
+
+/// Every way an LLM call can fail. Never a panic.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum LlmError {
+    /// The provider said the prompt is too long; the engine compacts and retries once.
+    #[error("context length exceeded: {0}")]
+    ContextLengthExceeded(String),
+    /// A non-success HTTP status; `body` is a short excerpt.
+    #[error("provider returned HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("LLM call timed out after {0} s")]
+    Timeout(u64),
+    #[error("could not reach the provider: {0}")]
+    Connect(String),
+    /// The stream broke or sent something unreadable after it started.
+    #[error("stream error: {0}")]
+    Stream(String),
+    /// A 2xx response we could not understand.
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl LlmError {
+    /// Worth retrying: 429/500/502/503/504, connection errors and timeouts.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Status { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504),
+            LlmError::Timeout(_) | LlmError::Connect(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A chat model. One instance is bound to one model for the whole run (SPEC §2.1).
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// The provider's model name (as sent in requests).
+    fn model(&self) -> &str;
+    fn abilities(&self) -> Abilities;
+    /// Tokens the model accepts in total.
+    fn context_window(&self) -> u32 {
+        128_000
+    }
+    /// Tokens reserved for its output.
+    fn max_output_tokens(&self) -> u32 {
+        4_096
+    }
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError>;
+}
+
+/// Drains a stream into a complete response (used by tests and by callers that want the
+/// whole reply). Content and reasoning deltas are concatenated.
+pub async fn collect_stream(mut stream: ChatStream) -> Result<ChatResponse, LlmError> {
+    use futures::StreamExt;
+    let mut out = ChatResponse {
+        usage: Usage::call(0, 0),
+        ..ChatResponse::default()
+    };
+    let mut reasoning = String::new();
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::Content(c) => out.content.push_str(&c),
+            StreamEvent::Reasoning(r) => reasoning.push_str(&r),
+            StreamEvent::ToolCalls(calls) => out.tool_calls.extend(calls),
+            StreamEvent::Usage(u) => out.usage = u,
+            StreamEvent::Done { finish_reason } => out.finish_reason = finish_reason,
+        }
+    }
+    if !reasoning.is_empty() {
+        out.reasoning_content = Some(reasoning);
+    }
+    Ok(out)
+}

@@ -1,0 +1,223 @@
+//! [`ScriptedLlm`]: an [`Llm`] that replays scripted turns and records every request, for
+//! engine tests. `chat` and `stream_chat` each pop from their own script; an exhausted `chat`
+//! script is an error (so a test that under-scripts fails loudly), an exhausted `stream_chat`
+//! script streams a default answer.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream;
+
+use crate::llm::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, ToolCall, Usage,
+};
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Turn {
+    /// Reply with this response after an optional delay.
+    Reply(ChatResponse, Duration),
+    /// Fail with this error.
+    Fail(LlmError),
+    /// Streamed reply: these content deltas, then optionally an error instead of the end.
+    Stream(Vec<String>, Option<LlmError>),
+}
+
+/// Which method a recorded request came through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Chat,
+    Stream,
+}
+
+struct Script {
+    chat: VecDeque<Turn>,
+    stream: VecDeque<Turn>,
+    requests: Vec<(CallKind, ChatRequest)>,
+}
+
+pub struct ScriptedLlm {
+    model: String,
+    abilities: Abilities,
+    context_window: u32,
+    max_output_tokens: u32,
+    script: Mutex<Script>,
+}
+
+/// Tokens a scripted reply reports: 10 prompt + 5 completion per call, so sums are easy to check.
+pub const SCRIPTED_PROMPT_TOKENS: u64 = 10;
+pub const SCRIPTED_COMPLETION_TOKENS: u64 = 5;
+
+impl ScriptedLlm {
+    pub fn new(abilities: Abilities) -> Self {
+        Self {
+            model: "scripted".into(),
+            abilities,
+            context_window: 128_000,
+            max_output_tokens: 4_096,
+            script: Mutex::new(Script {
+                chat: VecDeque::new(),
+                stream: VecDeque::new(),
+                requests: Vec::new(),
+            }),
+        }
+    }
+
+    /// Native function calling and JSON mode.
+    pub fn native() -> Self {
+        Self::new(Abilities::default())
+    }
+
+    /// No function calling (JSON mode loop), with `response_format` support.
+    pub fn json() -> Self {
+        Self::new(Abilities {
+            tool_call: false,
+            json_mode: true,
+            tool_choice: false,
+        })
+    }
+
+    pub fn with_context(mut self, window: u32, max_output: u32) -> Self {
+        self.context_window = window;
+        self.max_output_tokens = max_output;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends a `chat` turn.
+    pub fn push(&self, turn: Turn) -> &Self {
+        self.lock().chat.push_back(turn);
+        self
+    }
+
+    /// Appends a plain-text `chat` reply.
+    pub fn text(&self, content: &str) -> &Self {
+        self.push(Turn::Reply(response(content, vec![]), Duration::ZERO))
+    }
+
+    /// Appends a `chat` reply with native tool calls `(id, name, arguments JSON)`.
+    pub fn tool_calls(&self, calls: &[(&str, &str, &str)]) -> &Self {
+        let calls = calls
+            .iter()
+            .map(|(id, name, args)| ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: args.to_string(),
+            })
+            .collect();
+        self.push(Turn::Reply(response("", calls), Duration::ZERO))
+    }
+
+    /// Appends a `stream_chat` turn.
+    pub fn push_stream(&self, turn: Turn) -> &Self {
+        self.lock().stream.push_back(turn);
+        self
+    }
+
+    /// Every request seen so far, in order.
+    pub fn requests(&self) -> Vec<(CallKind, ChatRequest)> {
+        self.lock().requests.clone()
+    }
+
+    /// Only the `chat` requests.
+    pub fn chat_requests(&self) -> Vec<ChatRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|(k, _)| *k == CallKind::Chat)
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    pub fn stream_requests(&self) -> Vec<ChatRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|(k, _)| *k == CallKind::Stream)
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    /// `chat` turns not consumed yet.
+    pub fn remaining(&self) -> usize {
+        self.lock().chat.len()
+    }
+}
+
+/// A response with the scripted usage.
+pub fn response(content: &str, tool_calls: Vec<ToolCall>) -> ChatResponse {
+    ChatResponse {
+        content: content.to_string(),
+        tool_calls,
+        reasoning_content: None,
+        finish_reason: Some("stop".into()),
+        usage: Usage::call(SCRIPTED_PROMPT_TOKENS, SCRIPTED_COMPLETION_TOKENS),
+    }
+}
+
+#[async_trait]
+impl Llm for ScriptedLlm {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn abilities(&self) -> Abilities {
+        self.abilities
+    }
+    fn context_window(&self) -> u32 {
+        self.context_window
+    }
+    fn max_output_tokens(&self) -> u32 {
+        self.max_output_tokens
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let turn = {
+            let mut s = self.lock();
+            s.requests.push((CallKind::Chat, request));
+            s.chat.pop_front()
+        };
+        match turn {
+            Some(Turn::Reply(r, delay)) => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                Ok(r)
+            }
+            Some(Turn::Fail(e)) => Err(e),
+            Some(Turn::Stream(chunks, _)) => Ok(response(&chunks.concat(), vec![])),
+            None => Err(LlmError::InvalidResponse("scripted LLM: chat script exhausted".into())),
+        }
+    }
+
+    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let turn = {
+            let mut s = self.lock();
+            s.requests.push((CallKind::Stream, request));
+            s.stream.pop_front()
+        };
+        let (chunks, tail) = match turn {
+            Some(Turn::Stream(chunks, tail)) => (chunks, tail),
+            Some(Turn::Reply(r, _)) => (vec![r.content], None),
+            Some(Turn::Fail(e)) => return Err(e),
+            None => (vec!["Scripted ".into(), "answer.".into()], None),
+        };
+        let mut items: Vec<Result<StreamEvent, LlmError>> =
+            chunks.into_iter().map(|c| Ok(StreamEvent::Content(c))).collect();
+        match tail {
+            Some(e) => items.push(Err(e)),
+            None => {
+                items.push(Ok(StreamEvent::Usage(Usage::call(
+                    SCRIPTED_PROMPT_TOKENS,
+                    SCRIPTED_COMPLETION_TOKENS,
+                ))));
+                items.push(Ok(StreamEvent::Done {
+                    finish_reason: Some("stop".into()),
+                }));
+            }
+        }
+        Ok(Box::pin(stream::iter(items)))
+    }
+}

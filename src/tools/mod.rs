@@ -1,0 +1,169 @@
+//! Tools the agent can call: the [`Tool`] trait, a [`ToolRegistry`] that keeps registration
+//! order and can be filtered (tool selection, SPEC §2.5), the built-ins (`calculator`,
+//! `current_time`, `http_request`) and HTTP tools declared in `[[tools.http]]` (SPEC §6).
+
+pub mod builtin;
+pub mod http_request;
+pub mod http_tool;
+pub mod ssrf;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::llm::ToolDefinition;
+
+/// Where a tool comes from, as listed by `GET /api/tools`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSource {
+    Builtin,
+    Http,
+    Mcp,
+}
+
+/// A document a tool produced (HTML, Markdown, a file). The LLM never sees its content, only
+/// a fixed notice (SPEC §2.3); the UI gets a link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Artifact {
+    pub name: String,
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+/// What a successful tool call returns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    /// The observation text.
+    pub content: String,
+    pub artifacts: Vec<Artifact>,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            artifacts: Vec::new(),
+        }
+    }
+}
+
+/// Why a tool call failed; the engine turns it into an error observation.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("refused: {0}")]
+    Refused(String),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    /// One line; the tool-selection catalog cuts it to about 80 characters.
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    fn source(&self) -> ToolSource {
+        ToolSource::Builtin
+    }
+    /// A tool that changes the world; the `read_only` hook blocks these.
+    fn writes(&self) -> bool {
+        false
+    }
+    /// The `approval` hook pauses runs before calling these (SPEC §3.6).
+    fn requires_approval(&self) -> bool {
+        false
+    }
+    /// Overrides the engine's per-tool timeout (default 60 s).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    async fn call(&self, args: Value) -> Result<ToolOutput, ToolError>;
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+/// An ordered set of tools with lookup by name. Cheap to clone (tools are `Arc`s).
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+    index: HashMap<String, usize>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; a tool with the same name replaces the earlier one in place.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let name = tool.name().to_string();
+        match self.index.get(&name) {
+            Some(&i) => self.tools[i] = tool,
+            None => {
+                self.index.insert(name, self.tools.len());
+                self.tools.push(tool);
+            }
+        }
+    }
+
+    pub fn with(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.register(tool);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools.iter().map(|t| t.definition()).collect()
+    }
+
+    /// A registry holding only the named tools that exist here, in registration order.
+    pub fn filtered<S: AsRef<str>>(&self, names: &[S]) -> ToolRegistry {
+        let wanted: std::collections::HashSet<&str> = names.iter().map(|n| n.as_ref()).collect();
+        let mut out = ToolRegistry::new();
+        for t in &self.tools {
+            if wanted.contains(t.name()) {
+                out.register(t.clone());
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
