@@ -1,7 +1,274 @@
-//! placeholder, being written
-pub struct AgentConfig;
-pub struct AgentResult;
-pub struct ReActAgent;
-pub struct RunHandles;
-pub struct RunInput;
-pub struct StepRecord;
+//! [`ReActAgent`]: binds one model, a tool registry and hooks, and runs one query through the
+//! two phases of SPEC §1 — the tool loop (`tool_loop.rs`) and answer synthesis
+//! (`synthesis.rs`) — emitting every event of SPEC §4 from `start` to `done`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::artifacts::ArtifactSink;
+use super::events::{AgentEvent, DoneEvent, EventSink, Mode, RunStatus, StartEvent};
+use super::hooks::HookRunner;
+use super::interrupts::{Interrupt, InterruptQueue};
+use super::selection::select_tools;
+use super::synthesis::{emit_fallback, stream_answer};
+use super::tool_loop::LoopRun;
+use crate::llm::{Llm, Message, Usage};
+use crate::tools::ToolRegistry;
+
+/// Per-agent settings; defaults are the SPEC §6 defaults.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    pub max_iterations: u32,
+    pub tool_selection_threshold: usize,
+    pub tool_selection_max: usize,
+    /// 0 disables self-reflection.
+    pub self_reflection_interval: u32,
+    /// 0 disables cycle detection.
+    pub cycle_detection_threshold: u32,
+    pub completion_check: bool,
+    pub completion_check_min_tools: u32,
+    pub synthesis_truncation: usize,
+    /// `None`: the model's context window minus its max output tokens.
+    pub context_budget_tokens: Option<usize>,
+    /// Native function calling when the model supports it (SPEC §2.2).
+    pub use_native_tools: bool,
+    /// A mode asked for explicitly; native falls back to JSON when the model cannot do it.
+    pub mode: Option<Mode>,
+    /// Default per-tool timeout (a tool may set its own).
+    pub tool_timeout: Duration,
+    /// The role part of the system prompt.
+    pub system_prompt: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 50,
+            tool_selection_threshold: 12,
+            tool_selection_max: 6,
+            self_reflection_interval: 6,
+            cycle_detection_threshold: 3,
+            completion_check: true,
+            completion_check_min_tools: 3,
+            synthesis_truncation: 2000,
+            context_budget_tokens: None,
+            use_native_tools: true,
+            mode: None,
+            tool_timeout: Duration::from_secs(60),
+            system_prompt: None,
+        }
+    }
+}
+
+/// The query and what the agent already knows of the conversation.
+#[derive(Clone, Debug, Default)]
+pub struct RunInput {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub query: String,
+    /// Earlier turns (queries, interrupts, answers) as plain user/assistant messages.
+    pub history: Vec<Message>,
+}
+
+/// The run's connections to the outside world.
+#[derive(Clone)]
+pub struct RunHandles {
+    pub events: EventSink,
+    pub interrupts: Arc<InterruptQueue>,
+    pub cancel: CancellationToken,
+    pub artifacts: Arc<dyn ArtifactSink>,
+}
+
+/// One tool call as it happened; the synthesis trace is built from these (SPEC §2.12).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRecord {
+    pub iteration: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The observation the LLM saw, in full.
+    pub observation: String,
+    pub error: bool,
+    pub blocked: bool,
+    pub duration_ms: u64,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct AgentResult {
+    pub status: RunStatus,
+    pub mode: Mode,
+    /// The loop's brief answer (or the fallback text).
+    pub brief_answer: String,
+    /// The answer the user got (synthesised, or the brief answer on fallback).
+    pub answer: String,
+    pub answer_fallback: bool,
+    pub steps: Vec<StepRecord>,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    /// The loop's final message list.
+    pub messages: Vec<Message>,
+    pub error: Option<String>,
+    /// Interrupts the agent saw.
+    pub processed_interrupts: Vec<Interrupt>,
+    /// Interrupts left in the queue when it closed.
+    pub unprocessed_interrupts: Vec<Interrupt>,
+    pub elapsed: Duration,
+}
+
+/// One model, one tool set, one hook chain: a new model means a new agent (SPEC §2.1).
+pub struct ReActAgent {
+    pub(super) llm: Arc<dyn Llm>,
+    pub(super) compact_llm: Arc<dyn Llm>,
+    pub(super) tools: ToolRegistry,
+    pub(super) hooks: Arc<HookRunner>,
+    pub(super) config: AgentConfig,
+}
+
+impl ReActAgent {
+    pub fn new(
+        llm: Arc<dyn Llm>,
+        tools: ToolRegistry,
+        hooks: HookRunner,
+        config: AgentConfig,
+    ) -> Self {
+        Self {
+            compact_llm: llm.clone(),
+            llm,
+            tools,
+            hooks: Arc::new(hooks),
+            config,
+        }
+    }
+
+    /// Uses another model for context compaction only (SPEC §2.1 `compact_model`).
+    pub fn with_compact_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.compact_llm = llm;
+        self
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The mode this agent's runs use (SPEC §2.2).
+    pub fn mode(&self) -> Mode {
+        let native_ok = self.config.use_native_tools && self.llm.abilities().tool_call;
+        match self.config.mode {
+            Some(Mode::Json) => Mode::Json,
+            _ if native_ok => Mode::Native,
+            _ => Mode::Json,
+        }
+    }
+
+    /// The prompt budget the context guard enforces.
+    pub fn context_budget(&self) -> usize {
+        self.config.context_budget_tokens.unwrap_or_else(|| {
+            (self.llm.context_window() as usize)
+                .saturating_sub(self.llm.max_output_tokens() as usize)
+        })
+    }
+
+    /// Runs one query to completion, emitting `start` … `done`. Never panics on LLM or tool
+    /// failure; cancellation through `handles.cancel` stops it at the next await point.
+    pub async fn run(&self, input: RunInput, handles: RunHandles) -> AgentResult {
+        let started = Instant::now();
+        let mode = self.mode();
+        let events = handles.events.clone();
+        let _ = events.send(AgentEvent::Start(StartEvent {
+            run_id: input.run_id.clone(),
+            conversation_id: input.conversation_id.clone(),
+            model: self.llm.model().to_string(),
+            mode,
+        }));
+
+        let mut usage = Usage::default();
+        let tools = if self.tools.len() > self.config.tool_selection_threshold {
+            let selection = tokio::select! {
+                _ = handles.cancel.cancelled() => None,
+                s = select_tools(self.llm.as_ref(), &input.query, &self.tools, self.config.tool_selection_max) => Some(s),
+            };
+            match selection {
+                Some(s) => {
+                    usage += s.usage;
+                    let _ = events.send(AgentEvent::Step(s.event));
+                    s.tools
+                }
+                None => self.tools.clone(),
+            }
+        } else {
+            self.tools.clone()
+        };
+
+        let mut lr = LoopRun::new(self, &input, &handles, mode, tools);
+        lr.usage += usage;
+        lr.run().await;
+        let mut outcome = lr.finish();
+
+        // Synthesis: skipped for a failed or cancelled run (the model is unusable or the user
+        // stopped it); they stream their fallback text instead.
+        let synth = match outcome.status {
+            RunStatus::Completed | RunStatus::MaxIterations => {
+                let s = stream_answer(
+                    self.llm.as_ref(),
+                    &input.query,
+                    &outcome.steps,
+                    &outcome.brief_answer,
+                    self.config.synthesis_truncation,
+                    &events,
+                    &handles.cancel,
+                )
+                .await;
+                if handles.cancel.is_cancelled() && s.fallback {
+                    outcome.status = RunStatus::Cancelled;
+                }
+                outcome.usage += s.usage;
+                (s.answer, s.fallback)
+            }
+            _ => {
+                emit_fallback(&events, &outcome.brief_answer, false, false);
+                (outcome.brief_answer.clone(), true)
+            }
+        };
+
+        let elapsed = started.elapsed();
+        let _ = events.send(AgentEvent::Done(DoneEvent {
+            status: outcome.status,
+            iterations: outcome.iterations,
+            tool_calls: outcome.tool_calls,
+            usage: outcome.usage,
+            elapsed_ms: elapsed.as_millis() as u64,
+            mode,
+            answer: synth.0.clone(),
+            error: outcome.error.clone(),
+            unprocessed_interrupts: outcome
+                .unprocessed_interrupts
+                .iter()
+                .map(|i| super::events::UnprocessedInterrupt {
+                    id: i.id.to_string(),
+                    content: i.content.clone(),
+                })
+                .collect(),
+        }));
+        AgentResult {
+            status: outcome.status,
+            mode,
+            brief_answer: outcome.brief_answer,
+            answer: synth.0,
+            answer_fallback: synth.1,
+            steps: outcome.steps,
+            iterations: outcome.iterations,
+            tool_calls: outcome.tool_calls,
+            usage: outcome.usage,
+            messages: outcome.messages,
+            error: outcome.error,
+            processed_interrupts: outcome.processed_interrupts,
+            unprocessed_interrupts: outcome.unprocessed_interrupts,
+            elapsed,
+        }
+    }
+}

@@ -215,7 +215,9 @@ mod tests {
         });
         let v: Value = serde_json::from_str(&a.data_json()).unwrap();
         assert_eq!(v, json!({"status":"done","content":"x","fallback":false}));
-        let d = AgentEvent::Answer(AnswerEvent::Delta { content: "x".into() });
+        let d = AgentEvent::Answer(AnswerEvent::Delta {
+            content: "x".into(),
+        });
         assert_eq!(d.data_json(), r#"{"status":"delta","content":"x"}"#);
     }
 

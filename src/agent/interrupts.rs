@@ -159,7 +159,9 @@ mod tests {
             let q = Arc::new(InterruptQueue::new());
             let pusher = {
                 let q = q.clone();
-                std::thread::spawn(move || (0..50).filter(|i| q.push(i.to_string()).is_ok()).count())
+                std::thread::spawn(move || {
+                    (0..50).filter(|i| q.push(i.to_string()).is_ok()).count()
+                })
             };
             let mut seen = q.drain().len();
             seen += q.close().len();

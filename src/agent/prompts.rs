@@ -1,1 +1,109 @@
-//! TODO
+//! Every piece of prompt text the engine sends, in one place, so wording changes are reviewed
+//! together and tests can refer to the same constants.
+
+use crate::llm::ToolDefinition;
+
+/// Default role description when the conversation sets no system prompt.
+pub const DEFAULT_ROLE: &str = "You are a helpful assistant that solves the user's request step by step, using tools when they help.";
+
+/// System prompt for native function calling: the tools travel in the `tools` parameter.
+pub fn native_system_prompt(role: &str) -> String {
+    format!(
+        "{role}\n\nUse the provided tools when you need information or actions you cannot produce yourself. \
+         Call several tools in one response when they are independent. When you have everything \
+         you need, reply without calling any tool: that reply is your final answer."
+    )
+}
+
+/// System prompt for JSON mode: tools are described inline and the reply protocol is fixed.
+pub fn json_system_prompt(role: &str, tools: &[ToolDefinition]) -> String {
+    let mut catalog = String::new();
+    for t in tools {
+        catalog.push_str(&format!(
+            "- {}: {}\n  arguments (JSON Schema): {}\n",
+            t.name, t.description, t.parameters
+        ));
+    }
+    if catalog.is_empty() {
+        catalog.push_str("(no tools are available: answer directly)\n");
+    }
+    format!(
+        "{role}\n\nYou can use these tools:\n{catalog}\n\
+         Reply with exactly ONE JSON object and nothing else, in one of these two forms:\n\
+         {{\"type\": \"tool_call\", \"reasoning\": \"why this tool\", \"tool_name\": \"<tool>\", \"tool_args\": {{...}}}}\n\
+         {{\"type\": \"final_answer\", \"reasoning\": \"why you are done\", \"answer\": \"<your answer>\"}}\n\
+         After each tool call you will receive the result as a message starting with \"Observation:\"."
+    )
+}
+
+/// Sent after a JSON-mode reply that could not be parsed.
+pub const REFORMAT_REQUEST: &str = "Your previous response could not be parsed as valid JSON. Reply again with exactly one JSON object of the form {\"type\": \"tool_call\", \"reasoning\": \"...\", \"tool_name\": \"...\", \"tool_args\": {...}} or {\"type\": \"final_answer\", \"reasoning\": \"...\", \"answer\": \"...\"}, with no text before or after it.";
+
+/// A JSON-mode observation, appended as a user message.
+pub fn observation(text: &str) -> String {
+    format!("Observation: {text}")
+}
+
+/// What the LLM sees instead of an artifact's content (SPEC §2.3).
+pub fn artifact_notice(name: &str) -> String {
+    format!("[Artifact generated: {name}] The content is rendered as a preview in the UI and available for download. Do not reproduce its source in your answer.")
+}
+
+pub fn unknown_tool(name: &str, available: &[String]) -> String {
+    format!(
+        "Error: Unknown tool '{name}'. Available tools: {}",
+        if available.is_empty() {
+            "(none)".to_string()
+        } else {
+            available.join(", ")
+        }
+    )
+}
+
+/// Self-reflection (SPEC §2.7), quoting the original goal.
+pub fn reflection(query: &str) -> String {
+    format!(
+        "Pause and reflect before your next step. The original goal is: \"{query}\"\n\
+         - Are you still on track for that goal?\n\
+         - Have you been repeating similar actions or going in circles?\n\
+         - What is the most direct next step to finish?\n\
+         - Do you already have enough to give the final answer now?"
+    )
+}
+
+/// Cycle warning (SPEC §2.8), exact text.
+pub fn cycle_warning(tool: &str, times: u32) -> String {
+    format!("You have called {tool} with identical arguments {times} times and received the same result. Please try a different approach or tool.")
+}
+
+/// Completion checklist (SPEC §2.9).
+pub const COMPLETION_CHECK: &str = "Before you finish, verify your answer:\n\
+1. Does it fully address the original question?\n\
+2. Were the key facts verified from tool results?\n\
+3. Are there any contradictions in the information gathered?\n\
+If something is missing, keep working with the tools. Otherwise give your final answer again.";
+
+/// One pinned message for all interrupts of one drain (SPEC §2.11).
+pub fn interrupt_message(contents: &[String]) -> String {
+    let mut s = String::from("[USER INTERRUPT] The user sent ");
+    if contents.len() == 1 {
+        s.push_str("a follow-up message while you were working. Take it into account:\n");
+    } else {
+        s.push_str(&format!(
+            "{} follow-up messages while you were working. Take all of them into account:\n",
+            contents.len()
+        ));
+    }
+    for (i, c) in contents.iter().enumerate() {
+        s.push_str(&format!("{}. {}\n", i + 1, c));
+    }
+    s
+}
+
+/// Synthesis system prompt (SPEC §2.12).
+pub const SYNTHESIS_SYSTEM: &str = "You write the final answer for the user from an agent's execution trace. \
+Present the results directly and completely, formatted in Markdown. Do not add meta-commentary such as \
+\"based on the tool output\" or describe the process unless asked. Answer in the language of the original question.";
+
+/// The synthesis call's system prompt for the tool-selection catalog call.
+pub const SELECTION_SYSTEM: &str = "You select the tools an agent needs. From the catalog, choose the tools most relevant to the user's request. Reply with a JSON object {\"tools\": [\"name\", ...]} listing at most the allowed number of tool names, most relevant first.";

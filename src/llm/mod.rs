@@ -201,7 +201,9 @@ pub enum StreamEvent {
     ToolCalls(Vec<ToolCall>),
     /// Emitted once, at the end, with `llm_calls = 1`.
     Usage(Usage),
-    Done { finish_reason: Option<String> },
+    Done {
+        finish_reason: Option<String>,
+    },
 }
 
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;

@@ -188,7 +188,9 @@ impl Llm for ScriptedLlm {
             }
             Some(Turn::Fail(e)) => Err(e),
             Some(Turn::Stream(chunks, _)) => Ok(response(&chunks.concat(), vec![])),
-            None => Err(LlmError::InvalidResponse("scripted LLM: chat script exhausted".into())),
+            None => Err(LlmError::InvalidResponse(
+                "scripted LLM: chat script exhausted".into(),
+            )),
         }
     }
 
@@ -204,8 +206,10 @@ impl Llm for ScriptedLlm {
             Some(Turn::Fail(e)) => return Err(e),
             None => (vec!["Scripted ".into(), "answer.".into()], None),
         };
-        let mut items: Vec<Result<StreamEvent, LlmError>> =
-            chunks.into_iter().map(|c| Ok(StreamEvent::Content(c))).collect();
+        let mut items: Vec<Result<StreamEvent, LlmError>> = chunks
+            .into_iter()
+            .map(|c| Ok(StreamEvent::Content(c)))
+            .collect();
         match tail {
             Some(e) => items.push(Err(e)),
             None => {

@@ -1,0 +1,285 @@
+//! Executes the tool calls of one LLM response: PreToolUse hooks, the tool itself (in its own
+//! task, so a panic is contained and a timeout can abort it), artifacts, PostToolUse hooks and
+//! the `tool_start`/`tool_end` events. All calls of a batch run concurrently; cancellation
+//! aborts the unfinished ones and gives them the synthetic cancelled result (SPEC §3.2).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::artifacts::ArtifactSink;
+use super::engine::StepRecord;
+use super::events::{AgentEvent, ArtifactRef, EventSink, StepEvent};
+use super::hooks::{HookContext, HookRunner, PostContext, PreOutcome};
+use super::prompts;
+use super::synthesis::truncate_chars;
+use crate::tools::{ToolError, ToolOutput, ToolRegistry};
+
+/// What the LLM sees for a call the cancellation interrupted.
+pub const CANCELLED_RESULT: &str = "[cancelled: tool execution did not complete]";
+
+/// `tool_end.observation` is cut to this many characters for display (SPEC §4).
+pub const DISPLAY_OBSERVATION_CHARS: usize = 4000;
+
+/// A call the LLM asked for. `arguments` is `Err(raw text)` when it was not valid JSON.
+#[derive(Clone, Debug)]
+pub struct PendingCall {
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Result<Value, String>,
+}
+
+/// One finished call.
+#[derive(Clone, Debug)]
+pub struct Executed {
+    pub record: StepRecord,
+    /// The tool actually ran (not blocked, not unknown, not malformed, not cancelled): these
+    /// count for reflection, the checklist and cycle detection.
+    pub ran: bool,
+}
+
+/// Everything needed to execute calls for one run.
+pub struct Executor {
+    pub tools: ToolRegistry,
+    pub hooks: Arc<HookRunner>,
+    pub default_timeout: Duration,
+    pub events: EventSink,
+    pub run_id: String,
+    pub conversation_id: String,
+    pub artifacts: Arc<dyn ArtifactSink>,
+}
+
+/// Aborts the tool's task when the call is dropped (timeout or cancellation).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn display_args(args: &Result<Value, String>) -> Value {
+    match args {
+        Ok(v) => v.clone(),
+        Err(raw) => Value::String(raw.clone()),
+    }
+}
+
+impl Executor {
+    fn emit(&self, step: StepEvent) {
+        let _ = self.events.send(AgentEvent::Step(step));
+    }
+
+    /// Runs every call concurrently. Returns results in call order and whether the batch was
+    /// cancelled (unfinished calls then carry [`CANCELLED_RESULT`]).
+    pub async fn execute_batch(
+        &self,
+        iteration: u32,
+        calls: Vec<PendingCall>,
+        cancel: &CancellationToken,
+    ) -> (Vec<Executed>, bool) {
+        for c in &calls {
+            self.emit(StepEvent::ToolStart {
+                iteration,
+                call_id: c.call_id.clone(),
+                tool: c.tool.clone(),
+                arguments: display_args(&c.arguments),
+            });
+        }
+        let mut results: Vec<Option<Executed>> = vec![None; calls.len()];
+        let mut cancelled = false;
+        {
+            let mut running: FuturesUnordered<_> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| async move { (i, self.execute_one(iteration, c.clone()).await) })
+                .collect();
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => { cancelled = true; break; }
+                    next = running.next() => match next {
+                        Some((i, done)) => results[i] = Some(done),
+                        None => break,
+                    },
+                }
+            }
+        }
+        let out = results
+            .into_iter()
+            .zip(calls)
+            .map(|(r, c)| r.unwrap_or_else(|| self.cancelled_result(iteration, c)))
+            .collect();
+        (out, cancelled)
+    }
+
+    fn cancelled_result(&self, iteration: u32, c: PendingCall) -> Executed {
+        let record = StepRecord {
+            iteration,
+            call_id: c.call_id,
+            tool: c.tool,
+            arguments: display_args(&c.arguments),
+            observation: CANCELLED_RESULT.to_string(),
+            error: true,
+            blocked: false,
+            duration_ms: 0,
+        };
+        self.emit_end(&record, Vec::new());
+        Executed { record, ran: false }
+    }
+
+    fn emit_end(&self, r: &StepRecord, artifacts: Vec<ArtifactRef>) {
+        self.emit(StepEvent::ToolEnd {
+            iteration: r.iteration,
+            call_id: r.call_id.clone(),
+            tool: r.tool.clone(),
+            observation: truncate_chars(&r.observation, DISPLAY_OBSERVATION_CHARS),
+            error: r.error,
+            blocked: r.blocked,
+            duration_ms: r.duration_ms,
+            artifacts,
+        });
+    }
+
+    async fn execute_one(&self, iteration: u32, call: PendingCall) -> Executed {
+        let started = Instant::now();
+        let mut artifacts = Vec::new();
+        let mut ran = false;
+        let mut blocked = false;
+        let arguments = display_args(&call.arguments);
+        let Some(tool) = self.tools.get(&call.tool).cloned() else {
+            let record = StepRecord {
+                iteration,
+                call_id: call.call_id,
+                tool: call.tool.clone(),
+                arguments,
+                observation: prompts::unknown_tool(&call.tool, &self.tools.names()),
+                error: true,
+                blocked: false,
+                duration_ms: started.elapsed().as_millis() as u64,
+            };
+            self.emit_end(&record, artifacts);
+            return Executed { record, ran };
+        };
+        let mut ctx = HookContext {
+            run_id: self.run_id.clone(),
+            conversation_id: self.conversation_id.clone(),
+            iteration,
+            call_id: call.call_id.clone(),
+            tool: call.tool.clone(),
+            arguments: arguments.clone(),
+            tool_writes: tool.writes(),
+            requires_approval: tool.requires_approval(),
+            events: Some(self.events.clone()),
+        };
+        let (observation, error) = match &call.arguments {
+            Err(raw) => (
+                format!(
+                    "Error: the arguments for '{}' are not valid JSON ({}). Send a JSON object.",
+                    call.tool,
+                    truncate_chars(raw, 200)
+                ),
+                true,
+            ),
+            Ok(_) => match self.hooks.pre_tool_use(&mut ctx).await {
+                PreOutcome::Blocked(reason) => {
+                    blocked = true;
+                    (
+                        format!("Error: the call to '{}' was blocked: {reason}", call.tool),
+                        false,
+                    )
+                }
+                PreOutcome::Allowed(args) => {
+                    ran = true;
+                    let timeout = tool.timeout().unwrap_or(self.default_timeout);
+                    match run_tool(tool.clone(), args, timeout).await {
+                        Ok(output) => (self.observe(output, &mut artifacts).await, false),
+                        Err(message) => (format!("Error: {message}"), true),
+                    }
+                }
+            },
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let post = self
+            .hooks
+            .post_tool_use(PostContext {
+                call: ctx.clone(),
+                observation,
+                error,
+                blocked,
+                duration_ms,
+            })
+            .await;
+        let record = StepRecord {
+            iteration,
+            call_id: call.call_id,
+            tool: call.tool,
+            arguments: ctx.arguments,
+            observation: post.observation,
+            error: post.error,
+            blocked,
+            duration_ms,
+        };
+        self.emit_end(&record, artifacts);
+        Executed { record, ran }
+    }
+
+    /// The LLM-visible observation: artifacts are stored and replaced by the fixed notice.
+    async fn observe(&self, output: ToolOutput, refs: &mut Vec<ArtifactRef>) -> String {
+        if output.artifacts.is_empty() {
+            return output.content;
+        }
+        let mut notices = Vec::new();
+        for a in output.artifacts {
+            let name = a.name.clone();
+            match self.artifacts.store(&self.run_id, a).await {
+                Ok(r) => {
+                    refs.push(r);
+                    notices.push(prompts::artifact_notice(&name));
+                }
+                Err(e) => {
+                    notices.push(format!("Error: artifact '{name}' could not be stored: {e}"))
+                }
+            }
+        }
+        notices.join("\n")
+    }
+}
+
+/// Runs the tool in its own task: a panic becomes an error, the timeout aborts it.
+async fn run_tool(
+    tool: Arc<dyn crate::tools::Tool>,
+    args: Value,
+    timeout: Duration,
+) -> Result<ToolOutput, String> {
+    let name = tool.name().to_string();
+    let mut task = AbortOnDrop(tokio::spawn(async move { tool.call(args).await }));
+    match tokio::time::timeout(timeout, &mut task.0).await {
+        Err(_) => Err(format!(
+            "tool '{name}' timed out after {} s",
+            timeout.as_secs_f64()
+        )),
+        Ok(Err(join)) if join.is_panic() => Err(format!(
+            "tool '{name}' crashed: {}",
+            panic_message(join.into_panic())
+        )),
+        Ok(Err(_)) => Err(format!("tool '{name}' was aborted")),
+        Ok(Ok(Err(ToolError::Failed(m)))) => Err(m),
+        Ok(Ok(Err(e))) => Err(e.to_string()),
+        Ok(Ok(Ok(out))) => Ok(out),
+    }
+}

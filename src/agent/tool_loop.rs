@@ -1,0 +1,476 @@
+//! The tool loop (SPEC §2.3–2.11) for both modes. One iteration: check the context budget →
+//! call the LLM → process the response → execute tool(s) or stop. Interrupts, reflection,
+//! cycle warnings and the checklist are appended only after tool results, so an assistant
+//! `tool_calls` message is always followed by exactly its results.
+
+use serde_json::{Map, Value};
+
+use super::action::{parse_action, Action};
+use super::context::ContextGuard;
+use super::engine::{ReActAgent, RunHandles, RunInput, StepRecord};
+use super::events::{AgentEvent, EventSink, Mode, RunStatus, StepEvent};
+use super::executor::{Executed, Executor, PendingCall};
+use super::interrupts::Interrupt;
+use super::prompts;
+use super::safeguards::{CycleDetector, ReflectionCadence};
+use crate::llm::{
+    ChatRequest, ChatResponse, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition, Usage,
+};
+use crate::tools::ToolRegistry;
+
+/// What one processed response means for the loop.
+enum Next {
+    Continue,
+    /// A final answer candidate (interrupts and checklist already considered).
+    Final(String),
+    /// Stop now with the status already set (cancelled).
+    Stop,
+}
+
+/// The loop's result, handed back to the engine for synthesis and `done`.
+pub(super) struct LoopOutcome {
+    pub status: RunStatus,
+    pub brief_answer: String,
+    pub steps: Vec<StepRecord>,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub messages: Vec<Message>,
+    pub error: Option<String>,
+    pub processed_interrupts: Vec<Interrupt>,
+    pub unprocessed_interrupts: Vec<Interrupt>,
+}
+
+/// The state of one run's loop.
+pub(super) struct LoopRun<'a> {
+    agent: &'a ReActAgent,
+    handles: &'a RunHandles,
+    query: String,
+    mode: Mode,
+    /// Sent in the `tools` parameter (native mode only).
+    tool_defs: Vec<ToolDefinition>,
+    executor: Executor,
+    guard: ContextGuard,
+    messages: Vec<Message>,
+    steps: Vec<StepRecord>,
+    pub iterations: u32,
+    tool_calls: u32,
+    pub usage: Usage,
+    status: RunStatus,
+    brief: String,
+    error: Option<String>,
+    processed: Vec<Interrupt>,
+    unprocessed: Vec<Interrupt>,
+    cycles: CycleDetector,
+    reflection: ReflectionCadence,
+    checklist_done: bool,
+    last_parse_failed: bool,
+}
+
+impl<'a> LoopRun<'a> {
+    pub fn new(
+        agent: &'a ReActAgent,
+        input: &RunInput,
+        handles: &'a RunHandles,
+        mode: Mode,
+        tools: ToolRegistry,
+    ) -> Self {
+        let cfg = &agent.config;
+        let role = cfg
+            .system_prompt
+            .as_deref()
+            .unwrap_or(prompts::DEFAULT_ROLE);
+        let defs = tools.definitions();
+        let (system, tool_defs) = match mode {
+            Mode::Native => (prompts::native_system_prompt(role), defs),
+            Mode::Json => (prompts::json_system_prompt(role, &defs), Vec::new()),
+        };
+        let mut messages = Vec::with_capacity(input.history.len() + 8);
+        messages.push(Message::system(system));
+        messages.extend(input.history.iter().cloned());
+        messages.push(Message::user(input.query.clone()).pinned());
+        Self {
+            agent,
+            handles,
+            query: input.query.clone(),
+            mode,
+            tool_defs,
+            executor: Executor {
+                tools,
+                hooks: agent.hooks.clone(),
+                default_timeout: cfg.tool_timeout,
+                events: handles.events.clone(),
+                run_id: input.run_id.clone(),
+                conversation_id: input.conversation_id.clone(),
+                artifacts: handles.artifacts.clone(),
+            },
+            guard: ContextGuard::new(agent.context_budget()),
+            messages,
+            steps: Vec::new(),
+            iterations: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            status: RunStatus::Running,
+            brief: String::new(),
+            error: None,
+            processed: Vec::new(),
+            unprocessed: Vec::new(),
+            cycles: CycleDetector::new(cfg.cycle_detection_threshold),
+            reflection: ReflectionCadence::new(cfg.self_reflection_interval),
+            checklist_done: false,
+            last_parse_failed: false,
+        }
+    }
+
+    fn events(&self) -> &EventSink {
+        &self.handles.events
+    }
+
+    fn emit(&self, step: StepEvent) {
+        let _ = self.events().send(AgentEvent::Step(step));
+    }
+
+    pub async fn run(&mut self) {
+        let max = self.agent.config.max_iterations;
+        loop {
+            if self.handles.cancel.is_cancelled() {
+                self.cancelled();
+                break;
+            }
+            if self.iterations >= max {
+                self.status = RunStatus::MaxIterations;
+                self.brief = self.step_summary();
+                break;
+            }
+            self.iterations += 1;
+            self.guard_context(false).await;
+            let response = match self.call_llm().await {
+                Ok(r) => r,
+                Err(LlmError::Cancelled) => {
+                    self.cancelled();
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, iteration = self.iterations, "LLM call failed; the run fails");
+                    self.status = RunStatus::Failed;
+                    self.error = Some(e.to_string());
+                    self.brief = format!(
+                        "Sorry, I could not complete this request: the language model failed ({e})."
+                    );
+                    break;
+                }
+            };
+            let next = match self.mode {
+                Mode::Native => self.native_step(response).await,
+                Mode::Json => self.json_step(response).await,
+            };
+            match next {
+                Next::Continue => {}
+                Next::Stop => break,
+                Next::Final(answer) => {
+                    // Close atomically: anything that slipped in is processed if we can.
+                    let left = self.handles.interrupts.close();
+                    if !left.is_empty() && self.iterations < max {
+                        self.inject(left);
+                        continue;
+                    }
+                    self.unprocessed = left;
+                    self.status = RunStatus::Completed;
+                    self.brief = answer;
+                    break;
+                }
+            }
+        }
+        // Every exit closes the queue; leftovers are reported, never lost.
+        self.unprocessed.extend(self.handles.interrupts.close());
+    }
+
+    pub fn finish(self) -> LoopOutcome {
+        LoopOutcome {
+            status: self.status,
+            brief_answer: self.brief,
+            steps: self.steps,
+            iterations: self.iterations,
+            tool_calls: self.tool_calls,
+            usage: self.usage,
+            messages: self.messages,
+            error: self.error,
+            processed_interrupts: self.processed,
+            unprocessed_interrupts: self.unprocessed,
+        }
+    }
+
+    fn cancelled(&mut self) {
+        self.status = RunStatus::Cancelled;
+        self.brief = "The run was cancelled before it finished.".to_string();
+    }
+
+    /// Fallback brief answer when iterations ran out (SPEC §2.4).
+    fn step_summary(&self) -> String {
+        let mut s = format!(
+            "I reached the limit of {} iterations before finishing. Steps taken:\n",
+            self.agent.config.max_iterations
+        );
+        if self.steps.is_empty() {
+            s.push_str("(no tool was called)\n");
+        }
+        for (i, st) in self.steps.iter().enumerate() {
+            let outcome = if st.blocked {
+                "blocked"
+            } else if st.error {
+                "failed"
+            } else {
+                "succeeded"
+            };
+            s.push_str(&format!("{}. {} — {outcome}\n", i + 1, st.tool));
+        }
+        s
+    }
+
+    fn request(&self) -> ChatRequest {
+        let mut req = ChatRequest::new(self.messages.clone());
+        match self.mode {
+            Mode::Native => {
+                if !self.tool_defs.is_empty() {
+                    req.tools = self.tool_defs.clone();
+                    req.tool_choice = Some(ToolChoice::Auto);
+                }
+            }
+            Mode::Json => {
+                if self.agent.llm.abilities().json_mode {
+                    req.response_format = Some(ResponseFormat::JsonObject);
+                }
+            }
+        }
+        req
+    }
+
+    /// One loop call, with one forced compaction and retry on a context-overflow error.
+    async fn call_llm(&mut self) -> Result<ChatResponse, LlmError> {
+        let mut forced = false;
+        loop {
+            let req = self.request();
+            let result = tokio::select! {
+                _ = self.handles.cancel.cancelled() => return Err(LlmError::Cancelled),
+                r = self.agent.llm.chat(req) => r,
+            };
+            match result {
+                Ok(r) => {
+                    self.usage += r.usage;
+                    return Ok(r);
+                }
+                Err(LlmError::ContextLengthExceeded(m)) if !forced => {
+                    tracing::warn!(error = %m, "context length exceeded; compacting and retrying once");
+                    self.usage.llm_calls += 1;
+                    forced = true;
+                    self.guard_context(true).await;
+                }
+                Err(e) => {
+                    self.usage.llm_calls += 1;
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    async fn guard_context(&mut self, forced: bool) {
+        if !forced && !self.guard.over_budget(&self.messages, &self.tool_defs) {
+            return;
+        }
+        let llm = self.agent.compact_llm.clone();
+        let compaction = tokio::select! {
+            _ = self.handles.cancel.cancelled() => return,
+            c = self.guard.compact(llm.as_ref(), &self.messages, &self.tool_defs) => c,
+        };
+        self.usage += compaction.usage;
+        self.messages = compaction.messages;
+        let _ = self.events().send(AgentEvent::Compact(compaction.event));
+    }
+
+    /// Drained interrupts become ONE pinned `[USER INTERRUPT]` message.
+    fn inject(&mut self, items: Vec<Interrupt>) {
+        if items.is_empty() {
+            return;
+        }
+        let contents: Vec<String> = items.iter().map(|i| i.content.clone()).collect();
+        self.messages
+            .push(Message::user(prompts::interrupt_message(&contents)).pinned());
+        self.emit(StepEvent::Interrupt {
+            iteration: self.iterations,
+            ids: items.iter().map(|i| i.id.to_string()).collect(),
+            contents,
+        });
+        self.processed.extend(items);
+    }
+
+    /// Drains the queue into the conversation; true when something arrived.
+    fn drain_interrupts(&mut self) -> bool {
+        let items = self.handles.interrupts.drain();
+        let any = !items.is_empty();
+        self.inject(items);
+        any
+    }
+
+    fn checklist_due(&self) -> bool {
+        let cfg = &self.agent.config;
+        cfg.completion_check
+            && !self.checklist_done
+            && self.reflection.executions() >= cfg.completion_check_min_tools
+            && self.iterations < cfg.max_iterations
+    }
+
+    /// Records executed calls and appends the safeguards' messages (after all tool results).
+    fn after_tools(&mut self, executed: &[Executed]) {
+        let mut ran = 0;
+        for e in executed {
+            self.tool_calls += 1;
+            if e.ran {
+                ran += 1;
+                if let Some(n) =
+                    self.cycles
+                        .record(&e.record.tool, &e.record.arguments, &e.record.observation)
+                {
+                    self.messages
+                        .push(Message::user(prompts::cycle_warning(&e.record.tool, n)));
+                }
+            }
+            self.steps.push(e.record.clone());
+        }
+        if self.reflection.add(ran) {
+            self.messages
+                .push(Message::user(prompts::reflection(&self.query)));
+        }
+    }
+
+    async fn execute(&mut self, calls: Vec<PendingCall>) -> (Vec<Executed>, bool) {
+        let cancel = self.handles.cancel.clone();
+        self.executor
+            .execute_batch(self.iterations, calls, &cancel)
+            .await
+    }
+
+    async fn native_step(&mut self, r: ChatResponse) -> Next {
+        let reasoning = if r.content.trim().is_empty() {
+            r.reasoning_content.clone().unwrap_or_default()
+        } else {
+            r.content.clone()
+        };
+        if r.tool_calls.is_empty() {
+            let answer = reasoning;
+            self.messages.push(Message::assistant(answer.clone()));
+            if self.drain_interrupts() {
+                return Next::Continue;
+            }
+            if self.checklist_due() {
+                self.checklist_done = true;
+                self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+                return Next::Continue;
+            }
+            return Next::Final(answer);
+        }
+        self.emit(StepEvent::Thinking {
+            iteration: self.iterations,
+            reasoning,
+        });
+        let mut calls = r.tool_calls.clone();
+        for (n, c) in calls.iter_mut().enumerate() {
+            if c.id.is_empty() {
+                c.id = format!("call_{}_{}", self.iterations, n + 1);
+            }
+        }
+        self.messages.push(Message::assistant_tool_calls(
+            r.content.clone(),
+            calls.clone(),
+        ));
+        let pending = calls
+            .iter()
+            .map(|c| PendingCall {
+                call_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: parse_arguments(&c.arguments),
+            })
+            .collect();
+        let (executed, cancelled) = self.execute(pending).await;
+        for e in &executed {
+            self.messages.push(Message::tool(
+                e.record.call_id.clone(),
+                e.record.observation.clone(),
+            ));
+        }
+        self.after_tools(&executed);
+        if cancelled {
+            self.cancelled();
+            return Next::Stop;
+        }
+        self.drain_interrupts();
+        Next::Continue
+    }
+
+    async fn json_step(&mut self, r: ChatResponse) -> Next {
+        let content = r.content.clone();
+        self.messages.push(Message::assistant(content.clone()));
+        let interrupted = self.drain_interrupts();
+        let Some(action) = parse_action(&content) else {
+            if self.last_parse_failed && !interrupted {
+                return Next::Final(content);
+            }
+            self.last_parse_failed = true;
+            self.messages.push(Message::user(prompts::REFORMAT_REQUEST));
+            return Next::Continue;
+        };
+        self.last_parse_failed = false;
+        match action {
+            Action::FinalAnswer { answer, .. } => {
+                if interrupted {
+                    return Next::Continue;
+                }
+                if self.checklist_due() {
+                    self.checklist_done = true;
+                    self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+                    return Next::Continue;
+                }
+                Next::Final(answer)
+            }
+            Action::ToolCall {
+                reasoning,
+                tool_name,
+                tool_args,
+            } => {
+                let reasoning = if reasoning.trim().is_empty() {
+                    r.reasoning_content.clone().unwrap_or_default()
+                } else {
+                    reasoning
+                };
+                self.emit(StepEvent::Thinking {
+                    iteration: self.iterations,
+                    reasoning,
+                });
+                let call = PendingCall {
+                    call_id: format!("call_{}_1", self.iterations),
+                    tool: tool_name,
+                    arguments: Ok(tool_args),
+                };
+                let (executed, cancelled) = self.execute(vec![call]).await;
+                for e in &executed {
+                    self.messages
+                        .push(Message::user(prompts::observation(&e.record.observation)));
+                }
+                self.after_tools(&executed);
+                if cancelled {
+                    self.cancelled();
+                    return Next::Stop;
+                }
+                Next::Continue
+            }
+        }
+    }
+}
+
+/// Tool-call arguments from the provider: empty means `{}`; invalid JSON is kept raw so the
+/// LLM gets an error observation instead of a crash.
+fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|_| raw.to_string())
+}
