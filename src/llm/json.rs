@@ -10,8 +10,9 @@
 //!    quotes do not count); when a candidate does not parse even after repair, the scan restarts
 //!    at the next `{`, for at most [`MAX_BRACE_CANDIDATES`] candidates.
 //!
-//! Every candidate is parsed as-is first, then once more after [`repair`]. Only objects are
-//! returned: an array or a scalar is "no JSON" for our callers, who always ask for an object.
+//! Every candidate is parsed as-is first, then once more after `repair`. Only objects are
+//! returned: an array or a scalar is "no JSON" for our callers, who always ask for an object
+//! (though the brace scan will still find an object nested inside an array).
 
 use serde_json::Value;
 

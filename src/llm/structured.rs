@@ -189,14 +189,15 @@ impl<T> Chain<'_, '_, T> {
             ..ChatRequest::new(messages)
         };
         let reply = self.ask(1, request).await?;
-        // Prefer the call to our function; a model may also answer in content despite the tool.
+        // Prefer the call to our function; a model may also answer in content despite the tool
+        // (or beside a call whose arguments are broken).
         let raw = reply
             .tool_calls
             .iter()
             .find(|c| c.name == name)
             .or_else(|| reply.tool_calls.first())
-            .map(|c| parse_arguments(&c.arguments))
-            .unwrap_or_else(|| extract_json(&reply.content));
+            .and_then(|c| parse_arguments(&c.arguments))
+            .or_else(|| extract_json(&reply.content));
         let Some(raw) = raw else {
             self.fail(
                 1,
@@ -431,6 +432,22 @@ mod tests {
         assert_eq!(r.messages[0].role, Role::System);
         assert!(r.messages[0].content.starts_with("You select tools."));
         assert!(r.messages[0].content.contains("`select_tools`"));
+    }
+
+    #[tokio::test]
+    async fn broken_arguments_fall_back_to_json_in_content() {
+        let llm = ScriptedLlm::native();
+        let mut reply = crate::testing::scripted::response(GOOD, vec![]);
+        reply.tool_calls.push(crate::llm::ToolCall {
+            id: "c1".into(),
+            name: "select_tools".into(),
+            arguments: "{\"tools\": [".into(),
+        });
+        llm.push(Turn::Reply(reply, std::time::Duration::ZERO));
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (1, 1, expected()));
     }
 
     #[tokio::test]
