@@ -1,7 +1,26 @@
-//! placeholder (helper B): `structured_llm_call` (SPEC §5.1).
+//! `structured_llm_call` (SPEC §5.1): the one way to get schema-conforming JSON out of any model.
+//!
+//! A degradation chain picks the strongest mechanism the model's [`Abilities`] allow and falls
+//! back level by level, so that a local text-only model can take part in the same scenarios as a
+//! model with native function calling:
+//!
+//! 1. **Native function call** (`tool_call`): one function whose parameters are the schema,
+//!    forced with `tool_choice` when the model supports it. No retry.
+//! 2. **JSON mode** (`json_mode`): `response_format = json_object`; one re-format retry.
+//! 3. **Plain text** (always): schema in the prompt, [`extract_json`], then the caller's regex
+//!    fallback; one re-format retry.
+//!
+//! Anything that stops a level — an [`LlmError`], no JSON object in the reply, or the caller's
+//! `parse_fn` rejecting it — moves on to the next level. Worst case 5 calls. Every call counts in
+//! `llm_calls` and `usage`, successful or not, because the run's usage (SPEC §2.13) must include
+//! structured retries.
+
 use serde_json::Value;
 
-use super::{Llm, Message, Usage};
+use super::{
+    extract_json, ChatRequest, ChatResponse, Llm, Message, ResponseFormat, Role, ToolChoice,
+    ToolDefinition, Usage,
+};
 
 /// Turns the raw JSON into the caller's domain value; an error degrades to the next level.
 pub type ParseFn<'a, T> = Box<dyn Fn(&Value) -> Result<T, String> + Send + Sync + 'a>;
@@ -44,13 +63,566 @@ pub enum StructuredError {
     },
 }
 
+/// Description of the level-1 function when the schema has no top-level `description`: it tells
+/// the model the function is the answer channel, not an action with side effects.
+pub const FUNCTION_DESCRIPTION: &str =
+    "Return your answer as the arguments of this function. Calling it has no side effect.";
+
+/// Appended to the system prompt at level 1 when the model cannot be forced with `tool_choice`
+/// (`{name}` is replaced): without it, an `auto` choice often gets a prose reply instead.
+pub const CALL_FUNCTION_INSTRUCTION: &str =
+    "Answer by calling the function `{name}`; do not answer in plain text.";
+
+/// Appended to the system prompt at levels 2 and 3 (`{schema}` is replaced). Level 2 needs it
+/// too: OpenAI rejects `json_object` mode unless the messages mention JSON, and the model has no
+/// other way to learn the schema there.
+pub const SCHEMA_INSTRUCTION: &str = "Reply with a single JSON object that follows this JSON \
+     Schema. Output only the JSON object: no prose, no explanation.\nJSON Schema:\n{schema}";
+
+/// The re-format retry of levels 2 and 3, sent as a user message after the unusable reply
+/// (`{reason}` and `{schema}` are replaced).
+pub const REFORMAT_PROMPT: &str = "Your previous reply could not be parsed as valid JSON \
+     ({reason}). Reply again with only the JSON object, following this JSON Schema exactly, \
+     with no prose and no code fences.\nJSON Schema:\n{schema}";
+
+/// Runs the degradation chain of SPEC §5.1 against `llm`.
+///
+/// Returns the first value `parse_fn` accepts; when every level fails, the `default_value`
+/// (level 0, `raw = Null`) if there is one, else [`StructuredError::Exhausted`]. Both still
+/// report every call made and the summed usage.
 pub async fn structured_llm_call<T>(
-    _llm: &dyn Llm,
-    _call: StructuredCall<'_, T>,
+    llm: &dyn Llm,
+    call: StructuredCall<'_, T>,
 ) -> Result<StructuredResult<T>, StructuredError> {
-    Err(StructuredError::Exhausted {
+    let abilities = llm.abilities();
+    let mut chain = Chain {
+        llm,
+        call: &call,
         llm_calls: 0,
         usage: Usage::default(),
-        last_error: "not implemented yet".into(),
-    })
+        last_error: String::from("no level was attempted"),
+        last_reason: String::new(),
+    };
+    let mut found = None;
+    if abilities.tool_call {
+        found = chain.native_level(abilities.tool_choice).await;
+    }
+    if found.is_none() && abilities.json_mode {
+        found = chain.text_level(2).await;
+    }
+    if found.is_none() {
+        found = chain.text_level(3).await;
+    }
+    let (llm_calls, usage) = (chain.llm_calls, chain.usage);
+    let last_error = chain.last_error;
+    match (found, call.default_value) {
+        (Some((level, raw, value)), _) => Ok(StructuredResult {
+            value,
+            raw,
+            level,
+            llm_calls,
+            usage,
+        }),
+        (None, Some(value)) => {
+            tracing::debug!(llm_calls, %last_error, "structured call fell back to default value");
+            Ok(StructuredResult {
+                value,
+                raw: Value::Null,
+                level: 0,
+                llm_calls,
+                usage,
+            })
+        }
+        (None, None) => Err(StructuredError::Exhausted {
+            llm_calls,
+            usage,
+            last_error,
+        }),
+    }
+}
+
+/// State threaded through the levels: the counters and the reason the last attempt failed.
+struct Chain<'c, 'a, T> {
+    llm: &'c dyn Llm,
+    call: &'c StructuredCall<'a, T>,
+    llm_calls: u32,
+    usage: Usage,
+    /// `level N: reason` of the last failed attempt, for [`StructuredError::Exhausted`].
+    last_error: String,
+    /// The same reason without the level, quoted back to the model in [`REFORMAT_PROMPT`].
+    last_reason: String,
+}
+
+/// A level's success: `(level, raw JSON, parsed value)`.
+type Found<T> = (u8, Value, T);
+
+impl<T> Chain<'_, '_, T> {
+    /// Level 1: one forced (or, without `tool_choice`, strongly suggested) function call.
+    async fn native_level(&mut self, can_force: bool) -> Option<Found<T>> {
+        let name = self.call.schema_name.clone();
+        let description = self
+            .call
+            .schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or(FUNCTION_DESCRIPTION)
+            .to_string();
+        let messages = if can_force {
+            self.call.messages.clone()
+        } else {
+            with_system_note(
+                &self.call.messages,
+                &CALL_FUNCTION_INSTRUCTION.replace("{name}", &name),
+            )
+        };
+        let request = ChatRequest {
+            tools: vec![ToolDefinition {
+                name: name.clone(),
+                description,
+                parameters: self.call.schema.clone(),
+            }],
+            tool_choice: Some(if can_force {
+                ToolChoice::Function(name.clone())
+            } else {
+                ToolChoice::Auto
+            }),
+            ..ChatRequest::new(messages)
+        };
+        let reply = self.ask(1, request).await?;
+        // Prefer the call to our function; a model may also answer in content despite the tool
+        // (or beside a call whose arguments are broken).
+        let raw = reply
+            .tool_calls
+            .iter()
+            .find(|c| c.name == name)
+            .or_else(|| reply.tool_calls.first())
+            .and_then(|c| parse_arguments(&c.arguments))
+            .or_else(|| extract_json(&reply.content));
+        let Some(raw) = raw else {
+            self.fail(
+                1,
+                "the reply held neither a function call with a JSON object nor JSON",
+            );
+            return None;
+        };
+        self.accept(1, raw)
+    }
+
+    /// Levels 2 (JSON mode) and 3 (plain text): one attempt, then one re-format retry.
+    async fn text_level(&mut self, level: u8) -> Option<Found<T>> {
+        let schema = schema_text(&self.call.schema);
+        let messages = with_system_note(
+            &self.call.messages,
+            &SCHEMA_INSTRUCTION.replace("{schema}", &schema),
+        );
+        let format = (level == 2).then_some(ResponseFormat::JsonObject);
+        let request = |messages: Vec<Message>| ChatRequest {
+            response_format: format,
+            ..ChatRequest::new(messages)
+        };
+        let reply = self.ask(level, request(messages.clone())).await?;
+        if let Some(found) = self.read_text(level, &reply.content) {
+            return Some(found);
+        }
+        let retry_prompt = REFORMAT_PROMPT
+            .replace("{reason}", &self.last_reason)
+            .replace("{schema}", &schema);
+        let mut retry = messages;
+        retry.push(Message::assistant(reply.content));
+        retry.push(Message::user(retry_prompt));
+        let reply = self.ask(level, request(retry)).await?;
+        self.read_text(level, &reply.content)
+    }
+
+    /// Reads a text reply: [`extract_json`], then (level 3 only) the regex fallback, each
+    /// candidate checked by `parse_fn`.
+    fn read_text(&mut self, level: u8, content: &str) -> Option<Found<T>> {
+        if let Some(raw) = extract_json(content) {
+            if let Some(found) = self.accept(level, raw) {
+                return Some(found);
+            }
+        } else {
+            self.fail(level, "the reply contains no JSON object");
+        }
+        if level == 3 {
+            if let Some(raw) = self.call.regex_fallback.as_ref().and_then(|f| f(content)) {
+                return self.accept(level, raw);
+            }
+        }
+        None
+    }
+
+    /// Runs `parse_fn`; its error becomes the reason this attempt failed.
+    fn accept(&mut self, level: u8, raw: Value) -> Option<Found<T>> {
+        match (self.call.parse_fn)(&raw) {
+            Ok(value) => Some((level, raw, value)),
+            Err(e) => {
+                self.fail(level, &format!("the JSON was rejected: {e}"));
+                None
+            }
+        }
+    }
+
+    /// One LLM call. Every call counts once in `llm_calls` and in `usage.llm_calls` (even a
+    /// failed one, whose tokens are unknown and count as 0), so the two always agree.
+    async fn ask(&mut self, level: u8, request: ChatRequest) -> Option<ChatResponse> {
+        self.llm_calls += 1;
+        match self.llm.chat(request).await {
+            Ok(reply) => {
+                self.usage += Usage {
+                    llm_calls: 1,
+                    ..reply.usage
+                };
+                Some(reply)
+            }
+            Err(e) => {
+                self.usage += Usage {
+                    llm_calls: 1,
+                    ..Usage::default()
+                };
+                self.fail(level, &format!("LLM error: {e}"));
+                None
+            }
+        }
+    }
+
+    fn fail(&mut self, level: u8, reason: &str) {
+        tracing::debug!(level, reason, "structured output attempt failed");
+        self.last_error = format!("level {level}: {reason}");
+        self.last_reason = reason.to_string();
+    }
+}
+
+/// Parses function-call arguments: strict JSON first, then the tolerant [`extract_json`]
+/// (providers sometimes send fenced or slightly broken arguments).
+fn parse_arguments(arguments: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => extract_json(arguments),
+    }
+}
+
+/// The schema as prompt text: compact JSON (`Display` of a `Value`), as it is repeated in
+/// retries.
+fn schema_text(schema: &Value) -> String {
+    schema.to_string()
+}
+
+/// `messages` with `note` appended to the leading system message, or a new system message in
+/// front when there is none. Merging keeps one system message: several providers reject a
+/// system message anywhere but first.
+fn with_system_note(messages: &[Message], note: &str) -> Vec<Message> {
+    let mut out = messages.to_vec();
+    match out.first_mut() {
+        Some(first) if first.role == Role::System => {
+            if !first.content.is_empty() {
+                first.content.push_str("\n\n");
+            }
+            first.content.push_str(note);
+        }
+        _ => out.insert(0, Message::system(note)),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Abilities, LlmError};
+    use crate::testing::{ScriptedLlm, Turn};
+    use serde_json::json;
+
+    const GOOD: &str = r#"{"tools": ["search", "calc"]}"#;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
+            "required": ["tools"]
+        })
+    }
+
+    /// The tool-selection shape of SPEC §2.5: `parse_fn` insists on a list of strings.
+    fn selection_call(default_value: Option<Vec<String>>) -> StructuredCall<'static, Vec<String>> {
+        StructuredCall {
+            messages: vec![
+                Message::system("You select tools."),
+                Message::user("Which tools?"),
+            ],
+            schema_name: "select_tools".into(),
+            schema: schema(),
+            parse_fn: Box::new(|raw: &Value| {
+                raw.get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| "`tools` must be an array".to_string())?
+                    .iter()
+                    .map(|t| {
+                        t.as_str()
+                            .map(String::from)
+                            .ok_or("not a string".to_string())
+                    })
+                    .collect()
+            }),
+            default_value,
+            regex_fallback: None,
+        }
+    }
+
+    fn expected() -> Vec<String> {
+        vec!["search".into(), "calc".into()]
+    }
+
+    /// `calls` calls of which `replies` answered (10 + 5 tokens each).
+    fn usage(calls: u64, replies: u64) -> Usage {
+        Usage {
+            prompt_tokens: 10 * replies,
+            completion_tokens: 5 * replies,
+            total_tokens: 15 * replies,
+            llm_calls: calls,
+        }
+    }
+
+    fn fail() -> Turn {
+        Turn::Fail(LlmError::Status {
+            status: 500,
+            body: "boom".into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn level1_succeeds_in_one_call_with_a_forced_function() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[("c1", "select_tools", GOOD)]);
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls), (1, 1));
+        assert_eq!(out.value, expected());
+        assert_eq!(out.raw, serde_json::from_str::<Value>(GOOD).unwrap());
+        assert_eq!(out.usage, usage(1, 1));
+        let requests = llm.chat_requests();
+        assert_eq!(requests.len(), 1);
+        let r = &requests[0];
+        assert_eq!(
+            r.tool_choice,
+            Some(ToolChoice::Function("select_tools".into()))
+        );
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(r.tools[0].name, "select_tools");
+        assert_eq!(r.tools[0].parameters, schema());
+        assert_eq!(r.response_format, None);
+        assert_eq!(r.messages, selection_call(None).messages);
+    }
+
+    #[tokio::test]
+    async fn level1_without_tool_choice_sends_auto_and_reads_json_in_content() {
+        let llm = ScriptedLlm::new(Abilities {
+            tool_call: true,
+            json_mode: false,
+            tool_choice: false,
+        });
+        llm.text(&format!("Here:\n```json\n{GOOD}\n```"));
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (1, 1, expected()));
+        let r = &llm.chat_requests()[0];
+        assert_eq!(r.tool_choice, Some(ToolChoice::Auto));
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(r.messages[0].role, Role::System);
+        assert!(r.messages[0].content.starts_with("You select tools."));
+        assert!(r.messages[0].content.contains("`select_tools`"));
+    }
+
+    #[tokio::test]
+    async fn broken_arguments_fall_back_to_json_in_content() {
+        let llm = ScriptedLlm::native();
+        let mut reply = crate::testing::scripted::response(GOOD, vec![]);
+        reply.tool_calls.push(crate::llm::ToolCall {
+            id: "c1".into(),
+            name: "select_tools".into(),
+            arguments: "{\"tools\": [".into(),
+        });
+        llm.push(Turn::Reply(reply, std::time::Duration::ZERO));
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (1, 1, expected()));
+    }
+
+    #[tokio::test]
+    async fn unusable_function_call_degrades_to_json_mode() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[("c1", "select_tools", "not json at all")]);
+        llm.text(GOOD);
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (2, 2, expected()));
+        assert_eq!(out.usage, usage(2, 2));
+        let r = &llm.chat_requests()[1];
+        assert_eq!(r.response_format, Some(ResponseFormat::JsonObject));
+        assert!(r.tools.is_empty());
+        assert_eq!(r.tool_choice, None);
+        assert!(r.messages[0].content.contains(&schema().to_string()));
+        assert!(r.messages[0].content.contains("JSON"));
+    }
+
+    #[tokio::test]
+    async fn bad_json_mode_reply_is_retried_once_with_the_reformat_prompt() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[]);
+        llm.text("Sorry, I think the tools are search and calc.");
+        llm.text(GOOD);
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (2, 3, expected()));
+        assert_eq!(out.usage, usage(3, 3));
+        let requests = llm.chat_requests();
+        let retry = &requests[2];
+        assert_eq!(retry.response_format, Some(ResponseFormat::JsonObject));
+        let n = retry.messages.len();
+        assert_eq!(n, requests[1].messages.len() + 2);
+        assert_eq!(retry.messages[n - 2].role, Role::Assistant);
+        assert_eq!(
+            retry.messages[n - 2].content,
+            "Sorry, I think the tools are search and calc."
+        );
+        assert_eq!(retry.messages[n - 1].role, Role::User);
+        assert!(retry.messages[n - 1]
+            .content
+            .contains("could not be parsed as valid JSON"));
+        assert!(retry.messages[n - 1]
+            .content
+            .contains(&schema().to_string()));
+    }
+
+    #[tokio::test]
+    async fn json_only_model_starts_at_level2() {
+        let llm = ScriptedLlm::json();
+        llm.text(GOOD);
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls), (2, 1));
+        assert!(llm.chat_requests()[0].tools.is_empty());
+    }
+
+    #[tokio::test]
+    async fn text_only_model_uses_level3_and_extract_json_on_prose() {
+        let llm = ScriptedLlm::new(Abilities::text_only());
+        llm.text(&format!("Sure! I would pick {GOOD} for this query."));
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (3, 1, expected()));
+        let r = &llm.chat_requests()[0];
+        assert_eq!(r.response_format, None);
+        assert!(r.tools.is_empty());
+        assert_eq!(r.tool_choice, None);
+        assert!(r.messages[0].content.contains(&schema().to_string()));
+    }
+
+    #[tokio::test]
+    async fn level3_without_system_message_gets_one_in_front() {
+        let llm = ScriptedLlm::new(Abilities::text_only());
+        llm.text(GOOD);
+        let mut call = selection_call(None);
+        call.messages = vec![Message::user("Which tools?")];
+        structured_llm_call(&llm, call).await.unwrap();
+        let messages = &llm.chat_requests()[0].messages;
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].role, Role::System);
+        assert!(messages[0].content.contains(&schema().to_string()));
+        assert_eq!(messages[1], Message::user("Which tools?"));
+    }
+
+    #[tokio::test]
+    async fn regex_fallback_is_used_when_no_json_is_found() {
+        let llm = ScriptedLlm::new(Abilities::text_only());
+        llm.text("tools: search, calc");
+        let mut call = selection_call(None);
+        call.regex_fallback = Some(Box::new(|text: &str| {
+            let list = text.strip_prefix("tools:")?;
+            let names: Vec<&str> = list.split(',').map(str::trim).collect();
+            Some(json!({ "tools": names }))
+        }));
+        let out = structured_llm_call(&llm, call).await.unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (3, 1, expected()));
+        assert_eq!(out.raw, json!({"tools": ["search", "calc"]}));
+    }
+
+    #[tokio::test]
+    async fn parse_fn_error_degrades_to_the_next_level() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[("c1", "select_tools", r#"{"tools": 3}"#)]);
+        llm.text(GOOD);
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (2, 2, expected()));
+    }
+
+    #[tokio::test]
+    async fn llm_errors_degrade_without_retrying_the_level() {
+        let llm = ScriptedLlm::native();
+        llm.push(fail()); // level 1
+        llm.push(fail()); // level 2: an error skips its retry
+        llm.text(GOOD); // level 3
+        let out = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls, out.value), (3, 3, expected()));
+        assert_eq!(out.usage, usage(3, 1));
+        assert_eq!(llm.remaining(), 0);
+    }
+
+    #[tokio::test]
+    async fn total_failure_makes_five_calls_then_uses_the_default() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[]);
+        for _ in 0..4 {
+            llm.text("no idea");
+        }
+        let fallback = vec!["everything".to_string()];
+        let out = structured_llm_call(&llm, selection_call(Some(fallback.clone())))
+            .await
+            .unwrap();
+        assert_eq!((out.level, out.llm_calls), (0, 5));
+        assert_eq!(out.value, fallback);
+        assert_eq!(out.raw, Value::Null);
+        assert_eq!(out.usage, usage(5, 5));
+        assert_eq!(llm.chat_requests().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn total_failure_without_default_is_a_typed_error() {
+        let llm = ScriptedLlm::native();
+        llm.tool_calls(&[("c1", "select_tools", "{}")]);
+        llm.text("no idea");
+        llm.push(fail());
+        llm.text("still nothing");
+        llm.text(r#"{"tools": [1]}"#);
+        let err = structured_llm_call(&llm, selection_call(None))
+            .await
+            .unwrap_err();
+        let StructuredError::Exhausted {
+            llm_calls,
+            usage: total,
+            last_error,
+        } = err;
+        assert_eq!(llm_calls, 5);
+        assert_eq!(total, usage(5, 4));
+        assert!(last_error.starts_with("level 3:"), "{last_error}");
+        assert!(last_error.contains("not a string"), "{last_error}");
+    }
+
+    #[test]
+    fn the_future_is_send() {
+        fn assert_send<F: Send>(_: &F) {}
+        let llm = ScriptedLlm::native();
+        let future = structured_llm_call(&llm, selection_call(None));
+        assert_send(&future);
+    }
 }
