@@ -44,7 +44,13 @@ async fn redirect(Query(q): Query<BTreeMap<String, String>>) -> impl IntoRespons
 }
 
 async fn echo(headers: HeaderMap, RawQuery(query): RawQuery, body: String) -> Json2 {
-    let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let h = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
     Json2(json!({
         "query": query,
         "body": body,
@@ -57,7 +63,11 @@ async fn echo(headers: HeaderMap, RawQuery(query): RawQuery, body: String) -> Js
 struct Json2(Value);
 impl IntoResponse for Json2 {
     fn into_response(self) -> axum::response::Response {
-        ([(header::CONTENT_TYPE, "application/json")], self.0.to_string()).into_response()
+        (
+            [(header::CONTENT_TYPE, "application/json")],
+            self.0.to_string(),
+        )
+            .into_response()
     }
 }
 
@@ -67,18 +77,30 @@ async fn serve(ip: &str) -> Server {
     let app = Router::new()
         .route("/hello", get(|| async { "hello" }))
         .route("/redirect", get(redirect))
-        .route("/loop", get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/loop")]) }))
+        .route(
+            "/loop",
+            get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/loop")]) }),
+        )
         .route("/big", get(|| async { "x".repeat(10_000) }))
-        .route("/missing", get(|| async { (StatusCode::NOT_FOUND, "no such thing") }))
+        .route(
+            "/missing",
+            get(|| async { (StatusCode::NOT_FOUND, "no such thing") }),
+        )
         .route("/echo", any(echo))
-        .route("/boom", post(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "boom: db down") }))
+        .route(
+            "/boom",
+            post(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "boom: db down") }),
+        )
         .route(
             "/report",
             post(|| async {
                 (
                     [
                         (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                        (header::CONTENT_DISPOSITION, "attachment; filename=\"report.html\""),
+                        (
+                            header::CONTENT_DISPOSITION,
+                            "attachment; filename=\"report.html\"",
+                        ),
                     ],
                     "<h1>Report</h1>",
                 )
@@ -88,7 +110,7 @@ async fn serve(ip: &str) -> Server {
             "/notes",
             post(|| async { ([(header::CONTENT_TYPE, "text/markdown")], "# Notes") }),
         )
-        .route("/hang", post(|| std::future::pending::<&'static str>()))
+        .route("/hang", post(std::future::pending::<&'static str>))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             let counter = counter.clone();
             async move {
@@ -147,14 +169,18 @@ async fn allowed_host_is_reachable_and_statuses_are_observations() {
     let t = tool(allowing(&server), 1 << 20);
     let out = t.call(json!({"url": server.url("/hello")})).await.unwrap();
     assert_eq!(out.content, "HTTP 200\nhello");
-    let missing = t.call(json!({"url": server.url("/missing")})).await.unwrap();
+    let missing = t
+        .call(json!({"url": server.url("/missing")}))
+        .await
+        .unwrap();
     assert_eq!(missing.content, "HTTP 404\nno such thing");
     let posted = t
         .call(json!({"url": server.url("/echo"), "method": "POST",
             "headers": {"X-Api-Key": "k1"}, "body": "payload"}))
         .await
         .unwrap();
-    let echoed: Value = serde_json::from_str(posted.content.trim_start_matches("HTTP 200\n")).unwrap();
+    let echoed: Value =
+        serde_json::from_str(posted.content.trim_start_matches("HTTP 200\n")).unwrap();
     assert_eq!(echoed["body"], "payload");
     assert_eq!(echoed["x_api_key"], "k1");
     assert!(t.writes(), "http_request can change the world");
@@ -164,14 +190,21 @@ async fn allowed_host_is_reachable_and_statuses_are_observations() {
 async fn same_host_redirects_are_followed_and_loops_stop() {
     let server = serve("127.0.0.1").await;
     let t = tool(allowing(&server), 1 << 20);
-    let out = t.call(json!({"url": server.url("/redirect?to=/hello")})).await.unwrap();
+    let out = t
+        .call(json!({"url": server.url("/redirect?to=/hello")}))
+        .await
+        .unwrap();
     assert_eq!(out.content, "HTTP 200\nhello");
     let hits_before = server.hits();
     match t.call(json!({"url": server.url("/loop")})).await {
         Err(ToolError::Failed(m)) => assert!(m.contains("redirects"), "{m}"),
         other => panic!("expected Failed, got {other:?}"),
     }
-    assert_eq!(server.hits() - hits_before, 6, "first request plus five redirects");
+    assert_eq!(
+        server.hits() - hits_before,
+        6,
+        "first request plus five redirects"
+    );
 }
 
 #[tokio::test]
@@ -189,7 +222,11 @@ async fn redirects_to_forbidden_addresses_are_refused() {
         assert_refused(t.call(json!({"url": url})).await, &target);
     }
     assert_eq!(neighbour.hits(), 0, "127.0.0.2 must never be contacted");
-    assert_eq!(server.hits(), 4, "only the redirecting hops reached the allowed server");
+    assert_eq!(
+        server.hits(),
+        4,
+        "only the redirecting hops reached the allowed server"
+    );
 }
 
 #[tokio::test]
@@ -213,7 +250,10 @@ async fn allow_private_lets_loopback_through() {
     };
     let t = tool(policy, 1 << 20);
     let url = format!("http://localhost:{}/hello", server.addr.port());
-    assert_eq!(t.call(json!({"url": url})).await.unwrap().content, "HTTP 200\nhello");
+    assert_eq!(
+        t.call(json!({"url": url})).await.unwrap().content,
+        "HTTP 200\nhello"
+    );
     assert_eq!(server.hits(), 1);
 }
 
@@ -236,7 +276,10 @@ fn http_tool(server: &Server, path: &str, method: &str, timeout_s: u64) -> HttpT
 async fn http_tool_posts_json_with_its_headers() {
     let server = serve("127.0.0.1").await;
     let t = http_tool(&server, "/echo", "POST", 5);
-    assert_eq!((t.source(), t.writes(), t.requires_approval()), (ToolSource::Http, true, true));
+    assert_eq!(
+        (t.source(), t.writes(), t.requires_approval()),
+        (ToolSource::Http, true, true)
+    );
     let out = t.call(json!({"q": "rust", "n": 3})).await.unwrap();
     let echoed: Value = serde_json::from_str(&out.content).unwrap();
     let body: Value = serde_json::from_str(echoed["body"].as_str().unwrap()).unwrap();
@@ -272,14 +315,23 @@ async fn http_tool_error_status_is_an_error() {
 #[tokio::test]
 async fn http_tool_documents_become_artifacts() {
     let server = serve("127.0.0.1").await;
-    let html = http_tool(&server, "/report", "POST", 5).call(json!({})).await.unwrap();
+    let html = http_tool(&server, "/report", "POST", 5)
+        .call(json!({}))
+        .await
+        .unwrap();
     assert_eq!(html.artifacts.len(), 1);
     assert_eq!(html.artifacts[0].name, "report.html");
     assert_eq!(html.artifacts[0].mime_type, "text/html");
     assert_eq!(html.artifacts[0].data, b"<h1>Report</h1>");
-    assert!(!html.content.contains("<h1>"), "the LLM never sees the document");
+    assert!(
+        !html.content.contains("<h1>"),
+        "the LLM never sees the document"
+    );
 
-    let md = http_tool(&server, "/notes", "POST", 5).call(json!({})).await.unwrap();
+    let md = http_tool(&server, "/notes", "POST", 5)
+        .call(json!({}))
+        .await
+        .unwrap();
     assert_eq!(md.artifacts[0].name, "lookup.md");
     assert_eq!(md.artifacts[0].mime_type, "text/markdown");
 }

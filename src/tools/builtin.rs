@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use evalexpr::{
-    Context, ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
-    Function, HashMapContext, Node, Operator, Value,
+    Context, ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes,
+    EvalexprError, Function, HashMapContext, Node, Operator, Value,
 };
 use serde_json::{json, Value as Json};
 
@@ -36,15 +36,17 @@ pub fn builtin_registry(http: HttpRequestOptions) -> ToolRegistry {
 pub struct Calculator;
 
 type Ctx = HashMapContext<DefaultNumericTypes>;
+type UnaryFn = fn(f64) -> f64;
+type BinaryFn = fn(f64, f64) -> f64;
 type EvalResult = Result<Value<DefaultNumericTypes>, EvalexprError<DefaultNumericTypes>>;
 
-fn unary(f: fn(f64) -> f64) -> Function<DefaultNumericTypes> {
+fn unary(f: UnaryFn) -> Function<DefaultNumericTypes> {
     Function::new(move |arg: &Value<DefaultNumericTypes>| -> EvalResult {
         Ok(Value::Float(f(arg.as_number()?)))
     })
 }
 
-fn binary(f: fn(f64, f64) -> f64) -> Function<DefaultNumericTypes> {
+fn binary(f: BinaryFn) -> Function<DefaultNumericTypes> {
     Function::new(move |arg: &Value<DefaultNumericTypes>| -> EvalResult {
         match arg {
             Value::Tuple(t) if t.len() == 2 => {
@@ -64,7 +66,7 @@ fn wrong_arity(actual: usize) -> EvalexprError<DefaultNumericTypes> {
 }
 
 /// `fold` over one number or a tuple of numbers (min, max).
-fn variadic(f: fn(f64, f64) -> f64) -> Function<DefaultNumericTypes> {
+fn variadic(f: BinaryFn) -> Function<DefaultNumericTypes> {
     Function::new(move |arg: &Value<DefaultNumericTypes>| -> EvalResult {
         let nums = match arg {
             Value::Tuple(t) => t
@@ -104,7 +106,7 @@ fn context() -> Result<Ctx, EvalexprError<DefaultNumericTypes>> {
     ] {
         ctx.set_value(name.into(), Value::Float(value))?;
     }
-    let unaries: [(&str, fn(f64) -> f64); 19] = [
+    let unaries: [(&str, UnaryFn); 19] = [
         ("sqrt", f64::sqrt),
         ("cbrt", f64::cbrt),
         ("sin", f64::sin),
@@ -129,7 +131,11 @@ fn context() -> Result<Ctx, EvalexprError<DefaultNumericTypes>> {
         ctx.set_function(name.into(), unary(f))?;
         ctx.set_function(format!("math::{name}"), unary(f))?;
     }
-    for (name, f) in [("pow", f64::powf as fn(f64, f64) -> f64), ("atan2", f64::atan2), ("hypot", f64::hypot)] {
+    for (name, f) in [
+        ("pow", f64::powf as BinaryFn),
+        ("atan2", f64::atan2),
+        ("hypot", f64::hypot),
+    ] {
         ctx.set_function(name.into(), binary(f))?;
         ctx.set_function(format!("math::{name}"), binary(f))?;
     }
@@ -375,12 +381,23 @@ mod tests {
 
     #[test]
     fn errors_are_helpful_not_panics() {
-        assert!(matches!(calc("1 / 0"), Err(ToolError::Failed(m)) if m.contains("division by zero")));
+        assert!(
+            matches!(calc("1 / 0"), Err(ToolError::Failed(m)) if m.contains("division by zero"))
+        );
         assert!(matches!(calc("sqrt(-1)"), Err(ToolError::Failed(_))));
-        assert!(matches!(calc("2 +"), Err(ToolError::InvalidArguments(m)) if m.contains("malformed")));
-        assert!(matches!(calc("(2 + 1"), Err(ToolError::InvalidArguments(m)) if m.contains("parse")));
-        assert!(matches!(calc("pow(2)"), Err(ToolError::InvalidArguments(_))));
-        assert!(matches!(calc("foo + 1"), Err(ToolError::InvalidArguments(m)) if m.contains("'foo'")));
+        assert!(
+            matches!(calc("2 +"), Err(ToolError::InvalidArguments(m)) if m.contains("malformed"))
+        );
+        assert!(
+            matches!(calc("(2 + 1"), Err(ToolError::InvalidArguments(m)) if m.contains("parse"))
+        );
+        assert!(matches!(
+            calc("pow(2)"),
+            Err(ToolError::InvalidArguments(_))
+        ));
+        assert!(
+            matches!(calc("foo + 1"), Err(ToolError::InvalidArguments(m)) if m.contains("'foo'"))
+        );
         assert!(
             matches!(calc("bogus(1)"), Err(ToolError::InvalidArguments(m)) if m.contains("'bogus'"))
         );
@@ -396,7 +413,9 @@ mod tests {
                 "{e} should be refused"
             );
         }
-        assert!(matches!(calc("\"a\" + \"b\""), Err(ToolError::InvalidArguments(m)) if m.contains("strings")));
+        assert!(
+            matches!(calc("\"a\" + \"b\""), Err(ToolError::InvalidArguments(m)) if m.contains("strings"))
+        );
         // evalexpr's own string/regex builtins are not reachable.
         for e in ["str::to_uppercase(1)", "len(1)", "random()", "typeof(1)"] {
             assert!(calc(e).is_err(), "{e} should not be callable");

@@ -95,10 +95,9 @@ impl HttpRequestTool {
         if let Some(body) = &req.body {
             request = request.body(body.clone());
         }
-        request
-            .send()
-            .await
-            .map_err(|e| ToolError::Failed(format!("request to {} failed: {}", req.url, describe(&e))))
+        request.send().await.map_err(|e| {
+            ToolError::Failed(format!("request to {} failed: {}", req.url, describe(&e)))
+        })
     }
 
     async fn execute(&self, mut req: Request) -> Result<ToolOutput, ToolError> {
@@ -120,7 +119,12 @@ impl HttpRequestTool {
                     let head = req.method == Method::HEAD;
                     let (body, truncated) = read_capped(response, self.options.max_response_bytes)
                         .await
-                        .map_err(|e| ToolError::Failed(format!("reading the response failed: {}", describe(&e))))?;
+                        .map_err(|e| {
+                            ToolError::Failed(format!(
+                                "reading the response failed: {}",
+                                describe(&e)
+                            ))
+                        })?;
                     let mut text = format!("HTTP {}\n", status.as_u16());
                     if !head {
                         text.push_str(&String::from_utf8_lossy(&body));
@@ -143,7 +147,11 @@ impl HttpRequestTool {
 /// The request for the next hop: the target is resolved against the current URL; 303 (and
 /// 301/302 after a POST) become a GET without body, as browsers do; credentials are dropped
 /// when the origin changes so a redirect cannot leak them elsewhere.
-fn next_hop(mut req: Request, status: StatusCode, location: &HeaderValue) -> Result<Request, ToolError> {
+fn next_hop(
+    mut req: Request,
+    status: StatusCode,
+    location: &HeaderValue,
+) -> Result<Request, ToolError> {
     let location = location
         .to_str()
         .map_err(|_| ToolError::Failed("redirect with a non-text Location header".into()))?;
@@ -214,7 +222,11 @@ fn parse_args(args: &Value) -> Result<Request, ToolError> {
     let method = match args.get("method") {
         None | Some(Value::Null) => "GET".to_string(),
         Some(Value::String(m)) => m.trim().to_ascii_uppercase(),
-        Some(_) => return Err(ToolError::InvalidArguments("'method' must be a string".into())),
+        Some(_) => {
+            return Err(ToolError::InvalidArguments(
+                "'method' must be a string".into(),
+            ))
+        }
     };
     if !ALLOWED_METHODS.contains(&method.as_str()) {
         return Err(ToolError::InvalidArguments(format!(
@@ -328,7 +340,10 @@ mod tests {
         assert_eq!(ok.headers["x-a"], "1");
         assert_eq!(ok.headers[CONTENT_TYPE], "application/json");
         assert_eq!(ok.body.as_deref(), Some(r#"{"k":2}"#));
-        assert_eq!(parse_args(&json!({"url": "http://x.org"})).unwrap().method, Method::GET);
+        assert_eq!(
+            parse_args(&json!({"url": "http://x.org"})).unwrap().method,
+            Method::GET
+        );
         for bad in [
             json!({}),
             json!({"url": "not a url"}),
@@ -359,20 +374,35 @@ mod tests {
     #[test]
     fn redirects_rewrite_method_and_drop_credentials_across_origins() {
         let loc = HeaderValue::from_static("/next");
-        let same = next_hop(req(Method::POST, "http://a.org/x"), StatusCode::TEMPORARY_REDIRECT, &loc).unwrap();
+        let same = next_hop(
+            req(Method::POST, "http://a.org/x"),
+            StatusCode::TEMPORARY_REDIRECT,
+            &loc,
+        )
+        .unwrap();
         assert_eq!(same.url.as_str(), "http://a.org/next");
         assert_eq!(same.method, Method::POST);
         assert_eq!(same.body.as_deref(), Some("b"));
         assert!(same.headers.contains_key("authorization"));
 
         let other = HeaderValue::from_static("https://b.org/y");
-        let moved = next_hop(req(Method::POST, "http://a.org/x"), StatusCode::FOUND, &other).unwrap();
+        let moved = next_hop(
+            req(Method::POST, "http://a.org/x"),
+            StatusCode::FOUND,
+            &other,
+        )
+        .unwrap();
         assert_eq!(moved.method, Method::GET);
         assert_eq!(moved.body, None);
         assert!(!moved.headers.contains_key("authorization"));
         assert!(!moved.headers.contains_key(CONTENT_TYPE));
 
-        let head = next_hop(req(Method::HEAD, "http://a.org/x"), StatusCode::SEE_OTHER, &loc).unwrap();
+        let head = next_hop(
+            req(Method::HEAD, "http://a.org/x"),
+            StatusCode::SEE_OTHER,
+            &loc,
+        )
+        .unwrap();
         assert_eq!(head.method, Method::HEAD);
     }
 }

@@ -77,23 +77,38 @@ impl HttpTool {
     /// Validates the spec (URL, method, headers, timeout) so that a bad entry fails at
     /// start-up rather than on the first call.
     pub fn new(spec: HttpToolSpec, client: reqwest::Client) -> Result<HttpTool, ToolError> {
-        let bad = |what: String| ToolError::InvalidArguments(format!("tools.http '{}': {what}", spec.name));
+        let bad = |what: String| {
+            ToolError::InvalidArguments(format!("tools.http '{}': {what}", spec.name))
+        };
         if spec.name.trim().is_empty() {
-            return Err(ToolError::InvalidArguments("tools.http: name is empty".into()));
+            return Err(ToolError::InvalidArguments(
+                "tools.http: name is empty".into(),
+            ));
         }
-        let url = Url::parse(&spec.url).map_err(|e| bad(format!("invalid url '{}': {e}", spec.url)))?;
+        let url =
+            Url::parse(&spec.url).map_err(|e| bad(format!("invalid url '{}': {e}", spec.url)))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(bad(format!("url must be http or https, not '{}'", url.scheme())));
+            return Err(bad(format!(
+                "url must be http or https, not '{}'",
+                url.scheme()
+            )));
         }
         let method = spec.method.trim().to_ascii_uppercase();
         if !METHODS.contains(&method.as_str()) {
-            return Err(bad(format!("method '{}' must be one of {}", spec.method, METHODS.join(", "))));
+            return Err(bad(format!(
+                "method '{}' must be one of {}",
+                spec.method,
+                METHODS.join(", ")
+            )));
         }
-        let method = Method::from_bytes(method.as_bytes()).map_err(|e| bad(format!("method: {e}")))?;
+        let method =
+            Method::from_bytes(method.as_bytes()).map_err(|e| bad(format!("method: {e}")))?;
         let mut headers = HeaderMap::new();
         for (name, value) in &spec.headers {
-            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(format!("invalid header name '{name}'")))?;
-            let v = HeaderValue::from_str(value).map_err(|_| bad(format!("invalid value for header '{name}'")))?;
+            let n = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| bad(format!("invalid header name '{name}'")))?;
+            let v = HeaderValue::from_str(value)
+                .map_err(|_| bad(format!("invalid value for header '{name}'")))?;
             headers.insert(n, v);
         }
         if spec.timeout_s == 0 {
@@ -102,7 +117,13 @@ impl HttpTool {
         if !spec.parameters.is_object() {
             return Err(bad("parameters must be a JSON Schema object".into()));
         }
-        Ok(HttpTool { spec, url, method, headers, client })
+        Ok(HttpTool {
+            spec,
+            url,
+            method,
+            headers,
+            client,
+        })
     }
 
     pub fn spec(&self) -> &HttpToolSpec {
@@ -113,7 +134,11 @@ impl HttpTool {
         let args = match args {
             Value::Null => Value::Object(Default::default()),
             Value::Object(_) => args.clone(),
-            _ => return Err(ToolError::InvalidArguments("arguments must be a JSON object".into())),
+            _ => {
+                return Err(ToolError::InvalidArguments(
+                    "arguments must be a JSON object".into(),
+                ))
+            }
         };
         let mut url = self.url.clone();
         let with_query = self.method == Method::GET;
@@ -150,7 +175,9 @@ pub fn filename_from_content_disposition(value: &str) -> Option<String> {
     let mut plain = None;
     let mut extended = None;
     for part in value.split(';').map(str::trim) {
-        let Some((key, val)) = part.split_once('=') else { continue };
+        let Some((key, val)) = part.split_once('=') else {
+            continue;
+        };
         match key.trim().to_ascii_lowercase().as_str() {
             "filename*" => {
                 let encoded = val.trim().splitn(3, '\'').nth(2).unwrap_or(val.trim());
@@ -208,11 +235,13 @@ impl Tool for HttpTool {
         Some(Duration::from_secs(self.spec.timeout_s))
     }
     async fn call(&self, args: Value) -> Result<ToolOutput, ToolError> {
-        let response = self
-            .request(&args)?
-            .send()
-            .await
-            .map_err(|e| ToolError::Failed(format!("{} request failed: {}", self.spec.name, describe(&e))))?;
+        let response = self.request(&args)?.send().await.map_err(|e| {
+            ToolError::Failed(format!(
+                "{} request failed: {}",
+                self.spec.name,
+                describe(&e)
+            ))
+        })?;
         let status = response.status();
         let mime = response
             .headers()
@@ -228,11 +257,20 @@ impl Tool for HttpTool {
             .and_then(filename_from_content_disposition);
         let (body, truncated) = read_capped(response, MAX_HTTP_TOOL_RESPONSE_BYTES)
             .await
-            .map_err(|e| ToolError::Failed(format!("{} response failed: {}", self.spec.name, describe(&e))))?;
+            .map_err(|e| {
+                ToolError::Failed(format!(
+                    "{} response failed: {}",
+                    self.spec.name,
+                    describe(&e)
+                ))
+            })?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
             let excerpt: String = text.trim().chars().take(ERROR_EXCERPT_CHARS).collect();
-            return Err(ToolError::Failed(format!("HTTP {}: {excerpt}", status.as_u16())));
+            return Err(ToolError::Failed(format!(
+                "HTTP {}: {excerpt}",
+                status.as_u16()
+            )));
         }
         let extension = match mime.as_str() {
             "text/html" => Some("html"),
@@ -247,15 +285,25 @@ impl Tool for HttpTool {
                 )));
             }
             let name = disposition.unwrap_or_else(|| format!("{}.{ext}", self.spec.name));
-            let content = format!("{} produced the document {name} ({mime}, {} bytes).", self.spec.name, body.len());
+            let content = format!(
+                "{} produced the document {name} ({mime}, {} bytes).",
+                self.spec.name,
+                body.len()
+            );
             return Ok(ToolOutput {
                 content,
-                artifacts: vec![Artifact { name, mime_type: mime, data: body }],
+                artifacts: vec![Artifact {
+                    name,
+                    mime_type: mime,
+                    data: body,
+                }],
             });
         }
         let mut text = String::from_utf8_lossy(&body).into_owned();
         if truncated {
-            text.push_str(&format!("\n[response truncated at {MAX_HTTP_TOOL_RESPONSE_BYTES} bytes]"));
+            text.push_str(&format!(
+                "\n[response truncated at {MAX_HTTP_TOOL_RESPONSE_BYTES} bytes]"
+            ));
         }
         Ok(ToolOutput::text(text))
     }
@@ -274,31 +322,49 @@ mod tests {
 
     #[test]
     fn spec_defaults_and_validation() {
-        let s: HttpToolSpec = toml::from_str("name = \"t\"\ndescription = \"d\"\nurl = \"http://x.org/\"").unwrap();
-        assert_eq!((s.method.as_str(), s.timeout_s, s.writes), ("POST", 30, false));
+        let s: HttpToolSpec =
+            toml::from_str("name = \"t\"\ndescription = \"d\"\nurl = \"http://x.org/\"").unwrap();
+        assert_eq!(
+            (s.method.as_str(), s.timeout_s, s.writes),
+            ("POST", 30, false)
+        );
         let client = reqwest::Client::new();
         let tool = HttpTool::new(s, client.clone()).unwrap();
         assert_eq!(tool.source(), ToolSource::Http);
         assert_eq!(tool.timeout(), Some(Duration::from_secs(30)));
         assert!(HttpTool::new(spec("http://x.org/", "get"), client.clone()).is_ok());
-        for (url, method) in [("nope", "POST"), ("ftp://x.org/", "POST"), ("http://x.org/", "TRACE")] {
-            assert!(matches!(
-                HttpTool::new(spec(url, method), client.clone()),
-                Err(ToolError::InvalidArguments(m)) if m.contains("'t'")
-            ), "{url} {method}");
+        for (url, method) in [
+            ("nope", "POST"),
+            ("ftp://x.org/", "POST"),
+            ("http://x.org/", "TRACE"),
+        ] {
+            assert!(
+                matches!(
+                    HttpTool::new(spec(url, method), client.clone()),
+                    Err(ToolError::InvalidArguments(m)) if m.contains("'t'")
+                ),
+                "{url} {method}"
+            );
         }
     }
 
     #[test]
     fn content_disposition_filenames() {
         let f = filename_from_content_disposition;
-        assert_eq!(f("attachment; filename=\"report.html\"").as_deref(), Some("report.html"));
+        assert_eq!(
+            f("attachment; filename=\"report.html\"").as_deref(),
+            Some("report.html")
+        );
         assert_eq!(f("inline; filename=plain.md").as_deref(), Some("plain.md"));
         assert_eq!(
-            f("attachment; filename=\"fallback.html\"; filename*=UTF-8''r%C3%A9sum%C3%A9.html").as_deref(),
+            f("attachment; filename=\"fallback.html\"; filename*=UTF-8''r%C3%A9sum%C3%A9.html")
+                .as_deref(),
             Some("résumé.html")
         );
-        assert_eq!(f("attachment; filename=\"../../etc/passwd\"").as_deref(), Some("passwd"));
+        assert_eq!(
+            f("attachment; filename=\"../../etc/passwd\"").as_deref(),
+            Some("passwd")
+        );
         assert_eq!(f("attachment; filename=\"..\""), None);
         assert_eq!(f("attachment"), None);
     }

@@ -32,9 +32,7 @@ impl SsrfPolicy {
             return false;
         };
         let host = host.to_ascii_lowercase();
-        let with_port = url
-            .port_or_known_default()
-            .map(|p| format!("{host}:{p}"));
+        let with_port = url.port_or_known_default().map(|p| format!("{host}:{p}"));
         self.allowed_hosts.iter().any(|entry| {
             let entry = entry.trim().to_ascii_lowercase();
             entry == host || with_port.as_deref() == Some(entry.as_str())
@@ -325,7 +323,10 @@ mod tests {
             "http://user@127.0.0.1/",
         ] {
             assert!(
-                matches!(resolve_checked(&url(s), &policy).await, Err(ToolError::Refused(_))),
+                matches!(
+                    resolve_checked(&url(s), &policy).await,
+                    Err(ToolError::Refused(_))
+                ),
                 "{s}"
             );
         }
@@ -337,20 +338,30 @@ mod tests {
             allow_private: true,
             allowed_hosts: vec![],
         };
-        let addrs = resolve_checked(&url("http://127.0.0.1:9/"), &open).await.unwrap();
+        let addrs = resolve_checked(&url("http://127.0.0.1:9/"), &open)
+            .await
+            .unwrap();
         assert_eq!(addrs, vec!["127.0.0.1:9".parse().unwrap()]);
 
         let listed = SsrfPolicy {
             allow_private: false,
             allowed_hosts: vec!["127.0.0.1:9".into(), "[::1]".into()],
         };
-        assert!(resolve_checked(&url("http://127.0.0.1:9/"), &listed).await.is_ok());
+        assert!(resolve_checked(&url("http://127.0.0.1:9/"), &listed)
+            .await
+            .is_ok());
         // Another port of a host:port entry stays refused.
-        assert!(resolve_checked(&url("http://127.0.0.1:10/"), &listed).await.is_err());
+        assert!(resolve_checked(&url("http://127.0.0.1:10/"), &listed)
+            .await
+            .is_err());
         // A bare host entry allows every port.
-        assert!(resolve_checked(&url("http://[::1]:1234/"), &listed).await.is_ok());
+        assert!(resolve_checked(&url("http://[::1]:1234/"), &listed)
+            .await
+            .is_ok());
         // A neighbour address is not covered.
-        assert!(resolve_checked(&url("http://127.0.0.2:9/"), &listed).await.is_err());
+        assert!(resolve_checked(&url("http://127.0.0.2:9/"), &listed)
+            .await
+            .is_err());
     }
 
     #[tokio::test]
