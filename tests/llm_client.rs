@@ -64,7 +64,11 @@ fn calls(list: &[(&str, &str, &str)]) -> Vec<ToolCall> {
 }
 
 const TWO_CALLS: [(&str, &str, &str); 2] = [
-    ("call_1", "calculator", r#"{"expression": "(12 + 30) * 2 / 7"}"#),
+    (
+        "call_1",
+        "calculator",
+        r#"{"expression": "(12 + 30) * 2 / 7"}"#,
+    ),
     ("call_2", "current_time", r#"{"timezone": "Europe/Paris"}"#),
 ];
 
@@ -75,7 +79,9 @@ async fn streamed_tool_calls_assemble_like_the_non_streamed_reply() {
     // 3 characters per delta: each call's arguments span well over 5 chunks.
     fake.push(FakeReply::tool_calls(TWO_CALLS.to_vec()).chunk_chars(3));
     fake.push(FakeReply::tool_calls(TWO_CALLS.to_vec()));
-    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap()).await.unwrap();
+    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap())
+        .await
+        .unwrap();
     let whole = llm.chat(ask()).await.unwrap();
     assert_eq!(streamed.tool_calls, calls(&TWO_CALLS));
     assert_eq!(whole.tool_calls, streamed.tool_calls);
@@ -87,7 +93,11 @@ async fn streamed_tool_calls_assemble_like_the_non_streamed_reply() {
 async fn streamed_tool_calls_without_index_are_assembled() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 0);
-    fake.push(FakeReply::tool_calls(TWO_CALLS.to_vec()).chunk_chars(2).no_index());
+    fake.push(
+        FakeReply::tool_calls(TWO_CALLS.to_vec())
+            .chunk_chars(2)
+            .no_index(),
+    );
     let events = drain(&llm).await;
     let tool_events: Vec<_> = events
         .iter()
@@ -96,7 +106,11 @@ async fn streamed_tool_calls_without_index_are_assembled() {
             _ => None,
         })
         .collect();
-    assert_eq!(tool_events, vec![calls(&TWO_CALLS)], "one ToolCalls event, complete");
+    assert_eq!(
+        tool_events,
+        vec![calls(&TWO_CALLS)],
+        "one ToolCalls event, complete"
+    );
 }
 
 #[tokio::test]
@@ -117,7 +131,13 @@ async fn reasoning_content_surfaces_in_chat_and_stream() {
         })
         .collect();
     assert_eq!(reasoning, "six times seven");
-    assert!(events.iter().filter(|e| matches!(e, Ok(StreamEvent::Reasoning(_)))).count() > 1);
+    assert!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Ok(StreamEvent::Reasoning(_))))
+            .count()
+            > 1
+    );
     assert_eq!(contents(&events).concat(), "42");
 }
 
@@ -145,7 +165,10 @@ async fn streams_ask_for_usage_and_report_it_once_at_the_end() {
         }))
     );
     assert_eq!(contents(&events).concat(), "hello there, general");
-    assert!(contents(&events).len() > 1, "text arrives in several deltas");
+    assert!(
+        contents(&events).len() > 1,
+        "text arrives in several deltas"
+    );
 }
 
 #[tokio::test]
@@ -156,7 +179,9 @@ async fn missing_usage_still_counts_one_call() {
     fake.push(FakeReply::text("b").no_usage());
     let whole = llm.chat(ask()).await.unwrap();
     assert_eq!(whole.usage, Usage::call(0, 0));
-    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap()).await.unwrap();
+    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap())
+        .await
+        .unwrap();
     assert_eq!(streamed.usage, Usage::call(0, 0));
     assert_eq!(streamed.usage.llm_calls, 1);
     assert_eq!(streamed.content, "b");
@@ -197,7 +222,9 @@ async fn status_500_then_200_succeeds_for_chat_and_stream() {
     fake.push(FakeReply::text("stream ok"));
     assert_eq!(llm.chat(ask()).await.unwrap().content, "chat ok");
     assert_eq!(fake.request_count(), 2);
-    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap()).await.unwrap();
+    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap())
+        .await
+        .unwrap();
     assert_eq!(streamed.content, "stream ok");
     assert_eq!(fake.request_count(), 5);
 }
@@ -218,7 +245,10 @@ async fn other_4xx_are_never_retried() {
     }
     assert_eq!(fake.request_count(), 1);
     let err = llm.stream_chat(ask()).await.err();
-    assert!(matches!(err, Some(LlmError::Status { status: 401, .. })), "{err:?}");
+    assert!(
+        matches!(err, Some(LlmError::Status { status: 401, .. })),
+        "{err:?}"
+    );
     assert_eq!(fake.request_count(), 2);
 }
 
@@ -230,10 +260,16 @@ async fn retries_are_bounded_by_max_retries() {
         fake.push(FakeReply::status(500));
     }
     let err = llm.chat(ask()).await.unwrap_err();
-    assert!(matches!(err, LlmError::Status { status: 500, .. }), "{err:?}");
+    assert!(
+        matches!(err, LlmError::Status { status: 500, .. }),
+        "{err:?}"
+    );
     assert_eq!(fake.request_count(), 3, "1 attempt + 2 retries");
     let err = llm.stream_chat(ask()).await.err();
-    assert!(matches!(err, Some(LlmError::Status { status: 500, .. })), "{err:?}");
+    assert!(
+        matches!(err, Some(LlmError::Status { status: 500, .. })),
+        "{err:?}"
+    );
     assert_eq!(fake.request_count(), 6);
 }
 
@@ -247,7 +283,10 @@ async fn a_hung_server_times_out() {
     assert_eq!(llm.chat(ask()).await.unwrap_err(), LlmError::Timeout(1));
     assert!(started.elapsed() < Duration::from_secs(5));
     let started = Instant::now();
-    assert_eq!(llm.stream_chat(ask()).await.err(), Some(LlmError::Timeout(1)));
+    assert_eq!(
+        llm.stream_chat(ask()).await.err(),
+        Some(LlmError::Timeout(1))
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -266,22 +305,46 @@ async fn a_stream_cut_midway_is_a_stream_error_without_duplicates() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 3);
     // Chunks: role, "aaaa", "bbbb" | cut | "cccc", "dddd", finish, usage.
-    fake.push(FakeReply::text("aaaabbbbccccdddd").chunk_chars(4).cut_after(3));
+    fake.push(
+        FakeReply::text("aaaabbbbccccdddd")
+            .chunk_chars(4)
+            .cut_after(3),
+    );
     let events = drain(&llm).await;
-    assert_eq!(contents(&events), vec!["aaaa".to_string(), "bbbb".to_string()]);
-    assert!(matches!(events.last(), Some(Err(LlmError::Stream(_)))), "{events:?}");
+    assert_eq!(
+        contents(&events),
+        vec!["aaaa".to_string(), "bbbb".to_string()]
+    );
+    assert!(
+        matches!(events.last(), Some(Err(LlmError::Stream(_)))),
+        "{events:?}"
+    );
     assert_eq!(events.iter().filter(|e| e.is_err()).count(), 1);
-    assert_eq!(fake.request_count(), 1, "no retry once deltas were handed over");
+    assert_eq!(
+        fake.request_count(),
+        1,
+        "no retry once deltas were handed over"
+    );
 }
 
 #[tokio::test]
 async fn a_tool_call_stream_cut_before_any_event_is_retried() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 2);
-    fake.push(FakeReply::tool_calls(TWO_CALLS.to_vec()).chunk_chars(3).cut_after(6));
+    fake.push(
+        FakeReply::tool_calls(TWO_CALLS.to_vec())
+            .chunk_chars(3)
+            .cut_after(6),
+    );
     fake.push(FakeReply::tool_calls(TWO_CALLS.to_vec()).chunk_chars(3));
-    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap()).await.unwrap();
-    assert_eq!(streamed.tool_calls, calls(&TWO_CALLS), "no fragment of the cut attempt");
+    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        streamed.tool_calls,
+        calls(&TWO_CALLS),
+        "no fragment of the cut attempt"
+    );
     assert_eq!(fake.request_count(), 2);
 }
 
@@ -289,7 +352,11 @@ async fn a_tool_call_stream_cut_before_any_event_is_retried() {
 async fn a_malformed_chunk_is_a_stream_error() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 3);
-    fake.push(FakeReply::text("aaaabbbb").chunk_chars(4).malformed_after(2));
+    fake.push(
+        FakeReply::text("aaaabbbb")
+            .chunk_chars(4)
+            .malformed_after(2),
+    );
     let events = drain(&llm).await;
     assert_eq!(contents(&events), vec!["aaaa".to_string()]);
     assert!(matches!(events.last(), Some(Err(LlmError::Stream(m))) if m.contains("malformed")));
@@ -305,7 +372,11 @@ async fn an_endless_slow_stream_ends_with_an_error_in_bounded_time() {
     let events = drain(&llm).await;
     let elapsed = started.elapsed();
     assert!(contents(&events).len() > 5, "the trickle did flow");
-    assert!(matches!(events.last(), Some(Err(LlmError::Timeout(_)))), "{:?}", events.last());
+    assert!(
+        matches!(events.last(), Some(Err(LlmError::Timeout(_)))),
+        "{:?}",
+        events.last()
+    );
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     assert_eq!(fake.request_count(), 1);
 }
@@ -376,7 +447,9 @@ fn full_request(choice: ToolChoice) -> ChatRequest {
 async fn requests_use_the_openai_wire_format() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 0);
-    llm.chat(full_request(ToolChoice::Function("calculator".into()))).await.unwrap();
+    llm.chat(full_request(ToolChoice::Function("calculator".into())))
+        .await
+        .unwrap();
     for choice in [ToolChoice::Auto, ToolChoice::None, ToolChoice::Required] {
         llm.chat(full_request(choice)).await.unwrap();
     }
@@ -411,11 +484,17 @@ async fn requests_use_the_openai_wire_format() {
     assert_eq!(first["max_tokens"], json!(100));
     assert!(first.get("stream").is_none());
     let choices: Vec<_> = sent[1..].iter().map(|r| r["tool_choice"].clone()).collect();
-    assert_eq!(choices, vec![json!("auto"), json!("none"), json!("required")]);
+    assert_eq!(
+        choices,
+        vec![json!("auto"), json!("none"), json!("required")]
+    );
     for request in &sent {
         let text = request.to_string();
         assert!(!text.contains("pinned"), "{text}");
-        assert!(!text.contains("reasoning_content") && !text.contains("secret"), "{text}");
+        assert!(
+            !text.contains("reasoning_content") && !text.contains("secret"),
+            "{text}"
+        );
     }
     assert_eq!(
         fake.authorizations(),
@@ -432,7 +511,10 @@ async fn tool_choice_is_omitted_without_tools() {
     request.response_format = Some(ResponseFormat::Text);
     llm.chat(request).await.unwrap();
     let sent = &fake.requests()[0];
-    assert!(sent.get("tools").is_none() && sent.get("tool_choice").is_none(), "{sent}");
+    assert!(
+        sent.get("tools").is_none() && sent.get("tool_choice").is_none(),
+        "{sent}"
+    );
     assert!(sent.get("response_format").is_none(), "{sent}");
 }
 
@@ -441,7 +523,9 @@ async fn an_empty_script_answers_a_default_text() {
     let fake = fake().await;
     let llm = client(&fake, 5_000, 0);
     assert_eq!(llm.chat(ask()).await.unwrap().content, FAKE_DEFAULT_TEXT);
-    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap()).await.unwrap();
+    let streamed = collect_stream(llm.stream_chat(ask()).await.unwrap())
+        .await
+        .unwrap();
     assert_eq!(streamed.content, FAKE_DEFAULT_TEXT);
     fake.set_default(FakeReply::text("custom"));
     assert_eq!(llm.chat(ask()).await.unwrap().content, "custom");

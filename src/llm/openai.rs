@@ -25,10 +25,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
-use tokio::time::Instant;
 use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::retry::{parse_retry_after, Backoff};
 use super::stream::{arguments_text, excerpt, StreamDecoder, WireUsage};
@@ -220,7 +220,11 @@ impl Llm for OpenAiClient {
                 Err(_) => Failure::from(LlmError::Timeout(ceil_secs(self.shared.timeout))),
             };
             let retryable = failure.error.is_retryable();
-            if !self.shared.wait_before_retry(retry, &failure, retryable).await {
+            if !self
+                .shared
+                .wait_before_retry(retry, &failure, retryable)
+                .await
+            {
                 return Err(failure.error);
             }
             retry += 1;
@@ -231,14 +235,18 @@ impl Llm for OpenAiClient {
         let body = self.body(&request, true)?;
         let mut state = StreamState::new(Arc::clone(&self.shared), body);
         state.connect().await?;
-        Ok(Box::pin(futures::stream::unfold(state, |mut st| async move {
-            st.next_event().await.map(|item| (item, st))
-        })))
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |mut st| async move { st.next_event().await.map(|item| (item, st)) },
+        )))
     }
 }
 
 type SseStream = Pin<
-    Box<dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>> + Send>,
+    Box<
+        dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>
+            + Send,
+    >,
 >;
 
 /// One streamed call: the SSE source, the decoder, and the events decoded but not yet handed over.
@@ -296,7 +304,11 @@ impl StreamState {
                 Err(_) => Failure::from(LlmError::Timeout(ceil_secs(self.shared.timeout))),
             };
             let retryable = failure.error.is_retryable();
-            if !self.shared.wait_before_retry(self.retries, &failure, retryable).await {
+            if !self
+                .shared
+                .wait_before_retry(self.retries, &failure, retryable)
+                .await
+            {
                 return Err(failure.error);
             }
             self.retries += 1;
@@ -339,7 +351,11 @@ impl StreamState {
             };
             let retry = step.transient && !self.handed_over;
             let failure = Failure::from(step.error);
-            if !self.shared.wait_before_retry(self.retries, &failure, retry).await {
+            if !self
+                .shared
+                .wait_before_retry(self.retries, &failure, retry)
+                .await
+            {
                 self.finished = true;
                 self.sse = None;
                 return Some(Err(failure.error));
@@ -361,7 +377,10 @@ impl StreamState {
         };
         let now = Instant::now();
         let total = self.shared.timeout * STREAM_TOTAL_FACTOR;
-        let gap = self.shared.timeout.min(self.deadline.saturating_duration_since(now));
+        let gap = self
+            .shared
+            .timeout
+            .min(self.deadline.saturating_duration_since(now));
         let next = match tokio::time::timeout(gap, sse.next()).await {
             Ok(next) => next,
             Err(_) if Instant::now() >= self.deadline => {
@@ -543,10 +562,7 @@ struct WireFunction {
 /// Reads a non-streamed 2xx body.
 fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
     let completion: Completion = serde_json::from_slice(bytes).map_err(|e| {
-        LlmError::InvalidResponse(format!(
-            "{e}: {}",
-            excerpt(&String::from_utf8_lossy(bytes))
-        ))
+        LlmError::InvalidResponse(format!("{e}: {}", excerpt(&String::from_utf8_lossy(bytes))))
     })?;
     let usage = WireUsage::to_usage(completion.usage.as_ref());
     let Some(choice) = completion.choices.and_then(|c| c.into_iter().next()) else {
@@ -556,9 +572,9 @@ fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
         );
         return Err(LlmError::InvalidResponse(why));
     };
-    let message = choice.message.ok_or_else(|| {
-        LlmError::InvalidResponse("the first choice has no message".to_string())
-    })?;
+    let message = choice
+        .message
+        .ok_or_else(|| LlmError::InvalidResponse("the first choice has no message".to_string()))?;
     let tool_calls = message
         .tool_calls
         .unwrap_or_default()
@@ -570,7 +586,10 @@ fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
                 .map(|f| (f.name, arguments_text(f.arguments)))
                 .unwrap_or_default();
             ToolCall {
-                id: c.id.filter(|id| !id.is_empty()).unwrap_or(format!("call_{n}")),
+                id: c
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or(format!("call_{n}")),
                 name: name.unwrap_or_default(),
                 arguments: arguments.unwrap_or_default(),
             }
@@ -708,7 +727,9 @@ mod tests {
         );
         assert_eq!(
             ctx,
-            LlmError::ContextLengthExceeded("This model's maximum context length is 4096 tokens".into())
+            LlmError::ContextLengthExceeded(
+                "This model's maximum context length is 4096 tokens".into()
+            )
         );
         assert!(matches!(
             classify_status(413, "Request too large: too many tokens"),
@@ -731,9 +752,15 @@ mod tests {
     fn retry_after_headers_are_read() {
         let mut h = HeaderMap::new();
         assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", reqwest::header::HeaderValue::from_static("2"));
+        h.insert(
+            "retry-after",
+            reqwest::header::HeaderValue::from_static("2"),
+        );
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after-ms", reqwest::header::HeaderValue::from_static("150"));
+        h.insert(
+            "retry-after-ms",
+            reqwest::header::HeaderValue::from_static("150"),
+        );
         assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
     }
 

@@ -102,7 +102,10 @@ mod tests {
             let full = b.exponential(retry);
             for _ in 0..50 {
                 let d = b.delay(retry, None);
-                assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?} vs {full:?}");
+                assert!(
+                    d >= full / 2 && d <= full,
+                    "retry {retry}: {d:?} vs {full:?}"
+                );
             }
         }
     }

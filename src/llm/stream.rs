@@ -138,7 +138,10 @@ impl WireUsage {
     /// The usage of one call; `llm_calls` is 1 whatever the provider reported.
     pub fn to_usage(usage: Option<&WireUsage>) -> Usage {
         let (p, c) = usage.map_or((0, 0), |u| {
-            (u.prompt_tokens.unwrap_or(0), u.completion_tokens.unwrap_or(0))
+            (
+                u.prompt_tokens.unwrap_or(0),
+                u.completion_tokens.unwrap_or(0),
+            )
         });
         Usage::call(p, c)
     }
@@ -315,7 +318,10 @@ pub(super) fn excerpt(text: &str) -> String {
     if text.chars().count() <= MAX {
         return text.to_string();
     }
-    let cut = text.char_indices().nth(MAX - 1).map_or(text.len(), |(i, _)| i);
+    let cut = text
+        .char_indices()
+        .nth(MAX - 1)
+        .map_or(text.len(), |(i, _)| i);
     format!("{}…", &text[..cut])
 }
 
@@ -323,7 +329,12 @@ pub(super) fn excerpt(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn d(index: Option<u32>, id: Option<&str>, name: Option<&str>, args: Option<&str>) -> ToolCallDelta {
+    fn d(
+        index: Option<u32>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<&str>,
+    ) -> ToolCallDelta {
         ToolCallDelta {
             index,
             id: id.map(str::to_string),
@@ -363,7 +374,10 @@ mod tests {
         a.push(d(Some(1), None, None, Some("2}")));
         assert_eq!(
             a.finish(),
-            vec![call("c0", "alpha", "{\"a\":1}"), call("c1", "beta", "{\"b\":2}")]
+            vec![
+                call("c0", "alpha", "{\"a\":1}"),
+                call("c1", "beta", "{\"b\":2}")
+            ]
         );
     }
 
@@ -377,7 +391,10 @@ mod tests {
         a.push(d(None, None, None, Some("true}")));
         assert_eq!(
             a.finish(),
-            vec![call("x", "first", "{}"), call("y", "second", "{\"k\":true}")]
+            vec![
+                call("x", "first", "{}"),
+                call("y", "second", "{\"k\":true}")
+            ]
         );
     }
 
@@ -465,7 +482,10 @@ mod tests {
             ]
         );
         assert!(dec.is_done());
-        assert_eq!(dec.feed(r#"{"choices":[{"delta":{"content":"late"}}]}"#), Ok(vec![]));
+        assert_eq!(
+            dec.feed(r#"{"choices":[{"delta":{"content":"late"}}]}"#),
+            Ok(vec![])
+        );
     }
 
     #[test]
@@ -499,7 +519,10 @@ mod tests {
         assert!(matches!(dec.end_of_input(), Err(LlmError::Stream(_))));
 
         let mut dec = StreamDecoder::new();
-        assert!(matches!(dec.feed("{\"choices\": [tru"), Err(LlmError::Stream(_))));
+        assert!(matches!(
+            dec.feed("{\"choices\": [tru"),
+            Err(LlmError::Stream(_))
+        ));
         let err = dec.feed(r#"{"error":{"message":"overloaded"}}"#);
         assert!(matches!(err, Err(LlmError::Stream(m)) if m.contains("overloaded")));
     }

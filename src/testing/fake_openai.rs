@@ -248,12 +248,18 @@ impl FakeOpenAi {
 
     /// Every request body received so far (a non-JSON body is recorded as a string).
     pub fn requests(&self) -> Vec<Value> {
-        lock(&self.shared.requests).iter().map(|(body, _)| body.clone()).collect()
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(body, _)| body.clone())
+            .collect()
     }
 
     /// The `Authorization` header of every request, in order.
     pub fn authorizations(&self) -> Vec<Option<String>> {
-        lock(&self.shared.requests).iter().map(|(_, auth)| auth.clone()).collect()
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(_, auth)| auth.clone())
+            .collect()
     }
 
     pub fn request_count(&self) -> usize {
@@ -307,8 +313,10 @@ async fn completions(
         .to_string();
     let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
     if streamed {
-        let include_usage =
-            request.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
+        let include_usage = request
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true);
         return sse_response(&reply, &model, include_usage, shared.shutdown.clone());
     }
     match reply.fault {
@@ -316,9 +324,10 @@ async fn completions(
             shared.shutdown.cancelled().await;
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
-        Some(Fault::CutAfter(_) | Fault::MalformedAfter(_)) => {
-            json_body(StatusCode::OK, "{\"id\":\"chatcmpl-fake\",\"choices\":[{\"mess".into())
-        }
+        Some(Fault::CutAfter(_) | Fault::MalformedAfter(_)) => json_body(
+            StatusCode::OK,
+            "{\"id\":\"chatcmpl-fake\",\"choices\":[{\"mess".into(),
+        ),
         None => json_body(StatusCode::OK, completion(&reply, &model).to_string()),
     }
 }
@@ -342,14 +351,19 @@ fn error_response(code: u16, retry_after: Option<String>, body: Option<String>) 
 
 fn finish_reason(reply: &FakeReply) -> String {
     reply.finish_reason.clone().unwrap_or_else(|| {
-        if reply.tool_calls.is_empty() { "stop" } else { "tool_calls" }.to_string()
+        if reply.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string()
     })
 }
 
 fn usage_json(reply: &FakeReply) -> Option<Value> {
-    reply.usage.map(|(p, c)| {
-        json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
-    })
+    reply
+        .usage
+        .map(|(p, c)| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))
 }
 
 /// A non-streamed `chat.completion`.
@@ -418,7 +432,10 @@ fn chunks(reply: &FakeReply, model: &str, include_usage: bool) -> Vec<String> {
             }
             chunk(json!({"tool_calls": [fields]}), None)
         };
-        let split = name.char_indices().nth(name.chars().count() / 2).map_or(0, |(i, _)| i);
+        let split = name
+            .char_indices()
+            .nth(name.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
         let (head, tail) = name.split_at(split);
         out.push(call(json!({
             "id": id, "type": "function", "function": {"name": head, "arguments": ""},
@@ -433,11 +450,13 @@ fn chunks(reply: &FakeReply, model: &str, include_usage: bool) -> Vec<String> {
     out.push(chunk(json!({}), Some(finish_reason(reply))));
     if include_usage {
         if let Some(usage) = usage_json(reply) {
-            out.push(json!({
-                "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                "model": model, "choices": [], "usage": usage,
-            })
-            .to_string());
+            out.push(
+                json!({
+                    "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                    "model": model, "choices": [], "usage": usage,
+                })
+                .to_string(),
+            );
         }
     }
     out
