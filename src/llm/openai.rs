@@ -1,10 +1,44 @@
-//! placeholder (helper A): the OpenAI-compatible client. The public shape below is fixed
-//! (others build against it); the body is being written.
+//! The OpenAI-compatible chat client: one [`OpenAiClient`] per model, speaking
+//! `POST {base_url}/chat/completions` with reqwest.
+//!
+//! Provider JSON stays private to this file and to [`super::stream`] (the chunk decoder): callers
+//! only see [`ChatRequest`], [`ChatResponse`] and [`StreamEvent`]. Reading is lenient (every field
+//! optional, `null` accepted) because compatible servers deviate in harmless ways.
+//!
+//! Failure handling (SPEC §6 `LLM_TIMEOUT_S`, `LLM_MAX_RETRIES`):
+//! - 429/500/502/503/504, connection errors and timeouts are retried up to `max_retries` times with
+//!   [`Backoff`] (honouring `Retry-After`); other statuses never are.
+//! - `timeout` bounds each whole non-streamed attempt. For a stream it bounds connecting (up to the
+//!   response headers) and then every gap between two SSE events; the whole stream is also capped
+//!   at [`STREAM_TOTAL_FACTOR`] × `timeout`, so an endless slow trickle still ends.
+//! - A stream is retried only while nothing has been handed to the consumer (so a consumer never
+//!   sees a chunk twice). Tool-call fragments are held until the end, so a tool-call reply cut
+//!   mid-way is safely retried; a text reply cut after its first delta is a [`LlmError::Stream`].
+//! - "Context length exceeded" bodies become [`LlmError::ContextLengthExceeded`] so the engine can
+//!   compact and retry; every other status is [`LlmError::Status`] with a ≤ 300-char excerpt.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::time::Instant;
 
-use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError};
+use super::retry::{parse_retry_after, Backoff};
+use super::stream::{arguments_text, excerpt, StreamDecoder, WireUsage};
+use super::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Message, ResponseFormat, Role,
+    StreamEvent, ToolCall, ToolChoice,
+};
+
+/// A stream may last at most this many times the per-call timeout in total.
+pub const STREAM_TOTAL_FACTOR: u32 = 4;
 
 /// Everything needed to talk to one model of one OpenAI-compatible provider.
 #[derive(Clone, Debug)]
@@ -24,11 +58,139 @@ pub struct OpenAiConfig {
 
 pub struct OpenAiClient {
     cfg: OpenAiConfig,
+    shared: Arc<Shared>,
+}
+
+/// What an in-flight stream needs after `stream_chat` returned (it outlives `&self`).
+#[derive(Clone)]
+struct Shared {
+    http: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    timeout: Duration,
+    max_retries: u32,
+    backoff: Backoff,
+}
+
+/// A failed attempt, with the provider's `Retry-After` when it sent one.
+struct Failure {
+    error: LlmError,
+    retry_after: Option<Duration>,
+}
+
+impl From<LlmError> for Failure {
+    fn from(error: LlmError) -> Self {
+        Self {
+            error,
+            retry_after: None,
+        }
+    }
 }
 
 impl OpenAiClient {
     pub fn new(cfg: OpenAiConfig) -> Result<Self, LlmError> {
-        Ok(Self { cfg })
+        url::Url::parse(&cfg.base_url)
+            .map_err(|e| LlmError::Connect(format!("invalid base URL {:?}: {e}", cfg.base_url)))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(cfg.timeout)
+            .build()
+            .map_err(|e| LlmError::Connect(format!("cannot build the HTTP client: {e}")))?;
+        let shared = Shared {
+            http,
+            url: format!("{}/chat/completions", cfg.base_url.trim_end_matches('/')),
+            api_key: cfg.api_key.clone().filter(|k| !k.is_empty()),
+            timeout: cfg.timeout,
+            max_retries: cfg.max_retries,
+            backoff: Backoff::default(),
+        };
+        Ok(Self {
+            cfg,
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// Replaces the backoff policy (tests use a millisecond base).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        Arc::make_mut(&mut self.shared).backoff = backoff;
+        self
+    }
+
+    /// The full URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.shared.url
+    }
+
+    fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
+        let body = request_body(&self.cfg.model, request, stream);
+        serde_json::to_vec(&body)
+            .map(bytes::Bytes::from)
+            .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
+    }
+
+    async fn chat_once(&self, body: bytes::Bytes) -> Result<ChatResponse, Failure> {
+        let response = self.shared.send(body, false).await?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&e, self.shared.timeout))?;
+        parse_completion(&bytes).map_err(Failure::from)
+    }
+}
+
+impl Shared {
+    /// Sends one attempt; a non-2xx status becomes a classified [`Failure`].
+    async fn send(&self, body: bytes::Bytes, stream: bool) -> Result<reqwest::Response, Failure> {
+        let accept = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, accept)
+            .body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| transport_error(&e, self.timeout))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        Err(Failure {
+            error: classify_status(status.as_u16(), &text),
+            retry_after,
+        })
+    }
+
+    /// Waits before retry number `retry` if `retryable` and retries are left; false means give up.
+    async fn wait_before_retry(&self, retry: u32, failure: &Failure, retryable: bool) -> bool {
+        if !retryable || retry >= self.max_retries {
+            return false;
+        }
+        let delay = self.backoff.delay(retry, failure.retry_after);
+        let status = match &failure.error {
+            LlmError::Status { status, .. } => Some(*status),
+            _ => None,
+        };
+        tracing::warn!(
+            url = %self.url,
+            status,
+            attempt = retry + 1,
+            max_retries = self.max_retries,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error = %failure.error,
+            "retrying LLM call"
+        );
+        tokio::time::sleep(delay).await;
+        true
     }
 }
 
@@ -46,10 +208,565 @@ impl Llm for OpenAiClient {
     fn max_output_tokens(&self) -> u32 {
         self.cfg.max_output_tokens
     }
-    async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        Err(LlmError::Connect("not implemented yet".into()))
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.body(&request, false)?;
+        let mut retry = 0;
+        loop {
+            let attempt = tokio::time::timeout(self.shared.timeout, self.chat_once(body.clone()));
+            let failure = match attempt.await {
+                Ok(Ok(response)) => return Ok(response),
+                Ok(Err(failure)) => failure,
+                Err(_) => Failure::from(LlmError::Timeout(ceil_secs(self.shared.timeout))),
+            };
+            let retryable = failure.error.is_retryable();
+            if !self
+                .shared
+                .wait_before_retry(retry, &failure, retryable)
+                .await
+            {
+                return Err(failure.error);
+            }
+            retry += 1;
+        }
     }
-    async fn stream_chat(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
-        Err(LlmError::Connect("not implemented yet".into()))
+
+    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let body = self.body(&request, true)?;
+        let mut state = StreamState::new(Arc::clone(&self.shared), body);
+        state.connect().await?;
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |mut st| async move { st.next_event().await.map(|item| (item, st)) },
+        )))
+    }
+}
+
+type SseStream = Pin<
+    Box<
+        dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>
+            + Send,
+    >,
+>;
+
+/// One streamed call: the SSE source, the decoder, and the events decoded but not yet handed over.
+struct StreamState {
+    shared: Arc<Shared>,
+    body: bytes::Bytes,
+    retries: u32,
+    sse: Option<SseStream>,
+    decoder: StreamDecoder,
+    pending: VecDeque<StreamEvent>,
+    /// Set once an event reached the consumer: from then on, no retry (no duplicates).
+    handed_over: bool,
+    finished: bool,
+    /// End of the total budget of the current attempt.
+    deadline: Instant,
+}
+
+/// Why reading the stream stopped, and whether a fresh attempt could succeed.
+struct StepError {
+    error: LlmError,
+    transient: bool,
+}
+
+impl From<LlmError> for StepError {
+    fn from(error: LlmError) -> Self {
+        let transient = error.is_retryable();
+        Self { error, transient }
+    }
+}
+
+impl StreamState {
+    fn new(shared: Arc<Shared>, body: bytes::Bytes) -> Self {
+        let deadline = Instant::now() + shared.timeout * STREAM_TOTAL_FACTOR;
+        Self {
+            shared,
+            body,
+            retries: 0,
+            sse: None,
+            decoder: StreamDecoder::new(),
+            pending: VecDeque::new(),
+            handed_over: false,
+            finished: false,
+            deadline,
+        }
+    }
+
+    /// Opens the SSE response, retrying retryable failures (`self.retries` counts them all).
+    async fn connect(&mut self) -> Result<(), LlmError> {
+        loop {
+            self.deadline = Instant::now() + self.shared.timeout * STREAM_TOTAL_FACTOR;
+            let send = self.shared.send(self.body.clone(), true);
+            let failure = match tokio::time::timeout(self.shared.timeout, send).await {
+                Ok(Ok(response)) => return self.start(response).await,
+                Ok(Err(failure)) => failure,
+                Err(_) => Failure::from(LlmError::Timeout(ceil_secs(self.shared.timeout))),
+            };
+            let retryable = failure.error.is_retryable();
+            if !self
+                .shared
+                .wait_before_retry(self.retries, &failure, retryable)
+                .await
+            {
+                return Err(failure.error);
+            }
+            self.retries += 1;
+        }
+    }
+
+    /// Starts reading a 2xx response. A server that ignored `stream: true` and answered with
+    /// plain JSON is accepted: its reply is turned into the same events.
+    async fn start(&mut self, response: reqwest::Response) -> Result<(), LlmError> {
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !is_json {
+            self.sse = Some(Box::pin(response.bytes_stream().eventsource()));
+            return Ok(());
+        }
+        let bytes = tokio::time::timeout(self.shared.timeout, response.bytes())
+            .await
+            .map_err(|_| LlmError::Timeout(ceil_secs(self.shared.timeout)))?
+            .map_err(|e| transport_error(&e, self.shared.timeout).error)?;
+        let reply = parse_completion(&bytes)?;
+        self.pending.extend(response_events(reply));
+        self.finished = true;
+        Ok(())
+    }
+
+    async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                self.handed_over = true;
+                return Some(Ok(event));
+            }
+            if self.finished {
+                return None;
+            }
+            let Err(step) = self.read().await else {
+                continue;
+            };
+            let retry = step.transient && !self.handed_over;
+            let failure = Failure::from(step.error);
+            if !self
+                .shared
+                .wait_before_retry(self.retries, &failure, retry)
+                .await
+            {
+                self.finished = true;
+                self.sse = None;
+                return Some(Err(failure.error));
+            }
+            self.retries += 1;
+            self.decoder = StreamDecoder::new();
+            if let Err(error) = self.connect().await {
+                self.finished = true;
+                return Some(Err(error));
+            }
+        }
+    }
+
+    /// Reads one SSE event into `pending`.
+    async fn read(&mut self) -> Result<(), StepError> {
+        let Some(sse) = self.sse.as_mut() else {
+            self.finished = true;
+            return Ok(());
+        };
+        let now = Instant::now();
+        let total = self.shared.timeout * STREAM_TOTAL_FACTOR;
+        let gap = self
+            .shared
+            .timeout
+            .min(self.deadline.saturating_duration_since(now));
+        let next = match tokio::time::timeout(gap, sse.next()).await {
+            Ok(next) => next,
+            Err(_) if Instant::now() >= self.deadline => {
+                return Err(LlmError::Timeout(ceil_secs(total)).into())
+            }
+            Err(_) => return Err(LlmError::Timeout(ceil_secs(self.shared.timeout)).into()),
+        };
+        let events = match next {
+            Some(Ok(event)) => self.decoder.feed(&event.data)?,
+            Some(Err(EventStreamError::Transport(e))) => {
+                // Transient: a fresh attempt may well succeed (retried only if nothing was
+                // handed over yet).
+                let error = transport_error(&e, self.shared.timeout).error;
+                return Err(StepError {
+                    error: LlmError::Stream(format!("connection broke: {error}")),
+                    transient: true,
+                });
+            }
+            Some(Err(e)) => return Err(LlmError::Stream(format!("unreadable SSE: {e}")).into()),
+            None => self.decoder.end_of_input().map_err(|error| StepError {
+                error,
+                transient: true,
+            })?,
+        };
+        self.pending.extend(events);
+        if self.decoder.is_done() {
+            self.finished = true;
+            self.sse = None;
+        }
+        Ok(())
+    }
+}
+
+/// A complete reply as the events a stream of it would have produced.
+fn response_events(reply: ChatResponse) -> Vec<StreamEvent> {
+    let mut events = Vec::new();
+    if let Some(r) = reply.reasoning_content {
+        events.push(StreamEvent::Reasoning(r));
+    }
+    if !reply.content.is_empty() {
+        events.push(StreamEvent::Content(reply.content));
+    }
+    if !reply.tool_calls.is_empty() {
+        events.push(StreamEvent::ToolCalls(reply.tool_calls));
+    }
+    events.push(StreamEvent::Usage(reply.usage));
+    events.push(StreamEvent::Done {
+        finish_reason: reply.finish_reason,
+    });
+    events
+}
+
+/// The JSON body of a chat completion request. `pinned` and `reasoning_content` are never sent.
+fn request_body(model: &str, request: &ChatRequest, stream: bool) -> Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("model".into(), json!(model));
+    let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+    obj.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        obj.insert("tools".into(), Value::Array(tools));
+        // Providers reject `tool_choice` without `tools`, so it only travels with them.
+        if let Some(choice) = &request.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Function(name) => {
+                    json!({"type": "function", "function": {"name": name}})
+                }
+            };
+            obj.insert("tool_choice".into(), choice);
+        }
+    }
+    if request.response_format == Some(ResponseFormat::JsonObject) {
+        obj.insert("response_format".into(), json!({"type": "json_object"}));
+    }
+    if let Some(t) = request.temperature {
+        // Via the decimal text so that 0.7f32 goes out as 0.7, not 0.699999988079071.
+        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
+        obj.insert("temperature".into(), json!(t));
+    }
+    if let Some(max) = request.max_tokens {
+        obj.insert("max_tokens".into(), json!(max));
+    }
+    if stream {
+        obj.insert("stream".into(), json!(true));
+        obj.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Value::Object(obj)
+}
+
+fn wire_message(m: &Message) -> Value {
+    match m.role {
+        Role::System => json!({"role": "system", "content": m.content}),
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
+            "content": m.content,
+        }),
+        Role::Assistant if m.tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": m.content})
+        }
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            let content = if m.content.is_empty() {
+                Value::Null
+            } else {
+                json!(m.content)
+            };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<WireMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireMessage {
+    /// A string, `null`, or (some servers) an array of `{type:"text", text}` parts.
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// Reads a non-streamed 2xx body.
+fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
+    let completion: Completion = serde_json::from_slice(bytes).map_err(|e| {
+        LlmError::InvalidResponse(format!("{e}: {}", excerpt(&String::from_utf8_lossy(bytes))))
+    })?;
+    let usage = WireUsage::to_usage(completion.usage.as_ref());
+    let Some(choice) = completion.choices.and_then(|c| c.into_iter().next()) else {
+        let why = completion.error.map_or_else(
+            || "no choices in the response".to_string(),
+            |e| excerpt(&e.to_string()),
+        );
+        return Err(LlmError::InvalidResponse(why));
+    };
+    let message = choice
+        .message
+        .ok_or_else(|| LlmError::InvalidResponse("the first choice has no message".to_string()))?;
+    let tool_calls = message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| {
+            let (name, arguments) = c
+                .function
+                .map(|f| (f.name, arguments_text(f.arguments)))
+                .unwrap_or_default();
+            ToolCall {
+                id: c
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or(format!("call_{n}")),
+                name: name.unwrap_or_default(),
+                arguments: arguments.unwrap_or_default(),
+            }
+        })
+        .collect();
+    Ok(ChatResponse {
+        content: content_text(message.content),
+        tool_calls,
+        reasoning_content: message
+            .reasoning_content
+            .or(message.reasoning)
+            .filter(|r| !r.is_empty()),
+        finish_reason: choice.finish_reason,
+        usage,
+    })
+}
+
+fn content_text(content: Option<Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Body fragments by which OpenAI and compatible servers (vLLM, llama.cpp, Anthropic-style
+/// gateways, OpenRouter...) say the prompt does not fit.
+const CONTEXT_MARKERS: &[&str] = &[
+    "context_length_exceeded",
+    "maximum context length",
+    "context length exceeded",
+    "context window",
+    "exceed_context_size",
+    "exceeds the available context size",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "reduce the length of the messages",
+];
+
+/// A non-2xx status and its body as a typed error.
+fn classify_status(status: u16, body: &str) -> LlmError {
+    let lower = body.to_lowercase();
+    // A 429 talks about tokens per minute, not about the prompt size.
+    if status != 429 && CONTEXT_MARKERS.iter().any(|m| lower.contains(m)) {
+        let message = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| {
+                let m = v.pointer("/error/message").or_else(|| v.get("message"))?;
+                m.as_str().map(str::to_string)
+            })
+            .unwrap_or_else(|| body.to_string());
+        return LlmError::ContextLengthExceeded(excerpt(&message));
+    }
+    LlmError::Status {
+        status,
+        body: excerpt(body),
+    }
+}
+
+/// `retry-after-ms` (OpenAI) or `Retry-After` (seconds or HTTP-date).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        if let Ok(d) = Duration::try_from_secs_f64(ms / 1000.0) {
+            return Some(d);
+        }
+    }
+    parse_retry_after(text("retry-after")?, std::time::SystemTime::now())
+}
+
+fn transport_error(e: &reqwest::Error, timeout: Duration) -> Failure {
+    if e.is_timeout() {
+        return LlmError::Timeout(ceil_secs(timeout)).into();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::Connect(text).into()
+}
+
+/// Whole seconds for [`LlmError::Timeout`], rounded up so a 500 ms timeout does not say "0 s".
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completion_parsing_is_lenient() {
+        let r = parse_completion(br#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}],"usage":{}}"#);
+        let r = r.unwrap_or_default();
+        assert_eq!(r.content, "");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].id, "call_0");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(r.usage, super::super::Usage::call(0, 0));
+
+        let parts = parse_completion(
+            br#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}],"usage":null}"#,
+        );
+        assert_eq!(parts.map(|r| r.content), Ok("ab".to_string()));
+    }
+
+    #[test]
+    fn unreadable_completions_are_invalid_responses() {
+        assert!(matches!(
+            parse_completion(b"<html>oops</html>"),
+            Err(LlmError::InvalidResponse(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"choices":[]}"#),
+            Err(LlmError::InvalidResponse(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"error":{"message":"boom"}}"#),
+            Err(LlmError::InvalidResponse(m)) if m.contains("boom")
+        ));
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let ctx = classify_status(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
+        );
+        assert_eq!(
+            ctx,
+            LlmError::ContextLengthExceeded(
+                "This model's maximum context length is 4096 tokens".into()
+            )
+        );
+        assert!(matches!(
+            classify_status(413, "Request too large: too many tokens"),
+            LlmError::ContextLengthExceeded(_)
+        ));
+        assert!(matches!(
+            classify_status(429, "Rate limit: too many tokens per minute"),
+            LlmError::Status { status: 429, .. }
+        ));
+        assert_eq!(
+            classify_status(404, "no such model"),
+            LlmError::Status {
+                status: 404,
+                body: "no such model".into()
+            }
+        );
+    }
+
+    #[test]
+    fn retry_after_headers_are_read() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert(
+            "retry-after",
+            reqwest::header::HeaderValue::from_static("2"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(
+            "retry-after-ms",
+            reqwest::header::HeaderValue::from_static("150"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+    }
+
+    #[test]
+    fn timeouts_round_up_to_whole_seconds() {
+        assert_eq!(ceil_secs(Duration::from_millis(500)), 1);
+        assert_eq!(ceil_secs(Duration::from_secs(120)), 120);
     }
 }

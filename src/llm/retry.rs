@@ -1,1 +1,153 @@
-//! placeholder (helper A)
+//! Backoff policy for retrying LLM calls (`LLM_MAX_RETRIES`, SPEC §6).
+//!
+//! Exponential backoff with "equal jitter": the n-th retry waits between half and all of
+//! `min(cap, base · 2ⁿ)`, so concurrent runs that failed together do not retry in lockstep, and a
+//! retry never fires immediately. A provider's `Retry-After` (seconds or HTTP-date) wins over the
+//! computed delay because the provider knows when it will accept us again, but it is capped so a
+//! hostile or buggy header cannot park a run for hours. *What* is retried is decided by
+//! [`LlmError::is_retryable`](super::LlmError::is_retryable); this module only says *when*.
+
+use std::time::{Duration, SystemTime};
+
+use rand::Rng;
+
+/// How long to wait between attempts. `base` is configurable so tests run in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// Delay scale of the first retry.
+    pub base: Duration,
+    /// Upper bound of the computed (exponential) delay.
+    pub cap: Duration,
+    /// Upper bound applied to a provider's `Retry-After`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            base: Duration::from_millis(250),
+            cap: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Backoff {
+    /// A policy with the given base and the default caps.
+    pub fn with_base(base: Duration) -> Self {
+        Self {
+            base,
+            ..Self::default()
+        }
+    }
+
+    /// The un-jittered delay before retry number `retry` (0 for the first retry).
+    pub fn exponential(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.min(31));
+        self.base.saturating_mul(factor).min(self.cap)
+    }
+
+    /// The delay before retry number `retry`: the provider's `Retry-After` when given (capped),
+    /// else the exponential delay with equal jitter.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_retry_after);
+        }
+        let full = self.exponential(retry);
+        let half = full / 2;
+        let spread = u64::try_from((full - half).as_micros()).unwrap_or(u64::MAX);
+        let jitter = if spread == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..=spread)
+        };
+        half + Duration::from_micros(jitter)
+    }
+}
+
+/// Parses a `Retry-After` header value: delta-seconds (`"3"`, also a fractional `"1.5"` that some
+/// proxies send) or an HTTP-date (`"Wed, 21 Oct 2015 07:28:00 GMT"`), relative to `now`. A date in
+/// the past means "now" (zero). Anything else is ignored (`None`).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let at = SystemTime::from(date.with_timezone(&chrono::Utc));
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_doubles_and_is_capped() {
+        let b = Backoff::default();
+        assert_eq!(b.exponential(0), Duration::from_millis(250));
+        assert_eq!(b.exponential(1), Duration::from_millis(500));
+        assert_eq!(b.exponential(3), Duration::from_secs(2));
+        assert_eq!(b.exponential(5), Duration::from_secs(8));
+        assert_eq!(b.exponential(u32::MAX), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn jittered_delay_stays_between_half_and_full() {
+        let b = Backoff::default();
+        for retry in 0..8 {
+            let full = b.exponential(retry);
+            for _ in 0..50 {
+                let d = b.delay(retry, None);
+                assert!(
+                    d >= full / 2 && d <= full,
+                    "retry {retry}: {d:?} vs {full:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn jitter_actually_varies() {
+        let b = Backoff::with_base(Duration::from_secs(1));
+        let delays: std::collections::HashSet<_> = (0..20).map(|_| b.delay(2, None)).collect();
+        assert!(delays.len() > 1);
+    }
+
+    #[test]
+    fn retry_after_wins_and_is_capped() {
+        let b = Backoff::with_base(Duration::from_millis(1));
+        assert_eq!(
+            b.delay(0, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            b.delay(0, Some(Duration::from_secs(3600))),
+            Duration::from_secs(60)
+        );
+        assert_eq!(b.delay(0, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    #[test]
+    fn parses_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // 07:28:00 GMT
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("1.5", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-3", now), None);
+    }
+}

@@ -1,1 +1,523 @@
-//! placeholder (helper A)
+//! [`FakeOpenAi`]: an in-process OpenAI-compatible HTTP server (axum on `127.0.0.1:0`) that speaks
+//! the real wire format, for testing the real client and, later, the whole service.
+//!
+//! It answers `POST /v1/chat/completions` (and `/chat/completions`) with a JSON completion, or an
+//! SSE stream of `chat.completion.chunk`s ending in `data: [DONE]` when the request says
+//! `stream: true`. Replies are replayed from a script ([`FakeReply`], first in first out); when
+//! the script is empty a default reply (a short text, settable) is used, so the fake also serves
+//! as a mock provider. Every request body is recorded. Faults are injected per reply: an error
+//! status with `Retry-After` and a body, a delay before responding, a stream cut mid-way, a
+//! malformed chunk, an endless slow stream.
+//!
+//! Streams mimic OpenAI: a first chunk with `role`, then reasoning, content and tool-call deltas
+//! split into pieces of [`FakeReply::chunk_chars`] characters (tool names are split in two as
+//! well, to exercise tolerant clients), a chunk with `finish_reason`, then a usage chunk only when
+//! the request asked for it (`stream_options.include_usage`). Fault positions count every `data:`
+//! chunk, the role chunk included.
+//!
+//! Dropping the [`FakeOpenAi`] stops the server and ends its delayed and endless responses.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use futures::stream::{self, Stream, StreamExt};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+/// How a reply misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Streams: end the body after this many chunks, without `finish_reason` or `[DONE]`.
+    CutAfter(usize),
+    /// Streams: after this many chunks send one unparseable chunk and end.
+    MalformedAfter(usize),
+    /// Streams: a content chunk every this often, forever.
+    Endless(Duration),
+}
+
+/// One scripted reply (builder style). See the module docs for how it is rendered.
+#[derive(Clone, Debug)]
+pub struct FakeReply {
+    text: String,
+    tool_calls: Vec<(String, String, String)>,
+    reasoning: Option<String>,
+    status: Option<u16>,
+    retry_after: Option<String>,
+    body: Option<String>,
+    delay: Duration,
+    fault: Option<Fault>,
+    usage: Option<(u64, u64)>,
+    no_index: bool,
+    chunk_chars: usize,
+    finish_reason: Option<String>,
+}
+
+/// Token counts a reply reports unless told otherwise.
+pub const FAKE_PROMPT_TOKENS: u64 = 10;
+pub const FAKE_COMPLETION_TOKENS: u64 = 5;
+
+/// What the fake answers when its script is empty (until [`FakeOpenAi::set_default`]).
+pub const FAKE_DEFAULT_TEXT: &str = "This is a reply from the fake OpenAI server.";
+
+impl FakeReply {
+    fn base() -> Self {
+        Self {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+            status: None,
+            retry_after: None,
+            body: None,
+            delay: Duration::ZERO,
+            fault: None,
+            usage: Some((FAKE_PROMPT_TOKENS, FAKE_COMPLETION_TOKENS)),
+            no_index: false,
+            chunk_chars: 4,
+            finish_reason: None,
+        }
+    }
+    /// A text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::base()
+        }
+    }
+    /// Tool calls given as `(id, name, arguments JSON text)`.
+    pub fn tool_calls<I, N, A>(calls: Vec<(I, N, A)>) -> Self
+    where
+        I: Into<String>,
+        N: Into<String>,
+        A: Into<String>,
+    {
+        let tool_calls = calls
+            .into_iter()
+            .map(|(i, n, a)| (i.into(), n.into(), a.into()))
+            .collect();
+        Self {
+            tool_calls,
+            ..Self::base()
+        }
+    }
+    /// An error status; the body defaults to an OpenAI-style error object.
+    pub fn status(code: u16) -> Self {
+        Self {
+            status: Some(code),
+            ..Self::base()
+        }
+    }
+    /// Adds content text (e.g. next to tool calls).
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
+        self
+    }
+    /// `Retry-After: <secs>` on an error status.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs.to_string());
+        self
+    }
+    /// A raw `Retry-After` value (e.g. an HTTP-date).
+    pub fn retry_after_raw(mut self, value: impl Into<String>) -> Self {
+        self.retry_after = Some(value.into());
+        self
+    }
+    /// The body of an error status.
+    pub fn body(mut self, body: impl Into<String>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+    /// Waits this long before sending anything.
+    pub fn delay(mut self, ms: u64) -> Self {
+        self.delay = Duration::from_millis(ms);
+        self
+    }
+    pub fn cut_after(mut self, n_chunks: usize) -> Self {
+        self.fault = Some(Fault::CutAfter(n_chunks));
+        self
+    }
+    pub fn malformed_after(mut self, n_chunks: usize) -> Self {
+        self.fault = Some(Fault::MalformedAfter(n_chunks));
+        self
+    }
+    /// Streams a chunk every `every_ms` forever (a non-streamed request just hangs).
+    pub fn endless(mut self, every_ms: u64) -> Self {
+        self.fault = Some(Fault::Endless(Duration::from_millis(every_ms.max(1))));
+        self
+    }
+    /// `reasoning_content` (streamed as deltas, or in the message).
+    pub fn reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+    pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
+        self.usage = Some((prompt, completion));
+        self
+    }
+    /// No `usage` at all, even when the request asked for it.
+    pub fn no_usage(mut self) -> Self {
+        self.usage = None;
+        self
+    }
+    /// Streamed tool-call deltas carry no `index`.
+    pub fn no_index(mut self) -> Self {
+        self.no_index = true;
+        self
+    }
+    /// Characters per streamed delta (at least 1).
+    pub fn chunk_chars(mut self, n: usize) -> Self {
+        self.chunk_chars = n.max(1);
+        self
+    }
+    pub fn finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.finish_reason = Some(reason.into());
+        self
+    }
+}
+
+struct Shared {
+    script: Mutex<VecDeque<FakeReply>>,
+    default: Mutex<FakeReply>,
+    /// Each request's body and `Authorization` header, recorded together so they stay aligned.
+    requests: Mutex<Vec<(Value, Option<String>)>>,
+    shutdown: CancellationToken,
+}
+
+/// Poisoning cannot leave these simple collections inconsistent, so a poisoned lock is reused.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The running fake server. Dropping it shuts the server down.
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeOpenAi {
+    /// Binds `127.0.0.1:0` and serves until dropped.
+    pub async fn start() -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            script: Mutex::new(VecDeque::new()),
+            default: Mutex::new(FakeReply::text(FAKE_DEFAULT_TEXT)),
+            requests: Mutex::new(Vec::new()),
+            shutdown: CancellationToken::new(),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .route("/chat/completions", post(completions))
+            .with_state(Arc::clone(&shared));
+        let token = shared.shutdown.clone();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "fake OpenAI server stopped");
+            }
+        });
+        Ok(Self { addr, shared, task })
+    }
+
+    /// `http://127.0.0.1:<port>/v1`, what `LLM_BASE_URL` would be.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues a reply.
+    pub fn push(&self, reply: FakeReply) {
+        lock(&self.shared.script).push_back(reply);
+    }
+
+    /// The reply used when the script is empty.
+    pub fn set_default(&self, reply: FakeReply) {
+        *lock(&self.shared.default) = reply;
+    }
+
+    /// Every request body received so far (a non-JSON body is recorded as a string).
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(body, _)| body.clone())
+            .collect()
+    }
+
+    /// The `Authorization` header of every request, in order.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(_, auth)| auth.clone())
+            .collect()
+    }
+
+    pub fn request_count(&self) -> usize {
+        lock(&self.shared.requests).len()
+    }
+
+    /// Scripted replies not consumed yet.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+        self.task.abort();
+    }
+}
+
+async fn completions(
+    State(shared): State<Arc<Shared>>,
+    headers: header::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    lock(&shared.requests).push((request.clone(), auth));
+    let reply = lock(&shared.script)
+        .pop_front()
+        .unwrap_or_else(|| lock(&shared.default).clone());
+    if !reply.delay.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(reply.delay) => {}
+            _ = shared.shutdown.cancelled() => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        }
+    }
+    if !request.is_object() {
+        return error_response(400, None, Some("request body is not JSON".into()));
+    }
+    if let Some(code) = reply.status {
+        return error_response(code, reply.retry_after.clone(), reply.body.clone());
+    }
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake-model")
+        .to_string();
+    let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
+    if streamed {
+        let include_usage = request
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true);
+        return sse_response(&reply, &model, include_usage, shared.shutdown.clone());
+    }
+    match reply.fault {
+        Some(Fault::Endless(_)) => {
+            shared.shutdown.cancelled().await;
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Some(Fault::CutAfter(_) | Fault::MalformedAfter(_)) => json_body(
+            StatusCode::OK,
+            "{\"id\":\"chatcmpl-fake\",\"choices\":[{\"mess".into(),
+        ),
+        None => json_body(StatusCode::OK, completion(&reply, &model).to_string()),
+    }
+}
+
+fn json_body(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn error_response(code: u16, retry_after: Option<String>, body: Option<String>) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = body.unwrap_or_else(|| {
+        json!({"error": {"message": format!("fake error {code}"), "type": "fake_error", "code": null}})
+            .to_string()
+    });
+    let mut response = json_body(status, body);
+    if let Some(value) = retry_after.and_then(|v| header::HeaderValue::from_str(&v).ok()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+fn finish_reason(reply: &FakeReply) -> String {
+    reply.finish_reason.clone().unwrap_or_else(|| {
+        if reply.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string()
+    })
+}
+
+fn usage_json(reply: &FakeReply) -> Option<Value> {
+    reply
+        .usage
+        .map(|(p, c)| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))
+}
+
+/// A non-streamed `chat.completion`.
+fn completion(reply: &FakeReply, model: &str) -> Value {
+    let mut message = json!({
+        "role": "assistant",
+        "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() {
+            Value::Null
+        } else {
+            json!(reply.text)
+        },
+    });
+    if !reply.tool_calls.is_empty() {
+        message["tool_calls"] = reply
+            .tool_calls
+            .iter()
+            .map(|(id, name, args)| {
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+            })
+            .collect();
+    }
+    if let Some(r) = &reply.reasoning {
+        message["reasoning_content"] = json!(r);
+    }
+    let mut out = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply)}],
+    });
+    if let Some(usage) = usage_json(reply) {
+        out["usage"] = usage;
+    }
+    out
+}
+
+/// Splits `text` into pieces of `n` characters (never empty pieces).
+fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n.max(1)).map(|c| c.iter().collect()).collect()
+}
+
+/// The `data` payloads of a complete stream, `[DONE]` excluded.
+fn chunks(reply: &FakeReply, model: &str, include_usage: bool) -> Vec<String> {
+    let chunk = |delta: Value, finish: Option<String>| {
+        json!({
+            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+        .to_string()
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    if let Some(r) = &reply.reasoning {
+        for p in pieces(r, reply.chunk_chars) {
+            out.push(chunk(json!({"reasoning_content": p}), None));
+        }
+    }
+    for p in pieces(&reply.text, reply.chunk_chars) {
+        out.push(chunk(json!({"content": p}), None));
+    }
+    for (index, (id, name, args)) in reply.tool_calls.iter().enumerate() {
+        let call = |mut fields: Value| {
+            if !reply.no_index {
+                fields["index"] = json!(index);
+            }
+            chunk(json!({"tool_calls": [fields]}), None)
+        };
+        let split = name
+            .char_indices()
+            .nth(name.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        let (head, tail) = name.split_at(split);
+        out.push(call(json!({
+            "id": id, "type": "function", "function": {"name": head, "arguments": ""},
+        })));
+        if !tail.is_empty() {
+            out.push(call(json!({"function": {"name": tail}})));
+        }
+        for p in pieces(args, reply.chunk_chars) {
+            out.push(call(json!({"function": {"arguments": p}})));
+        }
+    }
+    out.push(chunk(json!({}), Some(finish_reason(reply))));
+    if include_usage {
+        if let Some(usage) = usage_json(reply) {
+            out.push(
+                json!({
+                    "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                    "model": model, "choices": [], "usage": usage,
+                })
+                .to_string(),
+            );
+        }
+    }
+    out
+}
+
+fn frame(data: &str) -> Result<Bytes, std::convert::Infallible> {
+    Ok(Bytes::from(format!("data: {data}\n\n")))
+}
+
+fn sse_response(
+    reply: &FakeReply,
+    model: &str,
+    include_usage: bool,
+    shutdown: CancellationToken,
+) -> Response {
+    let all = chunks(reply, model, include_usage);
+    let body: Body = match reply.fault {
+        None => {
+            let frames = all.iter().map(String::as_str).chain(["[DONE]"]).map(frame);
+            Body::from_stream(stream::iter(frames.collect::<Vec<_>>()))
+        }
+        Some(Fault::CutAfter(n)) => {
+            let frames: Vec<_> = all.iter().take(n).map(|c| frame(c)).collect();
+            Body::from_stream(stream::iter(frames))
+        }
+        Some(Fault::MalformedAfter(n)) => {
+            let mut frames: Vec<_> = all.iter().take(n).map(|c| frame(c)).collect();
+            frames.push(frame("{\"choices\":[{\"delta\":{\"content\":"));
+            Body::from_stream(stream::iter(frames))
+        }
+        Some(Fault::Endless(every)) => {
+            let first = stream::iter(all.into_iter().take(1).map(|c| frame(&c)));
+            Body::from_stream(first.chain(endless(model.to_string(), every, shutdown)))
+        }
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// A content chunk every `every`, until the server shuts down or the client goes away.
+fn endless(
+    model: String,
+    every: Duration,
+    shutdown: CancellationToken,
+) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send {
+    stream::unfold((), move |()| {
+        let model = model.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = shutdown.cancelled() => return None,
+            }
+            let chunk = json!({
+                "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                "model": model, "choices": [{"index": 0, "delta": {"content": "tick "}}],
+            });
+            Some((frame(&chunk.to_string()), ()))
+        }
+    })
+}
