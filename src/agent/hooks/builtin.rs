@@ -45,7 +45,8 @@ impl Hook for ReadOnlyHook {
 
 /// At most `max_calls` calls per tool name in any sliding `window`. One instance is shared by
 /// every run using the runner, so the limit is process-wide per tool (it protects the service
-/// behind the tool, not one conversation).
+/// behind the tool, not one conversation). A call counts once this hook allows it, even if a
+/// later hook blocks it: the slot is spent conservatively rather than tracked across hooks.
 pub struct RateLimitHook {
     pub max_calls: u32,
     pub window: Duration,
@@ -97,9 +98,10 @@ impl Hook for RateLimitHook {
         Ok(match self.check_at(&ctx.tool, Instant::now()) {
             Ok(()) => PreVerdict::Allow,
             Err(wait) => PreVerdict::Block(format!(
-                "rate limit reached for tool '{}': at most {} calls per {} s; retry in {} s",
+                "rate limit reached for tool '{}': at most {} call{} per {} s; retry in {} s",
                 ctx.tool,
                 self.max_calls,
+                if self.max_calls == 1 { "" } else { "s" },
                 self.window.as_secs_f64(),
                 wait.as_secs_f64().ceil().max(1.0)
             )),
@@ -806,7 +808,7 @@ mod tests {
             panic!("second call must be blocked");
         };
         assert!(
-            reason.contains("'search'") && reason.contains("1 calls per 60 s"),
+            reason.contains("'search'") && reason.contains("at most 1 call per 60 s"),
             "{reason}"
         );
         assert!(
