@@ -1,1 +1,369 @@
-//! placeholder (helper E)
+//! Human approval (SPEC §3.6). A tool configured with `requires_approval` makes the
+//! [`ApprovalHook`] register a pending request with the shared [`ApprovalBroker`], announce it as
+//! `step {type:"approval_required"}` and wait — a plain `.await` on a oneshot, so other runs keep
+//! going — until `POST /api/approvals/{id}` calls [`ApprovalBroker::decide`] or the timeout
+//! expires. The waiting side holds a [`PendingApproval`] guard: if the run is cancelled and the
+//! future dropped, the guard removes the request so the broker never accumulates orphans.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::{Hook, HookContext, HookError, PreVerdict};
+use crate::agent::events::{AgentEvent, StepEvent};
+
+/// How long a run waits for a reviewer when the configuration does not say (SPEC §3.6).
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What a reviewer (and the server's tenancy check) needs to know about a pending request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ApprovalInfo {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub requested_at: DateTime<Utc>,
+}
+
+/// A reviewer's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub approve: bool,
+    pub reason: Option<String>,
+}
+
+/// How a wait ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    Approved,
+    Rejected(Option<String>),
+    TimedOut,
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ApprovalError {
+    /// Unknown id, already decided, timed out, or its run is gone. The server answers 404.
+    #[error("approval not found or no longer pending")]
+    NotFound,
+}
+
+struct Pending {
+    info: ApprovalInfo,
+    tx: oneshot::Sender<Decision>,
+}
+
+/// Pending approvals of every run, shared by the hooks and the HTTP handlers. Cheap to clone:
+/// clones share the same table.
+#[derive(Clone, Default)]
+pub struct ApprovalBroker {
+    pending: Arc<DashMap<Uuid, Pending>>,
+}
+
+impl ApprovalBroker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a request. The caller awaits the returned guard; dropping it withdraws the
+    /// request.
+    pub fn request(&self, info: ApprovalInfo) -> PendingApproval {
+        let id = Uuid::new_v4();
+        let (tx, rx) = oneshot::channel();
+        self.pending.insert(id, Pending { info, tx });
+        PendingApproval {
+            id,
+            rx,
+            pending: Arc::clone(&self.pending),
+        }
+    }
+
+    /// Delivers a reviewer's decision. Each request is decided at most once: the second call
+    /// (or one after a timeout or cancellation) gets [`ApprovalError::NotFound`].
+    pub fn decide(
+        &self,
+        id: Uuid,
+        approve: bool,
+        reason: Option<String>,
+    ) -> Result<(), ApprovalError> {
+        let (_, pending) = self.pending.remove(&id).ok_or(ApprovalError::NotFound)?;
+        pending
+            .tx
+            .send(Decision { approve, reason })
+            .map_err(|_| ApprovalError::NotFound)
+    }
+
+    /// The request's metadata, so the server can check it belongs to the caller's tenant
+    /// before deciding.
+    pub fn get(&self, id: Uuid) -> Option<ApprovalInfo> {
+        self.pending.get(&id).map(|p| p.info.clone())
+    }
+
+    /// Every pending request (for listings and operations pages).
+    pub fn list(&self) -> Vec<(Uuid, ApprovalInfo)> {
+        self.pending
+            .iter()
+            .map(|e| (*e.key(), e.value().info.clone()))
+            .collect()
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+/// The waiting side of one request. Dropping it (run cancelled) removes the request.
+pub struct PendingApproval {
+    id: Uuid,
+    rx: oneshot::Receiver<Decision>,
+    pending: Arc<DashMap<Uuid, Pending>>,
+}
+
+impl PendingApproval {
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// Waits for the decision or the timeout; either way the request is gone afterwards.
+    pub async fn wait(mut self, timeout: Duration) -> ApprovalOutcome {
+        match tokio::time::timeout(timeout, &mut self.rx).await {
+            Ok(Ok(Decision { approve: true, .. })) => ApprovalOutcome::Approved,
+            Ok(Ok(Decision { reason, .. })) => ApprovalOutcome::Rejected(reason),
+            // The sender lives in the table until decided, so this only happens if the entry
+            // was removed without a decision: treat it like an unanswered request.
+            Ok(Err(_)) | Err(_) => ApprovalOutcome::TimedOut,
+        }
+    }
+}
+
+impl Drop for PendingApproval {
+    fn drop(&mut self) {
+        self.pending.remove(&self.id);
+    }
+}
+
+/// The `approval` hook: pauses calls to tools marked `requires_approval`; others pass through.
+pub struct ApprovalHook {
+    broker: Arc<ApprovalBroker>,
+    timeout: Duration,
+}
+
+impl ApprovalHook {
+    pub fn new(broker: Arc<ApprovalBroker>, timeout: Duration) -> Self {
+        Self { broker, timeout }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// "120 s" for whole seconds, "150 ms" otherwise, so short test timeouts still read sensibly.
+fn human_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+#[async_trait]
+impl Hook for ApprovalHook {
+    fn name(&self) -> &str {
+        "approval"
+    }
+
+    async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+        if !ctx.requires_approval {
+            return Ok(PreVerdict::Allow);
+        }
+        let pending = self.broker.request(ApprovalInfo {
+            run_id: ctx.run_id.clone(),
+            conversation_id: ctx.conversation_id.clone(),
+            tool: ctx.tool.clone(),
+            arguments: ctx.arguments.clone(),
+            requested_at: Utc::now(),
+        });
+        let event = AgentEvent::Step(StepEvent::ApprovalRequired {
+            iteration: ctx.iteration,
+            approval_id: pending.id().to_string(),
+            tool: ctx.tool.clone(),
+            arguments: ctx.arguments.clone(),
+        });
+        match &ctx.events {
+            Some(sink) if sink.send(event).is_ok() => {}
+            // Nobody can learn the id from the event stream; the request is still listed by
+            // the broker, so wait anyway rather than silently allowing the call.
+            _ => {
+                tracing::warn!(run_id = %ctx.run_id, tool = %ctx.tool, "approval_required event could not be emitted")
+            }
+        }
+        tracing::info!(run_id = %ctx.run_id, tool = %ctx.tool, approval_id = %pending.id(), "waiting for approval");
+        Ok(match pending.wait(self.timeout).await {
+            ApprovalOutcome::Approved => PreVerdict::Allow,
+            ApprovalOutcome::Rejected(Some(reason)) if !reason.trim().is_empty() => {
+                PreVerdict::Block(format!("rejected by a reviewer: {}", reason.trim()))
+            }
+            ApprovalOutcome::Rejected(_) => PreVerdict::Block("rejected by a reviewer".into()),
+            ApprovalOutcome::TimedOut => PreVerdict::Block(format!(
+                "approval timed out after {}",
+                human_duration(self.timeout)
+            )),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    fn ctx(run: &str, tool: &str, events: Option<crate::agent::events::EventSink>) -> HookContext {
+        HookContext {
+            run_id: run.into(),
+            conversation_id: format!("conv-{run}"),
+            iteration: 3,
+            call_id: "c1".into(),
+            tool: tool.into(),
+            arguments: json!({"to": "boss"}),
+            tool_writes: true,
+            requires_approval: true,
+            events,
+        }
+    }
+
+    /// Starts the hook on its own task and returns the approval id it announced.
+    async fn start(
+        hook: Arc<ApprovalHook>,
+        run: &str,
+    ) -> (tokio::task::JoinHandle<Result<PreVerdict, HookError>>, Uuid) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let c = ctx(run, "send_mail", Some(tx));
+        let task = tokio::spawn(async move { hook.pre_tool_use(&c).await });
+        let event = rx.recv().await.expect("approval_required event");
+        let AgentEvent::Step(StepEvent::ApprovalRequired {
+            iteration,
+            approval_id,
+            tool,
+            arguments,
+        }) = event
+        else {
+            panic!("unexpected event {event:?}");
+        };
+        assert_eq!((iteration, tool.as_str()), (3, "send_mail"));
+        assert_eq!(arguments, json!({"to": "boss"}));
+        (task, Uuid::parse_str(&approval_id).expect("uuid"))
+    }
+
+    fn hook(broker: &Arc<ApprovalBroker>, timeout: Duration) -> Arc<ApprovalHook> {
+        Arc::new(ApprovalHook::new(Arc::clone(broker), timeout))
+    }
+
+    #[tokio::test]
+    async fn approve_allows_the_call_and_the_event_id_is_the_one_decide_accepts() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (task, id) = start(hook(&broker, Duration::from_secs(30)), "r1").await;
+        let info = broker.get(id).expect("pending");
+        assert_eq!(
+            (info.run_id.as_str(), info.conversation_id.as_str()),
+            ("r1", "conv-r1")
+        );
+        assert_eq!(broker.pending_count(), 1);
+        broker.decide(id, true, None).unwrap();
+        assert_eq!(task.await.unwrap(), Ok(PreVerdict::Allow));
+        assert_eq!(broker.pending_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn reject_blocks_with_the_reviewers_reason() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (task, id) = start(hook(&broker, Duration::from_secs(30)), "r1").await;
+        broker
+            .decide(id, false, Some("not on a Friday".into()))
+            .unwrap();
+        assert_eq!(
+            task.await.unwrap(),
+            Ok(PreVerdict::Block(
+                "rejected by a reviewer: not on a Friday".into()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn no_decision_times_out_into_a_block_and_cleans_up() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (task, id) = start(hook(&broker, Duration::from_millis(100)), "r1").await;
+        assert_eq!(
+            task.await.unwrap(),
+            Ok(PreVerdict::Block("approval timed out after 100 ms".into()))
+        );
+        assert_eq!(broker.pending_count(), 0);
+        assert_eq!(broker.decide(id, true, None), Err(ApprovalError::NotFound));
+    }
+
+    #[tokio::test]
+    async fn concurrent_runs_wait_independently() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let h = hook(&broker, Duration::from_secs(30));
+        let (task_a, id_a) = start(Arc::clone(&h), "a").await;
+        let (task_b, id_b) = start(Arc::clone(&h), "b").await;
+        assert_ne!(id_a, id_b);
+        assert_eq!(broker.pending_count(), 2);
+        broker.decide(id_b, false, None).unwrap();
+        assert_eq!(
+            task_b.await.unwrap(),
+            Ok(PreVerdict::Block("rejected by a reviewer".into()))
+        );
+        // A is still waiting, untouched by B's decision.
+        assert!(!task_a.is_finished());
+        assert_eq!(broker.get(id_a).map(|i| i.run_id), Some("a".into()));
+        broker.decide(id_a, true, None).unwrap();
+        assert_eq!(task_a.await.unwrap(), Ok(PreVerdict::Allow));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_waiting_future_withdraws_the_request() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (task, id) = start(hook(&broker, Duration::from_secs(30)), "r1").await;
+        assert_eq!(broker.pending_count(), 1);
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert_eq!(broker.pending_count(), 0);
+        assert_eq!(broker.get(id), None);
+        assert_eq!(broker.decide(id, true, None), Err(ApprovalError::NotFound));
+    }
+
+    #[tokio::test]
+    async fn deciding_twice_or_an_unknown_id_is_not_found() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (task, id) = start(hook(&broker, Duration::from_secs(30)), "r1").await;
+        assert_eq!(
+            broker.decide(Uuid::new_v4(), true, None),
+            Err(ApprovalError::NotFound)
+        );
+        broker.decide(id, true, None).unwrap();
+        assert_eq!(broker.decide(id, false, None), Err(ApprovalError::NotFound));
+        assert_eq!(task.await.unwrap(), Ok(PreVerdict::Allow));
+    }
+
+    #[tokio::test]
+    async fn tools_without_requires_approval_pass_straight_through() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut c = ctx("r1", "calculator", Some(tx));
+        c.requires_approval = false;
+        let verdict = hook(&broker, Duration::from_secs(30))
+            .pre_tool_use(&c)
+            .await;
+        assert_eq!(verdict, Ok(PreVerdict::Allow));
+        assert_eq!(broker.pending_count(), 0);
+        assert!(rx.try_recv().is_err());
+    }
+}

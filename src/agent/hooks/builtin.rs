@@ -1,1 +1,1028 @@
-//! placeholder (helper E)
+//! The built-in hooks of SPEC §2.6 (`read_only`, `rate_limit`, `truncate_result`, `audit`) and
+//! [`build_hooks`], which turns the `[[hooks]]` entries of `config.toml` into a [`HookRunner`]
+//! (the `webhook` and `approval` kinds live in their own modules). Validation is separate
+//! ([`validate_specs`]) so that configuration loading can reject a bad file at start-up, with a
+//! message naming the entry and the field, before any dependency exists.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use globset::Glob;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::approval::{ApprovalBroker, ApprovalHook, DEFAULT_APPROVAL_TIMEOUT};
+use super::webhook::WebhookHook;
+use super::{
+    FailurePolicy, Hook, HookContext, HookEntry, HookError, HookRunner, HookSpec, PostContext,
+    PostVerdict, PreVerdict,
+};
+
+/// Blocks every tool marked as writing: the organisation-wide read-only switch.
+#[derive(Debug, Default)]
+pub struct ReadOnlyHook;
+
+#[async_trait]
+impl Hook for ReadOnlyHook {
+    fn name(&self) -> &str {
+        "read_only"
+    }
+
+    async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+        Ok(if ctx.tool_writes {
+            PreVerdict::Block(format!(
+                "the organisation is in read-only mode: tool '{}' can modify data and is disabled",
+                ctx.tool
+            ))
+        } else {
+            PreVerdict::Allow
+        })
+    }
+}
+
+/// At most `max_calls` calls per tool name in any sliding `window`. One instance is shared by
+/// every run using the runner, so the limit is process-wide per tool (it protects the service
+/// behind the tool, not one conversation). A call counts once this hook allows it, even if a
+/// later hook blocks it: the slot is spent conservatively rather than tracked across hooks.
+pub struct RateLimitHook {
+    pub max_calls: u32,
+    pub window: Duration,
+    /// Start times of the allowed calls still inside the window, per tool. Only touched
+    /// synchronously: never held across an await.
+    calls: Mutex<HashMap<String, VecDeque<Instant>>>,
+}
+
+impl RateLimitHook {
+    pub fn new(max_calls: u32, window: Duration) -> Self {
+        Self {
+            max_calls,
+            window,
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Records a call at `now` if allowed, or returns how long until a slot frees up. Taking the
+    /// clock as a parameter keeps the window testable without sleeping.
+    fn check_at(&self, tool: &str, now: Instant) -> Result<(), Duration> {
+        // A poisoned lock only means another call panicked mid-update; the timestamps are
+        // still usable.
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = calls.entry(tool.to_string()).or_default();
+        while recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= self.window)
+        {
+            recent.pop_front();
+        }
+        if recent.len() < self.max_calls as usize {
+            recent.push_back(now);
+            return Ok(());
+        }
+        let oldest = recent.front().copied().unwrap_or(now);
+        Err(self
+            .window
+            .saturating_sub(now.saturating_duration_since(oldest)))
+    }
+}
+
+#[async_trait]
+impl Hook for RateLimitHook {
+    fn name(&self) -> &str {
+        "rate_limit"
+    }
+
+    async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+        Ok(match self.check_at(&ctx.tool, Instant::now()) {
+            Ok(()) => PreVerdict::Allow,
+            Err(wait) => PreVerdict::Block(format!(
+                "rate limit reached for tool '{}': at most {} call{} per {} s; retry in {} s",
+                ctx.tool,
+                self.max_calls,
+                if self.max_calls == 1 { "" } else { "s" },
+                self.window.as_secs_f64(),
+                wait.as_secs_f64().ceil().max(1.0)
+            )),
+        })
+    }
+}
+
+/// Caps the observation the LLM sees, on a character boundary, saying how much was cut so the
+/// model knows the result is partial.
+#[derive(Debug)]
+pub struct TruncateResultHook {
+    pub max_chars: usize,
+}
+
+impl TruncateResultHook {
+    pub fn new(max_chars: usize) -> Self {
+        Self { max_chars }
+    }
+
+    /// `None` when the text already fits.
+    pub fn truncate(&self, text: &str) -> Option<String> {
+        let (cut, _) = text.char_indices().nth(self.max_chars)?;
+        let removed = text[cut..].chars().count();
+        Some(format!(
+            "{}\n[… truncated {removed} characters]",
+            &text[..cut]
+        ))
+    }
+}
+
+#[async_trait]
+impl Hook for TruncateResultHook {
+    fn name(&self) -> &str {
+        "truncate_result"
+    }
+
+    async fn post_tool_use(&self, ctx: &PostContext) -> Result<PostVerdict, HookError> {
+        Ok(match self.truncate(&ctx.observation) {
+            Some(cut) => PostVerdict::Rewrite(cut),
+            None => PostVerdict::Keep,
+        })
+    }
+}
+
+/// How an audited call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    Ok,
+    Error,
+    Blocked,
+}
+
+/// One row of the audit trail: every tool call, including blocked ones.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AuditRecord {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// The arguments the tool received (after rewrites).
+    pub arguments: Value,
+    /// Bytes of the observation as it stood when the audit hook ran (so hooks with a lower
+    /// priority, e.g. `truncate_result`, have already applied).
+    pub result_size: usize,
+    pub duration_ms: u64,
+    pub outcome: AuditOutcome,
+    pub at: DateTime<Utc>,
+}
+
+/// Where audit records go. The store implements it; a failing sink should log, not fail the
+/// call (the audit hook has no error path of its own).
+#[async_trait]
+pub trait AuditSink: Send + Sync {
+    async fn record(&self, record: AuditRecord);
+}
+
+/// Keeps records in memory: for tests and local use without a database.
+#[derive(Debug, Default)]
+pub struct MemoryAuditSink {
+    records: Mutex<Vec<AuditRecord>>,
+}
+
+impl MemoryAuditSink {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn records(&self) -> Vec<AuditRecord> {
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+#[async_trait]
+impl AuditSink for MemoryAuditSink {
+    async fn record(&self, record: AuditRecord) {
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record);
+    }
+}
+
+/// Writes audit records to the log (`target = "reagent::audit"`): a sink for deployments that
+/// want the trail without a database table.
+#[derive(Debug, Default)]
+pub struct TracingAuditSink;
+
+#[async_trait]
+impl AuditSink for TracingAuditSink {
+    async fn record(&self, r: AuditRecord) {
+        tracing::info!(target: "reagent::audit", run_id = %r.run_id, conversation_id = %r.conversation_id,
+            call_id = %r.call_id, tool = %r.tool, arguments = %r.arguments, result_size = r.result_size,
+            duration_ms = r.duration_ms, outcome = ?r.outcome, "tool call");
+    }
+}
+
+/// PostToolUse: records every call (blocked ones too) in the sink; never changes anything.
+pub struct AuditHook {
+    pub sink: Arc<dyn AuditSink>,
+}
+
+impl AuditHook {
+    pub fn new(sink: Arc<dyn AuditSink>) -> Self {
+        Self { sink }
+    }
+}
+
+#[async_trait]
+impl Hook for AuditHook {
+    fn name(&self) -> &str {
+        "audit"
+    }
+
+    async fn post_tool_use(&self, ctx: &PostContext) -> Result<PostVerdict, HookError> {
+        let outcome = if ctx.blocked {
+            AuditOutcome::Blocked
+        } else if ctx.error {
+            AuditOutcome::Error
+        } else {
+            AuditOutcome::Ok
+        };
+        self.sink
+            .record(AuditRecord {
+                run_id: ctx.call.run_id.clone(),
+                conversation_id: ctx.call.conversation_id.clone(),
+                call_id: ctx.call.call_id.clone(),
+                tool: ctx.call.tool.clone(),
+                arguments: ctx.call.arguments.clone(),
+                result_size: ctx.observation.len(),
+                duration_ms: ctx.duration_ms,
+                outcome,
+                at: Utc::now(),
+            })
+            .await;
+        Ok(PostVerdict::Keep)
+    }
+}
+
+/// How much longer than its approval timeout the runner lets the approval hook run, so the
+/// hook's own "approval timed out" verdict wins over a generic hook timeout.
+pub const APPROVAL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+
+/// Default per-hook timeout when `timeout_ms` is absent.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// A `[[hooks]]` entry that cannot be used. Messages name the entry (0-based, as in the file's
+/// array order) and the field, e.g. `hooks[2]: kind "webhook" needs url`.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum HookConfigError {
+    #[error("hooks[{index}]: unknown kind \"{kind}\" (expected read_only, approval, audit, rate_limit, truncate_result or webhook)")]
+    UnknownKind { index: usize, kind: String },
+    #[error("hooks[{index}]: kind \"{kind}\" needs {field}")]
+    Missing {
+        index: usize,
+        kind: String,
+        field: &'static str,
+    },
+    #[error("hooks[{index}]: {field} does not apply to kind \"{kind}\"")]
+    Unused {
+        index: usize,
+        kind: String,
+        field: &'static str,
+    },
+    #[error("hooks[{index}].{field}: {message}")]
+    Invalid {
+        index: usize,
+        field: &'static str,
+        message: String,
+    },
+    /// Audit hooks must not silently record nothing: with no sink, start-up fails. Pass
+    /// [`TracingAuditSink`] to audit into the log instead of the store.
+    #[error("hooks[{index}]: kind \"audit\" needs an audit sink and none is available")]
+    NoAuditSink { index: usize },
+}
+
+/// What each hook kind is made of once its spec is checked.
+enum Kind {
+    ReadOnly,
+    Approval { timeout: Duration },
+    Audit,
+    RateLimit { max_calls: u32, window: Duration },
+    Truncate { max_chars: usize },
+    Webhook { url: String },
+}
+
+/// A checked spec: everything [`build_hooks`] needs, no dependency yet.
+struct Checked {
+    kind: Kind,
+    timeout: Duration,
+}
+
+/// Which kind-specific fields a spec set, to reject the ones its kind ignores (usually a typo
+/// or a misplaced line that would otherwise be silently ignored).
+fn kind_fields(spec: &HookSpec) -> [(&'static str, bool); 5] {
+    [
+        ("url", spec.url.is_some()),
+        ("max_calls", spec.max_calls.is_some()),
+        ("window_s", spec.window_s.is_some()),
+        ("max_chars", spec.max_chars.is_some()),
+        ("approval_timeout_s", spec.approval_timeout_s.is_some()),
+    ]
+}
+
+fn check(index: usize, spec: &HookSpec) -> Result<Checked, HookConfigError> {
+    let kind = spec.kind.as_str();
+    let missing = |field| HookConfigError::Missing {
+        index,
+        kind: kind.to_string(),
+        field,
+    };
+    let invalid = |field, message: &str| HookConfigError::Invalid {
+        index,
+        field,
+        message: message.to_string(),
+    };
+    let (checked_kind, own_fields): (Kind, &[&str]) = match kind {
+        "read_only" => (Kind::ReadOnly, &[]),
+        "audit" => (Kind::Audit, &[]),
+        "approval" => {
+            let secs = spec
+                .approval_timeout_s
+                .unwrap_or(DEFAULT_APPROVAL_TIMEOUT.as_secs());
+            if secs == 0 {
+                return Err(invalid("approval_timeout_s", "must be greater than 0"));
+            }
+            let timeout = Duration::from_secs(secs);
+            (Kind::Approval { timeout }, &["approval_timeout_s"])
+        }
+        "rate_limit" => {
+            let max_calls = spec.max_calls.ok_or_else(|| missing("max_calls"))?;
+            if max_calls == 0 {
+                return Err(invalid("max_calls", "must be greater than 0"));
+            }
+            let window_s = spec.window_s.ok_or_else(|| missing("window_s"))?;
+            if window_s == 0 {
+                return Err(invalid("window_s", "must be greater than 0"));
+            }
+            let window = Duration::from_secs(window_s);
+            (
+                Kind::RateLimit { max_calls, window },
+                &["max_calls", "window_s"],
+            )
+        }
+        "truncate_result" => {
+            let max_chars = spec.max_chars.ok_or_else(|| missing("max_chars"))?;
+            if max_chars == 0 {
+                return Err(invalid("max_chars", "must be greater than 0"));
+            }
+            (Kind::Truncate { max_chars }, &["max_chars"])
+        }
+        "webhook" => {
+            let url = spec.url.clone().ok_or_else(|| missing("url"))?;
+            match url::Url::parse(&url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                Ok(_) => return Err(invalid("url", "must be an http or https URL")),
+                Err(e) => return Err(invalid("url", &format!("not a valid URL ({e})"))),
+            }
+            (Kind::Webhook { url }, &["url"])
+        }
+        _ => {
+            return Err(HookConfigError::UnknownKind {
+                index,
+                kind: kind.to_string(),
+            })
+        }
+    };
+    if let Some((field, _)) = kind_fields(spec)
+        .into_iter()
+        .find(|(field, set)| *set && !own_fields.contains(field))
+    {
+        return Err(HookConfigError::Unused {
+            index,
+            kind: kind.to_string(),
+            field,
+        });
+    }
+    if let Some(glob) = &spec.tools {
+        Glob::new(glob).map_err(|e| invalid("tools", &e.kind().to_string()))?;
+    }
+    let timeout = match (spec.timeout_ms, &checked_kind) {
+        (Some(0), _) => return Err(invalid("timeout_ms", "must be greater than 0")),
+        (Some(ms), Kind::Approval { timeout }) if Duration::from_millis(ms) <= *timeout => {
+            return Err(invalid(
+                "timeout_ms",
+                "must be longer than approval_timeout_s, or the wait for a reviewer is cut short",
+            ))
+        }
+        (Some(ms), _) => Duration::from_millis(ms),
+        (None, Kind::Approval { timeout }) => *timeout + APPROVAL_TIMEOUT_MARGIN,
+        (None, _) => DEFAULT_HOOK_TIMEOUT,
+    };
+    Ok(Checked {
+        kind: checked_kind,
+        timeout,
+    })
+}
+
+/// Checks every `[[hooks]]` entry without building anything (for configuration validation at
+/// start-up). An `audit` entry passes here; whether a sink exists is [`build_hooks`]' concern.
+pub fn validate_specs(specs: &[HookSpec]) -> Result<(), HookConfigError> {
+    specs
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, spec)| check(i, spec).map(|_| ()))
+}
+
+/// What built hooks need from the rest of the process.
+#[derive(Clone)]
+pub struct HookDeps {
+    /// The store's audit sink; `None` makes any `audit` entry an error.
+    pub audit: Option<Arc<dyn AuditSink>>,
+    /// Shared with the HTTP handlers that decide approvals.
+    pub approvals: Arc<ApprovalBroker>,
+    /// Shared client for webhooks (connection pooling).
+    pub http: reqwest::Client,
+}
+
+/// Gives a configured `name` to any hook, for logs and fail-closed messages.
+struct Named {
+    name: String,
+    inner: Arc<dyn Hook>,
+}
+
+#[async_trait]
+impl Hook for Named {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+        self.inner.pre_tool_use(ctx).await
+    }
+    async fn post_tool_use(&self, ctx: &PostContext) -> Result<PostVerdict, HookError> {
+        self.inner.post_tool_use(ctx).await
+    }
+}
+
+/// Builds the runner for `[[hooks]]`. When some tool has `requires_approval` and no `approval`
+/// entry is configured, an approval hook is added (SPEC §3.6: the flag alone must pause the
+/// run) with the default timeout, fail-closed, at the highest priority so that the reviewer
+/// sees the arguments after every rewrite and nothing runs after the approval. A configured
+/// `approval` entry replaces it, including its `tools` filter and priority.
+pub fn build_hooks(
+    specs: &[HookSpec],
+    deps: &HookDeps,
+    any_tool_requires_approval: bool,
+) -> Result<HookRunner, HookConfigError> {
+    let mut entries = Vec::with_capacity(specs.len() + 1);
+    for (index, spec) in specs.iter().enumerate() {
+        let checked = check(index, spec)?;
+        let hook: Arc<dyn Hook> = match checked.kind {
+            Kind::ReadOnly => Arc::new(ReadOnlyHook),
+            Kind::Audit => {
+                let sink = deps
+                    .audit
+                    .clone()
+                    .ok_or(HookConfigError::NoAuditSink { index })?;
+                Arc::new(AuditHook::new(sink))
+            }
+            Kind::Approval { timeout } => {
+                Arc::new(ApprovalHook::new(Arc::clone(&deps.approvals), timeout))
+            }
+            Kind::RateLimit { max_calls, window } => {
+                Arc::new(RateLimitHook::new(max_calls, window))
+            }
+            Kind::Truncate { max_chars } => Arc::new(TruncateResultHook::new(max_chars)),
+            Kind::Webhook { url } => Arc::new(WebhookHook::new(url, deps.http.clone())),
+        };
+        let hook = match &spec.name {
+            Some(name) if !name.trim().is_empty() => Arc::new(Named {
+                name: name.trim().to_string(),
+                inner: hook,
+            }) as Arc<dyn Hook>,
+            _ => hook,
+        };
+        let mut entry = HookEntry::new(hook)
+            .priority(spec.priority)
+            .timeout(checked.timeout)
+            .policy(spec.policy);
+        if let Some(glob) = &spec.tools {
+            entry = entry.filter(glob).map_err(|e| HookConfigError::Invalid {
+                index,
+                field: "tools",
+                message: e.kind().to_string(),
+            })?;
+        }
+        entries.push(entry);
+    }
+    if any_tool_requires_approval && !specs.iter().any(|s| s.kind == "approval") {
+        let hook = ApprovalHook::new(Arc::clone(&deps.approvals), DEFAULT_APPROVAL_TIMEOUT);
+        entries.push(
+            HookEntry::new(Arc::new(hook))
+                .priority(i32::MAX)
+                .timeout(DEFAULT_APPROVAL_TIMEOUT + APPROVAL_TIMEOUT_MARGIN)
+                .policy(FailurePolicy::FailClosed),
+        );
+    }
+    Ok(HookRunner::new(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::events::{AgentEvent, StepEvent};
+    use crate::agent::hooks::{PostOutcome, PreOutcome};
+    use serde_json::json;
+
+    type Log = Arc<Mutex<Vec<&'static str>>>;
+
+    /// What a probe hook does in both phases.
+    #[derive(Clone)]
+    enum Act {
+        Allow,
+        Block(&'static str),
+        /// Pre: appends its tag to `arguments.tags`; Post: appends `+tag` to the observation.
+        Tag(&'static str),
+        Fail,
+        Hang,
+    }
+
+    struct Probe {
+        name: &'static str,
+        act: Act,
+        log: Log,
+    }
+
+    #[async_trait]
+    impl Hook for Probe {
+        fn name(&self) -> &str {
+            self.name
+        }
+        async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+            self.log.lock().unwrap().push(self.name);
+            match self.act {
+                Act::Allow => Ok(PreVerdict::Allow),
+                Act::Block(r) => Ok(PreVerdict::Block(r.into())),
+                Act::Tag(t) => {
+                    let mut args = ctx.arguments.clone();
+                    let mut tags = args["tags"].as_array().cloned().unwrap_or_default();
+                    tags.push(json!(t));
+                    args["tags"] = Value::Array(tags);
+                    Ok(PreVerdict::Rewrite(args))
+                }
+                Act::Fail => Err(HookError::Failed("boom".into())),
+                Act::Hang => std::future::pending().await,
+            }
+        }
+        async fn post_tool_use(&self, ctx: &PostContext) -> Result<PostVerdict, HookError> {
+            self.log.lock().unwrap().push(self.name);
+            match self.act {
+                Act::Allow | Act::Block(_) => Ok(PostVerdict::Keep),
+                Act::Tag(t) => Ok(PostVerdict::Rewrite(format!("{}+{t}", ctx.observation))),
+                Act::Fail => Err(HookError::Failed("boom".into())),
+                Act::Hang => std::future::pending().await,
+            }
+        }
+    }
+
+    fn probe(log: &Log, name: &'static str, act: Act) -> HookEntry {
+        HookEntry::new(Arc::new(Probe {
+            name,
+            act,
+            log: Arc::clone(log),
+        }))
+    }
+
+    fn ctx(tool: &str) -> HookContext {
+        HookContext {
+            run_id: "run-1".into(),
+            conversation_id: "conv-1".into(),
+            iteration: 1,
+            call_id: "call-1".into(),
+            tool: tool.into(),
+            arguments: json!({"q": 1}),
+            tool_writes: false,
+            requires_approval: false,
+            events: None,
+        }
+    }
+
+    fn post(tool: &str, observation: &str) -> PostContext {
+        PostContext {
+            call: ctx(tool),
+            observation: observation.into(),
+            error: false,
+            blocked: false,
+            duration_ms: 7,
+        }
+    }
+
+    fn taken(log: &Log) -> Vec<&'static str> {
+        std::mem::take(&mut *log.lock().unwrap())
+    }
+
+    #[tokio::test]
+    async fn runner_orders_by_ascending_priority_stably() {
+        let log = Log::default();
+        let r = HookRunner::new(vec![
+            probe(&log, "c", Act::Allow).priority(5),
+            probe(&log, "a", Act::Allow).priority(-1),
+            probe(&log, "d", Act::Allow).priority(5),
+            probe(&log, "b", Act::Allow),
+        ]);
+        r.pre_tool_use(&mut ctx("t")).await;
+        assert_eq!(taken(&log), ["a", "b", "c", "d"]);
+        r.post_tool_use(post("t", "o")).await;
+        assert_eq!(taken(&log), ["a", "b", "c", "d"]);
+    }
+
+    #[tokio::test]
+    async fn first_block_stops_the_pre_chain() {
+        let log = Log::default();
+        let r = HookRunner::new(vec![
+            probe(&log, "a", Act::Tag("x")).priority(0),
+            probe(&log, "b", Act::Block("nope")).priority(1),
+            probe(&log, "c", Act::Block("later")).priority(2),
+        ]);
+        assert_eq!(
+            r.pre_tool_use(&mut ctx("t")).await,
+            PreOutcome::Blocked("nope".into())
+        );
+        assert_eq!(taken(&log), ["a", "b"]);
+    }
+
+    #[tokio::test]
+    async fn rewrites_chain_in_both_phases() {
+        let log = Log::default();
+        let r = HookRunner::new(vec![
+            probe(&log, "second", Act::Tag("y")).priority(2),
+            probe(&log, "first", Act::Tag("x")).priority(1),
+        ]);
+        let mut c = ctx("t");
+        let expected = json!({"q": 1, "tags": ["x", "y"]});
+        assert_eq!(
+            r.pre_tool_use(&mut c).await,
+            PreOutcome::Allowed(expected.clone())
+        );
+        assert_eq!(c.arguments, expected);
+        assert_eq!(
+            r.post_tool_use(post("t", "r")).await,
+            PostOutcome {
+                observation: "r+x+y".into(),
+                error: false
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn glob_filter_selects_tools() {
+        let log = Log::default();
+        let r = HookRunner::new(vec![
+            probe(&log, "db", Act::Block("db blocked"))
+                .filter("db_*")
+                .unwrap(),
+            probe(&log, "range", Act::Allow).filter("[a-c]*").unwrap(),
+        ]);
+        assert!(matches!(
+            r.pre_tool_use(&mut ctx("db_query")).await,
+            PreOutcome::Blocked(_)
+        ));
+        assert_eq!(taken(&log), ["db"]);
+        assert!(matches!(
+            r.pre_tool_use(&mut ctx("calculator")).await,
+            PreOutcome::Allowed(_)
+        ));
+        assert_eq!(taken(&log), ["range"]);
+        assert!(matches!(
+            r.pre_tool_use(&mut ctx("web")).await,
+            PreOutcome::Allowed(_)
+        ));
+        assert!(taken(&log).is_empty());
+        assert!(HookEntry::new(Arc::new(ReadOnlyHook))
+            .filter("[oops")
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn timeout_follows_the_failure_policy() {
+        let log = Log::default();
+        let short = Duration::from_millis(50);
+        let open = HookRunner::new(vec![
+            probe(&log, "slow", Act::Hang).timeout(short),
+            probe(&log, "next", Act::Tag("n")).priority(1),
+        ]);
+        assert_eq!(
+            open.pre_tool_use(&mut ctx("t")).await,
+            PreOutcome::Allowed(json!({"q": 1, "tags": ["n"]}))
+        );
+        assert_eq!(open.post_tool_use(post("t", "o")).await.observation, "o+n");
+        let closed = HookRunner::new(vec![probe(&log, "slow", Act::Hang)
+            .timeout(short)
+            .policy(FailurePolicy::FailClosed)]);
+        let PreOutcome::Blocked(reason) = closed.pre_tool_use(&mut ctx("t")).await else {
+            panic!("a fail-closed timeout must block");
+        };
+        assert!(
+            reason.contains("'slow'") && reason.contains("timed out"),
+            "{reason}"
+        );
+        assert!(closed.post_tool_use(post("t", "o")).await.error);
+    }
+
+    #[tokio::test]
+    async fn failures_are_ignored_fail_open_and_block_fail_closed() {
+        let log = Log::default();
+        let open = HookRunner::new(vec![
+            probe(&log, "bad", Act::Fail),
+            probe(&log, "next", Act::Allow).priority(1),
+        ]);
+        assert_eq!(
+            open.pre_tool_use(&mut ctx("t")).await,
+            PreOutcome::Allowed(json!({"q": 1}))
+        );
+        assert_eq!(taken(&log), ["bad", "next"]);
+        let post_open = open.post_tool_use(post("t", "result")).await;
+        assert_eq!(
+            (post_open.observation.as_str(), post_open.error),
+            ("result", false)
+        );
+        taken(&log);
+
+        let closed = HookRunner::new(vec![
+            probe(&log, "bad", Act::Fail).policy(FailurePolicy::FailClosed),
+            probe(&log, "next", Act::Tag("n")).priority(1),
+        ]);
+        let PreOutcome::Blocked(reason) = closed.pre_tool_use(&mut ctx("t")).await else {
+            panic!("a fail-closed failure must block");
+        };
+        assert!(
+            reason.contains("'bad'") && reason.contains("boom"),
+            "{reason}"
+        );
+        assert_eq!(taken(&log), ["bad"]);
+        let post_closed = closed.post_tool_use(post("t", "secret result")).await;
+        assert!(post_closed.error);
+        assert!(!post_closed.observation.contains("secret"));
+        assert_eq!(
+            taken(&log),
+            ["bad"],
+            "the Post chain stops at a fail-closed failure"
+        );
+    }
+
+    #[tokio::test]
+    async fn read_only_blocks_writing_tools_only() {
+        let mut c = ctx("delete_user");
+        assert_eq!(ReadOnlyHook.pre_tool_use(&c).await, Ok(PreVerdict::Allow));
+        c.tool_writes = true;
+        assert_eq!(
+            ReadOnlyHook.pre_tool_use(&c).await,
+            Ok(PreVerdict::Block(
+                "the organisation is in read-only mode: tool 'delete_user' can modify data and is disabled"
+                    .into()
+            ))
+        );
+    }
+
+    #[test]
+    fn rate_limit_window_slides_per_tool() {
+        let h = RateLimitHook::new(2, Duration::from_secs(10));
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        assert_eq!(h.check_at("a", at(0.0)), Ok(()));
+        assert_eq!(h.check_at("a", at(1.0)), Ok(()));
+        assert_eq!(h.check_at("a", at(2.0)), Err(Duration::from_secs(8)));
+        assert_eq!(h.check_at("b", at(2.0)), Ok(()), "limits are per tool");
+        assert_eq!(
+            h.check_at("a", at(10.0)),
+            Ok(()),
+            "the first call left the window"
+        );
+        assert_eq!(h.check_at("a", at(10.5)), Err(Duration::from_millis(500)));
+        assert_eq!(h.check_at("a", at(11.0)), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn rate_limit_block_says_when_to_retry() {
+        let h = RateLimitHook::new(1, Duration::from_secs(60));
+        assert_eq!(h.pre_tool_use(&ctx("search")).await, Ok(PreVerdict::Allow));
+        let Ok(PreVerdict::Block(reason)) = h.pre_tool_use(&ctx("search")).await else {
+            panic!("second call must be blocked");
+        };
+        assert!(
+            reason.contains("'search'") && reason.contains("at most 1 call per 60 s"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("retry in 60 s") || reason.contains("retry in 59 s"),
+            "{reason}"
+        );
+    }
+
+    #[tokio::test]
+    async fn truncate_cuts_on_a_char_boundary_and_says_how_much() {
+        let h = TruncateResultHook::new(4);
+        assert_eq!(
+            h.truncate("héllo wörld").as_deref(),
+            Some("héll\n[… truncated 7 characters]")
+        );
+        assert_eq!(h.truncate("héll"), None);
+        assert_eq!(
+            h.post_tool_use(&post("t", "abc")).await,
+            Ok(PostVerdict::Keep)
+        );
+        assert_eq!(
+            h.post_tool_use(&post("t", "ééééé")).await,
+            Ok(PostVerdict::Rewrite(
+                "éééé\n[… truncated 1 characters]".into()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn audit_records_every_call_with_its_outcome() {
+        let sink = Arc::new(MemoryAuditSink::new());
+        let r = HookRunner::new(vec![HookEntry::new(Arc::new(AuditHook::new(sink.clone())))]);
+        let mut blocked = post("rm", "Error: blocked");
+        blocked.blocked = true;
+        let mut failed = post("http", "Error: 500");
+        failed.error = true;
+        for p in [post("calc", "42"), failed, blocked] {
+            r.post_tool_use(p).await;
+        }
+        let got = sink.records();
+        let outcomes: Vec<_> = got.iter().map(|r| (r.tool.as_str(), r.outcome)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("calc", AuditOutcome::Ok),
+                ("http", AuditOutcome::Error),
+                ("rm", AuditOutcome::Blocked)
+            ]
+        );
+        assert_eq!((got[0].result_size, got[0].duration_ms), (2, 7));
+        assert_eq!(got[0].arguments, json!({"q": 1}));
+        let v = serde_json::to_value(&got[2]).unwrap();
+        assert_eq!(
+            (v["outcome"].as_str(), v["call_id"].as_str()),
+            (Some("blocked"), Some("call-1"))
+        );
+    }
+
+    fn specs(v: Value) -> Vec<HookSpec> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn deps(audit: bool) -> HookDeps {
+        HookDeps {
+            audit: audit.then(|| Arc::new(MemoryAuditSink::new()) as Arc<dyn AuditSink>),
+            approvals: Arc::new(ApprovalBroker::new()),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn build_err(v: Value) -> String {
+        build_hooks(&specs(v), &deps(true), false)
+            .err()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn config_errors_name_the_entry_and_field() {
+        let ok = json!({"kind": "read_only"});
+        assert_eq!(
+            build_err(json!([ok, ok, {"kind": "webhook"}])),
+            "hooks[2]: kind \"webhook\" needs url"
+        );
+        assert!(build_err(json!([{"kind": "nope"}])).starts_with("hooks[0]: unknown kind \"nope\""));
+        assert_eq!(
+            build_err(json!([{"kind": "rate_limit", "max_calls": 0, "window_s": 1}])),
+            "hooks[0].max_calls: must be greater than 0"
+        );
+        assert_eq!(
+            build_err(json!([{"kind": "rate_limit", "max_calls": 3}])),
+            "hooks[0]: kind \"rate_limit\" needs window_s"
+        );
+        assert_eq!(
+            build_err(json!([{"kind": "read_only", "max_chars": 3}])),
+            "hooks[0]: max_chars does not apply to kind \"read_only\""
+        );
+        assert!(build_err(json!([{"kind": "read_only", "tools": "[x"}]))
+            .starts_with("hooks[0].tools: "));
+        assert!(
+            build_err(json!([{"kind": "webhook", "url": "ftp://x"}])).starts_with("hooks[0].url: ")
+        );
+        assert!(build_err(
+            json!([{"kind": "approval", "approval_timeout_s": 10, "timeout_ms": 10000}])
+        )
+        .starts_with("hooks[0].timeout_ms: "));
+        assert!(build_err(json!([{"kind": "read_only", "timeout_ms": 0}]))
+            .starts_with("hooks[0].timeout_ms: "));
+        assert!(validate_specs(&specs(json!([{"kind": "truncate_result"}]))).is_err());
+    }
+
+    #[test]
+    fn audit_without_a_sink_fails_validation_passes() {
+        let s = specs(json!([{"kind": "read_only"}, {"kind": "audit"}]));
+        assert_eq!(validate_specs(&s), Ok(()));
+        assert_eq!(
+            build_hooks(&s, &deps(false), false).err(),
+            Some(HookConfigError::NoAuditSink { index: 1 })
+        );
+        assert_eq!(
+            build_hooks(&s, &deps(true), false).map(|r| r.len()).ok(),
+            Some(2)
+        );
+    }
+
+    #[tokio::test]
+    async fn built_hooks_keep_their_filter_priority_and_settings() {
+        let s = specs(json!([
+            {"kind": "truncate_result", "max_chars": 3, "priority": 2},
+            {"kind": "read_only", "tools": "db_*"},
+            {"kind": "rate_limit", "max_calls": 1, "window_s": 60, "tools": "web"},
+            {"kind": "webhook", "url": "http://127.0.0.1:9/hook", "tools": "never_*"},
+            {"kind": "audit", "priority": 1},
+        ]));
+        assert_eq!(validate_specs(&s), Ok(()));
+        let sink = Arc::new(MemoryAuditSink::new());
+        let d = HookDeps {
+            audit: Some(sink.clone()),
+            ..deps(false)
+        };
+        let r = build_hooks(&s, &d, false).unwrap();
+        assert_eq!(r.len(), 5);
+        let mut db = ctx("db_drop");
+        db.tool_writes = true;
+        assert!(matches!(
+            r.pre_tool_use(&mut db).await,
+            PreOutcome::Blocked(_)
+        ));
+        let mut fs = ctx("fs_write");
+        fs.tool_writes = true;
+        assert!(matches!(
+            r.pre_tool_use(&mut fs).await,
+            PreOutcome::Allowed(_)
+        ));
+        assert!(matches!(
+            r.pre_tool_use(&mut ctx("web")).await,
+            PreOutcome::Allowed(_)
+        ));
+        assert!(matches!(
+            r.pre_tool_use(&mut ctx("web")).await,
+            PreOutcome::Blocked(_)
+        ));
+        let out = r.post_tool_use(post("web", "abcdef")).await;
+        assert_eq!(out.observation, "abc\n[… truncated 3 characters]");
+        // Audit (priority 1) ran before truncation (priority 2): it saw the full observation.
+        assert_eq!(
+            sink.records()
+                .iter()
+                .map(|r| r.result_size)
+                .collect::<Vec<_>>(),
+            [6]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_configured_name_shows_in_fail_closed_messages() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        drop(listener);
+        let s = specs(
+            json!([{"kind": "webhook", "url": url, "name": "corp-policy",
+            "policy": "fail_closed"}]),
+        );
+        let r = build_hooks(&s, &deps(false), false).unwrap();
+        let PreOutcome::Blocked(reason) = r.pre_tool_use(&mut ctx("t")).await else {
+            panic!("fail-closed webhook that is down must block");
+        };
+        assert!(reason.contains("'corp-policy'"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn approval_hook_is_added_when_a_tool_requires_it() {
+        let d = deps(false);
+        assert!(build_hooks(&[], &d, false).unwrap().is_empty());
+        let configured = specs(json!([{"kind": "approval", "approval_timeout_s": 30}]));
+        assert_eq!(build_hooks(&configured, &d, true).unwrap().len(), 1);
+        let r = build_hooks(&[], &d, true).unwrap();
+        assert_eq!(r.len(), 1);
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut c = ctx("send_mail");
+        c.requires_approval = true;
+        c.events = Some(tx);
+        let task = tokio::spawn(async move { r.pre_tool_use(&mut c).await });
+        let Some(AgentEvent::Step(StepEvent::ApprovalRequired { approval_id, .. })) =
+            rx.recv().await
+        else {
+            panic!("expected approval_required");
+        };
+        let id = uuid::Uuid::parse_str(&approval_id).unwrap();
+        d.approvals.decide(id, false, Some("no".into())).unwrap();
+        assert_eq!(
+            task.await.unwrap(),
+            PreOutcome::Blocked("rejected by a reviewer: no".into())
+        );
+    }
+}
