@@ -498,3 +498,33 @@ fn explicit_config_file_must_exist_but_default_may_not() {
         3
     );
 }
+
+/// The shipped `config.toml` must change nothing as is...
+const EXAMPLE: &str = include_str!("../../config.toml");
+
+#[test]
+fn example_config_file_gives_the_defaults() {
+    assert_eq!(load(Some(EXAMPLE), &[]).unwrap(), load(None, &[]).unwrap());
+}
+
+/// ...and every commented-out setting (`# key = …`, as opposed to `## prose`) must be valid
+/// once uncommented, so the example never drifts from the real schema.
+#[test]
+fn example_config_file_is_valid_when_uncommented() {
+    let uncommented: String = EXAMPLE
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(setting) => setting,
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let c = load(Some(&uncommented), &[("OPENAI_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.default_model, "openai");
+    assert_eq!(c.models.len(), 2);
+    assert_eq!(c.tools.http.len(), 1);
+    let kinds: Vec<&str> = c.hooks.iter().map(|h| h.kind.as_str()).collect();
+    assert_eq!(kinds, HOOK_KINDS);
+    assert!(c.auth.enabled());
+    assert_eq!(c.react.compact_model.as_deref(), Some("local"));
+}
