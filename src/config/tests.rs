@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use super::*;
+use crate::llm::Abilities;
 
 fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
