@@ -1,1 +1,203 @@
-//! placeholder (helper C)
+//! Typed configuration (SPEC §6), loaded once at start-up and passed down: nothing else in the
+//! crate reads environment variables.
+//!
+//! Sources, later wins: built-in defaults, then `config.toml` in the working directory (or the
+//! file named by `REAGENT_CONFIG`), then the environment variables of the SPEC §6 table.
+//! [`Config::load_from`] takes the file text and an environment *map* so that tests build
+//! configurations in code and never touch the process environment; [`Config::load`] is the thin
+//! wrapper `main` uses.
+//!
+//! Layout of this module: the types and the loading pipeline live here, `env` overlays the
+//! environment, `models` resolves the model list (default model, `LLM_*` overrides, keys),
+//! `validate` checks the merged result, `summary` renders it without secrets.
+//!
+//! File layout: the top-level key `default_model = "name"` (it must come before the first
+//! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
+//! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
+//! `[[models]]`, `[react]`, `[tools]` (with `[[tools.http]]`) and `[[hooks]]`. Unknown keys are
+//! errors, so typos fail loudly instead of being silently ignored.
+
+mod env;
+mod models;
+mod sections;
+mod summary;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use sections::{
+    redact_url, ApiKey, AuthConfig, LlmConfig, ModelConfig, ReactConfig, Secret, ServerConfig,
+    ToolsConfig,
+};
+pub use validate::HOOK_KINDS;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::agent::hooks::HookSpec;
+
+/// The default listen address (SPEC §6).
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+/// The default database (SPEC §6).
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/reagent.db";
+/// The default model's base URL (SPEC §6).
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The default model's provider model name (SPEC §6).
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+/// The name of the model built from `LLM_*` variables when the file declares no `[[models]]`.
+pub const DEFAULT_MODEL_NAME: &str = "default";
+/// The file read when `REAGENT_CONFIG` is not set.
+pub const DEFAULT_CONFIG_FILE: &str = "config.toml";
+
+/// Every way loading can fail. The message always names the offending key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// TOML syntax or type error; `message` carries the line and column.
+    #[error("invalid config file {origin}: {message}")]
+    Parse { origin: String, message: String },
+    /// A value of the wrong shape; `value` is already rendered (strings quoted).
+    #[error("invalid value {value} for {key}: {expected}")]
+    InvalidValue {
+        key: String,
+        value: String,
+        expected: String,
+    },
+    /// A semantic problem (duplicate names, unknown references...).
+    #[error("{key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+impl ConfigError {
+    /// `invalid value <value> for <key>: <expected>`; `value` is rendered with `Debug` so
+    /// strings appear quoted and numbers bare.
+    pub fn value(key: impl Into<String>, value: impl fmt::Debug, expected: &str) -> Self {
+        Self::InvalidValue {
+            key: key.into(),
+            value: format!("{value:?}"),
+            expected: expected.to_string(),
+        }
+    }
+
+    pub fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The key (variable name or file path such as `models[1].base_url`) the error is about.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::InvalidValue { key, .. } | Self::Invalid { key, .. } => Some(key),
+            Self::Read { .. } | Self::Parse { .. } => None,
+        }
+    }
+}
+
+/// The whole configuration, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub auth: AuthConfig,
+    pub llm: LlmConfig,
+    /// At least one; exactly one has `default = true`.
+    pub models: Vec<ModelConfig>,
+    /// The name of the default model (also flagged on its entry).
+    pub default_model: String,
+    pub react: ReactConfig,
+    pub tools: ToolsConfig,
+    pub hooks: Vec<HookSpec>,
+}
+
+/// The file as written: every section optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileConfig {
+    default_model: Option<String>,
+    server: ServerConfig,
+    auth: AuthConfig,
+    llm: LlmConfig,
+    models: Vec<ModelConfig>,
+    react: ReactConfig,
+    tools: ToolsConfig,
+    hooks: Vec<HookSpec>,
+}
+
+impl Config {
+    /// Builds the configuration from the file's text (if any) and an environment map.
+    pub fn load_from(
+        file_text: Option<&str>,
+        env: &HashMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        Self::load_named(file_text, DEFAULT_CONFIG_FILE, env)
+    }
+
+    /// Reads the file named by `REAGENT_CONFIG` in `env` (an error if missing) or
+    /// `default_path` (fine if missing), then applies `env`.
+    pub fn load_with(
+        env: &HashMap<String, String>,
+        default_path: &Path,
+    ) -> Result<Config, ConfigError> {
+        let explicit = env::get(env, "REAGENT_CONFIG").map(PathBuf::from);
+        let path = explicit
+            .clone()
+            .unwrap_or_else(|| default_path.to_path_buf());
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => None,
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::load_named(text.as_deref(), &path.display().to_string(), env)
+    }
+
+    /// The real thing: `./config.toml` (or `REAGENT_CONFIG`) and the process environment.
+    pub fn load() -> Result<Config, ConfigError> {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        Self::load_with(&env, Path::new(DEFAULT_CONFIG_FILE))
+    }
+
+    fn load_named(
+        file_text: Option<&str>,
+        origin: &str,
+        env: &HashMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        let mut file: FileConfig = match file_text {
+            Some(text) => toml::from_str(text).map_err(|e| ConfigError::Parse {
+                origin: origin.to_string(),
+                message: e.to_string().trim_end().to_string(),
+            })?,
+            None => FileConfig::default(),
+        };
+        // File values are checked under their file names before the environment hides them.
+        validate::file(&file)?;
+        env::apply(&mut file, env)?;
+        let (models, default_model) =
+            models::resolve(file.models, file.default_model.as_deref(), env)?;
+        let config = Config {
+            server: file.server,
+            auth: file.auth,
+            llm: file.llm,
+            models,
+            default_model,
+            react: file.react,
+            tools: file.tools,
+            hooks: file.hooks,
+        };
+        validate::config(&config)?;
+        Ok(config)
+    }
+
+    /// The default model's entry.
+    pub fn default_model_config(&self) -> Option<&ModelConfig> {
+        self.models.iter().find(|m| m.name == self.default_model)
+    }
+}

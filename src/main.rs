@@ -1,1 +1,148 @@
-fn main() {}
+//! The `reagent` command line: a thin layer over the library.
+//!
+//! - `reagent serve` loads the configuration (`config.toml` or `REAGENT_CONFIG`, then the
+//!   environment), binds `REAGENT_BIND` and serves until Ctrl-C or SIGTERM, then shuts down
+//!   gracefully within `server.shutdown_grace_s`.
+//! - `reagent check-config` loads and validates the configuration and prints a summary without
+//!   secrets; useful in CI and before a deploy.
+//!
+//! An invalid configuration prints `reagent: configuration error: <message naming the key>` and
+//! exits with status 2. Logs go to stderr (filter with `RUST_LOG`, default `info`).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use reagent::config::Config;
+use reagent::server::{self, AppState};
+use tracing_subscriber::EnvFilter;
+
+/// Exit status for configuration errors (distinct from runtime failures, status 1).
+const EXIT_CONFIG: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "reagent",
+    version,
+    about = "Runs ReAct tool-using LLM agents over HTTP and SSE"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the HTTP server on REAGENT_BIND.
+    Serve,
+    /// Validate the configuration and print a summary (no secrets).
+    CheckConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("reagent: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let result = match cli.command {
+        Command::CheckConfig => {
+            print!("configuration OK\n{}", config.summary());
+            Ok(())
+        }
+        Command::Serve => run_server(config),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("reagent: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+fn run_server(config: Config) -> anyhow::Result<()> {
+    init_tracing();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let bind = config.server.bind;
+    let grace = Duration::from_secs(config.server.shutdown_grace_s);
+    for line in config.summary().lines() {
+        tracing::info!("config: {line}");
+    }
+    let state = AppState::from_config(config).context("cannot build the model clients")?;
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
+    let addr = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    // Tests and scripts read this line to find the port when REAGENT_BIND uses port 0.
+    tracing::info!("reagent listening on http://{addr}");
+
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown requested; finishing in-flight requests");
+        let _ = signalled_tx.send(());
+    };
+    let server = server::serve(listener, server::router(state), shutdown);
+    let deadline = async move {
+        match signalled_rx.await {
+            Ok(()) => tokio::time::sleep(grace).await,
+            // The server ended on its own: no deadline to enforce.
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        result = server => result.context("server error")?,
+        () = deadline => tracing::warn!(grace_s = grace.as_secs(), "grace period over; exiting with requests still open"),
+    }
+    tracing::info!("reagent stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C or, on Unix, SIGTERM (what `docker stop` and systemd send).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,158 @@
+//! The environment layer: every SPEC §6 variable except the `LLM_*` model variables (see
+//! `models`) overrides its file setting here. Each value is checked as it is read so that the
+//! error names the variable, not the file key it replaces.
+//!
+//! An empty (or blank) variable counts as unset: `FOO=` in a compose file or a shell script
+//! should not turn into a parse error.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use super::{validate, ApiKey, ConfigError, FileConfig, Secret};
+
+/// The variable's trimmed value, `None` when unset or blank.
+pub(super) fn get<'a>(env: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
+    env.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
+}
+
+/// An integer of at least `min` (`min` is 0 or 1 in practice).
+pub(super) fn int<T>(
+    env: &HashMap<String, String>,
+    key: &str,
+    min: T,
+) -> Result<Option<T>, ConfigError>
+where
+    T: FromStr + PartialOrd + Copy + Debug + From<u8>,
+{
+    let Some(raw) = get(env, key) else {
+        return Ok(None);
+    };
+    match raw.parse::<T>() {
+        Ok(v) if v >= min => Ok(Some(v)),
+        _ => Err(ConfigError::value(key, raw, integer_expectation(min))),
+    }
+}
+
+/// The wording used for every integer setting, file or environment.
+pub(super) fn integer_expectation<T: PartialOrd + From<u8>>(min: T) -> &'static str {
+    if min >= T::from(1) {
+        "expected a positive integer"
+    } else {
+        "expected a non-negative integer"
+    }
+}
+
+/// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`, any case).
+pub(super) fn boolean(
+    env: &HashMap<String, String>,
+    key: &str,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(raw) = get(env, key) else {
+        return Ok(None);
+    };
+    match raw.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(Some(true)),
+        "false" | "0" | "no" | "off" => Ok(Some(false)),
+        _ => Err(ConfigError::value(key, raw, "expected true or false")),
+    }
+}
+
+/// `name:key,name:key`. Entries are never echoed in errors: they hold secrets.
+pub(super) fn api_keys(raw: &str) -> Result<Vec<ApiKey>, ConfigError> {
+    let mut keys = Vec::new();
+    for (i, entry) in raw.split(',').map(str::trim).enumerate() {
+        if entry.is_empty() {
+            continue;
+        }
+        let Some((name, key)) = entry.split_once(':') else {
+            return Err(ConfigError::invalid(
+                "REAGENT_API_KEYS",
+                format!(
+                    "entry {} is not of the form name:key (value not shown: it is a secret)",
+                    i + 1
+                ),
+            ));
+        };
+        let (name, key) = (name.trim(), key.trim());
+        if name.is_empty() || key.is_empty() {
+            return Err(ConfigError::invalid(
+                "REAGENT_API_KEYS",
+                format!("entry {} has an empty name or key", i + 1),
+            ));
+        }
+        keys.push(ApiKey {
+            name: name.to_string(),
+            key: Secret::new(key),
+        });
+    }
+    Ok(keys)
+}
+
+/// Applies the server, auth, `[llm]`, `[react]` and `[tools]` variables.
+pub(super) fn apply(
+    file: &mut FileConfig,
+    env: &HashMap<String, String>,
+) -> Result<(), ConfigError> {
+    if let Some(raw) = get(env, "REAGENT_BIND") {
+        file.server.bind = raw.parse::<SocketAddr>().map_err(|_| {
+            ConfigError::value(
+                "REAGENT_BIND",
+                raw,
+                "expected a socket address such as 127.0.0.1:8080",
+            )
+        })?;
+    }
+    if let Some(raw) = get(env, "DATABASE_URL") {
+        validate::database_url("DATABASE_URL", raw)?;
+        file.server.database_url = raw.to_string();
+    }
+    if let Some(raw) = get(env, "REAGENT_API_KEYS") {
+        file.auth.keys = api_keys(raw)?;
+    }
+    if let Some(v) = boolean(env, "REAGENT_HTTP_ALLOW_PRIVATE")? {
+        file.tools.allow_private_http = v;
+    }
+
+    let llm = &mut file.llm;
+    set(&mut llm.timeout_s, int(env, "LLM_TIMEOUT_S", 1)?);
+    set(&mut llm.max_retries, int(env, "LLM_MAX_RETRIES", 0)?);
+
+    let r = &mut file.react;
+    set(&mut r.max_iterations, int(env, "REACT_MAX_ITERATIONS", 1)?);
+    set(
+        &mut r.tool_selection_threshold,
+        int(env, "REACT_TOOL_SELECTION_THRESHOLD", 0)?,
+    );
+    set(
+        &mut r.tool_selection_max,
+        int(env, "REACT_TOOL_SELECTION_MAX", 1)?,
+    );
+    set(
+        &mut r.self_reflection_interval,
+        int(env, "REACT_SELF_REFLECTION_INTERVAL", 0)?,
+    );
+    set(
+        &mut r.cycle_detection_threshold,
+        int(env, "REACT_CYCLE_DETECTION_THRESHOLD", 1)?,
+    );
+    set(
+        &mut r.completion_check_min_tools,
+        int(env, "REACT_COMPLETION_CHECK_MIN_TOOLS", 0)?,
+    );
+    set(
+        &mut r.synthesis_truncation,
+        int(env, "REACT_SYNTHESIS_TRUNCATION", 1)?,
+    );
+    if let Some(v) = int(env, "CONTEXT_BUDGET_TOKENS", 1)? {
+        r.context_budget_tokens = Some(v);
+    }
+    Ok(())
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}

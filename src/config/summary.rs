@@ -1,0 +1,112 @@
+//! A human-readable summary of a loaded configuration for `reagent check-config` and the
+//! start-up log. It shows whether keys are set, never the keys themselves, and hides the
+//! database password.
+
+use std::fmt::Write;
+
+use super::{redact_url, Config};
+
+impl Config {
+    /// A multi-line summary without secrets.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail, hence the ignored results.
+        let s = &self.server;
+        let _ = writeln!(out, "bind: {}", s.bind);
+        let _ = writeln!(out, "database: {}", redact_url(&s.database_url));
+        let _ = writeln!(
+            out,
+            "limits: body {} bytes, query {} chars, rate limit {}",
+            s.max_body_bytes,
+            s.max_query_chars,
+            s.rate_limit_per_minute
+                .map_or("off".to_string(), |n| format!("{n}/min per key")),
+        );
+        let tenants: Vec<&str> = self.auth.keys.iter().map(|k| k.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "auth: {}{}",
+            if tenants.is_empty() {
+                "off".to_string()
+            } else {
+                format!("on ({} keys: {})", tenants.len(), tenants.join(", "))
+            },
+            if self.auth.metrics_key.is_some() {
+                "; /metrics has its own key"
+            } else {
+                ""
+            },
+        );
+        let _ = writeln!(
+            out,
+            "llm: timeout {} s, {} retries",
+            self.llm.timeout_s, self.llm.max_retries
+        );
+        let _ = writeln!(out, "models (default: {}):", self.default_model);
+        for m in &self.models {
+            let a = m.abilities;
+            let _ = writeln!(
+                out,
+                "  {} {}: {} at {} [tool_call={} json_mode={} tool_choice={}] window {} / output {}, key {}{}",
+                if m.default { "*" } else { "-" },
+                m.name,
+                m.model,
+                m.base_url,
+                a.tool_call,
+                a.json_mode,
+                a.tool_choice,
+                m.context_window,
+                m.max_output_tokens,
+                if m.api_key.is_some() { "set" } else { "not set" },
+                if m.hints.is_empty() {
+                    String::new()
+                } else {
+                    format!(", hints: {}", m.hints.join(", "))
+                },
+            );
+        }
+        let r = &self.react;
+        let _ = writeln!(
+            out,
+            "react: max_iterations {}, tool selection above {} tools (max {}), reflection every {}, \
+             cycle threshold {}, completion check {} (min {} tools), synthesis truncation {}, \
+             context budget {}, tool timeout {} s, native tools {}{}",
+            r.max_iterations,
+            r.tool_selection_threshold,
+            r.tool_selection_max,
+            r.self_reflection_interval,
+            r.cycle_detection_threshold,
+            if r.completion_check { "on" } else { "off" },
+            r.completion_check_min_tools,
+            r.synthesis_truncation,
+            r.context_budget_tokens
+                .map_or("model window - max output".to_string(), |n| n.to_string()),
+            r.tool_timeout_s,
+            r.use_native_tools,
+            r.compact_model
+                .as_ref()
+                .map_or(String::new(), |m| format!(", compact model {m}")),
+        );
+        let tools: Vec<&str> = self.tools.http.iter().map(|t| t.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "tools: http [{}], private addresses {}",
+            tools.join(", "),
+            if self.tools.allow_private_http {
+                "allowed"
+            } else {
+                "refused"
+            },
+        );
+        let hooks: Vec<String> = self
+            .hooks
+            .iter()
+            .map(|h| match &h.name {
+                Some(name) => format!("{name} ({})", h.kind),
+                None => h.kind.clone(),
+            })
+            .collect();
+        let _ = writeln!(out, "hooks: [{}]", hooks.join(", "));
+        out
+    }
+}
