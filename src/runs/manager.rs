@@ -1,0 +1,566 @@
+//! [`RunManager`]: starts runs (at most one active per conversation), forwards the agent's
+//! events into the run's [`EventLog`] (ids assigned here), persists them in batches off the
+//! token path, accepts interrupts and cancels, and recovers runs a crash left `running`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
+use futures::stream::{self, BoxStream, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use super::log::{EventLog, LoggedEvent};
+use crate::agent::artifacts::ArtifactSink;
+use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, RunStatus};
+use crate::agent::hooks::HookRunner;
+use crate::agent::interrupts::Recall;
+use crate::agent::{AgentConfig, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput};
+use crate::llm::{Llm, Message, Usage};
+use crate::llm::registry::ModelRegistry;
+use crate::store::{Conversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent};
+use crate::tools::ToolRegistry;
+
+/// The error text of runs found `running` at start-up.
+pub const RESTART_ERROR: &str = "interrupted by server restart";
+
+/// A run in progress.
+pub struct LiveRun {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub owner: String,
+    pub log: Arc<EventLog>,
+    pub cancel: CancellationToken,
+}
+
+/// What a client asked for.
+#[derive(Clone, Debug, Default)]
+pub struct StartRun {
+    pub query: String,
+    pub model: Option<String>,
+    pub mode: Option<Mode>,
+    pub max_iterations: Option<u32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the conversation already has an active run")]
+    Active,
+    #[error("no active run for this conversation")]
+    NoActiveRun,
+    #[error("not found")]
+    NotFound,
+    #[error("the run has already finished")]
+    Finished,
+    #[error("the interrupt was already delivered to the agent")]
+    NotPending,
+    #[error("unknown model '{0}'")]
+    UnknownModel(String),
+    #[error("server is shutting down")]
+    ShuttingDown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Owns every running agent.
+pub struct RunManager {
+    store: Store,
+    models: ModelRegistry,
+    tools: ToolRegistry,
+    hooks: HookRunner,
+    base: AgentConfig,
+    compact_llm: Option<Arc<dyn Llm>>,
+    live: DashMap<Uuid, Arc<LiveRun>>,
+    /// conversation → its active run.
+    active: DashMap<Uuid, Uuid>,
+    queues: DashMap<Uuid, Arc<InterruptQueue>>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+    /// Longest time an event waits before it is written to the database.
+    pub flush_interval: Duration,
+}
+
+impl RunManager {
+    pub fn new(
+        store: Store,
+        models: ModelRegistry,
+        tools: ToolRegistry,
+        hooks: HookRunner,
+        base: AgentConfig,
+        compact_llm: Option<Arc<dyn Llm>>,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            tools,
+            hooks,
+            base,
+            compact_llm,
+            live: DashMap::new(),
+            active: DashMap::new(),
+            queues: DashMap::new(),
+            tracker: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            flush_interval: Duration::from_millis(20),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn models(&self) -> &ModelRegistry {
+        &self.models
+    }
+
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    pub fn active_runs(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn active_run_of(&self, conversation_id: Uuid) -> Option<Uuid> {
+        self.active.get(&conversation_id).map(|r| *r)
+    }
+
+    /// Starts a run; 409-style `Active` if the conversation already has one.
+    pub async fn start(
+        self: &Arc<Self>,
+        owner: &str,
+        conv: &Conversation,
+        req: StartRun,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        if self.shutdown.is_cancelled() {
+            return Err(RunError::ShuttingDown);
+        }
+        let run_id = Uuid::new_v4();
+        match self.active.entry(conv.id) {
+            Entry::Occupied(_) => return Err(RunError::Active),
+            Entry::Vacant(v) => {
+                v.insert(run_id);
+            }
+        }
+        match self.prepare(owner, conv, &req, run_id).await {
+            Ok((agent, input)) => {
+                let queue = Arc::new(InterruptQueue::new());
+                self.queues.insert(conv.id, queue.clone());
+                let live = Arc::new(LiveRun {
+                    id: run_id,
+                    conversation_id: conv.id,
+                    owner: owner.to_string(),
+                    log: Arc::new(EventLog::new()),
+                    cancel: self.shutdown.child_token(),
+                });
+                self.live.insert(run_id, live.clone());
+                let me = self.clone();
+                let l = live.clone();
+                self.tracker
+                    .spawn(async move { me.drive(l, Arc::new(agent), input, queue).await });
+                Ok(live)
+            }
+            Err(e) => {
+                self.active.remove(&conv.id);
+                Err(e)
+            }
+        }
+    }
+
+    async fn prepare(
+        &self,
+        owner: &str,
+        conv: &Conversation,
+        req: &StartRun,
+        run_id: Uuid,
+    ) -> Result<(ReActAgent, RunInput), RunError> {
+        let model_name = req
+            .model
+            .clone()
+            .or_else(|| conv.model.clone())
+            .unwrap_or_else(|| self.models.default_name().to_string());
+        let llm = self
+            .models
+            .get(&model_name)
+            .ok_or_else(|| RunError::UnknownModel(model_name.clone()))?;
+        let tools = match &conv.tools {
+            Some(names) => self.tools.filtered(names),
+            None => self.tools.clone(),
+        };
+        let mut cfg = self.base.clone();
+        if req.mode.is_some() {
+            cfg.mode = req.mode;
+        }
+        if let Some(m) = req.max_iterations {
+            cfg.max_iterations = m;
+        }
+        if conv.system_prompt.is_some() {
+            cfg.system_prompt = conv.system_prompt.clone();
+        }
+        let mut agent = ReActAgent::new(llm.clone(), tools, self.hooks.clone(), cfg);
+        if let Some(c) = &self.compact_llm {
+            agent = agent.with_compact_llm(c.clone());
+        }
+        let history = self
+            .store
+            .list_messages(conv.id)
+            .await?
+            .into_iter()
+            .map(|m| match (m.role.as_str(), m.kind.as_str()) {
+                ("assistant", _) => Message::assistant(m.content),
+                (_, "interrupt") => Message::user(format!("(follow-up) {}", m.content)),
+                _ => Message::user(m.content),
+            })
+            .collect();
+        self.store
+            .create_run(NewRun {
+                id: run_id,
+                conversation_id: conv.id,
+                owner: owner.to_string(),
+                mode: agent.mode().as_str().to_string(),
+                model: model_name,
+            })
+            .await?;
+        self.store
+            .add_message(NewMessage {
+                id: None,
+                conversation_id: conv.id,
+                role: "user".into(),
+                kind: "query".into(),
+                content: req.query.clone(),
+                run_id: Some(run_id),
+            })
+            .await?;
+        self.store.touch_conversation(conv.id).await?;
+        let input = RunInput {
+            run_id: run_id.to_string(),
+            conversation_id: conv.id.to_string(),
+            query: req.query.clone(),
+            history,
+        };
+        Ok((agent, input))
+    }
+
+    /// Runs the agent, forwards its events, persists, and cleans up.
+    async fn drive(
+        self: Arc<Self>,
+        live: Arc<LiveRun>,
+        agent: Arc<ReActAgent>,
+        input: RunInput,
+        queue: Arc<InterruptQueue>,
+    ) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
+        let handles = RunHandles {
+            events: tx.clone(),
+            interrupts: queue,
+            cancel: live.cancel.clone(),
+            artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
+        };
+        let persister = self.tracker.spawn(persist_log(
+            self.store.clone(),
+            live.id,
+            live.log.clone(),
+            self.flush_interval,
+        ));
+        let agent_task = tokio::spawn(async move { agent.run(input, handles).await });
+        let watchdog = async move {
+            // A panic inside the engine must still end the stream truthfully.
+            if let Err(e) = agent_task.await {
+                tracing::error!(error = %e, "agent task panicked");
+                let text = "Sorry, the run failed because of an internal error.".to_string();
+                for ev in [
+                    AgentEvent::Answer(AnswerEvent::Start),
+                    AgentEvent::Answer(AnswerEvent::Delta { content: text.clone() }),
+                    AgentEvent::Answer(AnswerEvent::Done { content: text.clone(), fallback: true }),
+                    AgentEvent::Done(DoneEvent {
+                        status: RunStatus::Failed,
+                        iterations: 0,
+                        tool_calls: 0,
+                        usage: Usage::default(),
+                        elapsed_ms: 0,
+                        mode: Mode::Json,
+                        answer: text.clone(),
+                        error: Some("internal error".into()),
+                        unprocessed_interrupts: vec![],
+                    }),
+                ] {
+                    let _ = tx.send(ev);
+                }
+            }
+            drop(tx);
+        };
+        let forward = async {
+            let mut done_seen = false;
+            while let Some(ev) = rx.recv().await {
+                if done_seen {
+                    continue; // nothing may follow `done`
+                }
+                if let AgentEvent::Done(d) = &ev {
+                    done_seen = true;
+                    self.finish(&live, d).await;
+                }
+                live.log.append(ev.name(), ev.data_json());
+            }
+            live.log.close();
+        };
+        tokio::join!(watchdog, forward);
+        if let Err(e) = persister.await {
+            tracing::error!(error = %e, "event persister failed");
+        }
+        self.live.remove(&live.id);
+    }
+
+    /// Writes the terminal state before `done` becomes visible, so a client that reads `done`
+    /// and asks for the run (or starts another) sees it finished.
+    async fn finish(&self, live: &LiveRun, d: &DoneEvent) {
+        if !d.answer.is_empty() {
+            let msg = NewMessage {
+                id: None,
+                conversation_id: live.conversation_id,
+                role: "assistant".into(),
+                kind: "answer".into(),
+                content: d.answer.clone(),
+                run_id: Some(live.id),
+            };
+            if let Err(e) = self.store.add_message(msg).await {
+                tracing::error!(run_id = %live.id, error = %e, "could not store the answer");
+            }
+        }
+        let fin = RunFinish {
+            status: d.status,
+            iterations: d.iterations,
+            tool_calls: d.tool_calls,
+            usage: d.usage,
+            error: d.error.clone(),
+        };
+        if let Err(e) = self.store.finish_run(live.id, fin).await {
+            tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state");
+        }
+        self.queues.remove(&live.conversation_id);
+        self.active.remove(&live.conversation_id);
+    }
+
+    /// Cancels a run of this owner. `Finished` when it is no longer running.
+    pub async fn cancel(&self, owner: &str, run_id: Uuid) -> Result<(), RunError> {
+        if let Some(live) = self.live.get(&run_id).map(|l| l.clone()) {
+            if live.owner != owner {
+                return Err(RunError::NotFound);
+            }
+            if live.log.is_closed() {
+                return Err(RunError::Finished);
+            }
+            live.cancel.cancel();
+            return Ok(());
+        }
+        match self.store.get_run(owner, run_id).await? {
+            Some(_) => Err(RunError::Finished),
+            None => Err(RunError::NotFound),
+        }
+    }
+
+    /// Queues an interrupt for the conversation's active run; persisted before it is accepted.
+    pub async fn interrupt(
+        &self,
+        conversation_id: Uuid,
+        content: String,
+    ) -> Result<(Uuid, Uuid), RunError> {
+        let (Some(queue), Some(run_id)) = (
+            self.queues.get(&conversation_id).map(|q| q.clone()),
+            self.active_run_of(conversation_id),
+        ) else {
+            return Err(RunError::NoActiveRun);
+        };
+        if !queue.is_open() {
+            return Err(RunError::NoActiveRun);
+        }
+        let id = Uuid::new_v4();
+        self.store
+            .add_message(NewMessage {
+                id: Some(id),
+                conversation_id,
+                role: "user".into(),
+                kind: "interrupt".into(),
+                content: content.clone(),
+                run_id: Some(run_id),
+            })
+            .await?;
+        if queue.push_with_id(id, content).is_err() {
+            // The loop ended meanwhile: not accepted, so not kept.
+            self.store.delete_message(conversation_id, id).await?;
+            return Err(RunError::NoActiveRun);
+        }
+        Ok((id, run_id))
+    }
+
+    /// Recalls a pending interrupt.
+    pub async fn recall(&self, conversation_id: Uuid, interrupt_id: Uuid) -> Result<(), RunError> {
+        let queue = self.queues.get(&conversation_id).map(|q| q.clone());
+        match queue.map(|q| q.recall(interrupt_id)) {
+            Some(Recall::Recalled) => {
+                self.store.delete_message(conversation_id, interrupt_id).await?;
+                Ok(())
+            }
+            _ => Err(RunError::NotPending),
+        }
+    }
+
+    /// The run's events after `after`: live ones follow until `done`, finished ones replay
+    /// from the database.
+    pub async fn events(
+        &self,
+        owner: &str,
+        run_id: Uuid,
+        after: u64,
+    ) -> Result<BoxStream<'static, Arc<LoggedEvent>>, RunError> {
+        if let Some(live) = self.live.get(&run_id).map(|l| l.clone()) {
+            if live.owner != owner {
+                return Err(RunError::NotFound);
+            }
+            return Ok(live.log.subscribe(after).boxed());
+        }
+        if self.store.get_run(owner, run_id).await?.is_none() {
+            return Err(RunError::NotFound);
+        }
+        let stored = self.store.list_events(run_id, after as i64).await?;
+        Ok(stream::iter(stored.into_iter().map(|e| {
+            Arc::new(LoggedEvent {
+                id: e.seq as u64,
+                name: e.name,
+                data: e.data,
+            })
+        }))
+        .boxed())
+    }
+
+    /// The live run's log, if this owner's run is running.
+    pub fn live_run(&self, owner: &str, run_id: Uuid) -> Option<Arc<LiveRun>> {
+        self.live
+            .get(&run_id)
+            .map(|l| l.clone())
+            .filter(|l| l.owner == owner)
+    }
+
+    /// Cancels the conversation's run (before deleting it).
+    pub fn cancel_conversation(&self, conversation_id: Uuid) {
+        if let Some(run_id) = self.active_run_of(conversation_id) {
+            if let Some(live) = self.live.get(&run_id) {
+                live.cancel.cancel();
+            }
+        }
+    }
+
+    /// Marks runs left `running` by a previous process as failed, closing their event logs
+    /// with an answer and `done` so replays end truthfully.
+    pub async fn recover(&self) -> Result<usize, RunError> {
+        let stale = self.store.running_runs().await?;
+        for run in &stale {
+            let events = self.store.list_events(run.id, 0).await?;
+            let mut seq = events.last().map(|e| e.seq).unwrap_or(0);
+            let answer_started = events.iter().any(|e| e.name == "answer");
+            let text = format!("Sorry, this run was {RESTART_ERROR} before it finished.");
+            let mut tail: Vec<AgentEvent> = Vec::new();
+            if answer_started {
+                tail.push(AgentEvent::Answer(AnswerEvent::Reset));
+            } else {
+                tail.push(AgentEvent::Answer(AnswerEvent::Start));
+            }
+            tail.push(AgentEvent::Answer(AnswerEvent::Delta { content: text.clone() }));
+            tail.push(AgentEvent::Answer(AnswerEvent::Done { content: text.clone(), fallback: true }));
+            let mode = if run.mode == "native" { Mode::Native } else { Mode::Json };
+            tail.push(AgentEvent::Done(DoneEvent {
+                status: RunStatus::Failed,
+                iterations: run.iterations,
+                tool_calls: run.tool_calls,
+                usage: run.usage,
+                elapsed_ms: 0,
+                mode,
+                answer: text.clone(),
+                error: Some(RESTART_ERROR.into()),
+                unprocessed_interrupts: vec![],
+            }));
+            let stored: Vec<StoredEvent> = tail
+                .iter()
+                .map(|e| {
+                    seq += 1;
+                    StoredEvent {
+                        seq,
+                        name: e.name().to_string(),
+                        data: e.data_json(),
+                    }
+                })
+                .collect();
+            self.store.append_events(run.id, &stored).await?;
+            self.store
+                .finish_run(
+                    run.id,
+                    RunFinish {
+                        status: RunStatus::Failed,
+                        iterations: run.iterations,
+                        tool_calls: run.tool_calls,
+                        usage: run.usage,
+                        error: Some(RESTART_ERROR.into()),
+                    },
+                )
+                .await?;
+        }
+        Ok(stale.len())
+    }
+
+    /// Stops accepting runs, cancels the active ones and waits (up to `grace`) for their final
+    /// state to be written.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.shutdown.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
+            tracing::warn!("runs did not finish within the shutdown grace period");
+        }
+    }
+
+}
+
+/// Writes the log to the database in batches, off the token path: it sleeps when nothing is
+/// new, and after each write waits `interval` so the next write carries a batch. Gives up on a
+/// closed log after repeated database failures (logged) rather than spinning forever.
+async fn persist_log(store: Store, run_id: Uuid, log: Arc<EventLog>, interval: Duration) {
+    let mut changes = log.watch();
+    let mut written = 0u64;
+    let mut failures = 0u32;
+    loop {
+        changes.borrow_and_update();
+        let (batch, closed) = log.since(written);
+        if !batch.is_empty() {
+            let rows: Vec<StoredEvent> = batch
+                .iter()
+                .map(|e| StoredEvent {
+                    seq: e.id as i64,
+                    name: e.name.clone(),
+                    data: e.data.clone(),
+                })
+                .collect();
+            match store.append_events(run_id, &rows).await {
+                Ok(()) => {
+                    written = batch.last().map(|e| e.id).unwrap_or(written);
+                    failures = 0;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::error!(%run_id, error = %e, failures, "could not persist events");
+                    if closed && failures >= 20 {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(interval).await;
+            continue;
+        }
+        if closed {
+            return;
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}

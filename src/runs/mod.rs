@@ -1,0 +1,9 @@
+//! Runs outlive connections: the [`RunManager`] owns every running agent (one tokio task per
+//! run, a cancellation token, an [`EventLog`] that SSE subscribers replay and follow, the
+//! per-conversation interrupt queues) and persists runs, events and messages through the store.
+
+pub mod log;
+pub mod manager;
+
+pub use log::{EventLog, LoggedEvent};
+pub use manager::{LiveRun, RunError, RunManager, StartRun};
