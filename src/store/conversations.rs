@@ -6,7 +6,9 @@
 use uuid::Uuid;
 
 use super::models::{now, opt_uuid, time, uuid};
-use super::{with_pool, Conversation, NewConversation, NewMessage, Store, StoreError, StoredMessage};
+use super::{
+    with_pool, Conversation, NewConversation, NewMessage, Store, StoreError, StoredMessage,
+};
 
 /// The largest page `list_conversations` returns, whatever the caller asks.
 pub const MAX_PAGE: u32 = 200;
@@ -104,11 +106,11 @@ impl Store {
     ) -> Result<Conversation, StoreError> {
         let id = Uuid::new_v4();
         let (at, micros) = now();
-        let tools = match &new.tools {
-            // Infallible: a Vec<String> always serialises.
-            Some(t) => Some(serde_json::to_string(t).unwrap_or_else(|_| "[]".into())),
-            None => None,
-        };
+        // Infallible: a Vec<String> always serialises.
+        let tools = new
+            .tools
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
         with_pool!(self, |pool| {
             sqlx::query(
                 "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
@@ -294,7 +296,11 @@ impl Store {
     }
 
     /// Removes one message (an interrupt recalled before the agent drained it).
-    pub async fn delete_message(&self, conversation_id: Uuid, id: Uuid) -> Result<bool, StoreError> {
+    pub async fn delete_message(
+        &self,
+        conversation_id: Uuid,
+        id: Uuid,
+    ) -> Result<bool, StoreError> {
         let deleted = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
                 .bind(conversation_id.to_string())
@@ -335,7 +341,10 @@ mod tests {
         assert_eq!(micros, 1_700_000_000_123_456);
         assert_eq!(parsed, id.to_string());
         for bad in ["", "abc", "12_notauuid", &format!("x_{id}"), "12"] {
-            assert!(matches!(decode_cursor(bad), Err(StoreError::InvalidCursor)), "{bad}");
+            assert!(
+                matches!(decode_cursor(bad), Err(StoreError::InvalidCursor)),
+                "{bad}"
+            );
         }
     }
 }

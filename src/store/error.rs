@@ -45,8 +45,9 @@ impl From<sqlx::Error> for StoreError {
 }
 
 impl StoreError {
-    /// True when the caller (not the database) is at fault, so the HTTP layer can answer 4xx.
+    /// True when a client-supplied value (a `before` cursor) is at fault, so the HTTP layer
+    /// answers 400 instead of 500.
     pub fn is_client_error(&self) -> bool {
-        matches!(self, StoreError::InvalidCursor | StoreError::NotFound)
+        matches!(self, StoreError::InvalidCursor)
     }
 }

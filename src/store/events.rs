@@ -77,7 +77,11 @@ impl Store {
     }
 
     /// Events with `seq > after`, ascending.
-    pub async fn list_events(&self, run_id: Uuid, after: i64) -> Result<Vec<StoredEvent>, StoreError> {
+    pub async fn list_events(
+        &self,
+        run_id: Uuid,
+        after: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         self.list_events_page(run_id, after, i64::MAX).await
     }
 

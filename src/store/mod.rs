@@ -32,8 +32,8 @@ use sqlx::sqlite::{
 
 pub use error::StoreError;
 pub use models::{
-    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, RunRow,
-    StoredArtifact, StoredEvent, StoredMessage,
+    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, RunRow, StoredArtifact,
+    StoredEvent, StoredMessage,
 };
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");

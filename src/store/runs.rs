@@ -152,9 +152,11 @@ impl Store {
     /// process did not finish.
     pub async fn running_runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let records: Vec<RunRecord> = with_pool!(self, |pool| {
-            sqlx::query_as(select_runs!("WHERE status = 'running' ORDER BY started_at, id"))
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(select_runs!(
+                "WHERE status = 'running' ORDER BY started_at, id"
+            ))
+            .fetch_all(pool)
+            .await?
         });
         into_models(records)
     }
@@ -175,10 +177,12 @@ impl Store {
     /// The runs of a conversation, oldest first (for history views and tests).
     pub async fn list_runs(&self, conversation_id: Uuid) -> Result<Vec<RunRow>, StoreError> {
         let records: Vec<RunRecord> = with_pool!(self, |pool| {
-            sqlx::query_as(select_runs!("WHERE conversation_id = $1 ORDER BY started_at, id"))
-                .bind(conversation_id.to_string())
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(select_runs!(
+                "WHERE conversation_id = $1 ORDER BY started_at, id"
+            ))
+            .bind(conversation_id.to_string())
+            .fetch_all(pool)
+            .await?
         });
         into_models(records)
     }
