@@ -14,5 +14,6 @@ pub mod agent;
 pub mod config;
 pub mod llm;
 pub mod server;
+pub mod store;
 pub mod testing;
 pub mod tools;

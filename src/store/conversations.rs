@@ -1,0 +1,350 @@
+//! Conversations and their messages.
+//!
+//! Listing is keyset-paginated on `(updated_at, id)` — stable under concurrent inserts, unlike
+//! OFFSET — and the cursor handed to clients is that key, opaque to them.
+
+use uuid::Uuid;
+
+use super::models::{now, opt_uuid, time, uuid};
+use super::{
+    with_pool, Conversation, NewConversation, NewMessage, Store, StoreError, StoredMessage,
+};
+
+/// The largest page `list_conversations` returns, whatever the caller asks.
+pub const MAX_PAGE: u32 = 200;
+
+#[derive(sqlx::FromRow)]
+struct ConversationRecord {
+    id: String,
+    owner: String,
+    title: Option<String>,
+    model: Option<String>,
+    system_prompt: Option<String>,
+    tools: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    active_run_id: Option<String>,
+}
+
+impl ConversationRecord {
+    fn into_model(self) -> Result<Conversation, StoreError> {
+        let tools = match self.tools.as_deref() {
+            None => None,
+            Some(json) => Some(
+                serde_json::from_str(json)
+                    .map_err(|e| StoreError::Corrupt(format!("conversation tools: {e}")))?,
+            ),
+        };
+        Ok(Conversation {
+            id: uuid(&self.id)?,
+            owner: self.owner,
+            title: self.title,
+            model: self.model,
+            system_prompt: self.system_prompt,
+            tools,
+            created_at: time(self.created_at)?,
+            updated_at: time(self.updated_at)?,
+            active_run_id: opt_uuid(self.active_run_id.as_deref())?,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct MessageRecord {
+    id: String,
+    conversation_id: String,
+    role: String,
+    kind: String,
+    content: String,
+    run_id: Option<String>,
+    created_at: i64,
+}
+
+impl MessageRecord {
+    fn into_model(self) -> Result<StoredMessage, StoreError> {
+        Ok(StoredMessage {
+            id: uuid(&self.id)?,
+            conversation_id: uuid(&self.conversation_id)?,
+            role: self.role,
+            kind: self.kind,
+            content: self.content,
+            run_id: opt_uuid(self.run_id.as_deref())?,
+            created_at: time(self.created_at)?,
+        })
+    }
+}
+
+/// `SELECT <conversation columns> FROM conversations c <rest>`; `active_run_id` comes from the
+/// (at most one, see the unique index) running run.
+macro_rules! select_conversations {
+    ($rest:literal) => {
+        concat!(
+            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.created_at, ",
+            "c.updated_at, (SELECT r.id FROM runs r WHERE r.conversation_id = c.id ",
+            "AND r.status = 'running' LIMIT 1) AS active_run_id FROM conversations c ",
+            $rest
+        )
+    };
+}
+
+fn encode_cursor(c: &Conversation) -> String {
+    format!("{}_{}", c.updated_at.timestamp_micros(), c.id)
+}
+
+fn decode_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
+    let (micros, id) = cursor.split_once('_').ok_or(StoreError::InvalidCursor)?;
+    let micros: i64 = micros.parse().map_err(|_| StoreError::InvalidCursor)?;
+    let id = Uuid::parse_str(id).map_err(|_| StoreError::InvalidCursor)?;
+    Ok((micros, id.to_string()))
+}
+
+impl Store {
+    pub async fn create_conversation(
+        &self,
+        owner: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, StoreError> {
+        let id = Uuid::new_v4();
+        let (at, micros) = now();
+        // Infallible: a Vec<String> always serialises.
+        let tools = new
+            .tools
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
+        with_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+            )
+            .bind(id.to_string())
+            .bind(owner)
+            .bind(&new.title)
+            .bind(&new.model)
+            .bind(&new.system_prompt)
+            .bind(&tools)
+            .bind(micros)
+            .execute(pool)
+            .await?;
+        });
+        Ok(Conversation {
+            id,
+            owner: owner.to_string(),
+            title: new.title,
+            model: new.model,
+            system_prompt: new.system_prompt,
+            tools: new.tools,
+            created_at: at,
+            updated_at: at,
+            active_run_id: None,
+        })
+    }
+
+    pub async fn get_conversation(
+        &self,
+        owner: &str,
+        id: Uuid,
+    ) -> Result<Option<Conversation>, StoreError> {
+        let record: Option<ConversationRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_conversations!("WHERE c.id = $1 AND c.owner = $2"))
+                .bind(id.to_string())
+                .bind(owner)
+                .fetch_optional(pool)
+                .await?
+        });
+        record.map(ConversationRecord::into_model).transpose()
+    }
+
+    /// Newest first by `updated_at` (ties by id). `limit` is clamped to `1..=MAX_PAGE`;
+    /// `before` is a cursor from a previous page. Returns the page and the cursor of the next
+    /// one (`None` at the end). A malformed cursor is [`StoreError::InvalidCursor`].
+    pub async fn list_conversations(
+        &self,
+        owner: &str,
+        limit: u32,
+        before: Option<String>,
+    ) -> Result<(Vec<Conversation>, Option<String>), StoreError> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        // One extra row tells whether another page exists without a COUNT.
+        let fetch = i64::from(limit) + 1;
+        let cursor = before.as_deref().map(decode_cursor).transpose()?;
+        let records: Vec<ConversationRecord> = with_pool!(self, |pool| match &cursor {
+            None => {
+                sqlx::query_as(select_conversations!(
+                    "WHERE c.owner = $1 ORDER BY c.updated_at DESC, c.id DESC LIMIT $2"
+                ))
+                .bind(owner)
+                .bind(fetch)
+                .fetch_all(pool)
+                .await?
+            }
+            Some((micros, id)) => {
+                sqlx::query_as(select_conversations!(
+                    "WHERE c.owner = $1 AND (c.updated_at < $2 OR (c.updated_at = $2 \
+                     AND c.id < $3)) ORDER BY c.updated_at DESC, c.id DESC LIMIT $4"
+                ))
+                .bind(owner)
+                .bind(*micros)
+                .bind(id)
+                .bind(fetch)
+                .fetch_all(pool)
+                .await?
+            }
+        });
+        let mut items = records
+            .into_iter()
+            .map(ConversationRecord::into_model)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = if items.len() > limit as usize {
+            items.truncate(limit as usize);
+            items.last().map(encode_cursor)
+        } else {
+            None
+        };
+        Ok((items, next))
+    }
+
+    /// Sets the title (and bumps `updated_at`); `None` when missing or not `owner`'s.
+    pub async fn rename_conversation(
+        &self,
+        owner: &str,
+        id: Uuid,
+        title: &str,
+    ) -> Result<Option<Conversation>, StoreError> {
+        let (_, micros) = now();
+        let changed = with_pool!(self, |pool| {
+            sqlx::query(
+                "UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 AND owner = $4",
+            )
+            .bind(title)
+            .bind(micros)
+            .bind(id.to_string())
+            .bind(owner)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.get_conversation(owner, id).await
+    }
+
+    /// Marks activity so the conversation moves to the top of the list. Unscoped: called by
+    /// the run manager, which already checked ownership.
+    pub async fn touch_conversation(&self, id: Uuid) -> Result<(), StoreError> {
+        let (_, micros) = now();
+        with_pool!(self, |pool| {
+            sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+                .bind(micros)
+                .bind(id.to_string())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Deletes the conversation and, by foreign-key cascade, its messages, runs, events,
+    /// audit rows and artifacts. `false` when missing or not `owner`'s.
+    pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<bool, StoreError> {
+        let deleted = with_pool!(self, |pool| {
+            sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
+                .bind(id.to_string())
+                .bind(owner)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(deleted > 0)
+    }
+
+    /// Appends a message and bumps the conversation's `updated_at`, in one transaction.
+    pub async fn add_message(&self, new: NewMessage) -> Result<StoredMessage, StoreError> {
+        let id = new.id.unwrap_or_else(Uuid::new_v4);
+        let (at, micros) = now();
+        let conversation_id = new.conversation_id.to_string();
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(id.to_string())
+            .bind(&conversation_id)
+            .bind(&new.role)
+            .bind(&new.kind)
+            .bind(&new.content)
+            .bind(new.run_id.map(|r| r.to_string()))
+            .bind(micros)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+                .bind(micros)
+                .bind(&conversation_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(StoredMessage {
+            id,
+            conversation_id: new.conversation_id,
+            role: new.role,
+            kind: new.kind,
+            content: new.content,
+            run_id: new.run_id,
+            created_at: at,
+        })
+    }
+
+    /// Removes one message (an interrupt recalled before the agent drained it).
+    pub async fn delete_message(
+        &self,
+        conversation_id: Uuid,
+        id: Uuid,
+    ) -> Result<bool, StoreError> {
+        let deleted = with_pool!(self, |pool| {
+            sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
+                .bind(conversation_id.to_string())
+                .bind(id.to_string())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(deleted > 0)
+    }
+
+    /// The conversation's messages, oldest first (insertion order).
+    pub async fn list_messages(
+        &self,
+        conversation_id: Uuid,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let records: Vec<MessageRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, conversation_id, role, kind, content, run_id, created_at \
+                 FROM messages WHERE conversation_id = $1 ORDER BY pos",
+            )
+            .bind(conversation_id.to_string())
+            .fetch_all(pool)
+            .await?
+        });
+        records.into_iter().map(MessageRecord::into_model).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips_and_rejects_garbage() {
+        let id = Uuid::new_v4();
+        let (micros, parsed) = decode_cursor(&format!("1700000000123456_{id}")).unwrap();
+        assert_eq!(micros, 1_700_000_000_123_456);
+        assert_eq!(parsed, id.to_string());
+        for bad in ["", "abc", "12_notauuid", &format!("x_{id}"), "12"] {
+            assert!(
+                matches!(decode_cursor(bad), Err(StoreError::InvalidCursor)),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Persistence: every SQL statement of reagent lives under this module.
+//!
+//! [`Store`] wraps either a SQLite pool (the default, `sqlite://data/reagent.db`) or a
+//! PostgreSQL pool (`postgres://…`). The SQL text is shared by both backends: ids are stored as
+//! UUID text, times as 64-bit microseconds since the Unix epoch, JSON as text, and bind
+//! parameters use the `$n` form that both drivers accept. The one place that differs is the DDL,
+//! kept in `migrations/sqlite` and `migrations/postgres` and applied on [`Store::connect`].
+//!
+//! Layout: [`models`] (the public rows and their wire shapes), [`error`], then one file per
+//! table family — `conversations` (conversations and messages), `runs`, `events` (event log
+//! and tool audit), `artifacts` (which also implements the engine's `ArtifactSink`).
+//!
+//! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
+//! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
+//! rows, so handlers turn both "missing" and "not yours" into the same 404.
+
+mod artifacts;
+mod conversations;
+pub mod error;
+mod events;
+pub mod models;
+mod runs;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use error::StoreError;
+pub use models::{
+    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, RunRow, StoredArtifact,
+    StoredEvent, StoredMessage,
+};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long a SQLite connection waits for the write lock before giving up. Writers are short
+/// (single statements or one batch insert), so a few seconds only ever matters under overload.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The database behind a [`Store`]. An enum rather than `sqlx::Any` so each driver keeps its
+/// native types (BLOB/BYTEA, 64-bit integers) and its own connection settings.
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs the same body against whichever pool the store holds. The body is compiled once per
+/// backend, so every statement is type-checked against both drivers.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            $crate::store::Backend::Sqlite($pool) => $body,
+            $crate::store::Backend::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// The persistence handle. Cheap to clone (pools are reference counted).
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Backend,
+}
+
+impl Store {
+    /// Connects to `database_url` (`sqlite:…` or `postgres:`/`postgresql:…`) and applies the
+    /// pending migrations, so a returned store is ready to serve.
+    pub async fn connect(database_url: &str) -> Result<Store, StoreError> {
+        let url = database_url.trim();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite(connect_sqlite(url).await?)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let pool = PgPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+                .await
+                .map_err(|e| StoreError::Connect(e.to_string()))?;
+            Backend::Postgres(pool)
+        } else {
+            return Err(StoreError::UnsupportedUrl);
+        };
+        let store = Store { backend };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let result = match &self.backend {
+            Backend::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Backend::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+        };
+        result.map_err(|e| StoreError::Migration(e.to_string()))
+    }
+
+    /// A round trip to the database, for `/readyz`.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        with_pool!(self, |pool| {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// `"sqlite"` or `"postgres"`, for logs and `/readyz`.
+    pub fn backend(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Closes every pooled connection; waits for checked-out ones to come back. Used at
+    /// shutdown (and by tests that drop their database afterwards).
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Opens (creating file and parent directory when missing) a SQLite database in WAL mode.
+async fn connect_sqlite(url: &str) -> Result<SqlitePool, StoreError> {
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| StoreError::Connect(e.to_string()))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(SQLITE_BUSY_TIMEOUT);
+
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    if !in_memory {
+        if let Some(parent) = options.get_filename().parent() {
+            if !parent.as_os_str().is_empty() {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(|e| StoreError::Connect(format!("creating {parent:?}: {e}")))?;
+            }
+        }
+    }
+
+    let mut pool = SqlitePoolOptions::new().acquire_timeout(Duration::from_secs(10));
+    if in_memory {
+        // An in-memory database lives as long as a connection to it: keep exactly one, forever.
+        pool = pool
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None);
+    } else {
+        pool = pool.max_connections(8);
+    }
+    pool.connect_with(options)
+        .await
+        .map_err(|e| StoreError::Connect(e.to_string()))
+}

@@ -1,0 +1,216 @@
+//! The rows the store hands out and takes in, with their JSON shapes (SPEC §3.1, §3.2), plus
+//! the conversions from raw database records.
+//!
+//! Raw records (`*Record`) hold only driver-neutral types (`String`, `i64`, `Vec<u8>`), so one
+//! `#[derive(FromRow)]` serves both SQLite and PostgreSQL; parsing UUIDs, statuses and times
+//! happens here, once, and a malformed value becomes [`StoreError::Corrupt`] instead of a panic.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::agent::events::RunStatus;
+use crate::llm::Usage;
+
+/// A conversation, serialised as SPEC §3.1 (plus `system_prompt` and `tools`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Conversation {
+    pub id: Uuid,
+    /// The API-key name that owns it; never sent to clients.
+    #[serde(skip)]
+    pub owner: String,
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The running run of this conversation, if any.
+    pub active_run_id: Option<Uuid>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewConversation {
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub tools: Option<Vec<String>>,
+}
+
+/// One turn of a conversation: `role` is `user`|`assistant`, `kind` is
+/// `query`|`interrupt`|`answer`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredMessage {
+    pub id: Uuid,
+    #[serde(skip)]
+    pub conversation_id: Uuid,
+    pub role: String,
+    pub kind: String,
+    pub content: String,
+    pub run_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    /// A caller-chosen id (an interrupt keeps the id it was accepted under); new when `None`.
+    pub id: Option<Uuid>,
+    pub conversation_id: Uuid,
+    pub role: String,
+    pub kind: String,
+    pub content: String,
+    pub run_id: Option<Uuid>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewRun {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub owner: String,
+    pub mode: String,
+    pub model: String,
+}
+
+/// The terminal state of a run, written once by [`super::Store::finish_run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFinish {
+    pub status: RunStatus,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub error: Option<String>,
+}
+
+/// A run, serialised as SPEC §3.2.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRow {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    #[serde(skip)]
+    pub owner: String,
+    pub status: RunStatus,
+    pub mode: String,
+    pub model: String,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+}
+
+/// One SSE event of a run's log: `seq` is the SSE id (1, 2, …), `data` one-line JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub name: String,
+    pub data: String,
+}
+
+/// One tool call, for the audit trail.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AuditRow {
+    pub run_id: Uuid,
+    pub conversation_id: Uuid,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub result_size: i64,
+    pub duration_ms: i64,
+    pub outcome: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredArtifact {
+    pub id: Uuid,
+    pub run_id: Uuid,
+    pub name: String,
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+// ---- conversions -------------------------------------------------------------------------
+
+/// Now, truncated to what the database keeps (microseconds), so a returned struct equals the
+/// same row read back later.
+pub(crate) fn now() -> (DateTime<Utc>, i64) {
+    let micros = Utc::now().timestamp_micros();
+    // Infallible: a value just produced by `timestamp_micros` is in range.
+    let at = DateTime::from_timestamp_micros(micros).unwrap_or_default();
+    (at, micros)
+}
+
+pub(crate) fn time(micros: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_micros(micros)
+        .ok_or_else(|| StoreError::Corrupt(format!("time out of range: {micros}")))
+}
+
+pub(crate) fn uuid(text: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(text).map_err(|_| StoreError::Corrupt(format!("bad uuid: {text:?}")))
+}
+
+pub(crate) fn opt_uuid(text: Option<&str>) -> Result<Option<Uuid>, StoreError> {
+    text.map(uuid).transpose()
+}
+
+pub(crate) fn status(text: &str) -> Result<RunStatus, StoreError> {
+    Ok(match text {
+        "running" => RunStatus::Running,
+        "completed" => RunStatus::Completed,
+        "max_iterations" => RunStatus::MaxIterations,
+        "cancelled" => RunStatus::Cancelled,
+        "failed" => RunStatus::Failed,
+        other => return Err(StoreError::Corrupt(format!("bad run status: {other:?}"))),
+    })
+}
+
+/// Counters are unsigned in the API and signed 64-bit in SQL; clamp rather than wrap.
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+pub(crate) fn to_u32(v: i64) -> u32 {
+    u32::try_from(v.max(0)).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_clamp_instead_of_wrapping() {
+        assert_eq!(to_i64(u64::MAX), i64::MAX);
+        assert_eq!(to_u64(-5), 0);
+        assert_eq!(to_u32(-1), 0);
+        assert_eq!(to_u32(i64::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn statuses_round_trip_and_garbage_is_corrupt() {
+        for s in [
+            RunStatus::Running,
+            RunStatus::Completed,
+            RunStatus::MaxIterations,
+            RunStatus::Cancelled,
+            RunStatus::Failed,
+        ] {
+            assert_eq!(status(s.as_str()).unwrap(), s);
+        }
+        assert!(matches!(status("done"), Err(StoreError::Corrupt(_))));
+        assert!(matches!(uuid("nope"), Err(StoreError::Corrupt(_))));
+        assert!(matches!(time(i64::MAX), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn now_is_exactly_representable() {
+        let (at, micros) = now();
+        assert_eq!(at.timestamp_micros(), micros);
+        assert_eq!(time(micros).unwrap(), at);
+    }
+}

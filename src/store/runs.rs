@@ -1,0 +1,189 @@
+//! Runs: created `running`, finished exactly once.
+//!
+//! "Exactly once" is a property of the SQL, not of the caller: `finish_run` only updates a row
+//! that is still `running`, so a cancel racing a normal completion writes one terminal state and
+//! the loser learns it lost (`false`). A partial unique index keeps at most one running run per
+//! conversation, so `create_run` for a busy conversation fails with [`StoreError::Conflict`]
+//! even across processes sharing a PostgreSQL database.
+
+use uuid::Uuid;
+
+use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
+use super::{with_pool, NewRun, RunFinish, RunRow, Store, StoreError};
+use crate::agent::events::RunStatus;
+use crate::llm::Usage;
+
+#[derive(sqlx::FromRow)]
+struct RunRecord {
+    id: String,
+    conversation_id: String,
+    owner: String,
+    status: String,
+    mode: String,
+    model: String,
+    iterations: i64,
+    tool_calls: i64,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    total_tokens: i64,
+    llm_calls: i64,
+    started_at: i64,
+    finished_at: Option<i64>,
+    error: Option<String>,
+}
+
+impl RunRecord {
+    fn into_model(self) -> Result<RunRow, StoreError> {
+        Ok(RunRow {
+            id: uuid(&self.id)?,
+            conversation_id: uuid(&self.conversation_id)?,
+            owner: self.owner,
+            status: status(&self.status)?,
+            mode: self.mode,
+            model: self.model,
+            iterations: to_u32(self.iterations),
+            tool_calls: to_u32(self.tool_calls),
+            usage: Usage {
+                prompt_tokens: to_u64(self.prompt_tokens),
+                completion_tokens: to_u64(self.completion_tokens),
+                total_tokens: to_u64(self.total_tokens),
+                llm_calls: to_u64(self.llm_calls),
+            },
+            started_at: time(self.started_at)?,
+            finished_at: self.finished_at.map(time).transpose()?,
+            error: self.error,
+        })
+    }
+}
+
+macro_rules! select_runs {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, conversation_id, owner, status, mode, model, iterations, tool_calls, ",
+            "prompt_tokens, completion_tokens, total_tokens, llm_calls, started_at, ",
+            "finished_at, error FROM runs ",
+            $rest
+        )
+    };
+}
+
+fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
+    records.into_iter().map(RunRecord::into_model).collect()
+}
+
+impl Store {
+    /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when
+    /// the conversation already has a running run.
+    pub async fn create_run(&self, new: NewRun) -> Result<(), StoreError> {
+        let (_, micros) = now();
+        with_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
+            )
+            .bind(new.id.to_string())
+            .bind(new.conversation_id.to_string())
+            .bind(&new.owner)
+            .bind(&new.mode)
+            .bind(&new.model)
+            .bind(micros)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Writes the terminal state and `finished_at`, only if the run is still running. `false`
+    /// when it was already finished, does not exist, or `finish.status` is `Running` (not a
+    /// terminal state).
+    pub async fn finish_run(&self, id: Uuid, finish: RunFinish) -> Result<bool, StoreError> {
+        if finish.status == RunStatus::Running {
+            return Ok(false);
+        }
+        let (_, micros) = now();
+        let usage = finish.usage;
+        let updated = with_pool!(self, |pool| {
+            sqlx::query(
+                "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
+                 prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
+                 error = $8, finished_at = $9 WHERE id = $10 AND status = 'running'",
+            )
+            .bind(finish.status.as_str())
+            .bind(i64::from(finish.iterations))
+            .bind(i64::from(finish.tool_calls))
+            .bind(to_i64(usage.prompt_tokens))
+            .bind(to_i64(usage.completion_tokens))
+            .bind(to_i64(usage.total_tokens))
+            .bind(to_i64(usage.llm_calls))
+            .bind(&finish.error)
+            .bind(micros)
+            .bind(id.to_string())
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// A run of `owner`; `None` when missing or someone else's.
+    pub async fn get_run(&self, owner: &str, id: Uuid) -> Result<Option<RunRow>, StoreError> {
+        let record: Option<RunRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_runs!("WHERE id = $1 AND owner = $2"))
+                .bind(id.to_string())
+                .bind(owner)
+                .fetch_optional(pool)
+                .await?
+        });
+        record.map(RunRecord::into_model).transpose()
+    }
+
+    /// A run whoever owns it: for the run manager, never for a client-supplied id.
+    pub async fn get_run_any(&self, id: Uuid) -> Result<Option<RunRow>, StoreError> {
+        let record: Option<RunRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_runs!("WHERE id = $1"))
+                .bind(id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        record.map(RunRecord::into_model).transpose()
+    }
+
+    /// Every run still marked running, oldest first: at start-up these are runs a previous
+    /// process did not finish.
+    pub async fn running_runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let records: Vec<RunRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_runs!(
+                "WHERE status = 'running' ORDER BY started_at, id"
+            ))
+            .fetch_all(pool)
+            .await?
+        });
+        into_models(records)
+    }
+
+    /// The running run of a conversation, if any.
+    pub async fn active_run_for(&self, conversation_id: Uuid) -> Result<Option<Uuid>, StoreError> {
+        let id: Option<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(
+                "SELECT id FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
+            )
+            .bind(conversation_id.to_string())
+            .fetch_optional(pool)
+            .await?
+        });
+        id.as_deref().map(uuid).transpose()
+    }
+
+    /// The runs of a conversation, oldest first (for history views and tests).
+    pub async fn list_runs(&self, conversation_id: Uuid) -> Result<Vec<RunRow>, StoreError> {
+        let records: Vec<RunRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_runs!(
+                "WHERE conversation_id = $1 ORDER BY started_at, id"
+            ))
+            .bind(conversation_id.to_string())
+            .fetch_all(pool)
+            .await?
+        });
+        into_models(records)
+    }
+}

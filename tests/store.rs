@@ -1,0 +1,681 @@
+//! The store suite, written once against `&Store` and run on both backends.
+//!
+//! SQLite runs on a temp file. PostgreSQL runs on a fresh database
+//! `reagent_test_<random>` created from `postgres://postgres@127.0.0.1:5432/test` and dropped
+//! afterwards (even when an assertion fails). When PostgreSQL is unreachable the test FAILS,
+//! unless `REAGENT_SKIP_PG=1` is set in the environment (for machines without it).
+
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use reagent::agent::artifacts::ArtifactSink;
+use reagent::agent::events::RunStatus;
+use reagent::llm::Usage;
+use reagent::store::{
+    AuditRow, NewConversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent,
+};
+use reagent::tools::Artifact;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A fresh owner name, so the parts of the suite never see each other's rows.
+fn owner(tag: &str) -> String {
+    format!("{tag}-{}", Uuid::new_v4().simple())
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+async fn conversation(store: &Store, owner: &str) -> Uuid {
+    store
+        .create_conversation(owner, NewConversation::default())
+        .await
+        .unwrap()
+        .id
+}
+
+async fn run(store: &Store, owner: &str, conversation_id: Uuid) -> Uuid {
+    let id = Uuid::new_v4();
+    let new = NewRun {
+        id,
+        conversation_id,
+        owner: owner.to_string(),
+        mode: "native".into(),
+        model: "m".into(),
+    };
+    store.create_run(new).await.unwrap();
+    id
+}
+
+fn events(range: std::ops::RangeInclusive<i64>) -> Vec<StoredEvent> {
+    range
+        .map(|seq| StoredEvent {
+            seq,
+            name: "step".into(),
+            data: format!("{{\"n\":{seq}}}"),
+        })
+        .collect()
+}
+
+fn finish(status: RunStatus) -> RunFinish {
+    RunFinish {
+        status,
+        iterations: 3,
+        tool_calls: 2,
+        usage: Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            total_tokens: 15,
+            llm_calls: 2,
+        },
+        error: None,
+    }
+}
+
+async fn suite(store: &Store) {
+    store.ping().await.unwrap();
+    conversations_crud_and_isolation(store).await;
+    conversations_pagination(store).await;
+    messages_order_and_recall(store).await;
+    run_lifecycle(store).await;
+    events_log(store).await;
+    concurrent_event_appends(store).await;
+    audit_rows(store).await;
+    artifacts_round_trip(store).await;
+    delete_cascades(store).await;
+}
+
+async fn conversations_crud_and_isolation(store: &Store) {
+    let alice = owner("alice");
+    let bob = owner("bob");
+    let new = NewConversation {
+        title: Some("first".into()),
+        model: Some("gpt".into()),
+        system_prompt: Some("be brief".into()),
+        tools: Some(vec!["calculator".into(), "http_get".into()]),
+    };
+    let created = store.create_conversation(&alice, new).await.unwrap();
+    let got = store
+        .get_conversation(&alice, created.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, created);
+    assert_eq!(got.tools.as_deref().unwrap(), ["calculator", "http_get"]);
+
+    let wire = serde_json::to_value(&got).unwrap();
+    assert_eq!(
+        keys(&wire),
+        [
+            "active_run_id",
+            "created_at",
+            "id",
+            "model",
+            "system_prompt",
+            "title",
+            "tools",
+            "updated_at"
+        ]
+    );
+    assert_eq!(wire["id"], json!(created.id.to_string()));
+
+    assert!(store
+        .get_conversation(&bob, created.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store
+        .rename_conversation(&bob, created.id, "x")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(!store.delete_conversation(&bob, created.id).await.unwrap());
+    assert!(store
+        .list_conversations(&bob, 10, None)
+        .await
+        .unwrap()
+        .0
+        .is_empty());
+
+    let renamed = store
+        .rename_conversation(&alice, created.id, "second")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("second"));
+    assert!(renamed.updated_at >= created.updated_at);
+    assert_eq!(renamed.created_at, created.created_at);
+
+    assert!(store.delete_conversation(&alice, created.id).await.unwrap());
+    assert!(store
+        .get_conversation(&alice, created.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(!store.delete_conversation(&alice, created.id).await.unwrap());
+}
+
+async fn conversations_pagination(store: &Store) {
+    let who = owner("pager");
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(conversation(store, &who).await);
+    }
+    // Touching the first one makes it the most recently updated.
+    store.touch_conversation(ids[0]).await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let (items, next) = store.list_conversations(&who, 2, cursor).await.unwrap();
+        assert!(items.len() <= 2);
+        seen.extend(items);
+        pages += 1;
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+        assert!(pages < 10, "pagination does not terminate");
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 5);
+    assert_eq!(
+        seen.iter().map(|c| c.id).collect::<HashSet<_>>(),
+        ids.iter().copied().collect()
+    );
+    assert_eq!(seen[0].id, ids[0], "touched conversation first");
+    for pair in seen.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            (a.updated_at, a.id) > (b.updated_at, b.id),
+            "newest first, ties by id"
+        );
+    }
+
+    // An exact fit ends with no cursor.
+    let (all, next) = store.list_conversations(&who, 5, None).await.unwrap();
+    assert_eq!(all.len(), 5);
+    assert!(next.is_none());
+
+    let bad = store
+        .list_conversations(&who, 2, Some("garbage".into()))
+        .await;
+    assert!(matches!(bad, Err(StoreError::InvalidCursor)));
+}
+
+async fn messages_order_and_recall(store: &Store) {
+    let who = owner("msg");
+    let conv = conversation(store, &who).await;
+    let run_id = Uuid::new_v4();
+    let interrupt_id = Uuid::new_v4();
+    let contents = ["question", "wait, also this", "the answer"];
+    let shapes = [
+        ("user", "query", None, None),
+        ("user", "interrupt", Some(interrupt_id), None),
+    ];
+    for ((role, kind, id, run), content) in shapes.into_iter().zip(contents) {
+        let new = NewMessage {
+            id,
+            conversation_id: conv,
+            role: role.into(),
+            kind: kind.into(),
+            content: content.into(),
+            run_id: run,
+        };
+        store.add_message(new).await.unwrap();
+    }
+    let answer = NewMessage {
+        id: None,
+        conversation_id: conv,
+        role: "assistant".into(),
+        kind: "answer".into(),
+        content: contents[2].into(),
+        run_id: Some(run_id),
+    };
+    let stored = store.add_message(answer).await.unwrap();
+
+    let list = store.list_messages(conv).await.unwrap();
+    assert_eq!(
+        list.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+        contents
+    );
+    assert_eq!(list[1].id, interrupt_id);
+    assert_eq!(list[2], stored);
+    assert_eq!(list[2].run_id, Some(run_id));
+    let wire = serde_json::to_value(&list[2]).unwrap();
+    assert_eq!(
+        keys(&wire),
+        ["content", "created_at", "id", "kind", "role", "run_id"]
+    );
+    assert_eq!(wire["run_id"], json!(run_id.to_string()));
+
+    assert!(!store
+        .delete_message(Uuid::new_v4(), interrupt_id)
+        .await
+        .unwrap());
+    assert!(store.delete_message(conv, interrupt_id).await.unwrap());
+    assert!(!store.delete_message(conv, interrupt_id).await.unwrap());
+    let left: Vec<_> = store
+        .list_messages(conv)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.kind)
+        .collect();
+    assert_eq!(left, ["query", "answer"]);
+
+    let bad_role = NewMessage {
+        id: None,
+        conversation_id: conv,
+        role: "system".into(),
+        kind: "query".into(),
+        content: "x".into(),
+        run_id: None,
+    };
+    assert!(
+        store.add_message(bad_role).await.is_err(),
+        "role is constrained"
+    );
+}
+
+async fn run_lifecycle(store: &Store) {
+    let who = owner("runs");
+    let conv = conversation(store, &who).await;
+    let id = run(store, &who, conv).await;
+
+    let row = store.get_run(&who, id).await.unwrap().unwrap();
+    assert_eq!(
+        (row.status, row.conversation_id, row.finished_at),
+        (RunStatus::Running, conv, None)
+    );
+    assert!(store.get_run("someone-else", id).await.unwrap().is_none());
+    assert_eq!(store.get_run_any(id).await.unwrap().unwrap(), row);
+    assert_eq!(store.active_run_for(conv).await.unwrap(), Some(id));
+    let c = store.get_conversation(&who, conv).await.unwrap().unwrap();
+    assert_eq!(c.active_run_id, Some(id));
+    assert!(store
+        .running_runs()
+        .await
+        .unwrap()
+        .iter()
+        .any(|r| r.id == id));
+
+    // One running run per conversation.
+    let second = NewRun {
+        id: Uuid::new_v4(),
+        conversation_id: conv,
+        owner: who.clone(),
+        mode: "json".into(),
+        model: "m".into(),
+    };
+    assert!(matches!(
+        store.create_run(second).await,
+        Err(StoreError::Conflict(_))
+    ));
+
+    assert!(!store
+        .finish_run(id, finish(RunStatus::Running))
+        .await
+        .unwrap());
+    assert!(store
+        .finish_run(id, finish(RunStatus::Completed))
+        .await
+        .unwrap());
+    let mut late = finish(RunStatus::Cancelled);
+    late.error = Some("too late".into());
+    assert!(
+        !store.finish_run(id, late).await.unwrap(),
+        "terminal state written once"
+    );
+    assert!(!store
+        .finish_run(Uuid::new_v4(), finish(RunStatus::Failed))
+        .await
+        .unwrap());
+
+    let done = store.get_run(&who, id).await.unwrap().unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(
+        (done.iterations, done.tool_calls, done.error.as_deref()),
+        (3, 2, None)
+    );
+    assert_eq!(done.usage, finish(RunStatus::Completed).usage);
+    assert!(done.finished_at.unwrap() >= done.started_at);
+    assert_eq!(store.active_run_for(conv).await.unwrap(), None);
+    assert!(store
+        .get_conversation(&who, conv)
+        .await
+        .unwrap()
+        .unwrap()
+        .active_run_id
+        .is_none());
+    assert!(!store
+        .running_runs()
+        .await
+        .unwrap()
+        .iter()
+        .any(|r| r.id == id));
+
+    let wire = serde_json::to_value(&done).unwrap();
+    assert_eq!(
+        keys(&wire),
+        [
+            "conversation_id",
+            "error",
+            "finished_at",
+            "id",
+            "iterations",
+            "mode",
+            "model",
+            "started_at",
+            "status",
+            "tool_calls",
+            "usage"
+        ]
+    );
+    assert_eq!(wire["status"], "completed");
+    assert_eq!(
+        wire["usage"],
+        json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "llm_calls": 2})
+    );
+
+    // Once finished, the conversation can run again.
+    let again = run(store, &who, conv).await;
+    assert_eq!(store.list_runs(conv).await.unwrap().len(), 2);
+    assert!(store
+        .finish_run(again, finish(RunStatus::Failed))
+        .await
+        .unwrap());
+}
+
+async fn events_log(store: &Store) {
+    let who = owner("events");
+    let conv = conversation(store, &who).await;
+    let id = run(store, &who, conv).await;
+    assert_eq!(store.last_event_seq(id).await.unwrap(), 0);
+    assert!(store.list_events(id, 0).await.unwrap().is_empty());
+    store.append_events(id, &[]).await.unwrap();
+
+    store.append_events(id, &events(1..=300)).await.unwrap();
+    store.append_events(id, &events(301..=500)).await.unwrap();
+    assert_eq!(store.last_event_seq(id).await.unwrap(), 500);
+    let all = store.list_events(id, 0).await.unwrap();
+    assert_eq!(all, events(1..=500));
+    let tail = store.list_events(id, 450).await.unwrap();
+    assert_eq!(tail.first().map(|e| e.seq), Some(451));
+    assert_eq!(tail.len(), 50);
+    assert!(store.list_events(id, 500).await.unwrap().is_empty());
+    assert_eq!(
+        store.list_events_page(id, 10, 5).await.unwrap(),
+        events(11..=15)
+    );
+
+    // A retried batch overlapping stored events neither fails nor rewrites them.
+    let mut retry = events(499..=501);
+    retry[0].data = "{\"changed\":true}".into();
+    store.append_events(id, &retry).await.unwrap();
+    assert_eq!(store.last_event_seq(id).await.unwrap(), 501);
+    assert_eq!(
+        store.list_events(id, 498).await.unwrap()[0],
+        events(499..=499)[0]
+    );
+
+    // Another run's log is separate.
+    let other = run(store, &who, conversation(store, &who).await).await;
+    store.append_events(other, &events(1..=3)).await.unwrap();
+    assert_eq!(store.last_event_seq(other).await.unwrap(), 3);
+    assert_eq!(store.list_events(id, 0).await.unwrap().len(), 501);
+}
+
+async fn concurrent_event_appends(store: &Store) {
+    let who = owner("concurrent");
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let store = store.clone();
+        let who = who.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = run(&store, &who, conversation(&store, &who).await).await;
+            for start in (1..=100).step_by(10) {
+                store
+                    .append_events(id, &events(start..=start + 9))
+                    .await
+                    .unwrap();
+            }
+            id
+        }));
+    }
+    for task in tasks {
+        let id = task.await.unwrap();
+        assert_eq!(store.list_events(id, 0).await.unwrap(), events(1..=100));
+    }
+}
+
+async fn audit_rows(store: &Store) {
+    let who = owner("audit");
+    let conv = conversation(store, &who).await;
+    let id = run(store, &who, conv).await;
+    let at = chrono::DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
+    let rows: Vec<AuditRow> = ["calculator", "http_get"]
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| AuditRow {
+            run_id: id,
+            conversation_id: conv,
+            call_id: format!("call_{i}"),
+            tool: tool.to_string(),
+            arguments: json!({"expression": "1+1", "nested": {"i": i}}),
+            result_size: 42 + i as i64,
+            duration_ms: 7,
+            outcome: if i == 0 { "ok".into() } else { "error".into() },
+            at,
+        })
+        .collect();
+    for row in &rows {
+        store.insert_audit(row.clone()).await.unwrap();
+    }
+    assert_eq!(store.list_audit(id).await.unwrap(), rows);
+    assert!(store.list_audit(Uuid::new_v4()).await.unwrap().is_empty());
+}
+
+async fn artifacts_round_trip(store: &Store) {
+    let who = owner("art");
+    let id = run(store, &who, conversation(store, &who).await).await;
+    let data = vec![0u8, 1, 2, 255, 254, b'<', b'h'];
+    let artifact = Artifact {
+        name: "page.html".into(),
+        mime_type: "text/html".into(),
+        data: data.clone(),
+    };
+    let r = store.put_artifact(id, artifact.clone()).await.unwrap();
+    assert_eq!(r.url, format!("/api/artifacts/{}", r.id));
+    assert_eq!(
+        (r.name.as_str(), r.mime_type.as_str(), r.size),
+        ("page.html", "text/html", data.len())
+    );
+
+    let art_id = Uuid::parse_str(&r.id).unwrap();
+    let got = store.get_artifact(&who, art_id).await.unwrap().unwrap();
+    assert_eq!((got.id, got.run_id, got.data), (art_id, id, data));
+    assert!(store
+        .get_artifact("intruder", art_id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store
+        .get_artifact(&who, Uuid::new_v4())
+        .await
+        .unwrap()
+        .is_none());
+
+    assert!(matches!(
+        store.put_artifact(Uuid::new_v4(), artifact.clone()).await,
+        Err(StoreError::NotFound)
+    ));
+
+    // Through the engine's sink trait.
+    let sink: &dyn ArtifactSink = store;
+    let via_sink = sink.store(&id.to_string(), artifact.clone()).await.unwrap();
+    let stored = store
+        .get_artifact(&who, Uuid::parse_str(&via_sink.id).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(stored.unwrap().name, "page.html");
+    assert!(sink.store("not-a-uuid", artifact).await.is_err());
+}
+
+async fn delete_cascades(store: &Store) {
+    let who = owner("cascade");
+    let conv = conversation(store, &who).await;
+    let id = run(store, &who, conv).await;
+    let msg = NewMessage {
+        id: None,
+        conversation_id: conv,
+        role: "user".into(),
+        kind: "query".into(),
+        content: "q".into(),
+        run_id: Some(id),
+    };
+    store.add_message(msg).await.unwrap();
+    store.append_events(id, &events(1..=5)).await.unwrap();
+    let audit = AuditRow {
+        run_id: id,
+        conversation_id: conv,
+        call_id: "c".into(),
+        tool: "t".into(),
+        arguments: json!({}),
+        result_size: 0,
+        duration_ms: 0,
+        outcome: "ok".into(),
+        at: chrono::Utc::now(),
+    };
+    store.insert_audit(audit).await.unwrap();
+    let artifact = Artifact {
+        name: "a".into(),
+        mime_type: "text/plain".into(),
+        data: b"x".to_vec(),
+    };
+    let art = store.put_artifact(id, artifact).await.unwrap();
+
+    assert!(store.delete_conversation(&who, conv).await.unwrap());
+    assert!(store.list_messages(conv).await.unwrap().is_empty());
+    assert!(store.get_run_any(id).await.unwrap().is_none());
+    assert!(store.list_events(id, 0).await.unwrap().is_empty());
+    assert_eq!(store.last_event_seq(id).await.unwrap(), 0);
+    assert!(store.list_audit(id).await.unwrap().is_empty());
+    let art_id = Uuid::parse_str(&art.id).unwrap();
+    assert!(store.get_artifact(&who, art_id).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn sqlite_suite_creates_file_and_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join("deeper").join("reagent.db");
+    assert!(!path.parent().unwrap().exists());
+    let url = format!("sqlite://{}", path.display());
+
+    let store = Store::connect(&url).await.unwrap();
+    assert!(path.exists(), "connect creates the directory and the file");
+    assert_eq!(store.backend(), "sqlite");
+    suite(&store).await;
+
+    let who = owner("restart");
+    let conv = store
+        .create_conversation(
+            &who,
+            NewConversation {
+                title: Some("kept".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let id = run(&store, &who, conv.id).await;
+    store.append_events(id, &events(1..=3)).await.unwrap();
+    let wal = path.with_file_name("reagent.db-wal");
+    assert!(wal.exists(), "WAL journal mode");
+    store.close().await;
+
+    // A restart: migrations are re-checked, data is still there, the run is still running.
+    let store = Store::connect(&url).await.unwrap();
+    assert_eq!(
+        store
+            .get_conversation(&who, conv.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .title
+            .as_deref(),
+        Some("kept")
+    );
+    assert_eq!(store.list_events(id, 0).await.unwrap(), events(1..=3));
+    assert!(store
+        .running_runs()
+        .await
+        .unwrap()
+        .iter()
+        .any(|r| r.id == id));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_in_memory_works() {
+    let store = Store::connect("sqlite::memory:").await.unwrap();
+    let who = owner("mem");
+    let id = conversation(&store, &who).await;
+    assert!(store.get_conversation(&who, id).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn unsupported_url_is_rejected() {
+    assert!(matches!(
+        Store::connect("mysql://x").await,
+        Err(StoreError::UnsupportedUrl)
+    ));
+}
+
+#[tokio::test]
+async fn postgres_suite() {
+    if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
+        eprintln!("REAGENT_SKIP_PG=1: skipping the PostgreSQL suite");
+        return;
+    }
+    let admin = sqlx::PgPool::connect(PG_ADMIN_URL)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); set REAGENT_SKIP_PG=1 to skip")
+        });
+    let name = format!("reagent_test_{}", Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+
+    let outcome = AssertUnwindSafe(async {
+        let store = Store::connect(&url).await.unwrap();
+        assert_eq!(store.backend(), "postgres");
+        suite(&store).await;
+        store.close().await;
+        // Reconnecting re-runs the migrator over an up-to-date schema.
+        let again = Store::connect(&url).await.unwrap();
+        again.ping().await.unwrap();
+        again.close().await;
+    })
+    .catch_unwind()
+    .await;
+
+    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&admin)
+        .await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    dropped.unwrap();
+}
