@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod config;
 pub mod llm;
+pub mod runs;
 pub mod server;
 pub mod store;
 pub mod testing;

@@ -100,7 +100,10 @@ impl EventLog {
     }
 
     /// Replays events after `after`, then follows until the log closes.
-    pub fn subscribe(self: &Arc<Self>, after: u64) -> impl Stream<Item = Arc<LoggedEvent>> + Send + 'static {
+    pub fn subscribe(
+        self: &Arc<Self>,
+        after: u64,
+    ) -> impl Stream<Item = Arc<LoggedEvent>> + Send + 'static {
         let log = self.clone();
         let rx = self.version.subscribe();
         futures::stream::unfold(

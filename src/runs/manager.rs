@@ -19,8 +19,8 @@ use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, RunStatus};
 use crate::agent::hooks::HookRunner;
 use crate::agent::interrupts::Recall;
 use crate::agent::{AgentConfig, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput};
-use crate::llm::{Llm, Message, Usage};
 use crate::llm::registry::ModelRegistry;
+use crate::llm::{Llm, Message, Usage};
 use crate::store::{Conversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent};
 use crate::tools::ToolRegistry;
 
@@ -273,8 +273,13 @@ impl RunManager {
                 let text = "Sorry, the run failed because of an internal error.".to_string();
                 for ev in [
                     AgentEvent::Answer(AnswerEvent::Start),
-                    AgentEvent::Answer(AnswerEvent::Delta { content: text.clone() }),
-                    AgentEvent::Answer(AnswerEvent::Done { content: text.clone(), fallback: true }),
+                    AgentEvent::Answer(AnswerEvent::Delta {
+                        content: text.clone(),
+                    }),
+                    AgentEvent::Answer(AnswerEvent::Done {
+                        content: text.clone(),
+                        fallback: true,
+                    }),
                     AgentEvent::Done(DoneEvent {
                         status: RunStatus::Failed,
                         iterations: 0,
@@ -400,7 +405,9 @@ impl RunManager {
         let queue = self.queues.get(&conversation_id).map(|q| q.clone());
         match queue.map(|q| q.recall(interrupt_id)) {
             Some(Recall::Recalled) => {
-                self.store.delete_message(conversation_id, interrupt_id).await?;
+                self.store
+                    .delete_message(conversation_id, interrupt_id)
+                    .await?;
                 Ok(())
             }
             _ => Err(RunError::NotPending),
@@ -467,9 +474,18 @@ impl RunManager {
             } else {
                 tail.push(AgentEvent::Answer(AnswerEvent::Start));
             }
-            tail.push(AgentEvent::Answer(AnswerEvent::Delta { content: text.clone() }));
-            tail.push(AgentEvent::Answer(AnswerEvent::Done { content: text.clone(), fallback: true }));
-            let mode = if run.mode == "native" { Mode::Native } else { Mode::Json };
+            tail.push(AgentEvent::Answer(AnswerEvent::Delta {
+                content: text.clone(),
+            }));
+            tail.push(AgentEvent::Answer(AnswerEvent::Done {
+                content: text.clone(),
+                fallback: true,
+            }));
+            let mode = if run.mode == "native" {
+                Mode::Native
+            } else {
+                Mode::Json
+            };
             tail.push(AgentEvent::Done(DoneEvent {
                 status: RunStatus::Failed,
                 iterations: run.iterations,
@@ -514,11 +530,13 @@ impl RunManager {
     pub async fn shutdown(&self, grace: Duration) {
         self.shutdown.cancel();
         self.tracker.close();
-        if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("runs did not finish within the shutdown grace period");
         }
     }
-
 }
 
 /// Writes the log to the database in batches, off the token path: it sleeps when nothing is

@@ -4,6 +4,7 @@
 
 pub mod log;
 pub mod manager;
+pub mod setup;
 
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{LiveRun, RunError, RunManager, StartRun};

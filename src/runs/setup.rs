@@ -1,0 +1,86 @@
+//! Builds the run machinery's parts from the configuration: the engine settings, the tool
+//! registry (built-ins plus `[[tools.http]]`) and the hook chain. Kept apart from `main` so the
+//! binary and the integration tests assemble the service the same way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::hooks::approval::ApprovalBroker;
+use crate::agent::hooks::builtin::{build_hooks, AuditSink, HookDeps};
+use crate::agent::hooks::HookRunner;
+use crate::agent::AgentConfig;
+use crate::config::{Config, ReactConfig};
+use crate::tools::builtin::builtin_registry;
+use crate::tools::http_request::HttpRequestOptions;
+use crate::tools::http_tool::HttpTool;
+use crate::tools::ssrf::SsrfPolicy;
+use crate::tools::ToolRegistry;
+
+/// Why the run machinery could not be assembled (start-up fails with this message).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("tools.http: tool '{name}': {message}")]
+    Tool { name: String, message: String },
+    #[error("{0}")]
+    Hooks(String),
+}
+
+/// The engine settings of `[react]` / `REACT_*` (SPEC §6).
+pub fn agent_config(react: &ReactConfig) -> AgentConfig {
+    AgentConfig {
+        max_iterations: react.max_iterations,
+        tool_selection_threshold: react.tool_selection_threshold as usize,
+        tool_selection_max: react.tool_selection_max as usize,
+        self_reflection_interval: react.self_reflection_interval,
+        cycle_detection_threshold: react.cycle_detection_threshold,
+        completion_check: react.completion_check,
+        completion_check_min_tools: react.completion_check_min_tools,
+        synthesis_truncation: react.synthesis_truncation,
+        context_budget_tokens: react.context_budget_tokens.map(|t| t as usize),
+        use_native_tools: react.use_native_tools,
+        mode: None,
+        tool_timeout: Duration::from_secs(react.tool_timeout_s),
+        system_prompt: None,
+    }
+}
+
+/// Built-in tools plus the configured HTTP tools.
+pub fn tool_registry(
+    config: &Config,
+    client: &reqwest::Client,
+) -> Result<ToolRegistry, SetupError> {
+    let tools = &config.tools;
+    let mut registry = builtin_registry(HttpRequestOptions {
+        policy: SsrfPolicy {
+            allow_private: tools.allow_private_http,
+            ..SsrfPolicy::default()
+        },
+        max_response_bytes: tools.http_max_response_bytes,
+        ..HttpRequestOptions::default()
+    });
+    for spec in &tools.http {
+        let tool = HttpTool::new(spec.clone(), client.clone()).map_err(|e| SetupError::Tool {
+            name: spec.name.clone(),
+            message: e.to_string(),
+        })?;
+        registry.register(Arc::new(tool));
+    }
+    Ok(registry)
+}
+
+/// The hook chain of `[[hooks]]`, plus the approval hook when a tool requires approval.
+pub fn hook_runner(
+    config: &Config,
+    tools: &ToolRegistry,
+    approvals: Arc<ApprovalBroker>,
+    audit: Option<Arc<dyn AuditSink>>,
+    client: &reqwest::Client,
+) -> Result<HookRunner, SetupError> {
+    let deps = HookDeps {
+        audit,
+        approvals,
+        http: client.clone(),
+    };
+    let needs_approval = tools.iter().any(|t| t.requires_approval());
+    build_hooks(&config.hooks, &deps, needs_approval).map_err(|e| SetupError::Hooks(e.to_string()))
+}
