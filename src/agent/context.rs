@@ -518,18 +518,18 @@ mod tests {
             "type": "object",
             "properties": {"key": {"type": "string", "description": "k".repeat(400)}}
         }));
-        let with_small = estimate_tokens(&msgs, std::slice::from_ref(&small));
+        let one_small = std::slice::from_ref(&small);
+        let small_tokens = estimate_tool_tokens(one_small);
+        // {"type":"object"} is 17 bytes: ceil((6 + 15 + 17) / 4) + overhead.
+        assert_eq!(small_tokens, 10 + TOOL_OVERHEAD_TOKENS);
         assert_eq!(
-            with_small - estimate_tokens(&msgs, &[]),
-            estimate_tool_tokens(std::slice::from_ref(&small))
+            estimate_tokens(&msgs, one_small) - estimate_tokens(&msgs, &[]),
+            small_tokens
         );
-        assert!(
-            estimate_tool_tokens(std::slice::from_ref(&big))
-                > estimate_tool_tokens(&[small.clone()]) + 100
-        );
+        assert!(estimate_tool_tokens(std::slice::from_ref(&big)) > small_tokens + 100);
         assert_eq!(
             estimate_tool_tokens(&[small.clone(), small.clone()]),
-            2 * estimate_tool_tokens(&[small.clone()])
+            2 * small_tokens
         );
         let text = serde_json::to_string(&big.parameters).unwrap();
         assert_eq!(json_len(&big.parameters), text.len());
