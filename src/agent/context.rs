@@ -303,7 +303,7 @@ fn split(messages: &[Message], keep_recent: usize) -> Parts {
 async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String>, Usage) {
     let request = ChatRequest::new(vec![
         Message::system(SUMMARY_SYSTEM_PROMPT),
-        Message::user(summary_prompt(old)),
+        Message::user(summary_prompt(old, transcript_budget(llm))),
     ]);
     match llm.chat(request).await {
         Ok(response) => {
@@ -318,17 +318,39 @@ async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String>, Usage) {
     }
 }
 
+/// Bytes of transcript the summary model can take: about three quarters of its input budget at
+/// 4 bytes per token, so a very long history cannot make the summary call itself overflow.
+fn transcript_budget(llm: &dyn Llm) -> usize {
+    let input_tokens = llm.context_window().saturating_sub(llm.max_output_tokens()) as usize;
+    (input_tokens.saturating_mul(3)).max(SUMMARY_MESSAGE_BYTES * 2)
+}
+
 /// The user prompt of the summary call: the old messages rendered as plain text (structured
 /// tool messages outside their pairing would break provider ordering rules), then the hint with
-/// the last assistant turn of the summarised part as the chain to keep.
-pub(crate) fn summary_prompt(old: &[&Message]) -> String {
+/// the last assistant turn of the summarised part as the chain to keep. A transcript longer than
+/// `max_transcript` bytes loses its middle: the start holds the task's first findings and the
+/// end the latest state, the two things a continuation needs most.
+fn summary_prompt(old: &[&Message], max_transcript: usize) -> String {
+    let mut transcript = String::new();
+    for m in old {
+        render_message(&mut transcript, m, old);
+        transcript.push('\n');
+    }
     let mut out = format!(
         "Transcript of {} earlier messages of the agent's run:\n\n",
         old.len()
     );
-    for m in old {
-        render_message(&mut out, m, old);
-        out.push('\n');
+    if transcript.len() > max_transcript {
+        let head = cut(&transcript, max_transcript / 3);
+        let tail = cut_front(&transcript, max_transcript - head.len());
+        let omitted = transcript.len() - head.len() - tail.len();
+        out.push_str(head);
+        out.push_str(&format!(
+            "\n[… {omitted} bytes of the transcript omitted …]\n"
+        ));
+        out.push_str(tail);
+    } else {
+        out.push_str(&transcript);
     }
     out.push_str(&format!(
         "\n{REASONING_HINT}: keep the agent's latest line of thought below nearly verbatim at the \
@@ -392,6 +414,18 @@ fn cut(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// The longest suffix of `text` of at most `max` bytes that starts on a char boundary.
+fn cut_front(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 /// Cuts the largest non-pinned, non-system contents from `first..` (tool results first, then
@@ -787,5 +821,32 @@ mod tests {
         assert!(is_well_formed(&c.messages));
         assert_eq!(&c.messages[2..5], &input[2..5]);
         assert!(c.messages.contains(&input[3]));
+    }
+
+    #[tokio::test]
+    async fn a_very_long_old_part_cannot_overflow_the_summary_call() {
+        let mut input = history(30);
+        // Multibyte content so the middle cut has to find char boundaries.
+        input[3].content = "é".repeat(3_000);
+        let llm = ScriptedLlm::native().with_context(4_000, 1_000);
+        llm.text("S");
+        let guard = ContextGuard::for_llm(&llm).with_keep_recent(3);
+        let c = guard.compact(&llm, &input, &[]).await;
+        let prompt: String = llm.chat_requests()[0]
+            .messages
+            .iter()
+            .map(|m| m.content.clone())
+            .collect();
+        let max_transcript = 3_000 * 3;
+        assert!(
+            prompt.len() < max_transcript + 2 * SUMMARY_MESSAGE_BYTES,
+            "{}",
+            prompt.len()
+        );
+        assert!(prompt.contains("bytes of the transcript omitted"));
+        assert!(prompt.contains("ééé") && prompt.contains("FACT-a0"), "the start is kept");
+        assert!(prompt.contains("FACT-a28"), "the end is kept");
+        assert!(prompt.contains("Latest reasoning chain:\nthinking 28"));
+        assert!(is_well_formed(&c.messages));
     }
 }
