@@ -844,7 +844,10 @@ mod tests {
             prompt.len()
         );
         assert!(prompt.contains("bytes of the transcript omitted"));
-        assert!(prompt.contains("ééé") && prompt.contains("FACT-a0"), "the start is kept");
+        assert!(
+            prompt.contains("ééé") && prompt.contains("FACT-a0"),
+            "the start is kept"
+        );
         assert!(prompt.contains("FACT-a28"), "the end is kept");
         assert!(prompt.contains("Latest reasoning chain:\nthinking 28"));
         assert!(is_well_formed(&c.messages));
