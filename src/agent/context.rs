@@ -266,7 +266,11 @@ fn split(messages: &[Message], keep_recent: usize) -> Parts {
         .unwrap_or(messages.len());
     let mut tail_start = messages.len().saturating_sub(keep_recent).max(head_end);
     // Never open the tail on a tool result: pull its assistant `tool_calls` message in too.
-    while tail_start > head_end && messages[tail_start].role == Role::Tool {
+    while tail_start > head_end
+        && messages
+            .get(tail_start)
+            .is_some_and(|m| m.role == Role::Tool)
+    {
         tail_start -= 1;
     }
 
@@ -721,6 +725,16 @@ mod tests {
                 .starts_with(&format!("[Context summary of {n} earlier messages]")));
             assert_eq!(llm.chat_requests().len(), 1);
         }
+        // keep_recent 0: everything but the system prompt and pinned messages is summarised.
+        let llm = ScriptedLlm::native();
+        llm.text("all");
+        let guard = ContextGuard::new(100).with_keep_recent(0);
+        let c = guard.compact(&llm, &input, &[]).await;
+        assert_eq!(c.messages.len(), 4);
+        assert!(c.messages[3]
+            .content
+            .starts_with("[Context summary of 12 earlier messages]"));
+        assert!(is_well_formed(&c.messages));
     }
 
     #[tokio::test]
