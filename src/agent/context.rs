@@ -1,13 +1,139 @@
-//! placeholder (helper F): the context guard (SPEC §2.10). Public shape fixed; body being written.
-use crate::llm::{Llm, Message, ToolDefinition, Usage};
+//! The context guard (SPEC §2.10): a cheap token estimate run before every loop LLM call, and
+//! [`ContextGuard::compact`], which brings an over-budget history back under the budget.
+//!
+//! Compaction keeps the leading system message(s), every pinned message (the query, injected
+//! interrupts) and the recent tail verbatim, and replaces the older messages by ONE summary
+//! produced by one LLM call told to preserve the most recent reasoning chain (the "hint").
+//! When that call fails the older messages are simply dropped (truncation), and when the kept
+//! messages alone are still too big the largest non-pinned contents are cut. Every step keeps the
+//! provider protocol intact: an assistant `tool_calls` message always stays directly followed by
+//! its tool results ([`is_well_formed`]). Compaction never fails; it degrades.
+
+use std::io;
+
+use crate::llm::{ChatRequest, Llm, Message, Role, ToolDefinition, Usage};
 
 use super::events::CompactEvent;
 
+/// Tokens a provider adds around each message (role markers, separators). OpenAI documents ~3–4.
+pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
+/// Tokens a provider adds around each tool definition (`{"type":"function","function":…}`).
+pub const TOOL_OVERHEAD_TOKENS: usize = 8;
+/// The instruction of the summary prompt that keeps the agent's train of thought alive across a
+/// compaction: without it summaries keep the facts but lose *why* the agent was doing what it did.
+pub const REASONING_HINT: &str = "Preserve the most recent reasoning chain";
+/// Appended to a content cut by the shrinking step, so the model knows it lost something.
+pub const TRUNCATION_MARKER: &str = "\n[… truncated]";
+
+/// Each tool result is cut to this many bytes in the summary prompt: the summary needs what a
+/// result said, not all of it, and the prompt must stay well below the context window.
+const SUMMARY_TOOL_RESULT_BYTES: usize = 2_000;
+/// Each other message (and the hint's reasoning chain) is cut to this many bytes in the prompt.
+const SUMMARY_MESSAGE_BYTES: usize = 4_000;
+/// The shrinking step leaves at least this many bytes of a message it cuts.
+const MIN_KEPT_BYTES: usize = 256;
+
+const SUMMARY_SYSTEM_PROMPT: &str = "You compress the working history of a tool-using AI agent \
+so that it can continue its task with a smaller context. Write a faithful, compact summary of \
+the transcript you are given: the facts found, the tool results that matter (keep exact \
+figures, names, identifiers and URLs), what was tried and failed and why, and the questions \
+still open. Do not invent anything and do not answer the user's task yourself. Plain text, no \
+preamble.";
+
 /// Estimated prompt tokens of these messages plus these tool definitions.
+///
+/// No tokenizer is available, so this is the usual documented estimate (about 4 bytes of English
+/// or JSON per token, see [`estimate_message_tokens`] and [`estimate_tool_tokens`]). It errs on
+/// the generous side for English and under-counts dense scripts (CJK); the provider's typed
+/// "context length exceeded" error and the engine's forced compaction cover the difference.
 pub fn estimate_tokens(messages: &[Message], tools: &[ToolDefinition]) -> usize {
-    let chars: usize = messages.iter().map(|m| m.content.len()).sum::<usize>()
-        + tools.iter().map(|t| t.description.len()).sum::<usize>();
-    chars / 4
+    estimate_message_tokens(messages) + estimate_tool_tokens(tools)
+}
+
+/// Estimated tokens of the messages alone: for each message,
+/// `ceil(bytes / 4) + MESSAGE_OVERHEAD_TOKENS`, where `bytes` counts what a provider receives —
+/// the content, the tool-call ids, names and raw arguments, and a tool message's `tool_call_id`.
+/// `reasoning_content` is not counted: it is never sent back to the provider.
+///
+/// Runs before every loop LLM call, so it allocates nothing and is linear in the history.
+pub fn estimate_message_tokens(messages: &[Message]) -> usize {
+    messages.iter().map(message_tokens).sum()
+}
+
+/// Estimated tokens of the tool definitions: for each tool,
+/// `ceil((name + description + JSON length of the parameters schema) / 4) + TOOL_OVERHEAD_TOKENS`.
+///
+/// The tool set is fixed for a run, so callers compute this once and pass it to
+/// [`ContextGuard::over_budget_with_tool_tokens`]. The schema length is measured by serialising
+/// into a byte counter, not into a string.
+pub fn estimate_tool_tokens(tools: &[ToolDefinition]) -> usize {
+    tools
+        .iter()
+        .map(|t| {
+            let bytes = t.name.len() + t.description.len() + json_len(&t.parameters);
+            bytes.div_ceil(4) + TOOL_OVERHEAD_TOKENS
+        })
+        .sum()
+}
+
+fn message_tokens(m: &Message) -> usize {
+    let calls: usize = m
+        .tool_calls
+        .iter()
+        .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+        .sum();
+    let id = m.tool_call_id.as_deref().map_or(0, str::len);
+    (m.content.len() + calls + id).div_ceil(4) + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// Length of the compact JSON text of `value`, without building the text.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Counter(usize);
+    impl io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Serialising a `Value` into a writer that never fails cannot fail; 0 would only under-count.
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => 0,
+    }
+}
+
+/// True when the history respects the provider protocol: every assistant message with
+/// `tool_calls` is followed directly by one `tool` message per call (any order, nothing in
+/// between), and every `tool` message answers a call of that assistant message. Providers
+/// reject anything else, so the engine may `debug_assert!` it before each call.
+pub fn is_well_formed(messages: &[Message]) -> bool {
+    // Call ids of the last assistant `tool_calls` message still waiting for their result.
+    let mut pending: Vec<&str> = Vec::new();
+    for m in messages {
+        if m.role == Role::Tool {
+            let Some(id) = m.tool_call_id.as_deref() else {
+                return false;
+            };
+            match pending.iter().position(|p| *p == id) {
+                Some(i) => {
+                    pending.swap_remove(i);
+                }
+                None => return false,
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            return false;
+        }
+        if m.role == Role::Assistant {
+            pending.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
+        }
+    }
+    pending.is_empty()
 }
 
 /// The result of one compaction.
@@ -34,29 +160,710 @@ impl ContextGuard {
         }
     }
 
+    /// The default budget of SPEC §2.10: the model's context window minus its max output tokens.
+    pub fn for_llm(llm: &dyn Llm) -> Self {
+        let budget = llm.context_window().saturating_sub(llm.max_output_tokens());
+        Self::new(budget as usize)
+    }
+
+    pub fn with_keep_recent(mut self, keep_recent: usize) -> Self {
+        self.keep_recent = keep_recent;
+        self
+    }
+
     pub fn over_budget(&self, messages: &[Message], tools: &[ToolDefinition]) -> bool {
         estimate_tokens(messages, tools) > self.budget_tokens
     }
 
+    /// [`Self::over_budget`] with the tool definitions' tokens computed once per run by
+    /// [`estimate_tool_tokens`].
+    pub fn over_budget_with_tool_tokens(&self, messages: &[Message], tool_tokens: usize) -> bool {
+        estimate_message_tokens(messages) + tool_tokens > self.budget_tokens
+    }
+
     /// Compacts: system prompt, pinned messages and the recent tail kept; the rest summarised by
     /// one call to `llm` (truncation when that fails). Never fails.
+    ///
+    /// Called while under the budget it is a *forced* compaction (the provider said the prompt
+    /// is too long although the estimate fits): the target is then three quarters of the
+    /// current estimate, so the retried prompt is smaller whenever anything can be cut.
     pub async fn compact(
         &self,
-        _llm: &dyn Llm,
+        llm: &dyn Llm,
         messages: &[Message],
         tools: &[ToolDefinition],
     ) -> Compaction {
-        let tokens = estimate_tokens(messages, tools);
+        let tool_tokens = estimate_tool_tokens(tools);
+        let tokens_before = estimate_message_tokens(messages) + tool_tokens;
+        let target = if tokens_before > self.budget_tokens {
+            self.budget_tokens
+        } else {
+            tokens_before.saturating_mul(3) / 4
+        };
+
+        let parts = split(messages, self.keep_recent);
+        let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+        out.extend_from_slice(&messages[..parts.head_end]);
+        out.extend(parts.kept_old.iter().map(|&i| messages[i].clone()));
+
+        let mut summary = String::new();
+        let mut usage = Usage::default();
+        if !parts.summarised.is_empty() {
+            let old: Vec<&Message> = parts.summarised.iter().map(|&i| &messages[i]).collect();
+            let n = old.len();
+            let (text, call_usage) = summarise(llm, &old).await;
+            usage = call_usage;
+            let note = match text {
+                Some(text) => {
+                    let note = format!("[Context summary of {n} earlier messages]\n{text}");
+                    summary = text;
+                    note
+                }
+                None => {
+                    summary =
+                        format!("[{n} earlier messages were removed to fit the context window]");
+                    summary.clone()
+                }
+            };
+            out.push(Message::user(note));
+        }
+        let first_shrinkable = parts.head_end;
+        out.extend_from_slice(&messages[parts.tail_start..]);
+
+        let cuts = shrink(&mut out, first_shrinkable, tool_tokens, target);
+        if summary.is_empty() && cuts > 0 {
+            summary = format!("[{cuts} long messages were truncated to fit the context window]");
+        }
+
+        let tokens_after = estimate_message_tokens(&out) + tool_tokens;
         Compaction {
-            messages: messages.to_vec(),
             event: CompactEvent {
                 messages_before: messages.len(),
-                messages_after: messages.len(),
-                tokens_before: tokens,
-                tokens_after: tokens,
-                summary: String::new(),
+                messages_after: out.len(),
+                tokens_before,
+                tokens_after,
+                summary,
             },
-            usage: Usage::default(),
+            messages: out,
+            usage,
         }
+    }
+}
+
+/// How a history is cut: `..head_end` leading system messages, then the old part (indices of
+/// the kept pinned units and of the summarised messages), then `tail_start..` the tail.
+struct Parts {
+    head_end: usize,
+    kept_old: Vec<usize>,
+    summarised: Vec<usize>,
+    tail_start: usize,
+}
+
+fn split(messages: &[Message], keep_recent: usize) -> Parts {
+    let head_end = messages
+        .iter()
+        .position(|m| m.role != Role::System)
+        .unwrap_or(messages.len());
+    let mut tail_start = messages.len().saturating_sub(keep_recent).max(head_end);
+    // Never open the tail on a tool result: pull its assistant `tool_calls` message in too.
+    while tail_start > head_end
+        && messages
+            .get(tail_start)
+            .is_some_and(|m| m.role == Role::Tool)
+    {
+        tail_start -= 1;
+    }
+
+    // The old part goes by units (an assistant `tool_calls` message with its results, or one
+    // message); a unit with any pinned message is kept whole so no result loses its call.
+    let mut kept_old = Vec::new();
+    let mut summarised = Vec::new();
+    let mut i = head_end;
+    while i < tail_start {
+        let mut end = i + 1;
+        if messages[i].role == Role::Assistant && !messages[i].tool_calls.is_empty() {
+            while end < tail_start && messages[end].role == Role::Tool {
+                end += 1;
+            }
+        }
+        let target = if messages[i..end].iter().any(|m| m.pinned) {
+            &mut kept_old
+        } else {
+            &mut summarised
+        };
+        target.extend(i..end);
+        i = end;
+    }
+    Parts {
+        head_end,
+        kept_old,
+        summarised,
+        tail_start,
+    }
+}
+
+/// One summary call. `None` when it failed or said nothing; the usage is the call's (zero when
+/// it failed, since a failed call reports none).
+async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String>, Usage) {
+    let request = ChatRequest::new(vec![
+        Message::system(SUMMARY_SYSTEM_PROMPT),
+        Message::user(summary_prompt(old, transcript_budget(llm))),
+    ]);
+    match llm.chat(request).await {
+        Ok(response) => {
+            let text = response.content.trim();
+            let text = (!text.is_empty()).then(|| text.to_string());
+            (text, response.usage)
+        }
+        Err(error) => {
+            tracing::warn!(%error, messages = old.len(), "summary call failed; truncating history");
+            (None, Usage::default())
+        }
+    }
+}
+
+/// Bytes of transcript the summary model can take: about three quarters of its input budget at
+/// 4 bytes per token, so a very long history cannot make the summary call itself overflow.
+fn transcript_budget(llm: &dyn Llm) -> usize {
+    let input_tokens = llm.context_window().saturating_sub(llm.max_output_tokens()) as usize;
+    (input_tokens.saturating_mul(3)).max(SUMMARY_MESSAGE_BYTES * 2)
+}
+
+/// The user prompt of the summary call: the old messages rendered as plain text (structured
+/// tool messages outside their pairing would break provider ordering rules), then the hint with
+/// the last assistant turn of the summarised part as the chain to keep. A transcript longer than
+/// `max_transcript` bytes loses its middle: the start holds the task's first findings and the
+/// end the latest state, the two things a continuation needs most.
+fn summary_prompt(old: &[&Message], max_transcript: usize) -> String {
+    let mut transcript = String::new();
+    for m in old {
+        render_message(&mut transcript, m, old);
+        transcript.push('\n');
+    }
+    let mut out = format!(
+        "Transcript of {} earlier messages of the agent's run:\n\n",
+        old.len()
+    );
+    if transcript.len() > max_transcript {
+        let head = cut(&transcript, max_transcript / 3);
+        let tail = cut_front(&transcript, max_transcript - head.len());
+        let omitted = transcript.len() - head.len() - tail.len();
+        out.push_str(head);
+        out.push_str(&format!(
+            "\n[… {omitted} bytes of the transcript omitted …]\n"
+        ));
+        out.push_str(tail);
+    } else {
+        out.push_str(&transcript);
+    }
+    out.push_str(&format!(
+        "\n{REASONING_HINT}: keep the agent's latest line of thought below nearly verbatim at the \
+         end of your summary, so that it can continue exactly where it stopped.\n"
+    ));
+    if let Some(last) = old.iter().rev().find(|m| m.role == Role::Assistant) {
+        out.push_str("\nLatest reasoning chain:\n");
+        if let Some(reasoning) = last.reasoning_content.as_deref() {
+            out.push_str(cut(reasoning, SUMMARY_MESSAGE_BYTES));
+            out.push('\n');
+        }
+        render_message(&mut out, last, old);
+    }
+    out.push_str("\nWrite the summary now.");
+    out
+}
+
+fn render_message(out: &mut String, m: &Message, context: &[&Message]) {
+    match m.role {
+        Role::Tool => {
+            let id = m.tool_call_id.as_deref().unwrap_or("");
+            let name = context
+                .iter()
+                .flat_map(|c| c.tool_calls.iter())
+                .find(|c| c.id == id)
+                .map_or("unknown tool", |c| c.name.as_str());
+            out.push_str(&format!("tool result ({name}): "));
+            push_cut(out, &m.content, SUMMARY_TOOL_RESULT_BYTES);
+        }
+        role => {
+            out.push_str(match role {
+                Role::System => "system: ",
+                Role::User => "user: ",
+                _ => "assistant: ",
+            });
+            push_cut(out, &m.content, SUMMARY_MESSAGE_BYTES);
+            for c in &m.tool_calls {
+                out.push_str(&format!("\n  called {}(", c.name));
+                push_cut(out, &c.arguments, SUMMARY_TOOL_RESULT_BYTES);
+                out.push(')');
+            }
+        }
+    }
+}
+
+fn push_cut(out: &mut String, text: &str, max: usize) {
+    let kept = cut(text, max);
+    out.push_str(kept);
+    if kept.len() < text.len() {
+        out.push_str(TRUNCATION_MARKER);
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The longest suffix of `text` of at most `max` bytes that starts on a char boundary.
+fn cut_front(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// Cuts the largest non-pinned, non-system contents from `first..` (tool results first, then
+/// the others, each time the biggest) until the estimate reaches `target` or nothing more can be
+/// cut. Each message is cut at most once, to just what is needed or to [`MIN_KEPT_BYTES`].
+/// Returns how many messages were cut.
+fn shrink(messages: &mut [Message], first: usize, tool_tokens: usize, target: usize) -> usize {
+    let mut total = estimate_message_tokens(messages) + tool_tokens;
+    let mut cuts = 0;
+    if total <= target {
+        return cuts;
+    }
+    let mut order: Vec<usize> = (first..messages.len())
+        .filter(|&i| !messages[i].pinned && messages[i].role != Role::System)
+        .filter(|&i| messages[i].content.len() > MIN_KEPT_BYTES + TRUNCATION_MARKER.len())
+        .collect();
+    order.sort_by_key(|&i| {
+        let m = &messages[i];
+        (m.role != Role::Tool, std::cmp::Reverse(m.content.len()))
+    });
+    for i in order {
+        if total <= target {
+            break;
+        }
+        let m = &mut messages[i];
+        let before = message_tokens(m);
+        let excess_bytes = (total - target).saturating_mul(4) + TRUNCATION_MARKER.len();
+        let keep = m
+            .content
+            .len()
+            .saturating_sub(excess_bytes)
+            .max(MIN_KEPT_BYTES);
+        let mut cut_content = cut(&m.content, keep).to_string();
+        cut_content.push_str(TRUNCATION_MARKER);
+        if cut_content.len() >= m.content.len() {
+            continue;
+        }
+        m.content = cut_content;
+        total = total - before + message_tokens(m);
+        cuts += 1;
+    }
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{LlmError, ToolCall};
+    use crate::testing::scripted::{
+        ScriptedLlm, Turn, SCRIPTED_COMPLETION_TOKENS, SCRIPTED_PROMPT_TOKENS,
+    };
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "lookup".into(),
+            arguments: format!(r#"{{"key":"{id}"}}"#),
+        }
+    }
+
+    fn tool_def(schema: serde_json::Value) -> ToolDefinition {
+        ToolDefinition {
+            name: "lookup".into(),
+            description: "Looks a key up.".into(),
+            parameters: schema,
+        }
+    }
+
+    /// System, pinned query, then `rounds` of (assistant with reasoning and two tool calls, two
+    /// ~800-byte results); a pinned interrupt after round 1.
+    fn history(rounds: usize) -> Vec<Message> {
+        let pad = "x".repeat(800);
+        let mut h = vec![
+            Message::system("You are an agent."),
+            Message::user("QUERY: find the thing").pinned(),
+        ];
+        for r in 0..rounds {
+            let mut a = Message::assistant_tool_calls(
+                format!("step {r}: look up a{r} and b{r}"),
+                vec![call(&format!("a{r}")), call(&format!("b{r}"))],
+            );
+            a.reasoning_content = Some(format!("thinking {r}"));
+            h.push(a);
+            h.push(Message::tool(format!("b{r}"), format!("FACT-b{r} {pad}")));
+            h.push(Message::tool(format!("a{r}"), format!("FACT-a{r} {pad}")));
+            if r == 1 {
+                h.push(Message::user("[USER INTERRUPT]\n- also check c").pinned());
+            }
+        }
+        h
+    }
+
+    fn summary_index(out: &[Message]) -> Option<usize> {
+        out.iter().position(|m| {
+            m.content.starts_with("[Context summary of ")
+                || m.content.contains("earlier messages were removed")
+        })
+    }
+
+    #[test]
+    fn estimate_is_linear_and_follows_the_documented_formula() {
+        let one = vec![Message::user("abcd".repeat(25))];
+        assert_eq!(estimate_tokens(&one, &[]), 25 + MESSAGE_OVERHEAD_TOKENS);
+        for n in 1..=20 {
+            let many: Vec<Message> = one.iter().cycle().take(n).cloned().collect();
+            assert_eq!(estimate_tokens(&many, &[]), n * estimate_tokens(&one, &[]));
+        }
+        // Reasoning is never sent back, tool calls are.
+        let mut thinking = one[0].clone();
+        thinking.reasoning_content = Some("r".repeat(4_000));
+        assert_eq!(
+            estimate_message_tokens(&[thinking]),
+            estimate_message_tokens(&one)
+        );
+        let calls = Message::assistant_tool_calls("abcd".repeat(25), vec![call("c1")]);
+        assert!(estimate_message_tokens(&[calls]) > estimate_message_tokens(&one));
+    }
+
+    #[test]
+    fn estimate_counts_tool_definitions() {
+        let msgs = history(1);
+        let small = tool_def(serde_json::json!({"type": "object"}));
+        let big = tool_def(serde_json::json!({
+            "type": "object",
+            "properties": {"key": {"type": "string", "description": "k".repeat(400)}}
+        }));
+        let one_small = std::slice::from_ref(&small);
+        let small_tokens = estimate_tool_tokens(one_small);
+        // {"type":"object"} is 17 bytes: ceil((6 + 15 + 17) / 4) + overhead.
+        assert_eq!(small_tokens, 10 + TOOL_OVERHEAD_TOKENS);
+        assert_eq!(
+            estimate_tokens(&msgs, one_small) - estimate_tokens(&msgs, &[]),
+            small_tokens
+        );
+        assert!(estimate_tool_tokens(std::slice::from_ref(&big)) > small_tokens + 100);
+        assert_eq!(
+            estimate_tool_tokens(&[small.clone(), small.clone()]),
+            2 * small_tokens
+        );
+        let text = serde_json::to_string(&big.parameters).unwrap();
+        assert_eq!(json_len(&big.parameters), text.len());
+    }
+
+    #[test]
+    fn over_budget_is_strictly_above_the_budget() {
+        let msgs = history(2);
+        let tools = [tool_def(serde_json::json!({"type": "object"}))];
+        let tokens = estimate_tokens(&msgs, &tools);
+        assert!(!ContextGuard::new(tokens).over_budget(&msgs, &tools));
+        assert!(ContextGuard::new(tokens - 1).over_budget(&msgs, &tools));
+        let tool_tokens = estimate_tool_tokens(&tools);
+        assert!(!ContextGuard::new(tokens).over_budget_with_tool_tokens(&msgs, tool_tokens));
+        assert!(ContextGuard::new(tokens - 1).over_budget_with_tool_tokens(&msgs, tool_tokens));
+    }
+
+    #[test]
+    fn budget_defaults_to_window_minus_output() {
+        let llm = ScriptedLlm::native().with_context(8_000, 1_000);
+        assert_eq!(ContextGuard::for_llm(&llm).budget_tokens, 7_000);
+    }
+
+    #[test]
+    fn well_formedness_checks_both_directions_of_the_pairing() {
+        let a = Message::assistant_tool_calls("", vec![call("1"), call("2")]);
+        let ok = vec![
+            Message::user("q"),
+            a.clone(),
+            Message::tool("2", "r2"),
+            Message::tool("1", "r1"),
+            Message::user("next"),
+        ];
+        assert!(is_well_formed(&ok));
+        assert!(!is_well_formed(&ok[2..]), "orphan tool result");
+        assert!(!is_well_formed(&ok[..3]), "a call without its result");
+        let interleaved = vec![
+            a.clone(),
+            Message::tool("1", "r1"),
+            Message::user("x"),
+            Message::tool("2", "r2"),
+        ];
+        assert!(!is_well_formed(&interleaved));
+        let wrong_id = vec![
+            a.clone(),
+            Message::tool("1", "r1"),
+            Message::tool("3", "r3"),
+        ];
+        assert!(!is_well_formed(&wrong_id));
+        let mut no_id = Message::tool("1", "r1");
+        no_id.tool_call_id = None;
+        assert!(!is_well_formed(&[
+            Message::assistant_tool_calls("", vec![call("1")]),
+            no_id
+        ]));
+        assert!(is_well_formed(&history(4)));
+    }
+
+    #[tokio::test]
+    async fn compaction_summarises_once_with_the_hint_and_keeps_what_must_stay() {
+        let input = history(4);
+        let tools = [tool_def(serde_json::json!({"type": "object"}))];
+        let guard = ContextGuard::new(1_000).with_keep_recent(3);
+        assert!(guard.over_budget(&input, &tools));
+        let llm = ScriptedLlm::native();
+        llm.text("SUMMARY-TEXT");
+
+        let c = guard.compact(&llm, &input, &tools).await;
+
+        let requests = llm.chat_requests();
+        assert_eq!(requests.len(), 1, "exactly one summary call");
+        assert!(requests[0].tools.is_empty());
+        assert!(requests[0]
+            .messages
+            .iter()
+            .all(|m| matches!(m.role, Role::System | Role::User)));
+        let prompt: String = requests[0]
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        assert!(prompt.contains(REASONING_HINT));
+        assert!(
+            prompt.contains("FACT-a0") && prompt.contains("FACT-b2"),
+            "old content"
+        );
+        assert!(
+            prompt.contains("lookup({\"key\":\"a1\"})"),
+            "tool calls as name(args)"
+        );
+        assert!(
+            prompt.contains("Latest reasoning chain:\nthinking 2"),
+            "the chain to keep"
+        );
+        assert!(!prompt.contains("FACT-a3"), "the tail is not summarised");
+
+        let out = &c.messages;
+        assert_eq!(out[0], input[0]);
+        assert_eq!(out[1], input[1]);
+        assert_eq!(out[2].content, "[USER INTERRUPT]\n- also check c");
+        assert!(out[2].pinned);
+        assert_eq!(
+            out[3].content,
+            "[Context summary of 9 earlier messages]\nSUMMARY-TEXT"
+        );
+        assert_eq!(out[3].role, Role::User);
+        assert!(!out[3].pinned);
+        assert_eq!(&out[4..], &input[input.len() - 3..]);
+        assert!(is_well_formed(out));
+
+        assert_eq!(
+            c.usage,
+            Usage::call(SCRIPTED_PROMPT_TOKENS, SCRIPTED_COMPLETION_TOKENS)
+        );
+        assert_eq!(c.event.summary, "SUMMARY-TEXT");
+        assert_eq!(c.event.messages_before, input.len());
+        assert_eq!(c.event.messages_after, out.len());
+        assert_eq!(c.event.tokens_before, estimate_tokens(&input, &tools));
+        assert_eq!(c.event.tokens_after, estimate_tokens(out, &tools));
+        assert!(c.event.tokens_before > c.event.tokens_after);
+        assert!(c.event.messages_before > c.event.messages_after);
+        assert!(!guard.over_budget(out, &tools));
+    }
+
+    #[tokio::test]
+    async fn no_tail_boundary_orphans_a_tool_result() {
+        let input = history(4);
+        for keep in 1..=10 {
+            let guard = ContextGuard::new(estimate_tokens(&input, &[]) - 1).with_keep_recent(keep);
+            let llm = ScriptedLlm::native();
+            llm.text(&format!("summary {keep}"));
+            let c = guard.compact(&llm, &input, &[]).await;
+            let out = &c.messages;
+            assert!(is_well_formed(out), "keep_recent {keep}: {out:#?}");
+            assert_eq!(out[0], input[0]);
+            let s = summary_index(out).expect("an old part exists for every keep_recent <= 10");
+            let tail = &out[s + 1..];
+            assert!(
+                tail.len() >= keep && tail.len() <= keep + 2,
+                "keep_recent {keep}"
+            );
+            assert_ne!(tail[0].role, Role::Tool);
+            assert_eq!(
+                tail,
+                &input[input.len() - tail.len()..],
+                "tail kept verbatim"
+            );
+            for pinned in input.iter().filter(|m| m.pinned) {
+                assert!(out.contains(pinned), "keep_recent {keep}: pinned lost");
+            }
+            let kept_old = out[1..s].len();
+            let n = input.len() - 1 - kept_old - tail.len();
+            assert!(out[s]
+                .content
+                .starts_with(&format!("[Context summary of {n} earlier messages]")));
+            assert_eq!(llm.chat_requests().len(), 1);
+        }
+        // keep_recent 0: everything but the system prompt and pinned messages is summarised.
+        let llm = ScriptedLlm::native();
+        llm.text("all");
+        let guard = ContextGuard::new(100).with_keep_recent(0);
+        let c = guard.compact(&llm, &input, &[]).await;
+        assert_eq!(c.messages.len(), 4);
+        assert!(c.messages[3]
+            .content
+            .starts_with("[Context summary of 12 earlier messages]"));
+        assert!(is_well_formed(&c.messages));
+    }
+
+    #[tokio::test]
+    async fn failed_or_empty_summary_falls_back_to_truncation() {
+        let input = history(4);
+        let guard = ContextGuard::new(1_000).with_keep_recent(3);
+        let failing = ScriptedLlm::native();
+        failing.push(Turn::Fail(LlmError::Timeout(30)));
+        let c = guard.compact(&failing, &input, &[]).await;
+        let note = "[9 earlier messages were removed to fit the context window]";
+        assert_eq!(c.event.summary, note);
+        assert_eq!(c.usage, Usage::default());
+        assert_eq!(c.messages[3].content, note);
+        assert_eq!(c.messages.len(), 7);
+        assert!(c.messages[1].pinned && c.messages[2].pinned);
+        assert!(is_well_formed(&c.messages));
+
+        let empty = ScriptedLlm::native();
+        empty.text("  \n ");
+        let c = guard.compact(&empty, &input, &[]).await;
+        assert_eq!(c.event.summary, note);
+        assert_eq!(c.usage.llm_calls, 1, "the empty call still cost tokens");
+        assert!(is_well_formed(&c.messages));
+    }
+
+    #[tokio::test]
+    async fn huge_single_tool_result_is_shrunk_below_budget_without_a_summary_call() {
+        let input = vec![
+            Message::system("You are an agent."),
+            Message::user("QUERY").pinned(),
+            Message::assistant_tool_calls("", vec![call("c1")]),
+            Message::tool("c1", "é".repeat(100_000)),
+        ];
+        let guard = ContextGuard::new(2_000);
+        let llm = ScriptedLlm::native();
+        let c = guard.compact(&llm, &input, &[]).await;
+        assert!(llm.chat_requests().is_empty(), "nothing old to summarise");
+        assert_eq!(c.messages.len(), 4);
+        assert_eq!(&c.messages[..3], &input[..3]);
+        assert!(c.messages[3].content.ends_with(TRUNCATION_MARKER));
+        assert!(!guard.over_budget(&c.messages, &[]));
+        assert!(c.event.tokens_after <= 2_000 && c.event.tokens_before > 2_000);
+        assert!(c.event.summary.contains("truncated"));
+        assert!(is_well_formed(&c.messages));
+    }
+
+    #[tokio::test]
+    async fn shrinking_never_cuts_system_or_pinned_messages() {
+        let big = "y".repeat(20_000);
+        let input = vec![
+            Message::system(big.clone()),
+            Message::user(big.clone()).pinned(),
+            Message::assistant_tool_calls("", vec![call("c1")]),
+            Message::tool("c1", big.clone()),
+            Message::assistant(big.clone()),
+        ];
+        let c = ContextGuard::new(1_000)
+            .compact(&ScriptedLlm::native(), &input, &[])
+            .await;
+        assert_eq!(&c.messages[..3], &input[..3]);
+        // Both cuttable messages went down to the floor; the budget cannot be met.
+        for m in &c.messages[3..] {
+            assert_eq!(m.content.len(), MIN_KEPT_BYTES + TRUNCATION_MARKER.len());
+        }
+        assert!(c.event.tokens_after < c.event.tokens_before);
+    }
+
+    #[tokio::test]
+    async fn forced_compaction_under_budget_still_shrinks() {
+        let input = vec![
+            Message::system("s"),
+            Message::user("QUERY").pinned(),
+            Message::assistant_tool_calls("", vec![call("c1")]),
+            Message::tool("c1", "z".repeat(40_000)),
+        ];
+        let guard = ContextGuard::new(1_000_000);
+        assert!(!guard.over_budget(&input, &[]));
+        let c = guard.compact(&ScriptedLlm::native(), &input, &[]).await;
+        assert!(c.event.tokens_after < c.event.tokens_before);
+        assert!(c.event.tokens_after <= c.event.tokens_before * 3 / 4);
+
+        // Nothing cuttable: the history comes back unchanged, and says so.
+        let small = &input[..3];
+        let c = guard.compact(&ScriptedLlm::native(), small, &[]).await;
+        assert_eq!(c.messages, small);
+        assert_eq!(c.event.summary, "");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_message_inside_a_tool_pair_keeps_the_whole_pair() {
+        let mut input = history(3);
+        // Round 0's first tool result is pinned: its assistant and sibling result must stay.
+        input[3].pinned = true;
+        let guard = ContextGuard::new(1_100).with_keep_recent(3);
+        let llm = ScriptedLlm::native();
+        llm.text("S");
+        let c = guard.compact(&llm, &input, &[]).await;
+        assert!(is_well_formed(&c.messages));
+        assert_eq!(&c.messages[2..5], &input[2..5]);
+        assert!(c.messages.contains(&input[3]));
+    }
+
+    #[tokio::test]
+    async fn a_very_long_old_part_cannot_overflow_the_summary_call() {
+        let mut input = history(30);
+        // Multibyte content so the middle cut has to find char boundaries.
+        input[3].content = "é".repeat(3_000);
+        let llm = ScriptedLlm::native().with_context(4_000, 1_000);
+        llm.text("S");
+        let guard = ContextGuard::for_llm(&llm).with_keep_recent(3);
+        let c = guard.compact(&llm, &input, &[]).await;
+        let prompt: String = llm.chat_requests()[0]
+            .messages
+            .iter()
+            .map(|m| m.content.clone())
+            .collect();
+        let max_transcript = 3_000 * 3;
+        assert!(
+            prompt.len() < max_transcript + 2 * SUMMARY_MESSAGE_BYTES,
+            "{}",
+            prompt.len()
+        );
+        assert!(prompt.contains("bytes of the transcript omitted"));
+        assert!(
+            prompt.contains("ééé") && prompt.contains("FACT-a0"),
+            "the start is kept"
+        );
+        assert!(prompt.contains("FACT-a28"), "the end is kept");
+        assert!(prompt.contains("Latest reasoning chain:\nthinking 28"));
+        assert!(is_well_formed(&c.messages));
     }
 }
