@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
-use super::context::ContextGuard;
+use super::context::{estimate_tool_tokens, ContextGuard};
 use super::engine::{ReActAgent, RunHandles, RunInput, StepRecord};
 use super::events::{AgentEvent, EventSink, Mode, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -49,6 +49,8 @@ pub(super) struct LoopRun<'a> {
     mode: Mode,
     /// Sent in the `tools` parameter (native mode only).
     tool_defs: Vec<ToolDefinition>,
+    /// Estimated tokens of `tool_defs`, computed once per run.
+    tool_tokens: usize,
     executor: Executor,
     guard: ContextGuard,
     messages: Vec<Message>,
@@ -94,6 +96,7 @@ impl<'a> LoopRun<'a> {
             handles,
             query: input.query.clone(),
             mode,
+            tool_tokens: estimate_tool_tokens(&tool_defs),
             tool_defs,
             executor: Executor {
                 tools,
@@ -274,7 +277,11 @@ impl<'a> LoopRun<'a> {
     }
 
     async fn guard_context(&mut self, forced: bool) {
-        if !forced && !self.guard.over_budget(&self.messages, &self.tool_defs) {
+        if !forced
+            && !self
+                .guard
+                .over_budget_with_tool_tokens(&self.messages, self.tool_tokens)
+        {
             return;
         }
         let llm = self.agent.compact_llm.clone();
