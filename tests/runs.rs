@@ -1,0 +1,263 @@
+//! RunManager with a real SQLite file and a scripted LLM: event ids and order, persistence of
+//! the log, one active run per conversation, interrupts, cancel, and restart recovery.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reagent::agent::hooks::HookRunner;
+use reagent::agent::{AgentConfig, RunStatus};
+use reagent::llm::registry::{ModelInfo, ModelRegistry};
+use reagent::llm::{Abilities, Llm};
+use reagent::runs::manager::RESTART_ERROR;
+use reagent::runs::{RunError, RunManager, StartRun};
+use reagent::store::{NewConversation, NewRun, Store, StoredEvent};
+use reagent::testing::{ScriptedLlm, Turn};
+use reagent::tools::ToolRegistry;
+use uuid::Uuid;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    llm: Arc<ScriptedLlm>,
+    runs: Arc<RunManager>,
+}
+
+async fn fixture(tools: ToolRegistry) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = Store::connect(&url).await.unwrap();
+    let llm = Arc::new(ScriptedLlm::native());
+    let info = ModelInfo {
+        name: "default".into(),
+        model: "scripted".into(),
+        abilities: Abilities::default(),
+        context_window: 128_000,
+        max_output_tokens: 4096,
+        hints: vec![],
+        default: true,
+    };
+    let models = ModelRegistry::single(info, llm.clone() as Arc<dyn Llm>);
+    let runs = Arc::new(RunManager::new(
+        store.clone(),
+        models,
+        tools,
+        HookRunner::default(),
+        AgentConfig::default(),
+        None,
+    ));
+    Fixture {
+        _dir: dir,
+        store,
+        llm,
+        runs,
+    }
+}
+
+fn query(q: &str) -> StartRun {
+    StartRun {
+        query: q.into(),
+        ..StartRun::default()
+    }
+}
+
+#[tokio::test]
+async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
+    let f = fixture(ToolRegistry::new()).await;
+    f.llm.text("brief");
+    f.llm
+        .push_stream(Turn::Stream(vec!["Hello ".into(), "world".into()], None));
+    let conv = f
+        .store
+        .create_conversation("alice", NewConversation::default())
+        .await
+        .unwrap();
+    let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+    let events: Vec<_> = live.log.subscribe(0).collect().await;
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events.first().unwrap().name, "start");
+    assert_eq!(events.last().unwrap().name, "done");
+    // Final state is stored before `done` is visible.
+    let run = f.store.get_run("alice", live.id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    // The persister finishes shortly after; then the stored log equals the live one.
+    let mut stored = vec![];
+    for _ in 0..100 {
+        stored = f.store.list_events(live.id, 0).await.unwrap();
+        if stored.len() == events.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stored: Vec<(u64, String, String)> = stored
+        .into_iter()
+        .map(|e| (e.seq as u64, e.name, e.data))
+        .collect();
+    let live_log: Vec<(u64, String, String)> = events
+        .iter()
+        .map(|e| (e.id, e.name.clone(), e.data.clone()))
+        .collect();
+    assert_eq!(stored, live_log);
+    let msgs = f.store.list_messages(conv.id).await.unwrap();
+    let kinds: Vec<(&str, &str)> = msgs
+        .iter()
+        .map(|m| (m.kind.as_str(), m.content.as_str()))
+        .collect();
+    assert_eq!(kinds, [("query", "hi"), ("answer", "Hello world")]);
+    // A finished run replays from the database.
+    for _ in 0..100 {
+        if f.runs.active_runs() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let replay: Vec<u64> = f
+        .runs
+        .events("alice", live.id, 3)
+        .await
+        .unwrap()
+        .map(|e| e.id)
+        .collect()
+        .await;
+    assert_eq!(replay, (4..=events.len() as u64).collect::<Vec<_>>());
+    assert!(matches!(
+        f.runs.events("bob", live.id, 0).await,
+        Err(RunError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn one_active_run_per_conversation_and_interrupts_need_one() {
+    let f = fixture(ToolRegistry::new()).await;
+    f.llm.push(Turn::Reply(
+        reagent::testing::scripted::response("slow", vec![]),
+        Duration::from_millis(300),
+    ));
+    let conv = f
+        .store
+        .create_conversation("", NewConversation::default())
+        .await
+        .unwrap();
+    assert!(matches!(
+        f.runs.interrupt(conv.id, "early".into()).await,
+        Err(RunError::NoActiveRun)
+    ));
+    assert!(
+        f.store.list_messages(conv.id).await.unwrap().is_empty(),
+        "nothing stored"
+    );
+    let live = f.runs.start("", &conv, query("first")).await.unwrap();
+    assert!(matches!(
+        f.runs.start("", &conv, query("second")).await,
+        Err(RunError::Active)
+    ));
+    let (iid, run_id) = f.runs.interrupt(conv.id, "also this".into()).await.unwrap();
+    assert_eq!(run_id, live.id);
+    let events: Vec<_> = live.log.subscribe(0).collect().await;
+    let done = &events.last().unwrap().data;
+    // Drained (the final answer was discarded for it) or reported unprocessed, never lost.
+    let step_seen = events.iter().any(|e| e.data.contains(&iid.to_string()));
+    assert!(step_seen || done.contains(&iid.to_string()));
+    let stored = f.store.list_messages(conv.id).await.unwrap();
+    assert!(stored.iter().any(|m| m.id == iid && m.kind == "interrupt"));
+    // The conversation is free again once `done` was emitted.
+    f.llm.text("again");
+    assert!(f.runs.start("", &conv, query("third")).await.is_ok());
+}
+
+#[tokio::test]
+async fn cancel_ends_the_run_as_cancelled_and_a_finished_run_cannot_be_cancelled() {
+    let f = fixture(ToolRegistry::new()).await;
+    f.llm.push(Turn::Reply(
+        reagent::testing::scripted::response("never", vec![]),
+        Duration::from_secs(30),
+    ));
+    let conv = f
+        .store
+        .create_conversation("", NewConversation::default())
+        .await
+        .unwrap();
+    let live = f.runs.start("", &conv, query("q")).await.unwrap();
+    assert!(matches!(
+        f.runs.cancel("someone-else", live.id).await,
+        Err(RunError::NotFound)
+    ));
+    f.runs.cancel("", live.id).await.unwrap();
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(5),
+        live.log.subscribe(0).collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    assert!(events
+        .last()
+        .unwrap()
+        .data
+        .contains("\"status\":\"cancelled\""));
+    let run = f.store.get_run("", live.id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+    for _ in 0..100 {
+        if f.runs.active_runs() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(matches!(
+        f.runs.cancel("", live.id).await,
+        Err(RunError::Finished)
+    ));
+    assert!(matches!(
+        f.runs.cancel("", Uuid::new_v4()).await,
+        Err(RunError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn recovery_fails_runs_left_running_and_closes_their_logs() {
+    let f = fixture(ToolRegistry::new()).await;
+    let conv = f
+        .store
+        .create_conversation("", NewConversation::default())
+        .await
+        .unwrap();
+    let run_id = Uuid::new_v4();
+    f.store
+        .create_run(NewRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: "".into(),
+            mode: "native".into(),
+            model: "default".into(),
+        })
+        .await
+        .unwrap();
+    let start = StoredEvent {
+        seq: 1,
+        name: "start".into(),
+        data: "{}".into(),
+    };
+    let step = StoredEvent {
+        seq: 2,
+        name: "step".into(),
+        data: "{}".into(),
+    };
+    f.store.append_events(run_id, &[start, step]).await.unwrap();
+    assert_eq!(f.runs.recover().await.unwrap(), 1);
+    let run = f.store.get_run("", run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.error.as_deref(), Some(RESTART_ERROR));
+    let events = f.store.list_events(run_id, 0).await.unwrap();
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as i64).collect::<Vec<_>>());
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["start", "step", "answer", "answer", "answer", "done"]
+    );
+    assert!(events.last().unwrap().data.contains(RESTART_ERROR));
+    assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
+    // The conversation accepts a new run.
+    f.llm.text("ok");
+    assert!(f.runs.start("", &conv, query("again")).await.is_ok());
+}
