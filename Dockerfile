@@ -2,7 +2,7 @@
 # only the binary, the UI files and the default configuration, and runs as a non-root user.
 FROM rust:1-bookworm AS builder
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY benches ./benches
