@@ -616,7 +616,7 @@ async fn ops_endpoints() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "gate"]);
+    assert_eq!(names, ["echo", "gate", "report"]);
     assert_eq!(tools[0]["source"], "builtin");
     let models: Value = app.get("/api/models", None).await.json().await.unwrap();
     assert_eq!(models[0]["name"], "scripted");
@@ -708,4 +708,62 @@ async fn keep_alive_comment_on_a_quiet_stream_and_unknown_approval() {
     assert_eq!(error_code(r, 404).await, "not_found");
     let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
     assert_eq!(pending, json!([]));
+}
+
+#[tokio::test]
+async fn artifacts_are_served_safely_and_only_to_their_owner() {
+    let mut app = TestApp::with(Options {
+        env: vec![("REAGENT_API_KEYS", "alice:ka,bob:kb".into())],
+        ..Options::default()
+    })
+    .await;
+    app.key = Some("ka".into());
+    app.llm.tool_calls(&[("c1", "report", "{}")]);
+    app.llm.text("ok");
+    let conv = app.create_conversation(None).await;
+    let run = app.start_run(&conv, json!({"query": "q"}), None).await;
+    let events = app.events(&run, None).await;
+    let end = events
+        .iter()
+        .find(|e| e.label() == "step:tool_end")
+        .unwrap();
+    let url = end.data["artifacts"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app.get(&url, None).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/html");
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(r.headers()["content-security-policy"], "sandbox");
+    assert!(r.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("report.html"));
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"<h1>hi</h1>");
+    assert_eq!(
+        error_code(app.get(&url, Some("kb")).await, 404).await,
+        "not_found"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_answers_429_with_retry_after() {
+    let app = TestApp::with(Options {
+        server_toml: "rate_limit_per_minute = 2".into(),
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(app.get("/api/tools", None).await.status(), 200);
+    assert_eq!(app.get("/api/tools", None).await.status(), 200);
+    let r = app.get("/api/tools", None).await;
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    assert_eq!(error_code(r, 429).await, "rate_limited");
+    // Health checks are not rate limited.
+    assert_eq!(app.get("/healthz", None).await.status(), 200);
 }

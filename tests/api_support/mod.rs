@@ -39,6 +39,32 @@ impl Tool for Echo {
     }
 }
 
+/// Produces an HTML artifact.
+pub struct Report;
+
+#[async_trait]
+impl Tool for Report {
+    fn name(&self) -> &str {
+        "report"
+    }
+    fn description(&self) -> &str {
+        "Writes an HTML report"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput {
+            content: "report written".into(),
+            artifacts: vec![reagent::tools::Artifact {
+                name: "report.html".into(),
+                mime_type: "text/html".into(),
+                data: b"<h1>hi</h1>".to_vec(),
+            }],
+        })
+    }
+}
+
 /// Blocks until [`Gate::release`] (or forever).
 #[derive(Default)]
 pub struct Gate {
@@ -167,6 +193,8 @@ pub struct Options {
     pub keep_alive: Duration,
     /// Reuse this database (restart tests); a fresh temp file otherwise.
     pub db_url: Option<String>,
+    /// Extra lines of the `[server]` section.
+    pub server_toml: String,
 }
 
 impl Default for Options {
@@ -176,6 +204,7 @@ impl Default for Options {
             env: Vec::new(),
             keep_alive: Duration::from_secs(15),
             db_url: None,
+            server_toml: String::new(),
         }
     }
 }
@@ -212,8 +241,9 @@ impl TestApp {
             env.insert(k.into(), v);
         }
         let file = format!(
-            "[server]\nstatic_dir = \"{}/static\"\n",
-            env!("CARGO_MANIFEST_DIR")
+            "[server]\nstatic_dir = \"{}/static\"\n{}\n",
+            env!("CARGO_MANIFEST_DIR"),
+            options.server_toml
         );
         let config = Config::load_from(Some(&file), &env).unwrap();
         let llm = Arc::new(options.llm);
@@ -226,7 +256,8 @@ impl TestApp {
         let gate = Arc::new(Gate::default());
         let tools = ToolRegistry::new()
             .with(Arc::new(Echo))
-            .with(Arc::new(GateTool(gate.clone())));
+            .with(Arc::new(GateTool(gate.clone())))
+            .with(Arc::new(Report));
         let app = App::build(
             config,
             AppOverrides {
