@@ -6,7 +6,6 @@
 //! resources answer 404. Keys are compared in constant time against *every* configured key (no
 //! early exit), so timing reveals neither a prefix nor which key matched. Keys are never logged.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -168,9 +167,6 @@ pub async fn require_key(
     request.extensions_mut().insert(owner);
     next.run(request).await
 }
-
-/// Shared so the handlers of `/metrics` can reach the check.
-pub type SharedAuth = Arc<Auth>;
 
 #[cfg(test)]
 mod tests {

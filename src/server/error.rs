@@ -222,6 +222,30 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_panicking_handler_answers_json_500() {
+        use tower::ServiceExt;
+        async fn boom() -> &'static str {
+            panic!("handler bug")
+        }
+        let app = axum::Router::new()
+            .route("/boom", axum::routing::get(boom))
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                panic_response,
+            ));
+        let request = axum::http::Request::get("/boom")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"]["code"], "internal");
+        assert!(!body.to_string().contains("handler bug"));
+    }
+
     #[test]
     fn rate_limited_sets_retry_after() {
         let response = ApiError::RateLimited { retry_after_s: 7 }.into_response();
