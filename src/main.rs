@@ -6,6 +6,11 @@
 //! - `reagent check-config` loads and validates the configuration and prints a summary without
 //!   secrets; useful in CI and before a deploy.
 //!
+//! `serve` assembles the service with [`App::build`]: store (creating `./data` for the default
+//! SQLite file), restart recovery (runs left `running` become `failed`), run manager, tools and
+//! hooks, then the router. On a signal it stops accepting, cancels the runs and waits for their
+//! final state within the grace period.
+//!
 //! An invalid configuration prints `reagent: configuration error: <message naming the key>` and
 //! exits with status 2. Logs go to stderr (filter with `RUST_LOG`, default `info`).
 
@@ -16,7 +21,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use reagent::config::Config;
-use reagent::server::{self, AppState};
+use reagent::server::{self, App, AppOverrides};
 use tracing_subscriber::EnvFilter;
 
 /// Exit status for configuration errors (distinct from runtime failures, status 1).
@@ -87,7 +92,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     for line in config.summary().lines() {
         tracing::info!("config: {line}");
     }
-    let state = AppState::from_config(config).context("cannot build the model clients")?;
+    let app = App::build(config, AppOverrides::default())
+        .await
+        .context("cannot start the service")?;
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
@@ -100,21 +107,29 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown_signal().await;
-        tracing::info!("shutdown requested; finishing in-flight requests");
+        tracing::info!("shutdown requested; finishing in-flight requests and runs");
         let _ = signalled_tx.send(());
     };
-    let server = server::serve(listener, server::router(state), shutdown);
-    let deadline = async move {
+    let server = server::serve(listener, app.router(), shutdown);
+    // Once signalled: cancel the runs (their SSE streams then end with `done`, which lets the
+    // graceful shutdown complete) and wait for their final state, within the grace period.
+    let runs = app.state.runs.clone();
+    let stop_runs = async move {
         match signalled_rx.await {
-            Ok(()) => tokio::time::sleep(grace).await,
-            // The server ended on its own: no deadline to enforce.
+            Ok(()) => runs.shutdown(grace).await,
             Err(_) => std::future::pending::<()>().await,
         }
     };
+    let deadline = async {
+        stop_runs.await;
+        // Runs are done (or the grace is spent); leave a moment for streams to flush.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
     tokio::select! {
         result = server => result.context("server error")?,
-        () = deadline => tracing::warn!(grace_s = grace.as_secs(), "grace period over; exiting with requests still open"),
+        () = deadline => tracing::warn!(grace_s = grace.as_secs(), "connections still open after the runs stopped; exiting"),
     }
+    app.shutdown(Duration::from_secs(1)).await;
     tracing::info!("reagent stopped");
     Ok(())
 }

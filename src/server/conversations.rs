@@ -1,0 +1,215 @@
+//! `/api/conversations` (SPEC §3.1): create, list (keyset pages, newest first), show with
+//! messages, rename, delete (cancelling an active run first). Every store call is scoped by
+//! the caller's [`Owner`], so another tenant's conversation is simply not found.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::{AppState, Owner};
+use crate::store::{Conversation, NewConversation, StoredMessage};
+
+/// How long `DELETE` waits for a cancelled run to write its final state.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+/// Page size when `limit` is absent.
+const DEFAULT_PAGE: u32 = 50;
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversation {
+    pub title: Option<String>,
+    /// A configured model name; the default model when absent.
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    /// Restricts the conversation's runs to these tools.
+    pub tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameConversation {
+    pub title: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ListParams {
+    pub limit: Option<u32>,
+    /// The `next_before` cursor of the previous page.
+    pub before: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConversationPage {
+    pub items: Vec<Conversation>,
+    pub next_before: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConversationDetail {
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    pub messages: Vec<StoredMessage>,
+}
+
+/// Checks a new conversation's model and tools against what is configured.
+fn validate(state: &AppState, body: &CreateConversation) -> Result<(), ApiError> {
+    if let Some(model) = &body.model {
+        if state.models.get(model).is_none() {
+            return Err(ApiError::invalid(format!("unknown model '{model}'")));
+        }
+    }
+    if let Some(tools) = &body.tools {
+        let known = state.runs.tools();
+        if let Some(bad) = tools.iter().find(|t| known.get(t).is_none()) {
+            return Err(ApiError::invalid(format!("unknown tool '{bad}'")));
+        }
+    }
+    Ok(())
+}
+
+/// Creates a conversation of `owner` (also used by `POST /api/chat`).
+pub async fn create_for(
+    state: &AppState,
+    owner: &Owner,
+    body: CreateConversation,
+) -> Result<Conversation, ApiError> {
+    validate(state, &body)?;
+    let new = NewConversation {
+        title: body.title,
+        model: body.model,
+        system_prompt: body.system_prompt,
+        tools: body.tools,
+    };
+    Ok(state.store.create_conversation(&owner.0, new).await?)
+}
+
+/// The caller's conversation or 404.
+pub async fn owned(state: &AppState, owner: &Owner, id: Uuid) -> Result<Conversation, ApiError> {
+    state
+        .store
+        .get_conversation(&owner.0, id)
+        .await?
+        .ok_or(ApiError::NotFound)
+}
+
+#[utoipa::path(post, path = "/api/conversations", tag = "conversations",
+    request_body = CreateConversation,
+    responses((status = 201, description = "The new conversation", body = Value),
+              (status = 400, description = "Invalid request")))]
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiJson(body): ApiJson<CreateConversation>,
+) -> Result<impl IntoResponse, ApiError> {
+    let conversation = create_for(&state, &owner, body).await?;
+    Ok((StatusCode::CREATED, Json(conversation)))
+}
+
+#[utoipa::path(get, path = "/api/conversations", tag = "conversations", params(ListParams),
+    responses((status = 200, description = "`{items, next_before}`, newest first", body = Value)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<ConversationPage>, ApiError> {
+    let (items, next_before) = state
+        .store
+        .list_conversations(
+            &owner.0,
+            params.limit.unwrap_or(DEFAULT_PAGE),
+            params.before,
+        )
+        .await?;
+    Ok(Json(ConversationPage { items, next_before }))
+}
+
+#[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations",
+    params(("id" = Uuid, Path, description = "Conversation id")),
+    responses((status = 200, description = "The conversation and its messages", body = Value),
+              (status = 404, description = "Unknown or another tenant's")))]
+pub async fn show(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<ConversationDetail>, ApiError> {
+    let conversation = owned(&state, &owner, id).await?;
+    let messages = state.store.list_messages(id).await?;
+    Ok(Json(ConversationDetail {
+        conversation,
+        messages,
+    }))
+}
+
+#[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations",
+    params(("id" = Uuid, Path, description = "Conversation id")),
+    request_body = RenameConversation,
+    responses((status = 200, description = "The renamed conversation", body = Value),
+              (status = 404, description = "Unknown or another tenant's")))]
+pub async fn rename(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<RenameConversation>,
+) -> Result<Json<Conversation>, ApiError> {
+    state
+        .store
+        .rename_conversation(&owner.0, id, &body.title)
+        .await?
+        .map(Json)
+        .ok_or(ApiError::NotFound)
+}
+
+#[utoipa::path(delete, path = "/api/conversations/{id}", tag = "conversations",
+    params(("id" = Uuid, Path, description = "Conversation id")),
+    responses((status = 204, description = "Deleted (its active run cancelled first)"),
+              (status = 404, description = "Unknown or another tenant's")))]
+pub async fn remove(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let conversation = owned(&state, &owner, id).await?;
+    cancel_and_wait(&state, &owner, conversation.id).await;
+    if state.store.delete_conversation(&owner.0, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound)
+    }
+}
+
+/// Cancels the conversation's active run and waits (bounded) until its log closes, so the
+/// run does not write into rows that are about to be deleted.
+async fn cancel_and_wait(state: &AppState, owner: &Owner, conversation_id: Uuid) {
+    let Some(run_id) = state.runs.active_run_of(conversation_id) else {
+        return;
+    };
+    state.runs.cancel_conversation(conversation_id);
+    let Some(live) = state.runs.live_run(&owner.0, run_id) else {
+        return;
+    };
+    let mut changes = live.log.watch();
+    let runs = state.runs.clone();
+    let who = owner.0.clone();
+    let wait = async move {
+        while !live.log.is_closed() {
+            if changes.changed().await.is_err() {
+                break;
+            }
+        }
+        // The log is closed; its last batch is being written. The run manager drops the run
+        // right after, and offers no signal for that, so poll briefly.
+        while runs.live_run(&who, run_id).is_some() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    if tokio::time::timeout(CANCEL_WAIT, wait).await.is_err() {
+        tracing::warn!(%run_id, "cancelled run did not stop before its conversation was deleted");
+    }
+}

@@ -1,0 +1,412 @@
+//! `TestApp`: the real router (built by `App::build`) on `127.0.0.1:0`, a temp SQLite file, a
+//! `ScriptedLlm` as the only model and test tools (`echo`, and `gate`, which blocks until the
+//! test releases it so "during a tool" is a real state, not a timing guess). Typed helpers for
+//! the endpoints and a tiny SSE parser.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use reagent::config::Config;
+use reagent::llm::registry::{ModelInfo, ModelRegistry};
+use reagent::llm::{Abilities, Llm};
+use reagent::server::{serve, App, AppOverrides};
+use reagent::testing::scripted::ScriptedLlm;
+use reagent::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, Notify};
+
+/// Answers `echo: <args>` at once.
+pub struct Echo;
+
+#[async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Echoes its arguments"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+    async fn call(&self, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("echo: {args}")))
+    }
+}
+
+/// Produces an HTML artifact.
+pub struct Report;
+
+#[async_trait]
+impl Tool for Report {
+    fn name(&self) -> &str {
+        "report"
+    }
+    fn description(&self) -> &str {
+        "Writes an HTML report"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput {
+            content: "report written".into(),
+            artifacts: vec![reagent::tools::Artifact {
+                name: "report.html".into(),
+                mime_type: "text/html".into(),
+                data: b"<h1>hi</h1>".to_vec(),
+            }],
+        })
+    }
+}
+
+/// Blocks until [`Gate::release`] (or forever).
+#[derive(Default)]
+pub struct Gate {
+    release: Notify,
+}
+
+impl Gate {
+    pub fn release(&self) {
+        self.release.notify_one();
+    }
+}
+
+pub struct GateTool(pub Arc<Gate>);
+
+#[async_trait]
+impl Tool for GateTool {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn description(&self) -> &str {
+        "Waits for the test"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
+        self.0.release.notified().await;
+        Ok(ToolOutput::text("gate opened"))
+    }
+}
+
+/// One parsed SSE event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sse {
+    pub id: u64,
+    pub event: String,
+    pub data: Value,
+}
+
+impl Sse {
+    /// `name`, `step:type` or `answer:status`.
+    pub fn label(&self) -> String {
+        match self.event.as_str() {
+            "step" => format!("step:{}", self.data["type"].as_str().unwrap_or("?")),
+            "answer" => format!("answer:{}", self.data["status"].as_str().unwrap_or("?")),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Parses complete frames out of `buf`, leaving a partial one; comments are counted.
+pub fn parse_frames(buf: &mut String, out: &mut Vec<Sse>, comments: &mut usize) {
+    while let Some(end) = buf.find("\n\n") {
+        let frame: String = buf.drain(..end + 2).collect();
+        let (mut id, mut event, mut data) = (0, String::new(), String::new());
+        for line in frame.lines() {
+            if let Some(v) = line.strip_prefix("id: ") {
+                id = v.parse().unwrap();
+            } else if let Some(v) = line.strip_prefix("event: ") {
+                event = v.to_string();
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                data.push_str(v);
+            } else if line.starts_with(':') {
+                *comments += 1;
+            }
+        }
+        if !event.is_empty() {
+            out.push(Sse {
+                id,
+                event,
+                data: serde_json::from_str(&data).unwrap(),
+            });
+        }
+    }
+}
+
+/// Reads a whole SSE response until it closes.
+pub async fn read_all(response: reqwest::Response) -> Vec<Sse> {
+    read_until(response, |_| false).await.0
+}
+
+/// Reads until `stop` says so (then drops the connection) or the stream ends.
+pub async fn read_until(
+    response: reqwest::Response,
+    mut stop: impl FnMut(&Sse) -> bool,
+) -> (Vec<Sse>, usize) {
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "not an event stream"
+    );
+    let mut body = response.bytes_stream();
+    let (mut buf, mut events, mut comments) = (String::new(), Vec::new(), 0);
+    let read = async {
+        while let Some(chunk) = body.next().await {
+            buf.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+            let before = events.len();
+            parse_frames(&mut buf, &mut events, &mut comments);
+            if events[before..].iter().any(&mut stop) {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("SSE stream took too long");
+    (events, comments)
+}
+
+pub struct TestApp {
+    pub addr: std::net::SocketAddr,
+    pub app: App,
+    pub llm: Arc<ScriptedLlm>,
+    pub gate: Arc<Gate>,
+    pub client: reqwest::Client,
+    pub key: Option<String>,
+    pub db_url: String,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub struct Options {
+    pub llm: ScriptedLlm,
+    pub env: Vec<(&'static str, String)>,
+    pub keep_alive: Duration,
+    /// Reuse this database (restart tests); a fresh temp file otherwise.
+    pub db_url: Option<String>,
+    /// Extra lines of the `[server]` section.
+    pub server_toml: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            llm: ScriptedLlm::native(),
+            env: Vec::new(),
+            keep_alive: Duration::from_secs(15),
+            db_url: None,
+            server_toml: String::new(),
+        }
+    }
+}
+
+pub fn scripted_info(abilities: Abilities) -> ModelInfo {
+    ModelInfo {
+        name: "scripted".into(),
+        model: "scripted".into(),
+        abilities,
+        context_window: 128_000,
+        max_output_tokens: 4096,
+        hints: vec![],
+        default: true,
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::with(Options::default()).await
+    }
+
+    pub async fn with(options: Options) -> TestApp {
+        let (dir, db_url) = match options.db_url {
+            Some(url) => (None, url),
+            None => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("reagent.db").display());
+                (Some(dir), url)
+            }
+        };
+        let mut env: HashMap<String, String> = HashMap::new();
+        env.insert("DATABASE_URL".into(), db_url.clone());
+        for (k, v) in options.env {
+            env.insert(k.into(), v);
+        }
+        let file = format!(
+            "[server]\nstatic_dir = \"{}/static\"\n{}\n",
+            env!("CARGO_MANIFEST_DIR"),
+            options.server_toml
+        );
+        let config = Config::load_from(Some(&file), &env).unwrap();
+        let llm = Arc::new(options.llm);
+        let abilities = llm.abilities();
+        let models = ModelRegistry::from_llms(
+            vec![(scripted_info(abilities), llm.clone() as Arc<dyn Llm>)],
+            "scripted",
+        )
+        .unwrap();
+        let gate = Arc::new(Gate::default());
+        let tools = ToolRegistry::new()
+            .with(Arc::new(Echo))
+            .with(Arc::new(GateTool(gate.clone())))
+            .with(Arc::new(Report));
+        let app = App::build(
+            config,
+            AppOverrides {
+                models: Some(models),
+                tools: Some(tools),
+                keep_alive: Some(options.keep_alive),
+                flush_interval: Some(Duration::from_millis(1)),
+            },
+        )
+        .await
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = app.router();
+        let server = tokio::spawn(async move {
+            serve(listener, router, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        TestApp {
+            addr,
+            app,
+            llm,
+            gate,
+            client: reqwest::Client::new(),
+            key: None,
+            db_url,
+            stop: Some(stop),
+            server: Some(server),
+            _dir: dir,
+        }
+    }
+
+    /// Stops runs and the server and closes the database, keeping the temp dir alive in the
+    /// returned value (for restart tests).
+    pub async fn stop(mut self) -> Option<tempfile::TempDir> {
+        self.app.shutdown(Duration::from_secs(2)).await;
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+        self._dir.take()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    fn auth(&self, rb: reqwest::RequestBuilder, key: Option<&str>) -> reqwest::RequestBuilder {
+        match key.or(self.key.as_deref()) {
+            Some(k) => rb.bearer_auth(k),
+            None => rb,
+        }
+    }
+
+    pub async fn get(&self, path: &str, key: Option<&str>) -> reqwest::Response {
+        self.auth(self.client.get(self.url(path)), key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post(&self, path: &str, body: Value, key: Option<&str>) -> reqwest::Response {
+        self.auth(self.client.post(self.url(path)).json(&body), key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn delete(&self, path: &str, key: Option<&str>) -> reqwest::Response {
+        self.auth(self.client.delete(self.url(path)), key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn create_conversation(&self, key: Option<&str>) -> String {
+        let r = self
+            .post("/api/conversations", json!({"title": "t"}), key)
+            .await;
+        assert_eq!(r.status(), 201);
+        let body: Value = r.json().await.unwrap();
+        body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Starts a run (202) and returns its id.
+    pub async fn start_run(&self, conversation: &str, body: Value, key: Option<&str>) -> String {
+        let r = self
+            .post(
+                &format!("/api/conversations/{conversation}/runs"),
+                body,
+                key,
+            )
+            .await;
+        assert_eq!(r.status(), 202, "{:?}", r.text().await);
+        let body: Value = r.json().await.unwrap();
+        body["run_id"].as_str().unwrap().to_string()
+    }
+
+    /// The events endpoint's response, resuming after `after` via `Last-Event-ID`.
+    pub async fn events_response(&self, run: &str, after: Option<u64>) -> reqwest::Response {
+        let mut rb = self.auth(
+            self.client
+                .get(self.url(&format!("/api/runs/{run}/events"))),
+            None,
+        );
+        if let Some(n) = after {
+            rb = rb.header("Last-Event-ID", n.to_string());
+        }
+        rb.send().await.unwrap()
+    }
+
+    /// Every event of the run after `after`, until the stream closes (after `done`).
+    pub async fn events(&self, run: &str, after: Option<u64>) -> Vec<Sse> {
+        let r = self.events_response(run, after).await;
+        assert_eq!(r.status(), 200);
+        read_all(r).await
+    }
+
+    /// Reads the run's stream until an event matches, then disconnects.
+    pub async fn wait_for(&self, run: &str, pred: impl FnMut(&Sse) -> bool) -> Vec<Sse> {
+        let r = self.events_response(run, None).await;
+        read_until(r, pred).await.0
+    }
+
+    pub async fn interrupt(&self, conversation: &str, content: &str) -> reqwest::Response {
+        self.post(
+            &format!("/api/conversations/{conversation}/interrupt"),
+            json!({"content": content}),
+            None,
+        )
+        .await
+    }
+
+    pub async fn cancel(&self, run: &str) -> reqwest::Response {
+        self.post(&format!("/api/runs/{run}/cancel"), json!({}), None)
+            .await
+    }
+}
+
+/// The error code of a JSON error response, checking the status too.
+pub async fn error_code(response: reqwest::Response, status: u16) -> String {
+    assert_eq!(response.status(), status);
+    let body: Value = response.json().await.unwrap();
+    body["error"]["message"].as_str().expect("error.message");
+    body["error"]["code"].as_str().unwrap().to_string()
+}
