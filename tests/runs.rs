@@ -81,15 +81,11 @@ async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
     // Final state is stored before `done` is visible.
     let run = f.store.get_run("alice", live.id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Completed);
-    // The persister finishes shortly after; then the stored log equals the live one.
-    let mut stored = vec![];
-    for _ in 0..100 {
-        stored = f.store.list_events(live.id, 0).await.unwrap();
-        if stored.len() == events.len() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // Once the run is fully finished, the stored log equals the live one.
+    tokio::time::timeout(Duration::from_secs(5), live.finished())
+        .await
+        .unwrap();
+    let stored = f.store.list_events(live.id, 0).await.unwrap();
     let stored: Vec<(u64, String, String)> = stored
         .into_iter()
         .map(|e| (e.seq as u64, e.name, e.data))
@@ -106,12 +102,7 @@ async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
         .collect();
     assert_eq!(kinds, [("query", "hi"), ("answer", "Hello world")]);
     // A finished run replays from the database.
-    for _ in 0..100 {
-        if f.runs.active_runs() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert_eq!(f.runs.active_runs(), 0);
     let replay: Vec<u64> = f
         .runs
         .events("alice", live.id, 3)

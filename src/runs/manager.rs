@@ -34,6 +34,15 @@ pub struct LiveRun {
     pub owner: String,
     pub log: Arc<EventLog>,
     pub cancel: CancellationToken,
+    /// Fired once the run's final state and every event are written (see [`LiveRun::finished`]).
+    done: CancellationToken,
+}
+
+impl LiveRun {
+    /// Resolves when the run is over and fully persisted: its rows may then be deleted.
+    pub async fn finished(&self) {
+        self.done.cancelled().await
+    }
 }
 
 /// What a client asked for.
@@ -155,6 +164,7 @@ impl RunManager {
                     owner: owner.to_string(),
                     log: Arc::new(EventLog::new()),
                     cancel: self.shutdown.child_token(),
+                    done: CancellationToken::new(),
                 });
                 self.live.insert(run_id, live.clone());
                 let me = self.clone();
@@ -316,6 +326,7 @@ impl RunManager {
             tracing::error!(error = %e, "event persister failed");
         }
         self.live.remove(&live.id);
+        live.done.cancel();
     }
 
     /// Writes the terminal state before `done` becomes visible, so a client that reads `done`

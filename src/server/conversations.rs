@@ -194,21 +194,7 @@ async fn cancel_and_wait(state: &AppState, owner: &Owner, conversation_id: Uuid)
     let Some(live) = state.runs.live_run(&owner.0, run_id) else {
         return;
     };
-    let mut changes = live.log.watch();
-    let runs = state.runs.clone();
-    let who = owner.0.clone();
-    let wait = async move {
-        while !live.log.is_closed() {
-            if changes.changed().await.is_err() {
-                break;
-            }
-        }
-        // The log is closed; its last batch is being written. The run manager drops the run
-        // right after, and offers no signal for that, so poll briefly.
-        while runs.live_run(&who, run_id).is_some() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
+    let wait = async move { live.finished().await };
     if tokio::time::timeout(CANCEL_WAIT, wait).await.is_err() {
         tracing::warn!(%run_id, "cancelled run did not stop before its conversation was deleted");
     }
