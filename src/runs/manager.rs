@@ -11,6 +11,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::log::{EventLog, LoggedEvent};
@@ -169,8 +170,12 @@ impl RunManager {
                 self.live.insert(run_id, live.clone());
                 let me = self.clone();
                 let l = live.clone();
-                self.tracker
-                    .spawn(async move { me.drive(l, Arc::new(agent), input, queue).await });
+                // Every log line of the run carries its ids.
+                let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv.id);
+                self.tracker.spawn(
+                    async move { me.drive(l, Arc::new(agent), input, queue).await }
+                        .instrument(span),
+                );
                 Ok(live)
             }
             Err(e) => {
