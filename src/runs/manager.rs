@@ -280,7 +280,9 @@ impl RunManager {
             live.log.clone(),
             self.flush_interval,
         ));
-        let agent_task = tokio::spawn(async move { agent.run(input, handles).await });
+        let agent_task = tokio::spawn(
+            async move { agent.run(input, handles).await }.instrument(tracing::Span::current()),
+        );
         let watchdog = async move {
             // A panic inside the engine must still end the stream truthfully.
             if let Err(e) = agent_task.await {
