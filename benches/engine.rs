@@ -113,6 +113,7 @@ fn bench_iterations(c: &mut Criterion) {
                                 conversation_id: "c".into(),
                                 query: "bench".into(),
                                 history: past,
+                                model_name: None,
                             };
                             let r = agent.run(input, handles).await;
                             assert_eq!(r.iterations as usize, ITERATIONS + 1);

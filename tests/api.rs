@@ -601,7 +601,18 @@ async fn ops_endpoints() {
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
     app.events(&run, None).await;
     assert_eq!(app.get("/readyz", None).await.status(), 200);
-    let metrics = app.get("/metrics", None).await.text().await.unwrap();
+    // Metrics are recorded by an observer of the event log: eventually consistent with the
+    // stream the client just read, so wait (bounded) for the run to be counted.
+    let mut metrics = String::new();
+    for _ in 0..200 {
+        metrics = app.get("/metrics", None).await.text().await.unwrap();
+        if metrics.contains("reagent_runs_total{status=\"completed\"} 1")
+            && metrics.contains("reagent_active_runs 0")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert!(
         metrics.contains("reagent_runs_total{status=\"completed\"} 1"),
         "{metrics}"

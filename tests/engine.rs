@@ -529,8 +529,18 @@ async fn history_is_sent_before_the_pinned_query() {
             Message::user("first question"),
             Message::assistant("first answer"),
         ],
+        model_name: Some("friendly-name".into()),
+    };
+    let (tx2, mut rx2) = tokio::sync::mpsc::unbounded_channel();
+    let handles = RunHandles {
+        events: tx2,
+        ..handles
     };
     agent.run(input, handles).await;
+    match rx2.try_recv() {
+        Ok(reagent::agent::AgentEvent::Start(s)) => assert_eq!(s.model, "friendly-name"),
+        other => panic!("first event {other:?}"),
+    }
     let msgs = &llm.chat_requests()[0].messages;
     let contents: Vec<&str> = msgs[1..].iter().map(|m| m.content.as_str()).collect();
     assert_eq!(contents, ["first question", "first answer", "and now?"]);

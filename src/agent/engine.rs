@@ -71,6 +71,9 @@ pub struct RunInput {
     pub query: String,
     /// Earlier turns (queries, interrupts, answers) as plain user/assistant messages.
     pub history: Vec<Message>,
+    /// The model name reported in `start` (the registry name clients use); the provider's
+    /// model name when `None`.
+    pub model_name: Option<String>,
 }
 
 /// The run's connections to the outside world.
@@ -182,7 +185,10 @@ impl ReActAgent {
         let _ = events.send(AgentEvent::Start(StartEvent {
             run_id: input.run_id.clone(),
             conversation_id: input.conversation_id.clone(),
-            model: self.llm.model().to_string(),
+            model: input
+                .model_name
+                .clone()
+                .unwrap_or_else(|| self.llm.model().to_string()),
             mode,
         }));
 

@@ -130,8 +130,9 @@ impl RunManager {
         &self.tools
     }
 
+    /// Runs that have not emitted `done` yet.
     pub fn active_runs(&self) -> usize {
-        self.live.len()
+        self.active.len()
     }
 
     pub fn active_run_of(&self, conversation_id: Uuid) -> Option<Uuid> {
@@ -236,7 +237,7 @@ impl RunManager {
                 conversation_id: conv.id,
                 owner: owner.to_string(),
                 mode: agent.mode().as_str().to_string(),
-                model: model_name,
+                model: model_name.clone(),
             })
             .await?;
         self.store
@@ -255,6 +256,7 @@ impl RunManager {
             conversation_id: conv.id.to_string(),
             query: req.query.clone(),
             history,
+            model_name: Some(model_name),
         };
         Ok((agent, input))
     }

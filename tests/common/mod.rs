@@ -167,6 +167,7 @@ impl Harness {
             conversation_id: "conv-1".into(),
             query: query.into(),
             history: vec![],
+            model_name: None,
         };
         let result = self.agent.run(input, handles).await;
         let mut events = Vec::new();
