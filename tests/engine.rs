@@ -140,8 +140,9 @@ async fn native_parallel_calls_run_concurrently_and_results_follow_in_call_order
     ]);
     let t0 = Instant::now();
     let (r, _) = run_simple(llm.clone(), tools, "q").await;
+    // Sequential execution would take at least 900 ms; anything below proves concurrency.
     assert!(
-        t0.elapsed() < Duration::from_millis(850),
+        t0.elapsed() < Duration::from_millis(890),
         "took {:?}",
         t0.elapsed()
     );
