@@ -27,7 +27,7 @@ use reagent::server::{serve, App, AppOverrides};
 use reagent::testing::scripted::ScriptedLlm;
 use reagent::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{oneshot, Notify, Semaphore};
 
 /// Answers `echo: <args>` at once.
 pub struct Echo;
@@ -210,6 +210,10 @@ impl Db {
     }
 }
 
+/// PostgreSQL scenarios running at once. Each app's pool may open up to 10 connections, so on a
+/// many-core CI machine unbounded test threads could exceed the server's `max_connections`.
+static PG_SLOTS: Semaphore = Semaphore::const_new(4);
+
 /// Runs `scenario` on a fresh database of `backend` (its URL is the argument) and removes the
 /// database afterwards, even when the scenario panics.
 pub async fn run_on<F, Fut>(backend: Backend, scenario: F)
@@ -217,6 +221,10 @@ where
     F: FnOnce(String) -> Fut,
     Fut: Future<Output = ()>,
 {
+    let _slot = match backend {
+        Backend::Postgres => Some(PG_SLOTS.acquire().await.unwrap()),
+        Backend::Sqlite => None,
+    };
     let Some(db) = Db::create(backend).await else {
         return;
     };
