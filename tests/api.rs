@@ -1,17 +1,65 @@
 //! Black-box tests of the HTTP API (SPEC §3, §4) through the real router on 127.0.0.1:0, a
-//! temp SQLite file and a scripted model. See `api_support` for the `TestApp` helper.
+//! scripted model. See `api_support` for the `TestApp` helper.
+//!
+//! The scenarios that touch storage are plain `async fn(db_url)`s, run once per backend by
+//! [`on_both_backends!`]: `sqlite::<name>` on a temp file and `postgres::<name>` on a fresh
+//! PostgreSQL database (CI's 127.0.0.1:5432; `REAGENT_SKIP_PG=1` skips them). The other tests
+//! check storage-independent behaviour and run on SQLite only.
 
 mod api_support;
 
 use std::time::Duration;
 
-use api_support::{error_code, read_all, Options, Sse, TestApp};
+use std::sync::Arc;
+
+use api_support::{error_code, read_all, Deploy, DeployTool, Options, Sse, TestApp};
 use futures::StreamExt;
 use reagent::agent::RunStatus;
 use reagent::llm::Role;
 use reagent::store::{NewConversation, NewRun, StoredEvent};
 use reagent::testing::scripted::ScriptedLlm;
 use serde_json::{json, Value};
+
+/// One `#[tokio::test]` per scenario and backend, in modules `sqlite` and `postgres`.
+macro_rules! on_both_backends {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            use super::api_support::{run_on, Backend};
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    run_on(Backend::Sqlite, super::$scenario).await;
+                }
+            )*
+        }
+        mod postgres {
+            use super::api_support::{run_on, Backend};
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    run_on(Backend::Postgres, super::$scenario).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    native_run_streams_events_in_order_and_is_stored,
+    json_run_via_chat_creates_the_conversation,
+    reconnect_with_last_event_id_gets_the_rest_exactly_once,
+    cancel_during_a_slow_tool_ends_cancelled,
+    interrupt_during_native_tool_is_pinned_after_the_tool_results,
+    interrupt_without_run_is_409_and_not_stored,
+    follow_up_run_sees_the_previous_turn,
+    restart_replays_old_runs_and_fails_the_killed_one,
+    tenants_cannot_see_each_other,
+    conversations_crud_and_pagination,
+    delete_cancels_the_active_run,
+    artifacts_are_served_safely_and_only_to_their_owner,
+    approvals_pause_the_tool_until_a_reviewer_decides,
+    approval_timeout_blocks_the_call,
+);
 
 fn labels(events: &[Sse]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -32,9 +80,8 @@ fn assert_sequential(events: &[Sse]) {
     }
 }
 
-#[tokio::test]
-async fn native_run_streams_events_in_order_and_is_stored() {
-    let app = TestApp::spawn().await;
+async fn native_run_streams_events_in_order_and_is_stored(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "echo", r#"{"text":"hi"}"#)]);
     app.llm.text("all done");
     let conv = app.create_conversation(None).await;
@@ -110,9 +157,9 @@ async fn native_run_streams_events_in_order_and_is_stored() {
     assert_eq!(replay, events);
 }
 
-#[tokio::test]
-async fn json_run_via_chat_creates_the_conversation() {
+async fn json_run_via_chat_creates_the_conversation(db: String) {
     let app = TestApp::with(Options {
+        db_url: Some(db.clone()),
         llm: ScriptedLlm::json(),
         ..Options::default()
     })
@@ -152,9 +199,8 @@ async fn json_run_via_chat_creates_the_conversation() {
     assert_eq!(r.status(), 200);
 }
 
-#[tokio::test]
-async fn reconnect_with_last_event_id_gets_the_rest_exactly_once() {
-    let app = TestApp::spawn().await;
+async fn reconnect_with_last_event_id_gets_the_rest_exactly_once(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
     app.llm.text("fine");
     let conv = app.create_conversation(None).await;
@@ -184,9 +230,8 @@ async fn reconnect_with_last_event_id_gets_the_rest_exactly_once() {
     assert_eq!(tail[0].event, "done");
 }
 
-#[tokio::test]
-async fn cancel_during_a_slow_tool_ends_cancelled() {
-    let app = TestApp::spawn().await;
+async fn cancel_during_a_slow_tool_ends_cancelled(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
@@ -216,9 +261,8 @@ async fn cancel_during_a_slow_tool_ends_cancelled() {
     assert_eq!(error_code(app.cancel(&run).await, 409).await, "conflict");
 }
 
-#[tokio::test]
-async fn interrupt_during_native_tool_is_pinned_after_the_tool_results() {
-    let app = TestApp::spawn().await;
+async fn interrupt_during_native_tool_is_pinned_after_the_tool_results(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
     app.llm.text("done with interrupt");
     let conv = app.create_conversation(None).await;
@@ -251,9 +295,8 @@ async fn interrupt_during_native_tool_is_pinned_after_the_tool_results() {
     assert!(second.messages[int_pos].content.contains("also check y"));
 }
 
-#[tokio::test]
-async fn interrupt_without_run_is_409_and_not_stored() {
-    let app = TestApp::spawn().await;
+async fn interrupt_without_run_is_409_and_not_stored(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     let conv = app.create_conversation(None).await;
     assert_eq!(
         error_code(app.interrupt(&conv, "hello?").await, 409).await,
@@ -282,9 +325,8 @@ async fn interrupt_without_run_is_409_and_not_stored() {
     assert_eq!(error_code(r, 409).await, "conflict");
 }
 
-#[tokio::test]
-async fn follow_up_run_sees_the_previous_turn() {
-    let app = TestApp::spawn().await;
+async fn follow_up_run_sees_the_previous_turn(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.text("first");
     app.llm.text("second");
     let conv = app.create_conversation(None).await;
@@ -307,9 +349,8 @@ async fn follow_up_run_sees_the_previous_turn() {
     assert!(texts.iter().any(|t| t.contains("and 3+3")));
 }
 
-#[tokio::test]
-async fn restart_replays_old_runs_and_fails_the_killed_one() {
-    let app = TestApp::spawn().await;
+async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.text("ok");
     let conv = app.create_conversation(None).await;
     let done_run = app.start_run(&conv, json!({"query": "q"}), None).await;
@@ -368,9 +409,9 @@ async fn restart_replays_old_runs_and_fails_the_killed_one() {
     drop(dir);
 }
 
-#[tokio::test]
-async fn tenants_cannot_see_each_other() {
+async fn tenants_cannot_see_each_other(db: String) {
     let mut app = TestApp::with(Options {
+        db_url: Some(db.clone()),
         env: vec![("REAGENT_API_KEYS", "alice:ka,bob:kb".into())],
         ..Options::default()
     })
@@ -515,9 +556,8 @@ async fn malformed_requests_get_json_errors() {
     assert_eq!(detail["messages"], json!([]));
 }
 
-#[tokio::test]
-async fn conversations_crud_and_pagination() {
-    let app = TestApp::spawn().await;
+async fn conversations_crud_and_pagination(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     let a = app.create_conversation(None).await;
     let b = app.create_conversation(None).await;
     let page: Value = app
@@ -572,9 +612,8 @@ async fn conversations_crud_and_pagination() {
     );
 }
 
-#[tokio::test]
-async fn delete_cancels_the_active_run() {
-    let app = TestApp::spawn().await;
+async fn delete_cancels_the_active_run(db: String) {
+    let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
@@ -721,9 +760,9 @@ async fn keep_alive_comment_on_a_quiet_stream_and_unknown_approval() {
     assert_eq!(pending, json!([]));
 }
 
-#[tokio::test]
-async fn artifacts_are_served_safely_and_only_to_their_owner() {
+async fn artifacts_are_served_safely_and_only_to_their_owner(db: String) {
     let mut app = TestApp::with(Options {
+        db_url: Some(db.clone()),
         env: vec![("REAGENT_API_KEYS", "alice:ka,bob:kb".into())],
         ..Options::default()
     })
@@ -777,4 +816,184 @@ async fn rate_limit_answers_429_with_retry_after() {
     assert_eq!(error_code(r, 429).await, "rate_limited");
     // Health checks are not rate limited.
     assert_eq!(app.get("/healthz", None).await.status(), 200);
+}
+
+/// An app with alice's and bob's keys (acting as alice) and the `deploy` tool, which requires
+/// approval; `toml` adds configuration (e.g. an `[[hooks]]` approval entry).
+async fn approval_app(db: &str, toml: &str) -> (TestApp, Arc<Deploy>) {
+    let deploy = Arc::new(Deploy::default());
+    let mut app = TestApp::with(Options {
+        db_url: Some(db.to_string()),
+        env: vec![("REAGENT_API_KEYS", "alice:ka,bob:kb".into())],
+        toml: toml.to_string(),
+        extra_tools: vec![Arc::new(DeployTool(deploy.clone()))],
+        ..Options::default()
+    })
+    .await;
+    app.key = Some("ka".into());
+    (app, deploy)
+}
+
+/// The run's `approval_required` step (reading its stream until it appears).
+async fn approval_step(app: &TestApp, run: &str) -> Sse {
+    let events = app
+        .wait_for(run, |e| e.label() == "step:approval_required")
+        .await;
+    events.last().unwrap().clone()
+}
+
+fn tool_end(events: &[Sse]) -> &Sse {
+    events
+        .iter()
+        .find(|e| e.label() == "step:tool_end")
+        .expect("tool_end")
+}
+
+/// No `[[hooks]]` configured: registering a `requires_approval` tool alone must pause it.
+async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
+    let (app, deploy) = approval_app(&db, "").await;
+    app.llm.tool_calls(&[("c1", "deploy", r#"{"env":"prod"}"#)]);
+    let conv = app.create_conversation(None).await;
+    let run = app
+        .start_run(&conv, json!({"query": "ship it"}), None)
+        .await;
+    let step = approval_step(&app, &run).await;
+    assert_eq!(step.data["tool"], "deploy");
+    assert_eq!(step.data["arguments"], json!({"env": "prod"}));
+    let id = step.data["approval_id"].as_str().unwrap().to_string();
+    assert_eq!(deploy.calls(), 0, "the tool must wait for the reviewer");
+
+    // The owner sees the request; another tenant neither sees nor decides it.
+    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    assert_eq!(pending[0]["id"], id.as_str());
+    assert_eq!(pending[0]["run_id"], run.as_str());
+    let bobs: Value = app
+        .get("/api/approvals", Some("kb"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bobs, json!([]));
+    let path = format!("/api/approvals/{id}");
+    let r = app.post(&path, json!({"approve": true}), Some("kb")).await;
+    assert_eq!(error_code(r, 404).await, "not_found");
+
+    // Other runs are not blocked while this one waits.
+    app.llm.text("unrelated");
+    let other = app.create_conversation(None).await;
+    let other_run = app.start_run(&other, json!({"query": "q"}), None).await;
+    let other_events = app.events(&other_run, None).await;
+    assert_eq!(other_events.last().unwrap().data["status"], "completed");
+    assert_eq!(deploy.calls(), 0);
+
+    app.llm.text("deployed");
+    let r = app.post(&path, json!({"approve": true}), None).await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body, json!({"id": id, "approved": true}));
+    let events = app.events(&run, None).await;
+    assert_eq!(events.last().unwrap().data["status"], "completed");
+    let end = tool_end(&events);
+    assert_eq!(end.data["blocked"], false);
+    assert_eq!(end.data["observation"], r#"deployed to "prod""#);
+    assert_eq!(deploy.calls(), 1);
+    // Decided once only.
+    let r = app.post(&path, json!({"approve": true}), None).await;
+    assert_eq!(error_code(r, 404).await, "not_found");
+
+    // A rejection: the tool does not run and the model is told why.
+    app.llm.tool_calls(&[("c2", "deploy", r#"{"env":"prod"}"#)]);
+    app.llm.text("not deployed");
+    let run2 = app.start_run(&conv, json!({"query": "again"}), None).await;
+    let id2 = approval_step(&app, &run2).await.data["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app
+        .post(
+            &format!("/api/approvals/{id2}"),
+            json!({"approve": false, "reason": "no"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let events = app.events(&run2, None).await;
+    assert_eq!(events.last().unwrap().data["status"], "completed");
+    let end = tool_end(&events);
+    assert_eq!(end.data["blocked"], true);
+    assert_eq!(deploy.calls(), 1, "a rejected call must not run");
+    let next = app.llm.chat_requests().pop().unwrap();
+    let told = next
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .any(|m| m.content.contains("rejected by a reviewer: no"));
+    assert!(told, "{:?}", next.messages);
+}
+
+/// A configured approval entry with a 1 s timeout: nobody answers, so the call is blocked.
+async fn approval_timeout_blocks_the_call(db: String) {
+    let hooks = "[[hooks]]\nkind = \"approval\"\napproval_timeout_s = 1\n";
+    let (app, deploy) = approval_app(&db, hooks).await;
+    app.llm.tool_calls(&[("c1", "deploy", r#"{"env":"prod"}"#)]);
+    app.llm.text("gave up");
+    let conv = app.create_conversation(None).await;
+    let run = app
+        .start_run(&conv, json!({"query": "ship it"}), None)
+        .await;
+    let events = app.events(&run, None).await;
+    let labels = labels(&events);
+    assert!(labels.contains(&"step:approval_required".to_string()));
+    let end = tool_end(&events);
+    assert_eq!(end.data["blocked"], true);
+    let observation = end.data["observation"].as_str().unwrap();
+    assert!(
+        observation.contains("approval timed out after 1 s"),
+        "{observation}"
+    );
+    assert_eq!(deploy.calls(), 0);
+    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    assert_eq!(pending, json!([]));
+}
+
+#[tokio::test]
+async fn metrics_key_guards_metrics_and_api_keys_do_not_open_it() {
+    let app = TestApp::with(Options {
+        env: vec![("REAGENT_API_KEYS", "alice:ka".into())],
+        toml: "[auth]\nmetrics_key = \"mk\"\n".into(),
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(
+        error_code(app.get("/metrics", None).await, 401).await,
+        "unauthorized"
+    );
+    // SPEC §3.5: `/metrics` has its own key; an API key is not it.
+    assert_eq!(
+        error_code(app.get("/metrics", Some("ka")).await, 401).await,
+        "unauthorized"
+    );
+    let r = app.get("/metrics", Some("mk")).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("reagent_active_runs 0"));
+    // And the metrics key is no API key.
+    assert_eq!(
+        error_code(app.get("/api/tools", Some("mk")).await, 401).await,
+        "unauthorized"
+    );
+    assert_eq!(app.get("/api/tools", Some("ka")).await.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_are_public_without_a_metrics_key_even_with_api_keys() {
+    let app = TestApp::with(Options {
+        env: vec![("REAGENT_API_KEYS", "alice:ka".into())],
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(app.get("/metrics", None).await.status(), 200);
+    assert_eq!(
+        error_code(app.get("/api/tools", None).await, 401).await,
+        "unauthorized"
+    );
 }

@@ -2,15 +2,24 @@
 //! `ScriptedLlm` as the only model and test tools (`echo`, and `gate`, which blocks until the
 //! test releases it so "during a tool" is a real state, not a timing guess). Typed helpers for
 //! the endpoints and a tiny SSE parser.
+//!
+//! The scenarios run on both storage backends: [`run_on`] gives each one a fresh database — a
+//! temp SQLite file, or a PostgreSQL database `reagent_api_<random>` created on
+//! [`PG_ADMIN_URL`] and dropped afterwards (`WITH (FORCE)`, from the admin connection, even when
+//! the scenario panics). When PostgreSQL is unreachable the PostgreSQL tests FAIL unless
+//! `REAGENT_SKIP_PG=1` is set (the rule of `tests/store.rs`).
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use reagent::config::Config;
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
 use reagent::llm::{Abilities, Llm};
@@ -18,7 +27,7 @@ use reagent::server::{serve, App, AppOverrides};
 use reagent::testing::scripted::ScriptedLlm;
 use reagent::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{oneshot, Notify, Semaphore};
 
 /// Answers `echo: <args>` at once.
 pub struct Echo;
@@ -94,6 +103,139 @@ impl Tool for GateTool {
         self.0.release.notified().await;
         Ok(ToolOutput::text("gate opened"))
     }
+}
+
+/// A tool that needs a reviewer's approval (SPEC §3.6); counts its real executions so a test
+/// can tell "ran" from "blocked".
+#[derive(Default)]
+pub struct Deploy {
+    pub calls: AtomicUsize,
+}
+
+impl Deploy {
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+pub struct DeployTool(pub Arc<Deploy>);
+
+#[async_trait]
+impl Tool for DeployTool {
+    fn name(&self) -> &str {
+        "deploy"
+    }
+    fn description(&self) -> &str {
+        "Deploys to an environment"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"env": {"type": "string"}}})
+    }
+    fn requires_approval(&self) -> bool {
+        true
+    }
+    async fn call(&self, args: Value) -> Result<ToolOutput, ToolError> {
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::text(format!("deployed to {}", args["env"])))
+    }
+}
+
+/// Where the scenarios keep their data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The maintenance database the PostgreSQL tests create and drop their databases from.
+pub const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// One scenario's fresh database; [`Db::destroy`] removes it.
+pub struct Db {
+    pub url: String,
+    pg: Option<(sqlx::PgPool, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    /// A fresh database, or `None` when PostgreSQL is skipped with `REAGENT_SKIP_PG=1`.
+    pub async fn create(backend: Backend) -> Option<Db> {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("reagent.db").display());
+                Some(Db {
+                    url,
+                    pg: None,
+                    _dir: Some(dir),
+                })
+            }
+            Backend::Postgres => {
+                if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
+                    eprintln!("REAGENT_SKIP_PG=1: skipping a PostgreSQL API test");
+                    return None;
+                }
+                let admin = sqlx::PgPool::connect(PG_ADMIN_URL)
+                    .await
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); \
+                             set REAGENT_SKIP_PG=1 to skip"
+                        )
+                    });
+                let name = format!("reagent_api_{}", uuid::Uuid::new_v4().simple());
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&admin)
+                    .await
+                    .unwrap();
+                Some(Db {
+                    url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
+                    pg: Some((admin, name)),
+                    _dir: None,
+                })
+            }
+        }
+    }
+
+    /// Drops the PostgreSQL database (closing the app's leftover connections) or the temp dir.
+    pub async fn destroy(self) -> Result<(), sqlx::Error> {
+        if let Some((admin, name)) = self.pg {
+            let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&admin)
+                .await;
+            admin.close().await;
+            dropped?;
+        }
+        Ok(())
+    }
+}
+
+/// PostgreSQL scenarios running at once. Each app's pool may open up to 10 connections, so on a
+/// many-core CI machine unbounded test threads could exceed the server's `max_connections`.
+static PG_SLOTS: Semaphore = Semaphore::const_new(4);
+
+/// Runs `scenario` on a fresh database of `backend` (its URL is the argument) and removes the
+/// database afterwards, even when the scenario panics.
+pub async fn run_on<F, Fut>(backend: Backend, scenario: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let _slot = match backend {
+        Backend::Postgres => Some(PG_SLOTS.acquire().await.unwrap()),
+        Backend::Sqlite => None,
+    };
+    let Some(db) = Db::create(backend).await else {
+        return;
+    };
+    let outcome = AssertUnwindSafe(scenario(db.url.clone()))
+        .catch_unwind()
+        .await;
+    let dropped = db.destroy().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    dropped.unwrap();
 }
 
 /// One parsed SSE event.
@@ -195,6 +337,10 @@ pub struct Options {
     pub db_url: Option<String>,
     /// Extra lines of the `[server]` section.
     pub server_toml: String,
+    /// Extra configuration sections (`[auth]`, `[[hooks]]`…), after `[server]`.
+    pub toml: String,
+    /// Registered after the standard test tools.
+    pub extra_tools: Vec<Arc<dyn Tool>>,
 }
 
 impl Default for Options {
@@ -205,6 +351,8 @@ impl Default for Options {
             keep_alive: Duration::from_secs(15),
             db_url: None,
             server_toml: String::new(),
+            toml: String::new(),
+            extra_tools: Vec::new(),
         }
     }
 }
@@ -226,6 +374,15 @@ impl TestApp {
         Self::with(Options::default()).await
     }
 
+    /// The default app on the given database (a scenario's [`run_on`] URL).
+    pub async fn spawn_on(db_url: &str) -> TestApp {
+        Self::with(Options {
+            db_url: Some(db_url.to_string()),
+            ..Options::default()
+        })
+        .await
+    }
+
     pub async fn with(options: Options) -> TestApp {
         let (dir, db_url) = match options.db_url {
             Some(url) => (None, url),
@@ -241,9 +398,10 @@ impl TestApp {
             env.insert(k.into(), v);
         }
         let file = format!(
-            "[server]\nstatic_dir = \"{}/static\"\n{}\n",
+            "[server]\nstatic_dir = \"{}/static\"\n{}\n{}\n",
             env!("CARGO_MANIFEST_DIR"),
-            options.server_toml
+            options.server_toml,
+            options.toml
         );
         let config = Config::load_from(Some(&file), &env).unwrap();
         let llm = Arc::new(options.llm);
@@ -254,10 +412,13 @@ impl TestApp {
         )
         .unwrap();
         let gate = Arc::new(Gate::default());
-        let tools = ToolRegistry::new()
+        let mut tools = ToolRegistry::new()
             .with(Arc::new(Echo))
             .with(Arc::new(GateTool(gate.clone())))
             .with(Arc::new(Report));
+        for tool in options.extra_tools {
+            tools.register(tool);
+        }
         let app = App::build(
             config,
             AppOverrides {

@@ -1,0 +1,236 @@
+//! The real `reagent` binary with a run in flight: SIGTERM must cancel the run, record its final
+//! state and exit 0 within the grace period; `kill -9` must leave a run that the next start
+//! marks `failed` ("interrupted by server restart") with a replayable event log.
+//!
+//! Each child runs in an empty temp directory (its `config.toml` sets a short
+//! `shutdown_grace_s`) with a cleared environment, a temp SQLite database and an in-process
+//! [`FakeOpenAi`] whose replies take far longer than the test, so "during a run" is a state, not
+//! a timing guess. The child binds port 0 and the test reads the address from its log line.
+
+#![cfg(unix)]
+
+mod api_support;
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use api_support::{read_all, read_until};
+use reagent::agent::RunStatus;
+use reagent::store::Store;
+use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reagent");
+/// A safety net for a hung child, not a synchronisation delay.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// `server.shutdown_grace_s` of the children.
+const GRACE_S: u64 = 3;
+
+/// A running `reagent serve`.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    /// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
+    async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .current_dir(dir)
+            .env_clear()
+            .envs([
+                ("REAGENT_BIND", "127.0.0.1:0"),
+                ("DATABASE_URL", db_url),
+                ("LLM_BASE_URL", llm.base_url().as_str()),
+                ("LLM_MAX_RETRIES", "0"),
+                ("RUST_LOG", "info"),
+            ])
+            .kill_on_drop(true)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("reagent could not be started");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let find_addr = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some((_, rest)) = line.split_once("listening on http://") {
+                    return rest.trim().to_string();
+                }
+            }
+            panic!("reagent exited before listening");
+        };
+        let addr = tokio::time::timeout(TIMEOUT, find_addr)
+            .await
+            .expect("no listening line");
+        // Keep draining the log so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Server {
+            child,
+            base: format!("http://{addr}"),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Creates a conversation, starts a run (202) and returns its id once the run's `start`
+    /// event has been streamed, i.e. the run is really in flight.
+    async fn start_run(&self) -> String {
+        let client = reqwest::Client::new();
+        let r = client
+            .post(self.url("/api/conversations"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let conv: Value = r.json().await.unwrap();
+        let r = client
+            .post(self.url(&format!(
+                "/api/conversations/{}/runs",
+                conv["id"].as_str().unwrap()
+            )))
+            .json(&json!({"query": "take your time"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        let body: Value = r.json().await.unwrap();
+        let run = body["run_id"].as_str().unwrap().to_string();
+        let events = client
+            .get(self.url(&format!("/api/runs/{run}/events")))
+            .send()
+            .await
+            .unwrap();
+        let (seen, _) = read_until(events, |e| e.event == "start").await;
+        assert_eq!(seen.last().map(|e| e.event.as_str()), Some("start"));
+        let shown: Value = client
+            .get(self.url(&format!("/api/runs/{run}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(shown["status"], "running");
+        run
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("child still running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
+    async fn wait(&mut self) -> ExitStatus {
+        tokio::time::timeout(TIMEOUT, self.child.wait())
+            .await
+            .expect("reagent did not exit")
+            .unwrap()
+    }
+}
+
+/// A temp dir with a `config.toml` setting a short grace period, and a SQLite URL inside it.
+fn workdir() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[server]\nshutdown_grace_s = {GRACE_S}\n"),
+    )
+    .unwrap();
+    let db_url = format!("sqlite://{}", dir.path().join("reagent.db").display());
+    (dir, db_url)
+}
+
+/// A model that answers long after every test has finished.
+async fn slow_llm() -> FakeOpenAi {
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("too late").delay(60_000));
+    llm
+}
+
+#[tokio::test]
+async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
+    let (dir, db_url) = workdir();
+    let llm = slow_llm().await;
+    let mut server = Server::start(dir.path(), &db_url, &llm).await;
+    let run = server.start_run().await;
+
+    let sent = Instant::now();
+    server.signal("-TERM");
+    let status = server.wait().await;
+    let took = sent.elapsed();
+    assert!(
+        status.success(),
+        "graceful shutdown should exit 0, got {status}"
+    );
+    assert!(
+        took < Duration::from_secs(GRACE_S + 2),
+        "exit took {took:?}, grace is {GRACE_S} s"
+    );
+
+    let store = Store::connect(&db_url).await.unwrap();
+    let id = uuid::Uuid::parse_str(&run).unwrap();
+    let row = store.get_run("", id).await.unwrap().expect("run row");
+    assert_eq!(row.status, RunStatus::Cancelled);
+    assert!(row.finished_at.is_some());
+    let events = store.list_events(id, 0).await.unwrap();
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    let expected: Vec<i64> = (1..=events.len() as i64).collect();
+    assert_eq!(seqs, expected, "contiguous seq from 1");
+    assert_eq!(events.first().unwrap().name, "start");
+    let done = events.last().unwrap();
+    assert_eq!(done.name, "done");
+    let data: Value = serde_json::from_str(&done.data).unwrap();
+    assert_eq!(data["status"], "cancelled");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn kill_9_then_restart_fails_the_run_and_replays_it() {
+    let (dir, db_url) = workdir();
+    let llm = slow_llm().await;
+    let mut server = Server::start(dir.path(), &db_url, &llm).await;
+    let run = server.start_run().await;
+    server.signal("-KILL");
+    let status = server.wait().await;
+    assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
+
+    let mut again = Server::start(dir.path(), &db_url, &llm).await;
+    let client = reqwest::Client::new();
+    let shown: Value = client
+        .get(again.url(&format!("/api/runs/{run}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["status"], "failed");
+    assert_eq!(shown["error"], "interrupted by server restart");
+    let r = client
+        .get(again.url(&format!("/api/runs/{run}/events")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let events = read_all(r).await;
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.id, i as u64 + 1, "ids must be 1, 2, 3…");
+    }
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done");
+    assert_eq!(done.data["status"], "failed");
+    assert_eq!(done.data["error"], "interrupted by server restart");
+
+    again.signal("-TERM");
+    assert!(again.wait().await.success());
+}
