@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod builtin;
+pub mod config;
 pub mod webhook;
 
 use std::sync::Arc;
