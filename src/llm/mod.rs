@@ -7,6 +7,7 @@
 
 pub mod json;
 pub mod openai;
+mod openai_wire;
 pub mod registry;
 pub mod retry;
 pub mod stream;
