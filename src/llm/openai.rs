@@ -1,7 +1,8 @@
 //! The OpenAI-compatible chat client: one [`OpenAiClient`] per model, speaking
 //! `POST {base_url}/chat/completions` with reqwest.
 //!
-//! Provider JSON stays private to this file and to [`super::stream`] (the chunk decoder): callers
+//! Provider JSON stays private to this file, `openai_wire.rs` and [`super::stream`] (the chunk
+//! decoder): callers
 //! only see [`ChatRequest`], [`ChatResponse`] and [`StreamEvent`]. Reading is lenient (every field
 //! optional, `null` accepted) because compatible servers deviate in harmless ways.
 //!
