@@ -2,9 +2,9 @@
 //! `POST {base_url}/chat/completions` with reqwest.
 //!
 //! Provider JSON stays private to this file, `openai_wire.rs` and [`super::stream`] (the chunk
-//! decoder): callers
-//! only see [`ChatRequest`], [`ChatResponse`] and [`StreamEvent`]. Reading is lenient (every field
-//! optional, `null` accepted) because compatible servers deviate in harmless ways.
+//! decoder): callers only see [`ChatRequest`], [`ChatResponse`] and [`StreamEvent`]. Reading is
+//! lenient (every field optional, `null` accepted) because compatible servers deviate in
+//! harmless ways.
 //!
 //! Failure handling (SPEC §6 `LLM_TIMEOUT_S`, `LLM_MAX_RETRIES`):
 //! - 429/500/502/503/504, connection errors and timeouts are retried up to `max_retries` times with
