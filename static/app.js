@@ -155,10 +155,15 @@ async function follow(view, response, signal) {
       if (!response) {
         if (!view.runId) return;
         const headers = { Accept: 'text/event-stream' };
-        if (view.lastId > 0) headers['Last-Event-ID'] = String(view.lastId);
+        if (view.lastId > 0) {
+          // Resume: the server replays only what came after the last applied event.
+          headers['Last-Event-ID'] = String(view.lastId);
+          document.body.dataset.resumes = String(Number(document.body.dataset.resumes || 0) + 1);
+        }
         response = await apiFetch(`/api/runs/${encodeURIComponent(view.runId)}/events`, { headers, signal });
       }
       const before = view.lastId;
+      view.root.dataset.connection = 'open';
       await readSse(response.body, (ev) => {
         if (signal.aborted) return;
         view.apply(ev);
@@ -179,6 +184,7 @@ async function follow(view, response, signal) {
       response = null;
     }
     if (view.done || signal.aborted) break;
+    view.root.dataset.connection = 'retrying';
     failures += 1;
     if (failures > 8) {
       view.lost('connection lost — reload the page to resume');

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,4 +228,43 @@ export async function startBrowser() {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+// ---- a TCP proxy that can cut connections --------------------------------------------------
+
+/**
+ * Forwards 127.0.0.1:<port> to `target` (`http://host:port`); `dropAll()` destroys every open
+ * connection, which is what a flaky network or a restarted reverse proxy does to an SSE stream.
+ */
+export function startProxy(target) {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        base: `http://127.0.0.1:${server.address().port}`,
+        dropAll() {
+          const n = sockets.size;
+          for (const s of sockets) s.destroy();
+          return n;
+        },
+        close() {
+          for (const s of sockets) s.destroy();
+          return new Promise((r) => server.close(() => r()));
+        },
+      });
+    });
+  });
 }

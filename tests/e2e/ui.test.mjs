@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { REPO, startBrowser, startMockLlm, startReagent } from './support.mjs';
+import { REPO, startBrowser, startMockLlm, startProxy, startReagent } from './support.mjs';
 
 const SCENARIO_TIMEOUT = 45000;
 
@@ -131,6 +131,26 @@ describe('reagent UI, auth off', () => {
     assert.equal(text.match(/All done\./g)?.length, 1, text);
     assert.equal(await page.locator('.message.user').count(), 1);
     await page.close();
+  });
+
+  test('a dropped connection resumes from the last event id without duplicating text', { timeout: SCENARIO_TIMEOUT }, async () => {
+    // The page talks to reagent through a proxy that the test can cut.
+    const proxy = await startProxy(server.base);
+    try {
+      const page = await ask(proxy.base, 'slow: survive a network drop');
+      // Cut while the answer is streaming (a chunk every 300 ms).
+      await page.waitForSelector('.answer:not([hidden])');
+      assert.ok(proxy.dropAll() > 0, 'the stream was open');
+      await page.waitForSelector('body[data-resumes]', { state: 'attached' });
+      await footer(page, 'completed');
+      assert.equal(await page.locator('.tool-card').count(), 2);
+      const text = await page.locator('.answer').textContent();
+      assert.equal(text.match(/Six times seven is 42\./g)?.length, 1, text);
+      assert.equal(text.match(/All done\./g)?.length, 1, text);
+      await page.close();
+    } finally {
+      await proxy.close();
+    }
   });
 
   test('HTML in the answer is sanitised and never executes', { timeout: SCENARIO_TIMEOUT }, async () => {
