@@ -217,6 +217,8 @@ export async function startBrowser() {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      // Containers often have a tiny /dev/shm; Chromium then crashes without this.
+      '--disable-dev-shm-usage',
     ],
     viewport: { width: 1200, height: 820 },
   });
