@@ -151,6 +151,16 @@ export class RunView {
     const body = card.querySelector('.tool-body');
     body.append(el('h4', null, 'Observation'), el('pre', 'tool-observation', data.observation ?? ''));
     for (const artifact of data.artifacts || []) body.append(this.artifact(artifact));
+    this.settleApprovals((box) => box.dataset.tool === data.tool);
+  }
+
+  /** Approval requests already answered (seen again on a replay) lose their buttons. */
+  settleApprovals(which) {
+    for (const box of this.root.querySelectorAll('.approval:not([data-settled])')) {
+      if (!which(box)) continue;
+      box.dataset.settled = 'true';
+      for (const button of box.querySelectorAll('button')) button.disabled = true;
+    }
   }
 
   artifact(artifact) {
@@ -209,6 +219,7 @@ export class RunView {
   approval(data) {
     const box = el('div', 'approval');
     box.dataset.approvalId = data.approval_id;
+    box.dataset.tool = data.tool || '';
     box.append(el('p', null, `Approval needed: ${data.tool}`), el('pre', 'tool-args', pretty(data.arguments ?? {})));
     const approve = el('button', 'approve', 'Approve');
     const reject = el('button', 'reject danger', 'Reject');
@@ -255,6 +266,7 @@ export class RunView {
 
   finish(data) {
     this.done = true;
+    this.settleApprovals(() => true);
     this.root.dataset.state = data.status || 'done';
     for (const card of this.cards.values()) {
       if (card.dataset.state === 'running') {
