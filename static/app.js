@@ -1,0 +1,362 @@
+// reagent's browser client (SPEC §7): the conversation list, the chat view and the run
+// lifecycle — start a run and read its SSE stream, send interrupts and Stop while it works,
+// resume a dropped stream with Last-Event-ID, and re-attach to the active run after a reload
+// (the open conversation is kept in the URL hash). Rendering of one run lives in run.js,
+// HTTP/auth/SSE parsing in api.js.
+
+import { api, apiFetch, readSse, ApiError } from './api.js';
+import { RunView } from './run.js';
+
+const $ = (id) => document.getElementById(id);
+const thread = $('thread');
+const input = $('input');
+const stopButton = $('stop');
+const status = $('composer-status');
+
+/** What is open: the conversation, its live run (if any), and an abort for its streams. */
+const state = {
+  conversation: null,
+  active: null, // RunView of the run that is working now
+  abort: new AbortController(),
+};
+
+function setStatus(text, isError = false) {
+  status.textContent = text || '';
+  status.classList.toggle('error', isError);
+}
+
+function setWorking(view) {
+  state.active = view && !view.done ? view : null;
+  stopButton.hidden = !state.active;
+  $('send').textContent = state.active ? 'Send follow-up' : 'Send';
+  input.placeholder = state.active
+    ? 'The agent is working: a message here is read at its next step…'
+    : 'Ask something… (Enter sends, Shift+Enter for a new line)';
+}
+
+// ---- conversation list ----------------------------------------------------------------
+
+async function loadList() {
+  try {
+    const page = await api('GET', '/api/conversations?limit=100');
+    const list = $('conv-list');
+    list.replaceChildren();
+    for (const conv of page.items || []) {
+      const item = document.createElement('li');
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'conv';
+      button.dataset.id = conv.id;
+      button.textContent = conv.title || 'Untitled';
+      if (conv.active_run_id) button.classList.add('working');
+      if (state.conversation?.id === conv.id) button.classList.add('current');
+      button.addEventListener('click', () => {
+        location.hash = `#/c/${conv.id}`;
+      });
+      item.append(button);
+      list.append(item);
+    }
+    $('list-status').textContent = page.items?.length ? '' : 'No conversations yet.';
+  } catch (e) {
+    $('list-status').textContent = `Could not load conversations: ${e.message}`;
+  }
+}
+
+async function newConversation(title) {
+  const conv = await api('POST', '/api/conversations', title ? { title } : {});
+  history.replaceState(null, '', `#/c/${conv.id}`);
+  await openConversation(conv.id);
+  return conv;
+}
+
+// ---- chat view ---------------------------------------------------------------------------
+
+function userBubble(text, kind = 'query') {
+  const bubble = document.createElement('div');
+  bubble.className = `message user ${kind}`;
+  bubble.textContent = text;
+  return bubble;
+}
+
+function showHeader() {
+  const conv = state.conversation;
+  $('conv-title').textContent = conv ? conv.title || 'Untitled' : 'No conversation';
+  $('rename-conv').disabled = !conv;
+  $('delete-conv').disabled = !conv;
+}
+
+async function openConversation(id) {
+  state.abort.abort();
+  state.abort = new AbortController();
+  setWorking(null);
+  setStatus('');
+  thread.replaceChildren();
+  document.body.classList.remove('show-sidebar');
+  let conv;
+  try {
+    conv = await api('GET', `/api/conversations/${encodeURIComponent(id)}`);
+  } catch (e) {
+    state.conversation = null;
+    showHeader();
+    setStatus(e instanceof ApiError && e.status === 404 ? 'Conversation not found.' : e.message, true);
+    return;
+  }
+  state.conversation = conv;
+  showHeader();
+  loadList();
+  const signal = state.abort.signal;
+  // One turn per run: the query, then the run replayed from its event log (finished runs
+  // replay and close; the active one replays from 0 and then follows live).
+  const turns = [];
+  for (const message of conv.messages || []) {
+    if (message.kind !== 'query') continue;
+    thread.append(userBubble(message.content));
+    const view = new RunView(message.run_id);
+    thread.append(view.root);
+    turns.push({ view, message });
+  }
+  if (!turns.length) thread.append(emptyNote());
+  for (const { view, message } of turns) {
+    const live = message.run_id === conv.active_run_id;
+    if (live) setWorking(view);
+    follow(view, null, signal).then(() => {
+      if (!view.done && !signal.aborted && !live) fallbackAnswer(view, conv, message.run_id);
+    });
+  }
+  scrollDown();
+}
+
+function emptyNote() {
+  const p = document.createElement('p');
+  p.className = 'empty muted';
+  p.textContent = 'Ask a question to start. The agent\'s tool calls appear here as it works.';
+  return p;
+}
+
+/** A finished run whose log could not be read still shows its stored answer. */
+function fallbackAnswer(view, conv, runId) {
+  const answer = (conv.messages || []).find((m) => m.run_id === runId && m.kind === 'answer');
+  if (answer) view.answerEvent({ status: 'done', content: answer.content });
+  view.lost('details unavailable');
+}
+
+function scrollDown() {
+  thread.scrollTop = thread.scrollHeight;
+}
+
+/**
+ * Feeds `view` from `response` (the POST that started the run) or from the run's event log,
+ * resuming after the last applied id whenever the connection drops, until `done`.
+ */
+async function follow(view, response, signal) {
+  let failures = 0;
+  while (!view.done && !signal.aborted) {
+    try {
+      if (!response) {
+        if (!view.runId) return;
+        const headers = { Accept: 'text/event-stream' };
+        if (view.lastId > 0) {
+          // Resume: the server replays only what came after the last applied event.
+          headers['Last-Event-ID'] = String(view.lastId);
+          document.body.dataset.resumes = String(Number(document.body.dataset.resumes || 0) + 1);
+        }
+        response = await apiFetch(`/api/runs/${encodeURIComponent(view.runId)}/events`, { headers, signal });
+      }
+      const before = view.lastId;
+      view.root.dataset.connection = 'open';
+      await readSse(response.body, (ev) => {
+        if (signal.aborted) return;
+        view.apply(ev);
+        if (view.done && state.active === view) {
+          setWorking(null);
+          loadList();
+        }
+        scrollDown();
+      });
+      if (view.lastId > before) failures = 0;
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof ApiError && e.status === 404) {
+        view.lost('run not found');
+        return;
+      }
+    } finally {
+      response = null;
+    }
+    if (view.done || signal.aborted) break;
+    view.root.dataset.connection = 'retrying';
+    failures += 1;
+    if (failures > 8) {
+      view.lost('connection lost — reload the page to resume');
+      if (state.active === view) setWorking(null);
+      return;
+    }
+    // Back off before reconnecting (a retry delay, growing with consecutive failures).
+    await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** failures, 4000)));
+  }
+}
+
+async function startRun(query) {
+  if (!state.conversation) await newConversation();
+  const conv = state.conversation;
+  const signal = state.abort.signal;
+  thread.querySelector('.empty')?.remove();
+  thread.append(userBubble(query));
+  const view = new RunView(null);
+  thread.append(view.root);
+  setWorking(view);
+  scrollDown();
+  if (!conv.title) {
+    const title = query.replace(/\s+/g, ' ').trim().slice(0, 60);
+    api('PATCH', `/api/conversations/${conv.id}`, { title })
+      .then(() => {
+        conv.title = title;
+        showHeader();
+        loadList();
+      })
+      .catch(() => {});
+  }
+  let response;
+  try {
+    response = await apiFetch(`/api/conversations/${encodeURIComponent(conv.id)}/runs`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ query }),
+      signal,
+    });
+  } catch (e) {
+    if (signal.aborted) return;
+    view.lost(`could not start: ${e.message}`);
+    setWorking(null);
+    return;
+  }
+  loadList();
+  await follow(view, response, signal);
+  if (!view.runId && !signal.aborted) {
+    // The stream broke before `start`: learn the run id from the conversation and resume.
+    try {
+      const fresh = await api('GET', `/api/conversations/${conv.id}`);
+      const run = fresh.active_run_id
+        || [...(fresh.messages || [])].reverse().find((m) => m.kind === 'query')?.run_id;
+      if (run) {
+        view.runId = run;
+        await follow(view, null, signal);
+      }
+    } catch {
+      view.lost('connection lost — reload the page to resume');
+    }
+  }
+}
+
+async function sendInterrupt(view, content) {
+  const conv = state.conversation;
+  try {
+    const r = await api('POST', `/api/conversations/${encodeURIComponent(conv.id)}/interrupt`, { content });
+    if (!view.root.querySelector(`.interrupt[data-interrupt-id="${CSS.escape(String(r.id))}"]`)) {
+      view.queued(r.id, content);
+    }
+    scrollDown();
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'no_active_run') {
+      // The run ended in the meantime: the message starts the next run instead.
+      setWorking(null);
+      await startRun(content);
+    } else {
+      setStatus(`Could not send: ${e.message}`, true);
+    }
+  }
+}
+
+async function submit() {
+  const text = input.value.trim();
+  if (!text) return;
+  input.value = '';
+  setStatus('');
+  try {
+    if (state.active) await sendInterrupt(state.active, text);
+    else await startRun(text);
+  } catch (e) {
+    setStatus(e.message, true);
+  }
+}
+
+// ---- wiring ------------------------------------------------------------------------------
+
+$('composer').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  submit();
+});
+
+input.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    submit();
+  }
+});
+
+stopButton.addEventListener('click', async () => {
+  const view = state.active;
+  if (!view?.runId) return;
+  stopButton.disabled = true;
+  try {
+    await api('POST', `/api/runs/${encodeURIComponent(view.runId)}/cancel`);
+    setStatus('Stopping…');
+  } catch (e) {
+    // 409: it finished on its own meanwhile.
+    if (!(e instanceof ApiError && e.status === 409)) setStatus(`Could not stop: ${e.message}`, true);
+  } finally {
+    stopButton.disabled = false;
+  }
+});
+
+$('new-conv').addEventListener('click', () => {
+  newConversation().catch((e) => setStatus(e.message, true));
+});
+
+$('rename-conv').addEventListener('click', async () => {
+  const conv = state.conversation;
+  if (!conv) return;
+  const title = window.prompt('Rename conversation', conv.title || '');
+  if (title === null || !title.trim()) return;
+  try {
+    await api('PATCH', `/api/conversations/${conv.id}`, { title: title.trim() });
+    conv.title = title.trim();
+    showHeader();
+    loadList();
+  } catch (e) {
+    setStatus(`Could not rename: ${e.message}`, true);
+  }
+});
+
+$('delete-conv').addEventListener('click', async () => {
+  const conv = state.conversation;
+  if (!conv || !window.confirm(`Delete "${conv.title || 'Untitled'}"?`)) return;
+  try {
+    state.abort.abort();
+    await api('DELETE', `/api/conversations/${conv.id}`);
+    state.conversation = null;
+    history.replaceState(null, '', location.pathname);
+    thread.replaceChildren(emptyNote());
+    setWorking(null);
+    showHeader();
+    loadList();
+  } catch (e) {
+    setStatus(`Could not delete: ${e.message}`, true);
+  }
+});
+
+$('toggle-sidebar').addEventListener('click', () => {
+  document.body.classList.toggle('show-sidebar');
+});
+
+function route() {
+  const match = location.hash.match(/^#\/c\/([0-9a-fA-F-]{36})$/);
+  if (match) openConversation(match[1]);
+}
+
+window.addEventListener('hashchange', route);
+showHeader();
+loadList().then(() => {
+  route();
+  document.body.dataset.ready = 'true';
+});

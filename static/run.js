@@ -1,0 +1,301 @@
+// One run in the thread: turns SSE events (SPEC §4) into DOM. A RunView is fed every event of
+// its run exactly once — it drops ids it has already applied — so replaying after a reload or
+// resuming after a dropped connection can never duplicate a card or answer text.
+//
+// Trust: tool arguments, observations, reasoning and interrupt texts are inserted with
+// textContent; only the answer is HTML, and only after marked + DOMPurify.
+
+import { api, blobUrl, hasKey } from './api.js';
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function pretty(value) {
+  if (typeof value === 'string') {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2);
+}
+
+function formatMs(ms) {
+  if (typeof ms !== 'number') return '';
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+if (window.DOMPurify) {
+  // Links in answers open elsewhere and cannot reach back into the UI.
+  window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.tagName === 'A' && node.hasAttribute('href')) {
+      node.setAttribute('target', '_blank');
+      node.setAttribute('rel', 'noopener noreferrer');
+    }
+  });
+}
+
+/** Markdown → sanitised HTML. LLM output is untrusted. */
+export function renderMarkdown(text) {
+  const html = window.marked.parse(text || '', { async: false, gfm: true });
+  return window.DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
+}
+
+export class RunView {
+  constructor(runId) {
+    this.runId = runId;
+    this.lastId = 0;
+    this.done = false;
+    this.answerText = '';
+    this.cards = new Map();
+    this.root = el('section', 'run');
+    this.root.dataset.state = 'running';
+    if (runId) this.root.dataset.runId = runId;
+    this.meta = el('div', 'run-meta muted');
+    this.steps = el('div', 'run-steps');
+    this.answer = el('div', 'answer markdown');
+    this.answer.hidden = true;
+    this.footer = el('footer', 'run-footer muted', 'working…');
+    this.root.append(this.meta, this.steps, this.answer, this.footer);
+  }
+
+  /** Applies one SSE event; events at or below the last applied id are ignored. */
+  apply(ev) {
+    if (typeof ev.id === 'number' && !Number.isNaN(ev.id)) {
+      if (ev.id <= this.lastId) return;
+      this.lastId = ev.id;
+    }
+    const data = ev.data || {};
+    switch (ev.event) {
+      case 'start':
+        this.runId = data.run_id;
+        this.root.dataset.runId = data.run_id;
+        this.meta.textContent = [data.model, data.mode && `${data.mode} mode`].filter(Boolean).join(' · ');
+        break;
+      case 'step':
+        this.step(data);
+        break;
+      case 'compact':
+        this.steps.append(
+          el('div', 'separator compact',
+            `context compacted: ${data.messages_before} → ${data.messages_after} messages` +
+            (data.tokens_before ? `, ${data.tokens_before} → ${data.tokens_after} tokens` : '')),
+        );
+        break;
+      case 'answer':
+        this.answerEvent(data);
+        break;
+      case 'done':
+        this.finish(data);
+        break;
+      default:
+        break;
+    }
+  }
+
+  step(data) {
+    switch (data.type) {
+      case 'thinking':
+        if (data.reasoning) this.steps.append(el('p', 'thinking muted', data.reasoning));
+        break;
+      case 'tool_start':
+        this.card(data.call_id, data.tool, data.arguments);
+        break;
+      case 'tool_end':
+        this.toolEnd(data);
+        break;
+      case 'selection': {
+        const text = `tool selection: ${(data.selected || []).length} of ${data.total_tools} tools` +
+          ` (${(data.selected || []).join(', ')})${data.fallback ? ', fallback' : ''}`;
+        this.steps.append(el('div', 'selection muted', text));
+        break;
+      }
+      case 'interrupt':
+        this.drained(data);
+        break;
+      case 'approval_required':
+        this.approval(data);
+        break;
+      default:
+        break;
+    }
+  }
+
+  card(callId, tool, args) {
+    let card = this.cards.get(callId);
+    if (card) return card;
+    card = el('details', 'tool-card');
+    card.dataset.callId = callId || '';
+    card.dataset.state = 'running';
+    const summary = el('summary');
+    summary.append(el('span', 'tool-name', tool || 'tool'), el('span', 'tool-status', 'running…'));
+    const body = el('div', 'tool-body');
+    body.append(el('h4', null, 'Arguments'), el('pre', 'tool-args', pretty(args ?? {})));
+    card.append(summary, body);
+    this.cards.set(callId, card);
+    this.steps.append(card);
+    return card;
+  }
+
+  toolEnd(data) {
+    const card = this.card(data.call_id, data.tool, undefined);
+    const state = data.blocked ? 'blocked' : data.error ? 'error' : 'ok';
+    card.dataset.state = state;
+    card.querySelector('.tool-status').textContent =
+      `${state === 'ok' ? 'done' : state} · ${formatMs(data.duration_ms)}`;
+    const body = card.querySelector('.tool-body');
+    body.append(el('h4', null, 'Observation'), el('pre', 'tool-observation', data.observation ?? ''));
+    for (const artifact of data.artifacts || []) body.append(this.artifact(artifact));
+    this.settleApprovals((box) => box.dataset.tool === data.tool);
+  }
+
+  /** Approval requests already answered (seen again on a replay) lose their buttons. */
+  settleApprovals(which) {
+    for (const box of this.root.querySelectorAll('.approval:not([data-settled])')) {
+      if (!which(box)) continue;
+      box.dataset.settled = 'true';
+      for (const button of box.querySelectorAll('button')) button.disabled = true;
+    }
+  }
+
+  artifact(artifact) {
+    const box = el('div', 'artifact');
+    const link = el('a', null, `${artifact.name} (${artifact.mime_type}, ${artifact.size} bytes)`);
+    link.target = '_blank';
+    link.rel = 'noopener';
+    box.append(link);
+    const isHtml = /^text\/html/i.test(artifact.mime_type || '');
+    const frame = isHtml ? el('iframe', 'artifact-preview') : null;
+    if (frame) {
+      // An empty sandbox: no scripts, no same-origin access, no forms, no navigation of the UI.
+      frame.setAttribute('sandbox', '');
+      frame.title = artifact.name;
+      box.append(frame);
+    }
+    const url = artifact.url || `/api/artifacts/${artifact.id}`;
+    if (hasKey()) {
+      // Links and iframes cannot send the Authorization header: fetch with it, show a blob.
+      blobUrl(url).then((u) => {
+        link.href = u;
+        if (frame) frame.src = u;
+      }).catch(() => box.append(el('span', 'error', ' (could not load)')));
+    } else {
+      link.href = url;
+      if (frame) frame.src = url;
+    }
+    return box;
+  }
+
+  /** A queued interrupt the user just sent (shown until the `interrupt` step drains it). */
+  queued(id, content) {
+    const item = el('div', 'interrupt queued');
+    item.dataset.interruptId = id;
+    item.append(el('span', 'badge', 'queued'), el('span', 'interrupt-text', content));
+    this.steps.append(item);
+  }
+
+  drained(data) {
+    const ids = data.ids || [];
+    const contents = data.contents || [];
+    ids.forEach((id, i) => {
+      let item = this.root.querySelector(`.interrupt[data-interrupt-id="${CSS.escape(String(id))}"]`);
+      if (!item) {
+        item = el('div', 'interrupt');
+        item.dataset.interruptId = id;
+        item.append(el('span', 'badge'), el('span', 'interrupt-text', contents[i] ?? ''));
+      }
+      item.classList.remove('queued');
+      item.classList.add('drained');
+      item.querySelector('.badge').textContent = 'follow-up read by the agent';
+      this.steps.append(item);
+    });
+  }
+
+  approval(data) {
+    const box = el('div', 'approval');
+    box.dataset.approvalId = data.approval_id;
+    box.dataset.tool = data.tool || '';
+    box.append(el('p', null, `Approval needed: ${data.tool}`), el('pre', 'tool-args', pretty(data.arguments ?? {})));
+    const approve = el('button', 'approve', 'Approve');
+    const reject = el('button', 'reject danger', 'Reject');
+    const status = el('span', 'muted');
+    const decide = async (ok) => {
+      approve.disabled = true;
+      reject.disabled = true;
+      try {
+        await api('POST', `/api/approvals/${encodeURIComponent(data.approval_id)}`, { approve: ok });
+        status.textContent = ok ? ' approved' : ' rejected';
+      } catch (e) {
+        status.textContent = ` ${e.message}`;
+      }
+    };
+    approve.type = 'button';
+    reject.type = 'button';
+    approve.addEventListener('click', () => decide(true));
+    reject.addEventListener('click', () => decide(false));
+    box.append(approve, reject, status);
+    this.steps.append(box);
+  }
+
+  answerEvent(data) {
+    switch (data.status) {
+      case 'start':
+      case 'reset':
+        this.answerText = '';
+        break;
+      case 'delta':
+        this.answerText += data.content || '';
+        break;
+      case 'done':
+        // done.content is the full answer: authoritative over the accumulated deltas.
+        if (typeof data.content === 'string') this.answerText = data.content;
+        if (data.fallback) this.answer.dataset.fallback = 'true';
+        this.answer.dataset.complete = 'true';
+        break;
+      default:
+        return;
+    }
+    this.answer.hidden = false;
+    this.answer.innerHTML = renderMarkdown(this.answerText);
+  }
+
+  finish(data) {
+    this.done = true;
+    this.settleApprovals(() => true);
+    this.root.dataset.state = data.status || 'done';
+    for (const card of this.cards.values()) {
+      if (card.dataset.state === 'running') {
+        card.dataset.state = 'unfinished';
+        card.querySelector('.tool-status').textContent = 'did not finish';
+      }
+    }
+    for (const item of this.root.querySelectorAll('.interrupt.queued')) {
+      item.querySelector('.badge').textContent = 'not read by the agent';
+    }
+    if (!this.answerText && data.answer) this.answerEvent({ status: 'done', content: data.answer });
+    const usage = data.usage || {};
+    const parts = [
+      data.status,
+      `${data.iterations ?? 0} iteration${data.iterations === 1 ? '' : 's'}`,
+      `${data.tool_calls ?? 0} tool call${data.tool_calls === 1 ? '' : 's'}`,
+      `${usage.total_tokens ?? 0} tokens (${usage.prompt_tokens ?? 0} in, ${usage.completion_tokens ?? 0} out)`,
+      formatMs(data.elapsed_ms),
+    ];
+    this.footer.textContent = parts.filter(Boolean).join(' · ');
+    this.footer.dataset.status = data.status || '';
+    if (data.error) this.footer.append(el('div', 'error', data.error));
+    const left = data.unprocessed_interrupts || [];
+    if (left.length) this.footer.append(el('div', 'muted', `${left.length} follow-up(s) not processed`));
+  }
+
+  /** Shown when the stream could not be resumed; the run may still be going on the server. */
+  lost(message) {
+    this.footer.textContent = message;
+    this.footer.dataset.status = 'disconnected';
+  }
+}

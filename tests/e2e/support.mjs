@@ -1,0 +1,272 @@
+// Fixtures for the UI end-to-end test: a deterministic mock of an OpenAI-compatible provider,
+// the real `reagent` binary started against it, and headless Chromium (Debian's
+// /usr/bin/chromium driven by playwright-core). Everything binds 127.0.0.1:0 and every wait is
+// on a real signal (a log line, a DOM state), never a fixed sleep.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+// ---- mock LLM -----------------------------------------------------------------------------
+
+/** The streamed (synthesis) answer for a query, in the chunks the mock sends. */
+export function answerChunks(query, followUp) {
+  const chunks = ['## Result\n\n', 'Six times seven is ', '**42**.', '\n\n- calculator: 42\n', '- current_time: UTC\n'];
+  if (/xss/.test(query)) {
+    chunks.push(
+      '\n<img src=x onerror="window.__xss=1">',
+      '\n<script>window.__xss=2</script>\n\n',
+      '| tool | result |\n|---|---|\n| calculator | 42 |\n',
+    );
+  }
+  if (followUp) chunks.push('\n**Follow-up:** handled your follow-up as well.\n');
+  chunks.push('\nAll done.');
+  return chunks;
+}
+
+function textOf(message) {
+  if (typeof message.content === 'string') return message.content;
+  if (Array.isArray(message.content)) return message.content.map((p) => p.text || '').join('');
+  return '';
+}
+
+const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
+
+/**
+ * POST /v1/chat/completions. Keyed on the run's query (the last user message that is not an
+ * injected interrupt): tool-loop requests (with tools) and no tool result yet → two tool calls;
+ * with tool results → a short final text; streamed requests (synthesis) → the answer in chunks.
+ * `slow` in the query slows both so a test can act mid-run.
+ */
+export function startMockLlm() {
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
+        res.writeHead(404).end();
+        return;
+      }
+      let request;
+      try {
+        request = JSON.parse(body);
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
+      const messages = request.messages || [];
+      const users = messages.filter((m) => m.role === 'user');
+      const queryIndex = messages.findLastIndex(
+        (m) => m.role === 'user' && !textOf(m).startsWith('[USER INTERRUPT]'),
+      );
+      const query = queryIndex >= 0 ? textOf(messages[queryIndex]) : '';
+      const slow = /slow/.test(query);
+      const timers = [];
+      res.on('close', () => timers.forEach(clearTimeout));
+      const later = (ms, fn) => timers.push(setTimeout(fn, ms));
+
+      if (request.stream) {
+        const followUp = /Follow-up noted/.test(query);
+        const chunks = answerChunks(query, followUp);
+        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+        const gap = slow ? 300 : 20;
+        const send = (obj) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+        chunks.forEach((content, i) => {
+          later(gap * (i + 1), () =>
+            send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] }),
+          );
+        });
+        later(gap * (chunks.length + 1), () => {
+          send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage });
+          res.end('data: [DONE]\n\n');
+        });
+        return;
+      }
+
+      const hasTools = Array.isArray(request.tools) && request.tools.length > 0;
+      const sawTool = messages.slice(queryIndex + 1).some((m) => m.role === 'tool');
+      const interrupt = users.find((m) => textOf(m).startsWith('[USER INTERRUPT]'));
+      let message;
+      if (hasTools && !sawTool) {
+        message = {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_calc', type: 'function', function: { name: 'calculator', arguments: '{"expression":"6*7"}' } },
+            { id: 'call_time', type: 'function', function: { name: 'current_time', arguments: '{"timezone":"UTC"}' } },
+          ],
+        };
+      } else {
+        const extra = interrupt ? ` Follow-up noted: ${textOf(interrupt).replace(/\s+/g, ' ')}` : '';
+        message = { role: 'assistant', content: `6*7 is 42.${extra}` };
+      }
+      const reply = JSON.stringify({
+        id: 'chatcmpl-mock',
+        object: 'chat.completion',
+        model: request.model,
+        choices: [{ index: 0, message, finish_reason: message.tool_calls ? 'tool_calls' : 'stop' }],
+        usage,
+      });
+      later(slow ? 1500 : 0, () => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(reply);
+      });
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      resolve({ base: `http://127.0.0.1:${port}/v1`, close: () => closeServer(server) });
+    });
+  });
+}
+
+function closeServer(server) {
+  server.closeAllConnections?.();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+// ---- reagent --------------------------------------------------------------------------------
+
+function binaryPath() {
+  if (process.env.REAGENT_BIN) return process.env.REAGENT_BIN;
+  const target = process.env.CARGO_TARGET_DIR
+    ? path.resolve(REPO, process.env.CARGO_TARGET_DIR)
+    : path.join(REPO, 'target');
+  return path.join(target, 'debug', 'reagent');
+}
+
+/** Starts `reagent serve` in a temp dir (cleared env, temp SQLite, static/ of this repo). */
+export async function startReagent(llmBase, extraEnv = {}) {
+  const bin = binaryPath();
+  if (!existsSync(bin)) throw new Error(`${bin} not found: run \`cargo build\` first`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-'));
+  const config = path.join(dir, 'config.toml');
+  writeFileSync(config, `[server]\nstatic_dir = ${JSON.stringify(path.join(REPO, 'static'))}\n`);
+  const child = spawn(bin, ['serve'], {
+    cwd: dir,
+    env: {
+      REAGENT_BIND: '127.0.0.1:0',
+      REAGENT_CONFIG: config,
+      DATABASE_URL: `sqlite://${path.join(dir, 'reagent.db')}`,
+      LLM_BASE_URL: llmBase,
+      LLM_API_KEY: 'x',
+      LLM_MAX_RETRIES: '0',
+      RUST_LOG: 'info',
+      NO_COLOR: '1',
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  const base = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`reagent did not start:\n${log}`)), 20000);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      log += chunk;
+      // eslint-disable-next-line no-control-regex
+      const m = log.replace(/\x1b\[[0-9;]*m/g, '').match(/listening on (http:\/\/[0-9.]+:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`reagent exited (${code}) before listening:\n${log}`));
+    });
+  });
+  return {
+    base,
+    log: () => log,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---- browser --------------------------------------------------------------------------------
+
+export async function startBrowser() {
+  const profile = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      // Containers often have a tiny /dev/shm; Chromium then crashes without this.
+      '--disable-dev-shm-usage',
+    ],
+    viewport: { width: 1200, height: 820 },
+  });
+  context.setDefaultTimeout(20000);
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---- a TCP proxy that can cut connections --------------------------------------------------
+
+/**
+ * Forwards 127.0.0.1:<port> to `target` (`http://host:port`); `dropAll()` destroys every open
+ * connection, which is what a flaky network or a restarted reverse proxy does to an SSE stream.
+ */
+export function startProxy(target) {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        base: `http://127.0.0.1:${server.address().port}`,
+        dropAll() {
+          const n = sockets.size;
+          for (const s of sockets) s.destroy();
+          return n;
+        },
+        close() {
+          for (const s of sockets) s.destroy();
+          return new Promise((r) => server.close(() => r()));
+        },
+      });
+    });
+  });
+}
