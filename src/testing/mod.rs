@@ -2,6 +2,7 @@
 //! the library (they are small) so that `tests/` and `benches/` can use them.
 
 pub mod fake_openai;
+pub mod mock_provider;
 pub mod scripted;
 
 pub use scripted::{CallKind, ScriptedLlm, Turn};

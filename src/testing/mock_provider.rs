@@ -1,0 +1,452 @@
+//! [`MockProvider`]: a standalone OpenAI-compatible fake for load tests and benchmarks
+//! (`reagent mock-provider`), cheap enough never to be the bottleneck.
+//!
+//! Unlike [`super::fake_openai::FakeOpenAi`] (a scripted, fault-injecting fake that records every
+//! request for assertions), this one keeps no per-request state beyond two counters: each reply is
+//! a pure function of the request and of a [`MockConfig`], plus one draw of a seeded RNG for the
+//! error rate. That makes it usable from a separate process, at thousands of requests per second.
+//!
+//! Behaviour (`POST /v1/chat/completions` and `/chat/completions`):
+//! - with probability `error_rate` (seeded, so a run is reproducible) the reply is `503` with
+//!   `Retry-After: 0`, sent at once;
+//! - otherwise, after `latency` (time to first byte), a **non-streamed** request that carries
+//!   `tools` gets one tool call while it holds fewer than `tool_iterations` `tool` messages since
+//!   its last user message, then the final text; one **without** `tools` (JSON mode, SPEC §2.2)
+//!   gets `{"type":"tool_call",…}` while it holds fewer than `tool_iterations` `Observation:`
+//!   user messages since its last other user message, then `{"type":"final_answer",…}`;
+//! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
+//!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
+//!   first-byte instant so the rate does not drift; then the `finish_reason` chunk, a usage chunk
+//!   when `stream_options.include_usage`, and `data: [DONE]`.
+//!
+//! Usage is reported on every reply: prompt tokens are request bytes / 4 (the same heuristic as
+//! the context guard); completion tokens are the words of the answer text, or bytes / 4 of what
+//! was produced for tool calls and JSON-mode replies.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use futures::stream::{self, StreamExt};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
+pub const DEFAULT_TOOL_ARGS: &str = r#"{"expression":"<i>+1"}"#;
+
+/// Words the answer cycles through (token `k` is `WORDS[k % len]`, space-separated).
+const WORDS: [&str; 8] = [
+    "mock", "answer", "token", "stream", "steady", "reply", "agent", "done",
+];
+
+/// Request bodies above this are refused (413); long agent histories stay well below it.
+const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// What the mock provider does. `Default` is an instant, error-free provider answering a
+/// 16-word text with no tool calls.
+#[derive(Clone, Debug)]
+pub struct MockConfig {
+    /// Where to listen (`127.0.0.1:0` picks a free port).
+    pub bind: SocketAddr,
+    /// Delay before the first byte of every successful reply.
+    pub latency: Duration,
+    /// Streamed words per second; 0 = as fast as possible.
+    pub tokens_per_s: f64,
+    /// Words in the answer text.
+    pub answer_tokens: usize,
+    /// Tool calls (native) or `tool_call` actions (JSON mode) before the final answer.
+    pub tool_iterations: usize,
+    /// Name of the scripted tool.
+    pub tool: String,
+    /// Arguments JSON of the scripted tool; `<i>` is replaced by the iteration index.
+    pub tool_args: String,
+    /// Share of requests answered with 503, in 0..=1.
+    pub error_rate: f64,
+    /// Seed of the error-rate RNG.
+    pub seed: u64,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            latency: Duration::ZERO,
+            tokens_per_s: 0.0,
+            answer_tokens: 16,
+            tool_iterations: 0,
+            tool: "calculator".into(),
+            tool_args: DEFAULT_TOOL_ARGS.into(),
+            error_rate: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+/// Invalid [`MockConfig`] values, reported before binding.
+#[derive(Debug, thiserror::Error)]
+pub enum MockConfigError {
+    #[error("error rate must be within 0..=1, got {0}")]
+    ErrorRate(f64),
+    #[error("tokens per second must be finite and >= 0, got {0}")]
+    TokensPerS(f64),
+    #[error("tool arguments are not a JSON object once <i> is replaced: {0}")]
+    ToolArgs(String),
+}
+
+impl MockConfig {
+    /// Checks the values a CLI user can get wrong.
+    pub fn validate(&self) -> Result<(), MockConfigError> {
+        if !(0.0..=1.0).contains(&self.error_rate) {
+            return Err(MockConfigError::ErrorRate(self.error_rate));
+        }
+        if !self.tokens_per_s.is_finite() || self.tokens_per_s < 0.0 {
+            return Err(MockConfigError::TokensPerS(self.tokens_per_s));
+        }
+        match serde_json::from_str::<Value>(&self.tool_args.replace("<i>", "0")) {
+            Ok(Value::Object(_)) => Ok(()),
+            Ok(other) => Err(MockConfigError::ToolArgs(other.to_string())),
+            Err(e) => Err(MockConfigError::ToolArgs(e.to_string())),
+        }
+    }
+
+    /// The answer text: `answer_tokens` words separated by single spaces. The streamed deltas
+    /// concatenate to exactly this.
+    pub fn answer_text(&self) -> String {
+        answer_tokens(self.answer_tokens).concat()
+    }
+}
+
+/// Token `k` of the answer, with its leading space (none for the first).
+fn answer_tokens(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|k| {
+            let word = WORDS[k % WORDS.len()];
+            if k == 0 {
+                word.to_string()
+            } else {
+                format!(" {word}")
+            }
+        })
+        .collect()
+}
+
+/// Everything handlers share; immutable except the RNG and counters.
+struct Shared {
+    cfg: MockConfig,
+    /// The answer text, and each token as a JSON string literal (escaped once, at start).
+    answer: String,
+    token_literals: Vec<String>,
+    rng: Mutex<StdRng>,
+    requests: AtomicU64,
+    errors: AtomicU64,
+    shutdown: CancellationToken,
+}
+
+/// The running mock provider. Dropping it stops the server and ends its streams.
+pub struct MockProvider {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockProvider {
+    /// Validates `cfg`, binds `cfg.bind` and serves until dropped.
+    pub async fn start(cfg: MockConfig) -> std::io::Result<MockProvider> {
+        cfg.validate()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let listener = tokio::net::TcpListener::bind(cfg.bind).await?;
+        let addr = listener.local_addr()?;
+        let tokens = answer_tokens(cfg.answer_tokens);
+        let shared = Arc::new(Shared {
+            answer: tokens.concat(),
+            token_literals: tokens.iter().map(|t| json!(t).to_string()).collect(),
+            rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
+            requests: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            shutdown: CancellationToken::new(),
+            cfg,
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .route("/chat/completions", post(completions))
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .with_state(Arc::clone(&shared));
+        let token = shared.shutdown.clone();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "mock provider stopped");
+            }
+        });
+        Ok(MockProvider { addr, shared, task })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR/v1`, what `LLM_BASE_URL` would be.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Requests received so far (errors included).
+    pub fn request_count(&self) -> u64 {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with the injected 503.
+    pub fn error_count(&self) -> u64 {
+        self.shared.errors.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, ends in-flight streams and waits for the server task.
+    pub async fn shutdown(mut self) {
+        self.shared.shutdown.cancel();
+        // Replace the handle so that `Drop` (which aborts) has nothing left to abort.
+        let task = std::mem::replace(&mut self.task, tokio::spawn(async {}));
+        let _ = task.await;
+    }
+}
+
+impl Drop for MockProvider {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+        self.task.abort();
+    }
+}
+
+/// The few request fields the mock looks at; everything else is skipped unparsed.
+#[derive(Deserialize)]
+struct MockRequest {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    tools: Option<Vec<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    messages: Vec<MockMessage>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct MockMessage {
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+impl MockMessage {
+    fn is_observation(&self) -> bool {
+        self.role == "user"
+            && self
+                .content
+                .as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.starts_with("Observation:"))
+    }
+}
+
+/// Native mode: `tool` messages after the last user message.
+fn tool_results(messages: &[MockMessage]) -> usize {
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != "user")
+        .filter(|m| m.role == "tool")
+        .count()
+}
+
+/// JSON mode: `Observation:` user messages after the last other user message.
+fn observations(messages: &[MockMessage]) -> usize {
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role != "user" || m.is_observation())
+        .filter(|m| m.is_observation())
+        .count()
+}
+
+async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    shared.requests.fetch_add(1, Ordering::Relaxed);
+    let Ok(request) = serde_json::from_slice::<MockRequest>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "request body is not a chat request");
+    };
+    let cfg = &shared.cfg;
+    if cfg.error_rate > 0.0 {
+        // A poisoned RNG is still a valid RNG.
+        let draw: f64 = shared
+            .rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random();
+        if draw < cfg.error_rate {
+            shared.errors.fetch_add(1, Ordering::Relaxed);
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, "mock provider overloaded");
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
+            return r;
+        }
+    }
+    let first_byte = Instant::now() + cfg.latency;
+    let prompt_tokens = (body.len() / 4) as u64;
+    let model = json!(request.model.as_deref().unwrap_or("mock-model")).to_string();
+    if request.stream == Some(true) {
+        let include_usage = request
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        return stream_answer(shared, model, first_byte, prompt_tokens, include_usage);
+    }
+    if !cfg.latency.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep_until(first_byte) => {}
+            () = shared.shutdown.cancelled() => return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
+        }
+    }
+    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let (message, finish, completion_tokens) = if native {
+        let done = tool_results(&request.messages);
+        if done < cfg.tool_iterations {
+            let args = cfg.tool_args.replace("<i>", &done.to_string());
+            let tokens = (args.len() / 4).max(1) as u64;
+            let call = json!({"id": format!("call_mock_{done}"), "type": "function",
+                "function": {"name": cfg.tool, "arguments": args}});
+            let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+            (message, "tool_calls", tokens)
+        } else {
+            let message = json!({"role": "assistant", "content": shared.answer});
+            (message, "stop", cfg.answer_tokens as u64)
+        }
+    } else {
+        let done = observations(&request.messages);
+        let action = if done < cfg.tool_iterations {
+            let args: Value = serde_json::from_str(&cfg.tool_args.replace("<i>", &done.to_string()))
+                .unwrap_or_else(|_| json!({}));
+            json!({"type": "tool_call", "reasoning": "the script calls a tool",
+                "tool_name": cfg.tool, "tool_args": args})
+        } else {
+            json!({"type": "final_answer", "reasoning": "the script is done", "answer": shared.answer})
+        }
+        .to_string();
+        let tokens = (action.len() / 4).max(1) as u64;
+        (json!({"role": "assistant", "content": action}), "stop", tokens)
+    };
+    let reply = format!(
+        r#"{{"id":"chatcmpl-mock","object":"chat.completion","created":0,"model":{model},"choices":[{{"index":0,"message":{message},"finish_reason":"{finish}"}}],"usage":{usage}}}"#,
+        usage = usage(prompt_tokens, completion_tokens),
+    );
+    ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+fn usage(prompt: u64, completion: u64) -> String {
+    format!(
+        r#"{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}"#,
+        prompt + completion
+    )
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": "mock_error", "code": null}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// One SSE frame holding a `chat.completion.chunk` with these `choices` (JSON text).
+fn chunk_frame(model: &str, choices: &str, extra: &str) -> Bytes {
+    Bytes::from(format!(
+        "data: {{\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{model},\"choices\":{choices}{extra}}}\n\n"
+    ))
+}
+
+/// The streamed answer. Frame `0` is the role chunk, frames `1..=n` the tokens, frame `n + 1`
+/// the tail (finish, optional usage, `[DONE]`) in one write. Token `k` is due at
+/// `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
+fn stream_answer(
+    shared: Arc<Shared>,
+    model: String,
+    first_byte: Instant,
+    prompt_tokens: u64,
+    include_usage: bool,
+) -> Response {
+    let n = shared.token_literals.len();
+    let rate = shared.cfg.tokens_per_s;
+    let frames = stream::unfold(0usize, move |frame| {
+        let shared = Arc::clone(&shared);
+        let model = model.clone();
+        async move {
+            if frame > n + 1 {
+                return None;
+            }
+            let due = if frame <= 1 {
+                Some(first_byte)
+            } else if rate > 0.0 {
+                Some(first_byte + Duration::from_secs_f64((frame - 1) as f64 / rate))
+            } else {
+                None
+            };
+            if let Some(due) = due.filter(|d| *d > Instant::now()) {
+                tokio::select! {
+                    () = tokio::time::sleep_until(due) => {}
+                    () = shared.shutdown.cancelled() => return None,
+                }
+            }
+            let bytes = if frame == 0 {
+                chunk_frame(
+                    &model,
+                    r#"[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]"#,
+                    "",
+                )
+            } else if frame <= n {
+                let token = &shared.token_literals[frame - 1];
+                let choices = format!(
+                    r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#
+                );
+                chunk_frame(&model, &choices, "")
+            } else {
+                let mut tail = chunk_frame(
+                    &model,
+                    r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#,
+                    "",
+                )
+                .to_vec();
+                if include_usage {
+                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, n as u64));
+                    tail.extend_from_slice(&chunk_frame(&model, "[]", &extra));
+                }
+                tail.extend_from_slice(b"data: [DONE]\n\n");
+                Bytes::from(tail)
+            };
+            Some((Ok::<_, std::convert::Infallible>(bytes), frame + 1))
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(frames.boxed()))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
