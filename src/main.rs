@@ -5,6 +5,9 @@
 //!   gracefully within `server.shutdown_grace_s`.
 //! - `reagent check-config` loads and validates the configuration and prints a summary without
 //!   secrets; useful in CI and before a deploy.
+//! - `reagent mock-provider --bind ADDR [options]` runs the OpenAI-compatible mock provider
+//!   ([`MockProvider`]) for load tests; it needs no configuration and prints
+//!   `mock provider listening on http://ADDR` on stdout (so `--bind 127.0.0.1:0` works).
 //!
 //! `serve` assembles the service with [`App::build`]: store (creating `./data` for the default
 //! SQLite file), restart recovery (runs left `running` become `failed`), run manager, tools and
@@ -19,9 +22,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use reagent::config::Config;
 use reagent::server::{self, App, AppOverrides};
+use reagent::testing::mock_provider::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
 
 /// Exit status for configuration errors (distinct from runtime failures, status 1).
@@ -44,10 +48,64 @@ enum Command {
     Serve,
     /// Validate the configuration and print a summary (no secrets).
     CheckConfig,
+    /// Run an OpenAI-compatible mock provider for load tests (no configuration needed).
+    MockProvider(MockArgs),
+}
+
+/// The flags of `mock-provider`; see [`MockConfig`] for their meaning.
+#[derive(Args)]
+struct MockArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    bind: std::net::SocketAddr,
+    /// Delay before the first byte of each reply, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Streamed tokens per second (0 = as fast as possible).
+    #[arg(long, default_value_t = 0.0)]
+    tokens_per_s: f64,
+    /// Words in the answer.
+    #[arg(long, default_value_t = 16)]
+    answer_tokens: usize,
+    /// Tool calls before the final answer.
+    #[arg(long, default_value_t = 0)]
+    tool_iterations: usize,
+    /// Tool the script calls.
+    #[arg(long, default_value = "calculator")]
+    tool: String,
+    /// Arguments JSON of the scripted call; `<i>` is replaced by the iteration index.
+    #[arg(long, default_value = DEFAULT_TOOL_ARGS)]
+    tool_args: String,
+    /// Share of requests answered 503 (0..1).
+    #[arg(long, default_value_t = 0.0)]
+    error_rate: f64,
+    /// Seed of the error-rate draws (same seed, same sequence).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl From<MockArgs> for MockConfig {
+    fn from(a: MockArgs) -> Self {
+        MockConfig {
+            bind: a.bind,
+            latency: Duration::from_millis(a.latency_ms),
+            tokens_per_s: a.tokens_per_s,
+            answer_tokens: a.answer_tokens,
+            tool_iterations: a.tool_iterations,
+            tool: a.tool,
+            tool_args: a.tool_args,
+            error_rate: a.error_rate,
+            seed: a.seed,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The mock provider is not the service: it must start without (or despite) its config.
+    if let Command::MockProvider(args) = cli.command {
+        return exit_code(run_mock(args.into()));
+    }
     let config = match Config::load() {
         Ok(config) => config,
         Err(e) => {
@@ -61,7 +119,12 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Serve => run_server(config),
+        Command::MockProvider(_) => Ok(()), // handled above, before the configuration
     };
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -84,6 +147,24 @@ fn run_server(config: Config) -> anyhow::Result<()> {
     init_tracing();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(serve(config))
+}
+
+fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
+    init_tracing();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let bind = cfg.bind;
+        let provider = MockProvider::start(cfg)
+            .await
+            .with_context(|| format!("cannot start the mock provider on {bind}"))?;
+        // Scripts and tests read this line (stdout) to find the port when binding port 0.
+        println!("mock provider listening on http://{}", provider.addr());
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        shutdown_signal().await;
+        provider.shutdown().await;
+        Ok(())
+    })
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
