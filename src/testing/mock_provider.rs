@@ -290,7 +290,10 @@ fn observations(messages: &[MockMessage]) -> usize {
 async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     shared.requests.fetch_add(1, Ordering::Relaxed);
     let Ok(request) = serde_json::from_slice::<MockRequest>(&body) else {
-        return error(StatusCode::BAD_REQUEST, "request body is not a chat request");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "request body is not a chat request",
+        );
     };
     let cfg = &shared.cfg;
     if cfg.error_rate > 0.0 {
@@ -350,7 +353,11 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         }
         .to_string();
         let tokens = (action.len() / 4).max(1) as u64;
-        (json!({"role": "assistant", "content": action}), "stop", tokens)
+        (
+            json!({"role": "assistant", "content": action}),
+            "stop",
+            tokens,
+        )
     };
     let reply = format!(
         r#"{{"id":"chatcmpl-mock","object":"chat.completion","created":0,"model":{model},"choices":[{{"index":0,"message":{message},"finish_reason":"{finish}"}}],"usage":{usage}}}"#,
