@@ -402,9 +402,11 @@ fn stream_answer(
 ) -> Response {
     let n = shared.token_literals.len();
     let rate = shared.cfg.tokens_per_s;
+    // Shared by every frame's future without copying the string each time.
+    let model: Arc<str> = model.into();
     let frames = stream::unfold(0usize, move |frame| {
         let shared = Arc::clone(&shared);
-        let model = model.clone();
+        let model = Arc::clone(&model);
         async move {
             if frame > n + 1 {
                 return None;
