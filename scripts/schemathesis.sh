@@ -67,6 +67,8 @@ done
 echo "reagent at $BASE, mock provider at $MOCK"
 
 set +e
+# From the temp dir, so schemathesis's and hypothesis's caches stay out of the repository.
+cd "$WORK"
 "$ST" run "$BASE/api/openapi.json" \
     --url "$BASE" \
     -H "Authorization: Bearer $KEY" \
