@@ -124,10 +124,21 @@ async fn launch(
     if request.max_iterations == Some(0) {
         return Err(ApiError::invalid("max_iterations must be at least 1"));
     }
-    let live = state.runs.start(&owner.0, conversation, request).await?;
-    tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
-    state.metrics.observe_run(&live);
-    Ok(live)
+    // Starting a run takes several awaits (history, run row) after the conversation's slot is
+    // taken. A client that hangs up makes hyper drop this handler's future; if that happened
+    // mid-start, the slot stayed taken and the run row `running` with no task behind it, so the
+    // conversation answered 409 until a restart. The start therefore runs in its own task,
+    // which the request cannot cancel: once begun, a run is fully started (and observed).
+    let (state, owner, conversation) = (state.clone(), owner.0.clone(), conversation.clone());
+    let start = tokio::spawn(async move {
+        let live = state.runs.start(&owner, &conversation, request).await?;
+        tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
+        state.metrics.observe_run(&live);
+        Ok::<_, ApiError>(live)
+    });
+    start
+        .await
+        .map_err(|e| ApiError::Internal(format!("the run start task failed: {e}")))?
 }
 
 /// The live run's stream from its first event.
