@@ -118,12 +118,18 @@ impl AuthConfig {
     pub fn enabled(&self) -> bool {
         !self.keys.is_empty()
     }
-    /// The tenant name owning `key`, if any.
+    /// The tenant name owning `key`, if any. Like [`crate::server::Auth`], compares in
+    /// constant time against every key (no early exit), so timing reveals no prefix.
     pub fn tenant_for(&self, key: &str) -> Option<&str> {
-        self.keys
-            .iter()
-            .find(|k| k.key.expose() == key)
-            .map(|k| k.name.as_str())
+        let mut found = None;
+        for k in &self.keys {
+            let same =
+                crate::server::auth::constant_time_eq(k.key.expose().as_bytes(), key.as_bytes());
+            if same && found.is_none() {
+                found = Some(k.name.as_str());
+            }
+        }
+        found
     }
 }
 

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiJson, ApiPath};
+use super::runs::check_storable;
 use super::{AppState, Owner};
 use crate::agent::hooks::approval::ApprovalInfo;
 
@@ -32,7 +33,7 @@ async fn belongs_to(
     Ok(state.store.get_run(&owner.0, run_id).await?.is_some())
 }
 
-#[utoipa::path(get, path = "/api/approvals", tag = "approvals",
+#[utoipa::path(get, path = "/api/approvals", tag = "approvals", operation_id = "list_approvals",
     responses((status = 200, description = "The caller's pending approvals", body = Value)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -65,6 +66,7 @@ pub async fn decide(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<DecideBody>,
 ) -> Result<Json<Value>, ApiError> {
+    check_storable("reason", body.reason.as_deref().unwrap_or_default())?;
     let info = state.approvals.get(id).ok_or(ApiError::NotFound)?;
     if !belongs_to(&state, &owner, &info).await? {
         return Err(ApiError::NotFound);

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::runs::check_storable;
 use super::{AppState, Owner};
 use crate::store::{Conversation, NewConversation, StoredMessage};
 
@@ -39,9 +40,14 @@ pub struct RenameConversation {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Page size; clamped to 1..=200.
     pub limit: Option<u32>,
     /// The `next_before` cursor of the previous page.
+    #[param(
+        pattern = r"^[+-]?[0-9]{1,18}_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     pub before: Option<String>,
 }
 
@@ -60,6 +66,11 @@ pub struct ConversationDetail {
 
 /// Checks a new conversation's model and tools against what is configured.
 fn validate(state: &AppState, body: &CreateConversation) -> Result<(), ApiError> {
+    check_storable("title", body.title.as_deref().unwrap_or_default())?;
+    check_storable(
+        "system_prompt",
+        body.system_prompt.as_deref().unwrap_or_default(),
+    )?;
     if let Some(model) = &body.model {
         if state.models.get(model).is_none() {
             return Err(ApiError::invalid(format!("unknown model '{model}'")));
@@ -112,7 +123,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(conversation)))
 }
 
-#[utoipa::path(get, path = "/api/conversations", tag = "conversations", params(ListParams),
+#[utoipa::path(get, path = "/api/conversations", tag = "conversations", operation_id = "list_conversations", params(ListParams),
     responses((status = 200, description = "`{items, next_before}`, newest first", body = Value)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -130,7 +141,7 @@ pub async fn list(
     Ok(Json(ConversationPage { items, next_before }))
 }
 
-#[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations",
+#[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations", operation_id = "show_conversation",
     params(("id" = Uuid, Path, description = "Conversation id")),
     responses((status = 200, description = "The conversation and its messages", body = Value),
               (status = 404, description = "Unknown or another tenant's")))]
@@ -151,6 +162,7 @@ pub async fn show(
     params(("id" = Uuid, Path, description = "Conversation id")),
     request_body = RenameConversation,
     responses((status = 200, description = "The renamed conversation", body = Value),
+              (status = 400, description = "Invalid request"),
               (status = 404, description = "Unknown or another tenant's")))]
 pub async fn rename(
     State(state): State<AppState>,
@@ -158,6 +170,7 @@ pub async fn rename(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<RenameConversation>,
 ) -> Result<Json<Conversation>, ApiError> {
+    check_storable("title", &body.title)?;
     state
         .store
         .rename_conversation(&owner.0, id, &body.title)

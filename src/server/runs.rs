@@ -28,7 +28,30 @@ pub struct StartRunBody {
     pub model: Option<String>,
     /// `auto` (default), `native` or `json`.
     pub mode: Option<String>,
+    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_iterations: Option<u32>,
+}
+
+/// A JSON integer, also written as a float with no fraction (`5.0`): JSON Schema counts both as
+/// integers, and clients (JavaScript among them) may send either.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = match (n.as_u64(), n.as_f64()) {
+        (Some(u), _) => Some(u),
+        (None, Some(f)) if f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f) => {
+            Some(f as u64)
+        }
+        _ => None,
+    };
+    whole
+        .and_then(|u| u32::try_from(u).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("{n} is not a whole number in 0..=4294967295"))
+        })
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -47,19 +70,32 @@ pub struct InterruptBody {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsParams {
     /// Replay events with an id greater than this (the `Last-Event-ID` header wins).
     pub after: Option<u64>,
 }
 
-/// Non-empty and at most `max` characters (SPEC §3.7).
+/// Non-empty, at most `max` characters (SPEC §3.7), and storable ([`check_storable`]).
 pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
+    check_storable(field, text)?;
     if text.trim().is_empty() {
         return Err(ApiError::invalid(format!("{field} must not be empty")));
     }
     if text.chars().count() > max {
         return Err(ApiError::invalid(format!(
             "{field} is longer than {max} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Text the service stores must not contain NUL (U+0000): PostgreSQL's `text` cannot hold
+/// it, so it would fail there as a 500 while SQLite took it; refused on both as a 400.
+pub fn check_storable(field: &str, text: &str) -> Result<(), ApiError> {
+    if text.contains('\0') {
+        return Err(ApiError::invalid(format!(
+            "{field} must not contain NUL (U+0000) characters"
         )));
     }
     Ok(())
@@ -88,10 +124,21 @@ async fn launch(
     if request.max_iterations == Some(0) {
         return Err(ApiError::invalid("max_iterations must be at least 1"));
     }
-    let live = state.runs.start(&owner.0, conversation, request).await?;
-    tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
-    state.metrics.observe_run(&live);
-    Ok(live)
+    // Starting a run takes several awaits (history, run row) after the conversation's slot is
+    // taken. A client that hangs up makes hyper drop this handler's future; if that happened
+    // mid-start, the slot stayed taken and the run row `running` with no task behind it, so the
+    // conversation answered 409 until a restart. The start therefore runs in its own task,
+    // which the request cannot cancel: once begun, a run is fully started (and observed).
+    let (state, owner, conversation) = (state.clone(), owner.0.clone(), conversation.clone());
+    let start = tokio::spawn(async move {
+        let live = state.runs.start(&owner, &conversation, request).await?;
+        tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
+        state.metrics.observe_run(&live);
+        Ok::<_, ApiError>(live)
+    });
+    start
+        .await
+        .map_err(|e| ApiError::Internal(format!("the run start task failed: {e}")))?
 }
 
 /// The live run's stream from its first event.
@@ -172,7 +219,7 @@ pub async fn chat(
     Ok(stream_of(&state, &live))
 }
 
-#[utoipa::path(get, path = "/api/runs/{run_id}", tag = "runs",
+#[utoipa::path(get, path = "/api/runs/{run_id}", tag = "runs", operation_id = "show_run",
     params(("run_id" = Uuid, Path, description = "Run id")),
     responses((status = 200, description = "The run's state and usage", body = Value),
               (status = 404, description = "Unknown or another tenant's")))]
@@ -276,6 +323,31 @@ mod tests {
         assert!(check_text("query", "  \n", 5).is_err());
         assert!(check_text("query", "ééééé", 5).is_ok());
         assert!(check_text("query", "éééééé", 5).is_err());
+        assert!(check_text("query", "a\0b", 5).is_err());
+    }
+
+    #[test]
+    fn max_iterations_accepts_whole_floats_only() {
+        let parse = |v: Value| serde_json::from_value::<StartRunBody>(v).map(|b| b.max_iterations);
+        assert_eq!(parse(json!({"query": "q"})).unwrap(), None);
+        assert_eq!(
+            parse(json!({"query": "q", "max_iterations": null})).unwrap(),
+            None
+        );
+        assert_eq!(
+            parse(json!({"query": "q", "max_iterations": 7})).unwrap(),
+            Some(7)
+        );
+        assert_eq!(
+            parse(json!({"query": "q", "max_iterations": 7.0})).unwrap(),
+            Some(7)
+        );
+        for bad in [json!(7.5), json!(-1), json!(5e9), json!("7")] {
+            assert!(
+                parse(json!({"query": "q", "max_iterations": bad})).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl Store {
         let id = new.id.unwrap_or_else(Uuid::new_v4);
         let (at, micros) = now();
         let conversation_id = new.conversation_id.to_string();
+        let content = super::storable(&new.content).into_owned();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(
@@ -272,7 +273,7 @@ impl Store {
             .bind(&conversation_id)
             .bind(&new.role)
             .bind(&new.kind)
-            .bind(&new.content)
+            .bind(&content)
             .bind(new.run_id.map(|r| r.to_string()))
             .bind(micros)
             .execute(&mut *tx)
@@ -289,7 +290,7 @@ impl Store {
             conversation_id: new.conversation_id,
             role: new.role,
             kind: new.kind,
-            content: new.content,
+            content,
             run_id: new.run_id,
             created_at: at,
         })

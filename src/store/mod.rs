@@ -162,3 +162,15 @@ async fn connect_sqlite(url: &str) -> Result<SqlitePool, StoreError> {
         .await
         .map_err(|e| StoreError::Connect(e.to_string()))
 }
+
+/// `text` as both backends can store it: NUL (U+0000) becomes U+FFFD. PostgreSQL's `text`
+/// refuses NUL, so a model answer or tool name containing one would fail to persist there
+/// (the answer lost, found by `tests/security.rs`); SQLite gets the same text so that both
+/// backends return the same content.
+pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}

@@ -115,7 +115,7 @@ impl Store {
             .bind(to_i64(usage.completion_tokens))
             .bind(to_i64(usage.total_tokens))
             .bind(to_i64(usage.llm_calls))
-            .bind(&finish.error)
+            .bind(finish.error.as_deref().map(super::storable))
             .bind(micros)
             .bind(id.to_string())
             .execute(pool)
