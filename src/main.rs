@@ -82,6 +82,10 @@ struct MockArgs {
     /// Seed of the error-rate draws (same seed, same sequence).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Append each streamed word's send time (`~<µs since the UNIX epoch>`), for latency
+    /// measurements on the same host.
+    #[arg(long)]
+    stamp_tokens: bool,
 }
 
 impl From<MockArgs> for MockConfig {
@@ -96,6 +100,7 @@ impl From<MockArgs> for MockConfig {
             tool_args: a.tool_args,
             error_rate: a.error_rate,
             seed: a.seed,
+            stamp_tokens: a.stamp_tokens,
         }
     }
 }

@@ -356,3 +356,48 @@ async fn binary_starts_answers_and_exits_on_sigterm() {
         .expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn stamped_tokens_carry_their_send_time_and_parse_back() {
+    use reagent::testing::mock_provider::{token_stamps, unix_micros};
+    let n = 5;
+    let mock = start(MockConfig {
+        answer_tokens: n,
+        stamp_tokens: true,
+        ..MockConfig::default()
+    })
+    .await;
+    let llm = client(&mock, Abilities::default(), 0);
+    let before = unix_micros();
+    let mut stream = llm
+        .stream_chat(ChatRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("stream");
+    let mut deltas = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Content(c) = event.expect("stream event") {
+            if !c.is_empty() {
+                deltas.push(c);
+            }
+        }
+    }
+    let after = unix_micros();
+    assert_eq!(deltas.len(), n, "{deltas:?}");
+    for (k, delta) in deltas.iter().enumerate() {
+        let stamps: Vec<u64> = token_stamps(delta).collect();
+        assert_eq!(stamps.len(), 1, "one stamp per token: {delta}");
+        assert!(
+            (before..=after).contains(&stamps[0]),
+            "stamp {} outside [{before}, {after}]",
+            stamps[0]
+        );
+        let word = delta.split('~').next().unwrap_or_default();
+        let expected = if k == 0 { "mock" } else { " answer" };
+        if k <= 1 {
+            assert_eq!(word, expected);
+        }
+    }
+    // Stamps never go backwards within one stream.
+    let all: Vec<u64> = token_stamps(&deltas.concat()).collect();
+    assert!(all.windows(2).all(|w| w[0] <= w[1]), "{all:?}");
+}

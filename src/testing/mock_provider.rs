@@ -16,7 +16,8 @@
 //!   user messages since its last other user message, then `{"type":"final_answer",…}`;
 //! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
-//!   first-byte instant so the rate does not drift; then the `finish_reason` chunk, a usage chunk
+//!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
+//!   `~<send time in µs since the UNIX epoch>`); then the `finish_reason` chunk, a usage chunk
 //!   when `stream_options.include_usage`, and `data: [DONE]`.
 //!
 //! Usage is reported on every reply: prompt tokens are request bytes / 4 (the same heuristic as
@@ -75,6 +76,9 @@ pub struct MockConfig {
     pub error_rate: f64,
     /// Seed of the error-rate RNG.
     pub seed: u64,
+    /// Streamed words carry their send time: `word~<µs since the UNIX epoch>` (the wall clock
+    /// when the chunk is written), so a client on the same host can measure chunk → SSE latency.
+    pub stamp_tokens: bool,
 }
 
 impl Default for MockConfig {
@@ -89,6 +93,7 @@ impl Default for MockConfig {
             tool_args: DEFAULT_TOOL_ARGS.into(),
             error_rate: 0.0,
             seed: 0,
+            stamp_tokens: false,
         }
     }
 }
@@ -184,6 +189,11 @@ impl MockProvider {
             .with_state(Arc::clone(&shared));
         let token = shared.shutdown.clone();
         let task = tokio::spawn(async move {
+            use axum::serve::ListenerExt;
+            // Small stream chunks must not wait for delayed ACKs (Nagle).
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
             if let Err(e) = serve.await {
                 tracing::warn!(error = %e, "mock provider stopped");
@@ -366,6 +376,24 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
     ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
 }
 
+/// Wall-clock microseconds since the UNIX epoch (0 if the clock is before it).
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// The stamps of a streamed text produced with `stamp_tokens`: each `~<digits>` suffix.
+pub fn token_stamps(text: &str) -> impl Iterator<Item = u64> + '_ {
+    text.split('~').skip(1).filter_map(|part| {
+        let end = part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(part.len());
+        part[..end].parse().ok()
+    })
+}
+
 fn usage(prompt: u64, completion: u64) -> String {
     format!(
         r#"{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}"#,
@@ -432,9 +460,17 @@ fn stream_answer(
                 )
             } else if frame <= n {
                 let token = &shared.token_literals[frame - 1];
-                let choices = format!(
-                    r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#
-                );
+                let choices = if shared.cfg.stamp_tokens {
+                    // The literal is a quoted word without escapes: insert the stamp before
+                    // its closing quote.
+                    let word = token.strip_suffix('"').unwrap_or(token);
+                    format!(
+                        r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
+                        unix_micros()
+                    )
+                } else {
+                    format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
+                };
                 chunk_frame(&model, &choices, "")
             } else {
                 let mut tail = chunk_frame(
