@@ -61,6 +61,9 @@ struct MockArgs {
     /// Delay before the first byte of each reply, in milliseconds.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Replaces --latency-ms for a loop call that holds no tool result yet (a run's first).
+    #[arg(long)]
+    first_call_latency_ms: Option<u64>,
     /// Streamed tokens per second (0 = as fast as possible).
     #[arg(long, default_value_t = 0.0)]
     tokens_per_s: f64,
@@ -93,6 +96,7 @@ impl From<MockArgs> for MockConfig {
         MockConfig {
             bind: a.bind,
             latency: Duration::from_millis(a.latency_ms),
+            first_call_latency: a.first_call_latency_ms.map(Duration::from_millis),
             tokens_per_s: a.tokens_per_s,
             answer_tokens: a.answer_tokens,
             tool_iterations: a.tool_iterations,

@@ -401,3 +401,36 @@ async fn stamped_tokens_carry_their_send_time_and_parse_back() {
     let all: Vec<u64> = token_stamps(&deltas.concat()).collect();
     assert!(all.windows(2).all(|w| w[0] <= w[1]), "{all:?}");
 }
+
+#[tokio::test]
+async fn first_call_latency_applies_only_before_the_first_tool_result() {
+    let first = Duration::from_millis(300);
+    let mock = start(MockConfig {
+        tool_iterations: 2,
+        first_call_latency: Some(first),
+        // A later call would wait this long: far beyond the test's safety timeout.
+        latency: Duration::from_secs(60),
+        ..MockConfig::default()
+    })
+    .await;
+    let llm = client(&mock, Abilities::default(), 0);
+    let request = |messages| ChatRequest {
+        tools: vec![calculator_definition()],
+        ..ChatRequest::new(messages)
+    };
+    let t0 = Instant::now();
+    let reply = llm
+        .chat(request(vec![Message::user("go")]))
+        .await
+        .expect("first call");
+    assert!(t0.elapsed() >= first, "{:?}", t0.elapsed());
+    assert_eq!(reply.tool_calls.len(), 1, "the script's first tool call");
+    // With one tool result the ordinary latency (60 s) applies: still pending after 1 s,
+    // far beyond the first-call latency.
+    let messages = vec![Message::user("go"), Message::tool("call_mock_0", "1")];
+    let later = tokio::time::timeout(Duration::from_secs(1), llm.chat(request(messages))).await;
+    assert!(
+        later.is_err(),
+        "the second call used the first-call latency: {later:?}"
+    );
+}

@@ -62,6 +62,10 @@ pub struct MockConfig {
     pub bind: SocketAddr,
     /// Delay before the first byte of every successful reply.
     pub latency: Duration,
+    /// When set, replaces `latency` for a non-streamed request that holds no tool result yet
+    /// (the first loop call of a run): a load generator can then attach to the run's stream
+    /// before zero-latency iterations start, and time each iteration as it happens.
+    pub first_call_latency: Option<Duration>,
     /// Streamed words per second; 0 = as fast as possible.
     pub tokens_per_s: f64,
     /// Words in the answer text.
@@ -86,6 +90,7 @@ impl Default for MockConfig {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             latency: Duration::ZERO,
+            first_call_latency: None,
             tokens_per_s: 0.0,
             answer_tokens: 16,
             tool_iterations: 0,
@@ -331,15 +336,23 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             .unwrap_or(false);
         return stream_answer(shared, model, first_byte, prompt_tokens, include_usage);
     }
-    if !cfg.latency.is_zero() {
+    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let done = if native {
+        tool_results(&request.messages)
+    } else {
+        observations(&request.messages)
+    };
+    let first_byte = match cfg.first_call_latency {
+        Some(first) if done == 0 => first_byte - cfg.latency + first,
+        _ => first_byte,
+    };
+    if first_byte > Instant::now() {
         tokio::select! {
             () = tokio::time::sleep_until(first_byte) => {}
             () = shared.shutdown.cancelled() => return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
         }
     }
-    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let (message, finish, completion_tokens) = if native {
-        let done = tool_results(&request.messages);
         if done < cfg.tool_iterations {
             let args = cfg.tool_args.replace("<i>", &done.to_string());
             let tokens = (args.len() / 4).max(1) as u64;
@@ -352,7 +365,6 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             (message, "stop", cfg.answer_tokens as u64)
         }
     } else {
-        let done = observations(&request.messages);
         let action = if done < cfg.tool_iterations {
             let args: Value = serde_json::from_str(&cfg.tool_args.replace("<i>", &done.to_string()))
                 .unwrap_or_else(|_| json!({}));

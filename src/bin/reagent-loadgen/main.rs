@@ -187,6 +187,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
             error_rate: a.error_rate,
             seed: a.seed,
             stamp_tokens: true,
+            first_call_latency_ms: None,
         };
         let stack = suite::Stack::start(&http, &flags, &[]).await?;
         let report = load::run(&http, &stack.server.base, Some(stack.server.pid), &load).await;

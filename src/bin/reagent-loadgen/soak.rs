@@ -122,6 +122,7 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
         error_rate,
         seed: 7,
         stamp_tokens: true,
+        first_call_latency_ms: None,
     };
     let stack = Stack::start(&http, &flags, &[("LLM_MAX_RETRIES", "2".into())]).await?;
     let idle = check::gauges(&http, &stack.server.base)

@@ -14,6 +14,7 @@ use tokio::process::{Child, Command};
 #[derive(Clone, Debug)]
 pub struct MockFlags {
     pub latency_ms: u64,
+    pub first_call_latency_ms: Option<u64>,
     pub tokens_per_s: f64,
     pub answer_tokens: usize,
     pub tool_iterations: usize,
@@ -26,6 +27,7 @@ impl Default for MockFlags {
     fn default() -> Self {
         MockFlags {
             latency_ms: 0,
+            first_call_latency_ms: None,
             tokens_per_s: 0.0,
             answer_tokens: 20,
             tool_iterations: 1,
@@ -105,6 +107,9 @@ impl Mock {
             "--seed",
             &flags.seed.to_string(),
         ]);
+        if let Some(ms) = flags.first_call_latency_ms {
+            cmd.args(["--first-call-latency-ms", &ms.to_string()]);
+        }
         if flags.stamp_tokens {
             cmd.arg("--stamp-tokens");
         }

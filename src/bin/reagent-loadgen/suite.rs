@@ -123,9 +123,12 @@ fn summary_into(f: &mut Figures, key: &str, s: &Summary) {
 /// Per-iteration overhead: `tool_end` gaps at the client minus the mock's direct round trip.
 async fn overhead(ctx: &mut Ctx, f: &mut Figures, mode: &str) -> anyhow::Result<()> {
     let k = 10;
+    // The first loop call waits 50 ms so the client is attached and waiting before the
+    // zero-latency iterations start (else the first events arrive in one read).
     let flags = MockFlags {
         tool_iterations: k,
         answer_tokens: 20,
+        first_call_latency_ms: Some(50),
         ..MockFlags::default()
     };
     let stack = Stack::start(&ctx.http, &flags, &[]).await?;
@@ -162,9 +165,12 @@ async fn history(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
     };
     let max_size = sizes.iter().copied().max().unwrap_or(10);
     let k = max_size / 2 + 10;
+    // The first loop call waits 50 ms so the client is attached and waiting before the
+    // zero-latency iterations start (else the first events arrive in one read).
     let flags = MockFlags {
         tool_iterations: k,
         answer_tokens: 20,
+        first_call_latency_ms: Some(50),
         ..MockFlags::default()
     };
     let extra = [("REACT_MAX_ITERATIONS", (k + 50).to_string())];
