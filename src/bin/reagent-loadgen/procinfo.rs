@@ -80,11 +80,11 @@ pub fn raise_fd_limit() -> u64 {
                 rlim_max: lim.rlim_max,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-                return want.rlim_cur as u64;
+                return want.rlim_cur;
             }
         }
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 #[cfg(test)]

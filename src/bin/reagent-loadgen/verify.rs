@@ -73,10 +73,8 @@ pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
                     Some("tool_start") => {
                         open_calls.insert(call);
                     }
-                    Some("tool_end") => {
-                        if !open_calls.remove(&call) {
-                            errs.push(format!("tool_end {call:?} without a tool_start before it"));
-                        }
+                    Some("tool_end") if !open_calls.remove(&call) => {
+                        errs.push(format!("tool_end {call:?} without a tool_start before it"));
                     }
                     Some("interrupt") => {
                         for id in ev.data["ids"].as_array().into_iter().flatten() {
