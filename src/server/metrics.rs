@@ -266,6 +266,25 @@ mod tests {
         assert!(!text_b.contains("reagent_runs_total"), "{text_b}");
     }
 
+    #[tokio::test]
+    async fn alive_tasks_are_reported_inside_a_runtime() {
+        let m = Metrics::new();
+        let parked = tokio::spawn(std::future::pending::<()>());
+        let text = m.render(0);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("reagent_tokio_alive_tasks "))
+            .unwrap_or_else(|| panic!("no alive-task gauge in {text}"));
+        let n: f64 = line["reagent_tokio_alive_tasks ".len()..].parse().unwrap();
+        assert!(n >= 1.0, "{line}");
+        parked.abort();
+        // Outside a runtime there is nothing to report, and rendering still works.
+        let outside = std::thread::spawn(|| Metrics::new().render(0))
+            .join()
+            .unwrap();
+        assert!(!outside.contains("reagent_tokio_alive_tasks"), "{outside}");
+    }
+
     #[test]
     fn subscriber_gauge_follows_guards() {
         let m = Metrics::new();
