@@ -61,6 +61,9 @@ struct MockArgs {
     /// Delay before the first byte of each reply, in milliseconds.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Replaces --latency-ms for a loop call that holds no tool result yet (a run's first).
+    #[arg(long)]
+    first_call_latency_ms: Option<u64>,
     /// Streamed tokens per second (0 = as fast as possible).
     #[arg(long, default_value_t = 0.0)]
     tokens_per_s: f64,
@@ -82,6 +85,10 @@ struct MockArgs {
     /// Seed of the error-rate draws (same seed, same sequence).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Append each streamed word's send time (`~<µs since the UNIX epoch>`), for latency
+    /// measurements on the same host.
+    #[arg(long)]
+    stamp_tokens: bool,
 }
 
 impl From<MockArgs> for MockConfig {
@@ -89,6 +96,7 @@ impl From<MockArgs> for MockConfig {
         MockConfig {
             bind: a.bind,
             latency: Duration::from_millis(a.latency_ms),
+            first_call_latency: a.first_call_latency_ms.map(Duration::from_millis),
             tokens_per_s: a.tokens_per_s,
             answer_tokens: a.answer_tokens,
             tool_iterations: a.tool_iterations,
@@ -96,6 +104,7 @@ impl From<MockArgs> for MockConfig {
             tool_args: a.tool_args,
             error_rate: a.error_rate,
             seed: a.seed,
+            stamp_tokens: a.stamp_tokens,
         }
     }
 }

@@ -356,3 +356,81 @@ async fn binary_starts_answers_and_exits_on_sigterm() {
         .expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn stamped_tokens_carry_their_send_time_and_parse_back() {
+    use reagent::testing::mock_provider::{token_stamps, unix_micros};
+    let n = 5;
+    let mock = start(MockConfig {
+        answer_tokens: n,
+        stamp_tokens: true,
+        ..MockConfig::default()
+    })
+    .await;
+    let llm = client(&mock, Abilities::default(), 0);
+    let before = unix_micros();
+    let mut stream = llm
+        .stream_chat(ChatRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("stream");
+    let mut deltas = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Content(c) = event.expect("stream event") {
+            if !c.is_empty() {
+                deltas.push(c);
+            }
+        }
+    }
+    let after = unix_micros();
+    assert_eq!(deltas.len(), n, "{deltas:?}");
+    for (k, delta) in deltas.iter().enumerate() {
+        let stamps: Vec<u64> = token_stamps(delta).collect();
+        assert_eq!(stamps.len(), 1, "one stamp per token: {delta}");
+        assert!(
+            (before..=after).contains(&stamps[0]),
+            "stamp {} outside [{before}, {after}]",
+            stamps[0]
+        );
+        let word = delta.split('~').next().unwrap_or_default();
+        let expected = if k == 0 { "mock" } else { " answer" };
+        if k <= 1 {
+            assert_eq!(word, expected);
+        }
+    }
+    // Stamps never go backwards within one stream.
+    let all: Vec<u64> = token_stamps(&deltas.concat()).collect();
+    assert!(all.windows(2).all(|w| w[0] <= w[1]), "{all:?}");
+}
+
+#[tokio::test]
+async fn first_call_latency_applies_only_before_the_first_tool_result() {
+    let first = Duration::from_millis(300);
+    let mock = start(MockConfig {
+        tool_iterations: 2,
+        first_call_latency: Some(first),
+        // A later call would wait this long: far beyond the test's safety timeout.
+        latency: Duration::from_secs(60),
+        ..MockConfig::default()
+    })
+    .await;
+    let llm = client(&mock, Abilities::default(), 0);
+    let request = |messages| ChatRequest {
+        tools: vec![calculator_definition()],
+        ..ChatRequest::new(messages)
+    };
+    let t0 = Instant::now();
+    let reply = llm
+        .chat(request(vec![Message::user("go")]))
+        .await
+        .expect("first call");
+    assert!(t0.elapsed() >= first, "{:?}", t0.elapsed());
+    assert_eq!(reply.tool_calls.len(), 1, "the script's first tool call");
+    // With one tool result the ordinary latency (60 s) applies: still pending after 1 s,
+    // far beyond the first-call latency.
+    let messages = vec![Message::user("go"), Message::tool("call_mock_0", "1")];
+    let later = tokio::time::timeout(Duration::from_secs(1), llm.chat(request(messages))).await;
+    assert!(
+        later.is_err(),
+        "the second call used the first-call latency: {later:?}"
+    );
+}

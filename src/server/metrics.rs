@@ -48,9 +48,18 @@ impl Metrics {
         metrics::with_local_recorder(&*self.recorder, f)
     }
 
-    /// The Prometheus text, with the active-runs gauge refreshed first.
+    /// The Prometheus text, with the active-runs gauge refreshed first, and the number of
+    /// alive tokio tasks (a leak detector for soak tests) when called inside a runtime.
     pub fn render(&self, active_runs: usize) -> String {
-        self.with(|| metrics::gauge!("reagent_active_runs").set(active_runs as f64));
+        let tasks = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|h| h.metrics().num_alive_tasks());
+        self.with(|| {
+            metrics::gauge!("reagent_active_runs").set(active_runs as f64);
+            if let Some(n) = tasks {
+                metrics::gauge!("reagent_tokio_alive_tasks").set(n as f64);
+            }
+        });
         self.recorder.handle().render()
     }
 
@@ -107,6 +116,16 @@ impl Metrics {
         tokio::spawn(async move {
             let mut events = std::pin::pin!(events);
             while let Some(ev) = events.next().await {
+                // Only `tool_end` steps and `done` matter: skip parsing the rest (answer deltas
+                // are most of a run's events).
+                let wanted = match ev.name.as_str() {
+                    "done" => true,
+                    "step" => ev.data.contains(r#""type":"tool_end""#),
+                    _ => false,
+                };
+                if !wanted {
+                    continue;
+                }
                 let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
                     continue;
                 };
@@ -245,6 +264,25 @@ mod tests {
         assert!(text_a.contains("reagent_tool_errors_total{tool=\"calculator\"} 1"));
         assert!(text_a.contains("reagent_active_runs 3"), "{text_a}");
         assert!(!text_b.contains("reagent_runs_total"), "{text_b}");
+    }
+
+    #[tokio::test]
+    async fn alive_tasks_are_reported_inside_a_runtime() {
+        let m = Metrics::new();
+        let parked = tokio::spawn(std::future::pending::<()>());
+        let text = m.render(0);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("reagent_tokio_alive_tasks "))
+            .unwrap_or_else(|| panic!("no alive-task gauge in {text}"));
+        let n: f64 = line["reagent_tokio_alive_tasks ".len()..].parse().unwrap();
+        assert!(n >= 1.0, "{line}");
+        parked.abort();
+        // Outside a runtime there is nothing to report, and rendering still works.
+        let outside = std::thread::spawn(|| Metrics::new().render(0))
+            .join()
+            .unwrap();
+        assert!(!outside.contains("reagent_tokio_alive_tasks"), "{outside}");
     }
 
     #[test]

@@ -219,6 +219,15 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE frame until the previous one
+    // is acknowledged, and the peer delays that ACK by up to 40 ms: streamed tokens would be
+    // forwarded in 40 ms clumps.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

@@ -16,7 +16,8 @@
 //!   user messages since its last other user message, then `{"type":"final_answer",…}`;
 //! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
-//!   first-byte instant so the rate does not drift; then the `finish_reason` chunk, a usage chunk
+//!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
+//!   `~<send time in µs since the UNIX epoch>`); then the `finish_reason` chunk, a usage chunk
 //!   when `stream_options.include_usage`, and `data: [DONE]`.
 //!
 //! Usage is reported on every reply: prompt tokens are request bytes / 4 (the same heuristic as
@@ -61,6 +62,10 @@ pub struct MockConfig {
     pub bind: SocketAddr,
     /// Delay before the first byte of every successful reply.
     pub latency: Duration,
+    /// When set, replaces `latency` for a non-streamed request that holds no tool result yet
+    /// (the first loop call of a run): a load generator can then attach to the run's stream
+    /// before zero-latency iterations start, and time each iteration as it happens.
+    pub first_call_latency: Option<Duration>,
     /// Streamed words per second; 0 = as fast as possible.
     pub tokens_per_s: f64,
     /// Words in the answer text.
@@ -75,6 +80,9 @@ pub struct MockConfig {
     pub error_rate: f64,
     /// Seed of the error-rate RNG.
     pub seed: u64,
+    /// Streamed words carry their send time: `word~<µs since the UNIX epoch>` (the wall clock
+    /// when the chunk is written), so a client on the same host can measure chunk → SSE latency.
+    pub stamp_tokens: bool,
 }
 
 impl Default for MockConfig {
@@ -82,6 +90,7 @@ impl Default for MockConfig {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             latency: Duration::ZERO,
+            first_call_latency: None,
             tokens_per_s: 0.0,
             answer_tokens: 16,
             tool_iterations: 0,
@@ -89,6 +98,7 @@ impl Default for MockConfig {
             tool_args: DEFAULT_TOOL_ARGS.into(),
             error_rate: 0.0,
             seed: 0,
+            stamp_tokens: false,
         }
     }
 }
@@ -184,6 +194,11 @@ impl MockProvider {
             .with_state(Arc::clone(&shared));
         let token = shared.shutdown.clone();
         let task = tokio::spawn(async move {
+            use axum::serve::ListenerExt;
+            // Small stream chunks must not wait for delayed ACKs (Nagle).
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
             if let Err(e) = serve.await {
                 tracing::warn!(error = %e, "mock provider stopped");
@@ -321,15 +336,23 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             .unwrap_or(false);
         return stream_answer(shared, model, first_byte, prompt_tokens, include_usage);
     }
-    if !cfg.latency.is_zero() {
+    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    let done = if native {
+        tool_results(&request.messages)
+    } else {
+        observations(&request.messages)
+    };
+    let first_byte = match cfg.first_call_latency {
+        Some(first) if done == 0 => first_byte - cfg.latency + first,
+        _ => first_byte,
+    };
+    if first_byte > Instant::now() {
         tokio::select! {
             () = tokio::time::sleep_until(first_byte) => {}
             () = shared.shutdown.cancelled() => return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
         }
     }
-    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let (message, finish, completion_tokens) = if native {
-        let done = tool_results(&request.messages);
         if done < cfg.tool_iterations {
             let args = cfg.tool_args.replace("<i>", &done.to_string());
             let tokens = (args.len() / 4).max(1) as u64;
@@ -342,7 +365,6 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             (message, "stop", cfg.answer_tokens as u64)
         }
     } else {
-        let done = observations(&request.messages);
         let action = if done < cfg.tool_iterations {
             let args: Value = serde_json::from_str(&cfg.tool_args.replace("<i>", &done.to_string()))
                 .unwrap_or_else(|_| json!({}));
@@ -364,6 +386,24 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         usage = usage(prompt_tokens, completion_tokens),
     );
     ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+/// Wall-clock microseconds since the UNIX epoch (0 if the clock is before it).
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// The stamps of a streamed text produced with `stamp_tokens`: each `~<digits>` suffix.
+pub fn token_stamps(text: &str) -> impl Iterator<Item = u64> + '_ {
+    text.split('~').skip(1).filter_map(|part| {
+        let end = part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(part.len());
+        part[..end].parse().ok()
+    })
 }
 
 fn usage(prompt: u64, completion: u64) -> String {
@@ -432,9 +472,17 @@ fn stream_answer(
                 )
             } else if frame <= n {
                 let token = &shared.token_literals[frame - 1];
-                let choices = format!(
-                    r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#
-                );
+                let choices = if shared.cfg.stamp_tokens {
+                    // The literal is a quoted word without escapes: insert the stamp before
+                    // its closing quote.
+                    let word = token.strip_suffix('"').unwrap_or(token);
+                    format!(
+                        r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
+                        unix_micros()
+                    )
+                } else {
+                    format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
+                };
                 chunk_frame(&model, &choices, "")
             } else {
                 let mut tail = chunk_frame(

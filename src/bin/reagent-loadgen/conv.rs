@@ -1,0 +1,206 @@
+//! One conversation through the public API: `POST /api/chat` with `Accept: text/event-stream`,
+//! optionally an interrupt and a cancel sent from the side while the stream is read, then the
+//! stream verified ([`crate::verify`]) and its timings kept.
+
+use std::time::{Duration, Instant};
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reagent::testing::mock_provider::{token_stamps, unix_micros};
+use serde_json::{json, Value};
+
+use crate::verify::{verify, Ev, Expect};
+
+/// What to do in one conversation.
+#[derive(Clone, Debug)]
+pub struct ConvPlan {
+    /// `native`, `json` or `auto`.
+    pub mode: &'static str,
+    /// Send one interrupt after the first `step` event.
+    pub interrupt: bool,
+    /// Cancel after the first `step` event (or `start` if the run has no steps).
+    pub cancel: bool,
+    /// Extra acceptable final statuses (e.g. `failed` under injected faults).
+    pub also_ok: Vec<&'static str>,
+    pub timeout: Duration,
+}
+
+/// What one conversation measured.
+#[derive(Debug, Default)]
+pub struct ConvResult {
+    pub run_id: Option<String>,
+    pub status: Option<String>,
+    pub errors: Vec<String>,
+    /// Request sent → first event.
+    pub ttfe_ms: Option<f64>,
+    /// Request sent → `done`.
+    pub run_ms: Option<f64>,
+    /// Stamped token → SSE event received, per token.
+    pub token_latency_ms: Vec<f64>,
+    /// Arrival of each `tool_end`, relative to the request.
+    pub tool_end_ms: Vec<f64>,
+    pub interrupts_accepted: usize,
+    pub cancel_accepted: bool,
+}
+
+pub async fn run(http: &reqwest::Client, base: &str, plan: &ConvPlan, n: usize) -> ConvResult {
+    let mut result = ConvResult::default();
+    match tokio::time::timeout(plan.timeout, drive(http, base, plan, n, &mut result)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => result.errors.push(format!("{e:#}")),
+        Err(_) => result
+            .errors
+            .push(format!("no done within {:?}", plan.timeout)),
+    }
+    result
+}
+
+async fn drive(
+    http: &reqwest::Client,
+    base: &str,
+    plan: &ConvPlan,
+    n: usize,
+    out: &mut ConvResult,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let resp = http
+        .post(format!("{base}/api/chat"))
+        .header("accept", "text/event-stream")
+        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode}))
+        .send()
+        .await?;
+    if resp.status() != reqwest::StatusCode::OK {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        anyhow::bail!("POST /api/chat → {status}: {body}");
+    }
+    let mut stream = resp.bytes_stream().eventsource();
+    let mut events = Vec::new();
+    let mut conversation_id = None;
+    let mut side: Option<tokio::task::JoinHandle<Side>> = None;
+    while let Some(item) = stream.next().await {
+        let ev = item.map_err(|e| anyhow::anyhow!("SSE error: {e}"))?;
+        let now_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let data: Value = serde_json::from_str(&ev.data)
+            .map_err(|e| anyhow::anyhow!("event {} data is not JSON: {e}", ev.id))?;
+        if events.is_empty() {
+            out.ttfe_ms = Some(now_ms);
+        }
+        match ev.event.as_str() {
+            "start" => {
+                out.run_id = data["run_id"].as_str().map(str::to_string);
+                conversation_id = data["conversation_id"].as_str().map(str::to_string);
+            }
+            "answer" if data["status"] == "delta" => {
+                let now = unix_micros();
+                for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
+                    out.token_latency_ms.push((now as f64 - stamp as f64) / 1e3);
+                }
+            }
+            "step" if data["type"] == "tool_end" => out.tool_end_ms.push(now_ms),
+            "done" => {
+                out.run_ms = Some(now_ms);
+                out.status = data["status"].as_str().map(str::to_string);
+            }
+            _ => {}
+        }
+        let trigger = matches!(ev.event.as_str(), "step" | "answer");
+        if side.is_none() && trigger && (plan.interrupt || plan.cancel) {
+            if let (Some(run), Some(conv)) = (&out.run_id, &conversation_id) {
+                side = Some(tokio::spawn(side_actions(
+                    http.clone(),
+                    base.to_string(),
+                    run.clone(),
+                    conv.clone(),
+                    plan.interrupt,
+                    plan.cancel,
+                )));
+            }
+        }
+        events.push(Ev {
+            id: ev.id,
+            name: ev.event,
+            data,
+        });
+    }
+    let mut expect = Expect {
+        statuses: vec!["completed"],
+        interrupts: vec![],
+    };
+    expect.statuses.extend(plan.also_ok.iter().copied());
+    if let Some(side) = side {
+        let s = side.await?;
+        out.errors.extend(s.errors);
+        out.interrupts_accepted = s.interrupts.len();
+        expect.interrupts = s.interrupts;
+        if s.cancel_accepted {
+            out.cancel_accepted = true;
+            // A cancel accepted while the run was finishing may still see it complete.
+            expect.statuses.push("cancelled");
+        }
+    }
+    let run = out.run_id.clone().unwrap_or_else(|| "?".into());
+    out.errors.extend(
+        verify(&events, &expect)
+            .into_iter()
+            .map(|e| format!("run {run}: {e}")),
+    );
+    Ok(())
+}
+
+#[derive(Default)]
+struct Side {
+    interrupts: Vec<String>,
+    cancel_accepted: bool,
+    errors: Vec<String>,
+}
+
+/// Interrupt, then cancel, as a second client would; 409 (run already over) is fine.
+async fn side_actions(
+    http: reqwest::Client,
+    base: String,
+    run: String,
+    conv: String,
+    interrupt: bool,
+    cancel: bool,
+) -> Side {
+    let mut side = Side::default();
+    if interrupt {
+        let r = http
+            .post(format!("{base}/api/conversations/{conv}/interrupt"))
+            .json(&json!({"content": "also, please double-check"}))
+            .send()
+            .await;
+        match r {
+            Ok(r) if r.status() == reqwest::StatusCode::ACCEPTED => match r.json::<Value>().await {
+                Ok(v) => match v["id"].as_str() {
+                    Some(id) => side.interrupts.push(id.to_string()),
+                    None => side
+                        .errors
+                        .push(format!("run {run}: interrupt 202 without id: {v}")),
+                },
+                Err(e) => side.errors.push(format!("run {run}: interrupt reply: {e}")),
+            },
+            Ok(r) if r.status() == reqwest::StatusCode::CONFLICT => {}
+            Ok(r) => side
+                .errors
+                .push(format!("run {run}: interrupt → {}", r.status())),
+            Err(e) => side.errors.push(format!("run {run}: interrupt: {e}")),
+        }
+    }
+    if cancel {
+        let r = http
+            .post(format!("{base}/api/runs/{run}/cancel"))
+            .send()
+            .await;
+        match r {
+            Ok(r) if r.status() == reqwest::StatusCode::ACCEPTED => side.cancel_accepted = true,
+            Ok(r) if r.status() == reqwest::StatusCode::CONFLICT => {}
+            Ok(r) => side
+                .errors
+                .push(format!("run {run}: cancel → {}", r.status())),
+            Err(e) => side.errors.push(format!("run {run}: cancel: {e}")),
+        }
+    }
+    side
+}

@@ -1,0 +1,284 @@
+//! A load: N conversations at concurrency C against one server, with the server's CPU, RSS and
+//! `/metrics` sampled meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::conv::{self, ConvPlan, ConvResult};
+use crate::procinfo::{memory_kib, CpuMeter};
+use crate::stats::Summary;
+
+/// The shape of a load.
+#[derive(Clone, Debug)]
+pub struct Load {
+    pub conversations: usize,
+    pub concurrency: usize,
+    /// `native`, `json`, `auto`, or `mixed` (alternating native and JSON).
+    pub mode: String,
+    pub interrupt_rate: f64,
+    pub cancel_rate: f64,
+    pub also_ok: Vec<&'static str>,
+    pub seed: u64,
+    pub timeout: Duration,
+}
+
+impl Default for Load {
+    fn default() -> Self {
+        Load {
+            conversations: 10,
+            concurrency: 10,
+            mode: "native".into(),
+            interrupt_rate: 0.0,
+            cancel_rate: 0.0,
+            also_ok: vec![],
+            seed: 1,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Everything a load measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadReport {
+    pub runs: usize,
+    pub errors: usize,
+    pub error_samples: Vec<String>,
+    pub statuses: BTreeMap<String, usize>,
+    pub interrupts_accepted: usize,
+    pub cancels_accepted: usize,
+    pub wall_s: f64,
+    pub runs_per_s: f64,
+    pub run_ms: Summary,
+    pub ttfe_ms: Summary,
+    pub token_ms: Summary,
+    /// Gaps between consecutive `tool_end` events of a run, at the client.
+    pub iter_gap_ms: Summary,
+    pub cpu_s: f64,
+    pub cpu_pct: f64,
+    pub idle_rss_kib: u64,
+    pub peak_rss_kib: u64,
+    pub hwm_kib: u64,
+    pub peak_active: u64,
+    pub rss_at_peak_active_kib: u64,
+    /// (RSS at the most active sample − idle RSS) / active runs then.
+    pub rss_per_run_kib: f64,
+    /// (index of the later iteration, gap in ms) for every gap, for binning by history size.
+    #[serde(skip)]
+    pub gaps: Vec<(usize, f64)>,
+    /// (seconds since the start, RSS KiB, active runs) samples.
+    #[serde(skip)]
+    pub samples: Vec<(f64, u64, u64)>,
+}
+
+/// The value of an unlabelled metric in Prometheus text.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+pub async fn scrape(http: &reqwest::Client, base: &str) -> Option<String> {
+    http.get(format!("{base}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()
+}
+
+fn plans(load: &Load) -> Vec<ConvPlan> {
+    let mut rng = StdRng::seed_from_u64(load.seed);
+    (0..load.conversations)
+        .map(|i| ConvPlan {
+            mode: match load.mode.as_str() {
+                "json" => "json",
+                "auto" => "auto",
+                "mixed" if i % 2 == 1 => "json",
+                _ => "native",
+            },
+            interrupt: rng.random::<f64>() < load.interrupt_rate,
+            cancel: rng.random::<f64>() < load.cancel_rate,
+            also_ok: load.also_ok.clone(),
+            timeout: load.timeout,
+        })
+        .collect()
+}
+
+/// Runs `load` against `base`; `pid` (when known) is sampled for CPU and memory.
+pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Load) -> LoadReport {
+    let idle_rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
+    let cpu = pid.map(CpuMeter::start);
+    let sem = Arc::new(Semaphore::new(load.concurrency.max(1)));
+    let t0 = Instant::now();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let sampler = {
+        let (http, base, stop) = (http.clone(), base.to_string(), stop.clone());
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = stop.cancelled() => break,
+                }
+                let active = scrape(&http, &base)
+                    .await
+                    .and_then(|t| metric(&t, "reagent_active_runs"))
+                    .unwrap_or(0.0) as u64;
+                let rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
+                samples.push((t0.elapsed().as_secs_f64(), rss, active));
+            }
+            samples
+        })
+    };
+    let mut tasks = Vec::with_capacity(load.conversations);
+    for (i, plan) in plans(load).into_iter().enumerate() {
+        let (http, base, sem) = (http.clone(), base.to_string(), sem.clone());
+        tasks.push(tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            conv::run(&http, &base, &plan, i).await
+        }));
+    }
+    let mut results: Vec<ConvResult> = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        match t.await {
+            Ok(r) => results.push(r),
+            Err(e) => results.push(ConvResult {
+                errors: vec![format!("client task failed: {e}")],
+                ..ConvResult::default()
+            }),
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let (cpu_s, cpu_pct) = cpu.map(|c| c.stop()).unwrap_or((0.0, 0.0));
+    stop.cancel();
+    let samples = sampler.await.unwrap_or_default();
+    let hwm = pid.and_then(memory_kib).map(|m| m.1).unwrap_or(0);
+
+    let mut report = LoadReport {
+        runs: results.len(),
+        wall_s: wall,
+        cpu_s,
+        cpu_pct,
+        idle_rss_kib: idle_rss,
+        hwm_kib: hwm,
+        ..LoadReport::default()
+    };
+    let (mut run_ms, mut ttfe, mut tok, mut gaps) = (vec![], vec![], vec![], vec![]);
+    for r in &results {
+        if !r.errors.is_empty() {
+            report.errors += 1;
+            for e in &r.errors {
+                if report.error_samples.len() < 20 {
+                    report.error_samples.push(e.clone());
+                }
+            }
+        }
+        *report
+            .statuses
+            .entry(r.status.clone().unwrap_or_else(|| "none".into()))
+            .or_default() += 1;
+        report.interrupts_accepted += r.interrupts_accepted;
+        report.cancels_accepted += usize::from(r.cancel_accepted);
+        run_ms.extend(r.run_ms);
+        ttfe.extend(r.ttfe_ms);
+        tok.extend_from_slice(&r.token_latency_ms);
+        for (i, w) in r.tool_end_ms.windows(2).enumerate() {
+            gaps.push(w[1] - w[0]);
+            report.gaps.push((i + 1, w[1] - w[0]));
+        }
+    }
+    report.runs_per_s = results.len() as f64 / wall.max(1e-9);
+    report.run_ms = Summary::of(&run_ms);
+    report.ttfe_ms = Summary::of(&ttfe);
+    report.token_ms = Summary::of(&tok);
+    report.iter_gap_ms = Summary::of(&gaps);
+    report.peak_rss_kib = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    if let Some(&(_, rss, active)) = samples
+        .iter()
+        .max_by_key(|s| (s.2, s.1))
+        .filter(|s| s.2 > 0)
+    {
+        report.peak_active = active;
+        report.rss_at_peak_active_kib = rss;
+        report.rss_per_run_kib = (rss as f64 - idle_rss as f64) / active as f64;
+    }
+    report.samples = samples;
+    report
+}
+
+impl LoadReport {
+    pub fn print(&self, title: &str) {
+        println!("== {title}");
+        println!(
+            "runs {} in {:.2} s ({:.1} runs/s), errors {}, statuses {:?}, interrupts accepted {}, cancels accepted {}",
+            self.runs, self.wall_s, self.runs_per_s, self.errors, self.statuses,
+            self.interrupts_accepted, self.cancels_accepted
+        );
+        let row = |name: &str, s: &Summary| {
+            if s.n > 0 {
+                println!(
+                    "  {name:<22} n={:<7} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} ms",
+                    s.n, s.p50, s.p90, s.p99, s.max
+                );
+            }
+        };
+        row("run duration", &self.run_ms);
+        row("time to first event", &self.ttfe_ms);
+        row("token -> SSE event", &self.token_ms);
+        row("tool_end gap", &self.iter_gap_ms);
+        if self.idle_rss_kib > 0 {
+            println!(
+                "  server CPU {:.2} s ({:.0}% of one core); RSS idle {} KiB, peak {} KiB, HWM {} KiB; peak active runs {} at RSS {} KiB → {:.1} KiB per active run",
+                self.cpu_s, self.cpu_pct, self.idle_rss_kib, self.peak_rss_kib, self.hwm_kib,
+                self.peak_active, self.rss_at_peak_active_kib, self.rss_per_run_kib
+            );
+        }
+        for e in &self.error_samples {
+            println!("  ERROR {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_unlabelled_metrics_only() {
+        let text = "# TYPE reagent_active_runs gauge\nreagent_active_runs 12\nreagent_active_runs_x 3\nreagent_sse_subscribers 0\n";
+        assert_eq!(metric(text, "reagent_active_runs"), Some(12.0));
+        assert_eq!(metric(text, "reagent_sse_subscribers"), Some(0.0));
+        assert_eq!(metric(text, "reagent_missing"), None);
+    }
+
+    #[test]
+    fn plans_follow_the_rates_and_seed() {
+        let load = Load {
+            conversations: 1000,
+            mode: "mixed".into(),
+            interrupt_rate: 0.3,
+            cancel_rate: 0.0,
+            ..Load::default()
+        };
+        let p = plans(&load);
+        let interrupts = p.iter().filter(|p| p.interrupt).count();
+        assert!((200..400).contains(&interrupts), "{interrupts}");
+        assert!(p.iter().all(|p| !p.cancel));
+        assert_eq!(p[0].mode, "native");
+        assert_eq!(p[1].mode, "json");
+        let again = plans(&load);
+        assert!(p
+            .iter()
+            .zip(&again)
+            .all(|(a, b)| a.interrupt == b.interrupt));
+    }
+}

@@ -1,0 +1,204 @@
+//! `reagent-loadgen`: drives reagent through its public HTTP/SSE API only, from a separate
+//! process, verifies every stream and reports latency percentiles, throughput, errors and the
+//! server's CPU and memory.
+//!
+//! - `run`: one load (N conversations at concurrency C) against `--url` or a `--spawn`ed stack
+//!   (`reagent mock-provider` + `reagent serve` next to this executable, fresh SQLite database).
+//! - `suite [--quick] [--repeat R]`: every target scenario of the performance issue, medians of
+//!   R repeats, a Markdown table on stdout and a JSON file for `scripts/plot_benchmarks.py`.
+//! - `smoke`: seconds of mixed load with interrupts and cancels, then the process and database
+//!   checks; fails only on a broken stream or an inconsistency, never on slowness (CI).
+//! - `soak --minutes N`: mixed load with injected provider errors, interrupts and cancels, then
+//!   RSS stability, `/metrics` back to idle and a read-only check of the database.
+//!
+//! Exit status 1 when any stream or check failed (every violation printed with its run id).
+
+mod check;
+mod conv;
+mod load;
+mod procinfo;
+mod soak;
+mod spawn;
+mod stats;
+mod suite;
+mod verify;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::load::Load;
+use crate::spawn::MockFlags;
+
+#[derive(Parser)]
+#[command(
+    name = "reagent-loadgen",
+    about = "Load generator and stream verifier for reagent"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// One load against a running server (--url) or a spawned one (--spawn).
+    Run(RunArgs),
+    /// Every benchmark scenario; prints the results table and writes a JSON file.
+    Suite(SuiteArgs),
+    /// A few seconds of mixed load with interrupts and cancels; fails on a broken stream.
+    Smoke,
+    /// N minutes of mixed load with faults, then process and database consistency checks.
+    Soak(SoakArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Spawn `reagent mock-provider` and `reagent serve` (binaries next to this one).
+    #[arg(long, conflicts_with = "url")]
+    spawn: bool,
+    /// Base URL of a running reagent (its LLM should be a mock provider).
+    #[arg(long)]
+    url: Option<String>,
+    /// Pid of that server, for CPU and RSS.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    #[arg(long, short = 'n', default_value_t = 100)]
+    conversations: usize,
+    /// Conversations in flight at once (default: all of them).
+    #[arg(long, short = 'c')]
+    concurrency: Option<usize>,
+    /// native, json, auto or mixed.
+    #[arg(long, default_value = "native")]
+    mode: String,
+    #[arg(long, default_value_t = 0.0)]
+    interrupt_rate: f64,
+    #[arg(long, default_value_t = 0.0)]
+    cancel_rate: f64,
+    /// Tool iterations per run (spawned mock only).
+    #[arg(long, short = 'k', default_value_t = 3)]
+    iterations: usize,
+    #[arg(long, default_value_t = 200)]
+    latency_ms: u64,
+    #[arg(long, default_value_t = 50.0)]
+    tokens_per_s: f64,
+    #[arg(long, default_value_t = 100)]
+    answer_tokens: usize,
+    #[arg(long, default_value_t = 0.0)]
+    error_rate: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct SuiteArgs {
+    /// Smaller scenarios (seconds instead of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Repeat every scenario this many times and report medians.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Machine-readable results.
+    #[arg(long, default_value = "target/benchmarks.json")]
+    out: std::path::PathBuf,
+}
+
+#[derive(Args)]
+struct SoakArgs {
+    #[arg(long, default_value_t = 5.0)]
+    minutes: f64,
+    /// Conversations in flight at once.
+    #[arg(long, default_value_t = 40)]
+    concurrency: usize,
+    /// Share of LLM requests the mock answers 503.
+    #[arg(long, default_value_t = 0.05)]
+    error_rate: f64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("reagent-loadgen: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("reagent-loadgen: FAILED (see the errors above)");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("reagent-loadgen: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A client for thousands of concurrent streams on loopback.
+pub fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .tcp_nodelay(true)
+        .build()?)
+}
+
+/// Ok(false) when a check failed.
+async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
+    let fds = procinfo::raise_fd_limit();
+    if fds < 4096 {
+        eprintln!("warning: open-file limit is {fds}; thousands of streams need more (ulimit -n)");
+    }
+    match cmd {
+        Cmd::Run(a) => run(a).await,
+        Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), &a.out).await,
+        Cmd::Smoke => soak::smoke().await,
+        Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
+    }
+}
+
+async fn run(a: RunArgs) -> anyhow::Result<bool> {
+    let http = http_client()?;
+    let load = Load {
+        conversations: a.conversations,
+        concurrency: a.concurrency.unwrap_or(a.conversations),
+        mode: a.mode.clone(),
+        interrupt_rate: a.interrupt_rate,
+        cancel_rate: a.cancel_rate,
+        also_ok: if a.error_rate > 0.0 {
+            vec!["failed"]
+        } else {
+            vec![]
+        },
+        seed: a.seed,
+        timeout: Duration::from_secs(600),
+    };
+    let report = if let Some(url) = a.url {
+        load::run(&http, url.trim_end_matches('/'), a.server_pid, &load).await
+    } else if a.spawn {
+        let flags = MockFlags {
+            latency_ms: a.latency_ms,
+            tokens_per_s: a.tokens_per_s,
+            answer_tokens: a.answer_tokens,
+            tool_iterations: a.iterations,
+            error_rate: a.error_rate,
+            seed: a.seed,
+            stamp_tokens: true,
+            first_call_latency_ms: None,
+        };
+        let stack = suite::Stack::start(&http, &flags, &[]).await?;
+        let report = load::run(&http, &stack.server.base, Some(stack.server.pid), &load).await;
+        stack.stop().await?;
+        report
+    } else {
+        anyhow::bail!("give --spawn or --url");
+    };
+    report.print(&format!(
+        "{} conversations, concurrency {}, mode {}",
+        load.conversations, load.concurrency, load.mode
+    ));
+    Ok(report.errors == 0)
+}

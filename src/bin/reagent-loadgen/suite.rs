@@ -1,0 +1,428 @@
+//! The benchmark suite: every target scenario of the performance issue on a freshly spawned
+//! stack each (so idle RSS and CPU belong to that scenario alone), repeated, with medians.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::load::{self, Load, LoadReport};
+use crate::procinfo::memory_kib;
+use crate::spawn::{Mock, MockFlags, Server, ServerSpec};
+use crate::stats::{median, Summary};
+
+/// Settings that make the mock's tool script deterministic: no reflection or completion-check
+/// user messages (they would restart the mock's count of tool results).
+pub const SCRIPTED: [(&str, &str); 2] = [
+    ("REACT_SELF_REFLECTION_INTERVAL", "0"),
+    ("REACT_COMPLETION_CHECK_MIN_TOOLS", "1000000"),
+];
+
+/// A mock provider and a server on a fresh database.
+pub struct Stack {
+    pub mock: Mock,
+    pub spec: ServerSpec,
+    pub server: Server,
+}
+
+impl Stack {
+    pub async fn start(
+        http: &reqwest::Client,
+        flags: &MockFlags,
+        extra: &[(&str, String)],
+    ) -> anyhow::Result<Stack> {
+        let mock = Mock::start(flags).await?;
+        let mut env: Vec<(&str, String)> =
+            SCRIPTED.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        env.extend(extra.iter().cloned());
+        let spec = ServerSpec::new(&mock.base_url, &env)?;
+        let server = spec.start(http).await?;
+        // Let the allocator and runtime settle before "idle" is read.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(Stack { mock, spec, server })
+    }
+
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.server.stop(Duration::from_secs(20)).await?;
+        Ok(())
+    }
+}
+
+/// Median round trip of `samples` direct calls to the mock with a native request holding
+/// `messages` messages (system, user, then assistant tool-call / tool-result pairs) — what the
+/// server sends at that history size, minus the server.
+pub async fn mock_rtt_ms(
+    http: &reqwest::Client,
+    mock_url: &str,
+    messages: usize,
+    samples: usize,
+) -> anyhow::Result<f64> {
+    let mut msgs = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that uses tools. ".repeat(20)}),
+        json!({"role": "user", "content": "load test conversation 0: what is 1+1?"}),
+    ];
+    let mut i = 0;
+    while msgs.len() + 2 <= messages.max(4) {
+        msgs.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_mock_{i}"), "type": "function", "function": {"name": "calculator", "arguments": format!("{{\"expression\":\"{i}+1\"}}")}}]}));
+        msgs.push(json!({"role": "tool", "tool_call_id": format!("call_mock_{i}"), "content": format!("{}", i + 1)}));
+        i += 1;
+    }
+    let body = json!({
+        "model": "mock-model", "messages": msgs, "tool_choice": "auto",
+        "tools": [{"type": "function", "function": {"name": "calculator", "description": "Evaluates an arithmetic expression.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}],
+    })
+    .to_string();
+    let url = format!("{mock_url}/chat/completions");
+    let mut times = Vec::with_capacity(samples);
+    for k in 0..samples + 5 {
+        let t = Instant::now();
+        let r = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await?;
+        r.bytes().await?;
+        if k >= 5 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok(median(&times))
+}
+
+/// Named figures of one repeat.
+type Figures = BTreeMap<String, f64>;
+
+struct Ctx {
+    http: reqwest::Client,
+    quick: bool,
+    errors: Vec<String>,
+}
+
+impl Ctx {
+    fn keep(&mut self, name: &str, r: &LoadReport) {
+        r.print(name);
+        self.errors
+            .extend(r.error_samples.iter().map(|e| format!("{name}: {e}")));
+        if r.errors > r.error_samples.len() {
+            self.errors
+                .push(format!("{name}: {} runs with errors in all", r.errors));
+        }
+    }
+}
+
+fn summary_into(f: &mut Figures, key: &str, s: &Summary) {
+    if s.n > 0 {
+        f.insert(format!("{key}_p50"), s.p50);
+        f.insert(format!("{key}_p99"), s.p99);
+        f.insert(format!("{key}_max"), s.max);
+    }
+}
+
+/// Per-iteration overhead: `tool_end` gaps at the client minus the mock's direct round trip.
+async fn overhead(ctx: &mut Ctx, f: &mut Figures, mode: &str) -> anyhow::Result<()> {
+    let k = 10;
+    // The first loop call waits 50 ms so the client is attached and waiting before the
+    // zero-latency iterations start (else the first events arrive in one read).
+    let flags = MockFlags {
+        tool_iterations: k,
+        answer_tokens: 20,
+        first_call_latency_ms: Some(50),
+        ..MockFlags::default()
+    };
+    let stack = Stack::start(&ctx.http, &flags, &[]).await?;
+    let load = Load {
+        conversations: if ctx.quick { 10 } else { 40 },
+        concurrency: 1,
+        mode: mode.into(),
+        ..Load::default()
+    };
+    let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
+    ctx.keep(
+        &format!("overhead per iteration ({mode}, 1 run at a time, K={k})"),
+        &r,
+    );
+    let base = mock_rtt_ms(&ctx.http, &stack.mock.base_url, 12, 100).await?;
+    let net: Vec<f64> = r.gaps.iter().map(|(_, g)| g - base).collect();
+    let s = Summary::of(&net);
+    println!(
+        "  mock round trip {base:.3} ms; overhead = gap − round trip: p50 {:.3} p99 {:.3} ms",
+        s.p50, s.p99
+    );
+    f.insert(format!("overhead_{mode}_mock_rtt_ms"), base);
+    summary_into(f, &format!("overhead_{mode}_ms"), &s);
+    summary_into(f, &format!("overhead_{mode}_gap_ms"), &r.iter_gap_ms);
+    stack.stop().await
+}
+
+/// Overhead per iteration at 10, 100, 1000 messages of history: one long run per repeat.
+async fn history(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
+    let sizes: &[usize] = if ctx.quick {
+        &[10, 100]
+    } else {
+        &[10, 100, 1000]
+    };
+    let max_size = sizes.iter().copied().max().unwrap_or(10);
+    let k = max_size / 2 + 10;
+    // The first loop call waits 50 ms so the client is attached and waiting before the
+    // zero-latency iterations start (else the first events arrive in one read).
+    let flags = MockFlags {
+        tool_iterations: k,
+        answer_tokens: 20,
+        first_call_latency_ms: Some(50),
+        ..MockFlags::default()
+    };
+    let extra = [("REACT_MAX_ITERATIONS", (k + 50).to_string())];
+    let stack = Stack::start(&ctx.http, &flags, &extra).await?;
+    let load = Load {
+        conversations: if ctx.quick { 1 } else { 3 },
+        concurrency: 1,
+        mode: "native".into(),
+        ..Load::default()
+    };
+    let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
+    ctx.keep(&format!("history growth (native, K={k})"), &r);
+    for &m in sizes {
+        // Gap g (tool_end g → g+1) spans the LLM call whose request holds 2 + 2g messages.
+        let centre = (m.saturating_sub(2)) / 2;
+        let (lo, hi) = (centre.saturating_sub(5).max(1), centre + 5);
+        let base = mock_rtt_ms(&ctx.http, &stack.mock.base_url, m, 30).await?;
+        let net: Vec<f64> = r
+            .gaps
+            .iter()
+            .filter(|(g, _)| (lo..=hi).contains(g))
+            .map(|(_, gap)| gap - base)
+            .collect();
+        let s = Summary::of(&net);
+        println!(
+            "  {m:>5} messages: mock round trip {base:.3} ms, overhead p50 {:.3} p99 {:.3} ms (n={})",
+            s.p50, s.p99, s.n
+        );
+        f.insert(format!("history_{m}_mock_rtt_ms"), base);
+        summary_into(f, &format!("history_{m}_overhead_ms"), &s);
+    }
+    stack.stop().await
+}
+
+/// The held-load scenario at `n` concurrent runs: 3 iterations at 200 ms, 100 tokens at 50/s.
+async fn scale(ctx: &mut Ctx, f: &mut Figures, n: usize) -> anyhow::Result<()> {
+    let flags = MockFlags {
+        latency_ms: 200,
+        tokens_per_s: 50.0,
+        answer_tokens: 100,
+        tool_iterations: 3,
+        stamp_tokens: true,
+        ..MockFlags::default()
+    };
+    let stack = Stack::start(&ctx.http, &flags, &[]).await?;
+    let load = Load {
+        conversations: n,
+        concurrency: n,
+        mode: "native".into(),
+        ..Load::default()
+    };
+    let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
+    ctx.keep(
+        &format!("{n} concurrent runs (3 × 200 ms + 100 tokens at 50/s)"),
+        &r,
+    );
+    let key = format!("scale_{n}");
+    summary_into(f, &format!("{key}_run_ms"), &r.run_ms);
+    summary_into(f, &format!("{key}_ttfe_ms"), &r.ttfe_ms);
+    summary_into(f, &format!("{key}_token_ms"), &r.token_ms);
+    f.insert(format!("{key}_errors"), r.errors as f64);
+    f.insert(format!("{key}_peak_active"), r.peak_active as f64);
+    f.insert(format!("{key}_idle_rss_kib"), r.idle_rss_kib as f64);
+    f.insert(format!("{key}_peak_rss_kib"), r.peak_rss_kib as f64);
+    f.insert(format!("{key}_rss_per_run_kib"), r.rss_per_run_kib);
+    f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
+    f.insert(format!("{key}_runs_per_s"), r.runs_per_s);
+    stack.stop().await
+}
+
+/// Short runs back to back: 1 iteration, 20-token answer, zero LLM latency. Then start-up on
+/// the database this left behind.
+async fn throughput(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
+    let flags = MockFlags {
+        tool_iterations: 1,
+        answer_tokens: 20,
+        ..MockFlags::default()
+    };
+    let stack = Stack::start(&ctx.http, &flags, &[]).await?;
+    let load = Load {
+        conversations: if ctx.quick { 300 } else { 3000 },
+        concurrency: 64,
+        mode: "native".into(),
+        ..Load::default()
+    };
+    let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
+    ctx.keep(
+        "short runs (1 iteration, 20 tokens, 0 ms), 64 in flight",
+        &r,
+    );
+    f.insert("throughput_runs_per_s".into(), r.runs_per_s);
+    f.insert("throughput_cpu_pct".into(), r.cpu_pct);
+    summary_into(f, "throughput_run_ms", &r.run_ms);
+    let Stack { mock, spec, server } = stack;
+    server.stop(Duration::from_secs(20)).await?;
+    let (mut ready, mut idle) = (vec![], vec![]);
+    for _ in 0..3 {
+        let s = spec.start(&ctx.http).await?;
+        ready.push(s.ready_after.as_secs_f64() * 1e3);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        idle.push(memory_kib(s.pid).map(|m| m.0).unwrap_or(0) as f64);
+        s.stop(Duration::from_secs(20)).await?;
+    }
+    let db_mib = std::fs::metadata(spec.db_path())
+        .map(|m| m.len())
+        .unwrap_or(0) as f64
+        / 1048576.0;
+    println!(
+        "== start-up on the existing database ({} runs, {db_mib:.1} MiB): to /readyz 200 {:?} ms; idle RSS {:?} KiB",
+        r.runs, ready, idle
+    );
+    f.insert("startup_ready_ms".into(), median(&ready));
+    f.insert("startup_idle_rss_kib".into(), median(&idle));
+    drop(mock);
+    Ok(())
+}
+
+async fn one_repeat(ctx: &mut Ctx) -> anyhow::Result<Figures> {
+    let mut f = Figures::new();
+    overhead(ctx, &mut f, "native").await?;
+    overhead(ctx, &mut f, "json").await?;
+    history(ctx, &mut f).await?;
+    let sizes: &[usize] = if ctx.quick {
+        &[10, 100]
+    } else {
+        &[10, 100, 1000, 2000]
+    };
+    for &n in sizes {
+        scale(ctx, &mut f, n).await?;
+    }
+    throughput(ctx, &mut f).await?;
+    Ok(f)
+}
+
+pub async fn suite(quick: bool, repeat: usize, out: &Path) -> anyhow::Result<bool> {
+    let mut ctx = Ctx {
+        http: crate::http_client()?,
+        quick,
+        errors: vec![],
+    };
+    let t0 = Instant::now();
+    let mut repeats = Vec::new();
+    for i in 0..repeat {
+        println!("\n######## repeat {} of {repeat}", i + 1);
+        repeats.push(one_repeat(&mut ctx).await?);
+    }
+    let mut medians = Figures::new();
+    let keys: std::collections::BTreeSet<&String> = repeats.iter().flat_map(|r| r.keys()).collect();
+    for k in keys {
+        let v: Vec<f64> = repeats.iter().filter_map(|r| r.get(k).copied()).collect();
+        medians.insert(k.clone(), median(&v));
+    }
+    println!("\n{}", table(&medians, repeat, quick));
+    let doc: Value = json!({
+        "quick": quick, "repeat": repeat, "elapsed_s": t0.elapsed().as_secs_f64(),
+        "median": medians, "repeats": repeats, "errors": ctx.errors,
+    });
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(out, serde_json::to_string_pretty(&doc)?)?;
+    println!(
+        "results written to {} ({:.0} s)",
+        out.display(),
+        t0.elapsed().as_secs_f64()
+    );
+    for e in &ctx.errors {
+        println!("ERROR {e}");
+    }
+    Ok(ctx.errors.is_empty())
+}
+
+/// The Markdown results: targets, scaling, history.
+pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
+    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+    let mark = |ok: bool| if ok { "✓" } else { "✗ missed" };
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Medians of {repeat} repeat(s){}.\n\n| measure | target | measured | |\n|---|---|---|---|\n",
+        if quick { " (--quick)" } else { "" }
+    ));
+    let (p50, p99) = (g("overhead_native_ms_p50"), g("overhead_native_ms_p99"));
+    s.push_str(&format!(
+        "| server overhead per tool iteration, native, p50 / p99 | < 0.5 / < 5 ms | {p50:.3} / {p99:.3} ms | {} |\n",
+        mark(p50 < 0.5 && p99 < 5.0)
+    ));
+    let (p50, p99) = (g("overhead_json_ms_p50"), g("overhead_json_ms_p99"));
+    s.push_str(&format!(
+        "| server overhead per tool iteration, JSON mode, p50 / p99 | < 0.5 / < 5 ms | {p50:.3} / {p99:.3} ms | {} |\n",
+        mark(p50 < 0.5 && p99 < 5.0)
+    ));
+    let n = if quick { 100 } else { 1000 };
+    let (p50, p99) = (
+        g(&format!("scale_{n}_token_ms_p50")),
+        g(&format!("scale_{n}_token_ms_p99")),
+    );
+    s.push_str(&format!(
+        "| token chunk → SSE event at {n} concurrent streams, p50 / p99 | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
+        mark(p50 < 1.0 && p99 < 10.0)
+    ));
+    let n = if quick { 100 } else { 2000 };
+    let (active, errors) = (
+        g(&format!("scale_{n}_peak_active")),
+        g(&format!("scale_{n}_errors")),
+    );
+    s.push_str(&format!(
+        "| concurrent active runs held, zero errors / lost events | ≥ 2000 | {active:.0} held (of {n}), {errors:.0} errors | {} |\n",
+        mark(active >= 2000.0 && errors == 0.0)
+    ));
+    let per_run = g(&format!("scale_{n}_rss_per_run_kib"));
+    s.push_str(&format!(
+        "| resident memory per active run at that load | < 100 KB | {:.1} KB | {} |\n",
+        per_run * 1.024,
+        mark(per_run * 1.024 < 100.0)
+    ));
+    let rps = g("throughput_runs_per_s");
+    s.push_str(&format!(
+        "| completed short runs per second | ≥ 500 | {rps:.0} | {} |\n",
+        mark(rps >= 500.0)
+    ));
+    let (ready, idle) = (g("startup_ready_ms"), g("startup_idle_rss_kib") / 1024.0);
+    s.push_str(&format!(
+        "| start-up to /readyz 200 (existing database); idle RSS | < 200 ms; < 30 MB | {ready:.0} ms; {:.1} MB | {} |\n",
+        idle * 1.048576,
+        mark(ready < 200.0 && idle * 1.048576 < 30.0)
+    ));
+    s.push_str("\n| concurrent runs | run p50 / p99 (ms) | first event p50 / p99 (ms) | token → SSE p50 / p99 (ms) | peak active | RSS per run (KiB) | server CPU (% of a core) | errors |\n|---|---|---|---|---|---|---|---|\n");
+    for n in [10, 100, 1000, 2000] {
+        let k = format!("scale_{n}");
+        if !m.contains_key(&format!("{k}_errors")) {
+            continue;
+        }
+        s.push_str(&format!(
+            "| {n} | {:.0} / {:.0} | {:.1} / {:.1} | {:.3} / {:.3} | {:.0} | {:.1} | {:.0} | {:.0} |\n",
+            g(&format!("{k}_run_ms_p50")), g(&format!("{k}_run_ms_p99")),
+            g(&format!("{k}_ttfe_ms_p50")), g(&format!("{k}_ttfe_ms_p99")),
+            g(&format!("{k}_token_ms_p50")), g(&format!("{k}_token_ms_p99")),
+            g(&format!("{k}_peak_active")), g(&format!("{k}_rss_per_run_kib")),
+            g(&format!("{k}_cpu_pct")), g(&format!("{k}_errors")),
+        ));
+    }
+    s.push_str("\n| history (messages) | mock round trip (ms) | overhead per iteration p50 / p99 (ms) |\n|---|---|---|\n");
+    for h in [10, 100, 1000] {
+        if !m.contains_key(&format!("history_{h}_mock_rtt_ms")) {
+            continue;
+        }
+        s.push_str(&format!(
+            "| {h} | {:.3} | {:.3} / {:.3} |\n",
+            g(&format!("history_{h}_mock_rtt_ms")),
+            g(&format!("history_{h}_overhead_ms_p50")),
+            g(&format!("history_{h}_overhead_ms_p99")),
+        ));
+    }
+    s
+}
