@@ -202,7 +202,11 @@ async fn endless_429_without_retry_after_gives_up_after_bounded_retries() {
     let (run, events) = run(&app, "hello").await;
     let d = check_end(&app, &run, &events, "failed").await;
     assert!(d["error"].as_str().unwrap().contains("429"), "{d}");
-    assert_eq!(calls(&fake), (1 + RETRIES, 0), "bounded: no synthesis for a dead model");
+    assert_eq!(
+        calls(&fake),
+        (1 + RETRIES, 0),
+        "bounded: no synthesis for a dead model"
+    );
 }
 
 #[tokio::test]
@@ -210,7 +214,11 @@ async fn server_errors_500_and_503_are_retried() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.push(FakeReply::status(500));
     fake.push(FakeReply::status(503).body("<html>upstream down</html>"));
-    fake.push(FakeReply::tool_calls(vec![("c1", "echo", r#"{"text":"x"}"#)]));
+    fake.push(FakeReply::tool_calls(vec![(
+        "c1",
+        "echo",
+        r#"{"text":"x"}"#,
+    )]));
     fake.push(FakeReply::status(502));
     fake.push(FakeReply::text("done"));
     fake.push(FakeReply::status(503));
@@ -330,7 +338,10 @@ async fn a_malformed_loop_reply_fails_the_run_without_retrying() {
     let app = llm_app(&fake.base_url(), vec![]).await;
     let (run, events) = run(&app, "hello").await;
     let d = check_end(&app, &run, &events, "failed").await;
-    assert!(d["error"].as_str().unwrap().contains("invalid response"), "{d}");
+    assert!(
+        d["error"].as_str().unwrap().contains("invalid response"),
+        "{d}"
+    );
     assert_eq!(fake.request_count(), 1);
 }
 
@@ -406,7 +417,10 @@ async fn tool_call_arguments_that_are_not_json_become_an_error_observation() {
     let msgs = second["messages"].as_array().unwrap();
     let tool_msg = msgs.iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(tool_msg["tool_call_id"], "c1");
-    assert!(tool_msg["content"].as_str().unwrap().contains("not valid JSON"));
+    assert!(tool_msg["content"]
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
     assert_eq!(calls(&fake), (2, 1));
     assert_eq!(
         fake.requests()[2]["stream"],
@@ -507,7 +521,10 @@ async fn a_panicking_tool_becomes_an_error_observation_and_the_run_goes_on() {
     let ends = tool_ends(&events);
     let p = ends.iter().find(|e| e["call_id"] == "c1").unwrap();
     assert_eq!(p["error"], true);
-    assert!(p["observation"].as_str().unwrap().contains("crashed"), "{p}");
+    assert!(
+        p["observation"].as_str().unwrap().contains("crashed"),
+        "{p}"
+    );
     let e = ends.iter().find(|e| e["call_id"] == "c2").unwrap();
     assert_eq!(e["error"], false, "the parallel call is unaffected");
     assert!(tool_message(&app.llm, "c1").contains("tool exploded"));
@@ -602,7 +619,10 @@ async fn a_webhook_that_is_down_fails_open_or_closed_as_configured() {
     let (app, events, run) = webhook_run(&url, "fail_open").await;
     check_end(&app, &run, &events, "completed").await;
     let end = tool_ends(&events)[0];
-    assert_eq!((end["error"].clone(), end["blocked"].clone()), (json!(false), json!(false)));
+    assert_eq!(
+        (end["error"].clone(), end["blocked"].clone()),
+        (json!(false), json!(false))
+    );
     assert!(end["observation"].as_str().unwrap().starts_with("echo:"));
 
     let (app, events, run) = webhook_run(&url, "fail_closed").await;
