@@ -430,6 +430,35 @@ async fn tool_call_arguments_that_are_not_json_become_an_error_observation() {
     );
 }
 
+#[tokio::test]
+async fn tool_calls_sharing_one_id_get_distinct_ids_before_going_back_to_the_provider() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(FakeReply::tool_calls(vec![
+        ("dup", "echo", r#"{"text":"1"}"#),
+        ("dup", "echo", r#"{"text":"2"}"#),
+    ]));
+    fake.push(FakeReply::text("both done"));
+    let app = llm_app(&fake.base_url(), vec![]).await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, "completed").await;
+    assert_eq!(d["tool_calls"], 2);
+    let msgs = fake.requests()[1]["messages"].as_array().unwrap().clone();
+    let assistant = msgs.iter().find(|m| m["tool_calls"].is_array()).unwrap();
+    let call_ids: Vec<&str> = assistant["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let result_ids: Vec<&str> = msgs
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(call_ids, ["dup", "dup_2"]);
+    assert_eq!(result_ids, call_ids, "each result answers exactly one call");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tool faults (scripted model)
 

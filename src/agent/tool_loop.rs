@@ -392,6 +392,7 @@ impl<'a> LoopRun<'a> {
                 c.id = format!("call_{}_{}", self.iterations, n + 1);
             }
         }
+        crate::llm::stream::dedupe_call_ids(&mut calls);
         self.messages.push(Message::assistant_tool_calls(
             r.content.clone(),
             calls.clone(),
