@@ -34,7 +34,7 @@ pub fn action_body(data: &[u8]) {
                 let named = obj
                     .get("tool_name")
                     .filter(|n| !n.is_null())
-                    .map(|n| n.as_str().map_or(true, |s| !s.trim().is_empty()))
+                    .map(|n| n.as_str().is_none_or(|s| !s.trim().is_empty()))
                     .unwrap_or(false);
                 assert!(
                     obj["type"] == "tool_call" && !named,
