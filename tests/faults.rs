@@ -391,6 +391,106 @@ async fn an_enormous_loop_reply_still_reaches_the_user_when_synthesis_is_refused
     assert_eq!(calls(&fake), (1, 0));
 }
 
+/// `LLM_MAX_RESPONSE_BYTES` for the capped tests: 1 MB.
+const CAP: &str = "1000000";
+
+#[tokio::test]
+async fn a_loop_reply_over_the_size_cap_fails_the_run_without_retrying() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.set_default(FakeReply::text("lorem ipsum ".repeat(200_000)));
+    let app = llm_app(
+        &fake.base_url(),
+        vec![("LLM_MAX_RESPONSE_BYTES", CAP.into())],
+    )
+    .await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, "failed").await;
+    assert!(
+        d["error"]
+            .as_str()
+            .unwrap()
+            .contains("LLM_MAX_RESPONSE_BYTES"),
+        "{d}"
+    );
+    assert_eq!(
+        calls(&fake),
+        (1, 0),
+        "the same answer would come again: no retry"
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_answer_over_the_size_cap_is_cut_and_falls_back() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(FakeReply::text("The brief answer."));
+    fake.push(FakeReply::text("lorem ipsum ".repeat(200_000)).chunk_chars(16 * 1024));
+    let app = llm_app(
+        &fake.base_url(),
+        vec![("LLM_MAX_RESPONSE_BYTES", CAP.into())],
+    )
+    .await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, "completed").await;
+    assert_eq!(d["answer"], "The brief answer.");
+    assert_eq!(answer_done(&events)["fallback"], true);
+    assert!(labels(&events).contains(&"answer:reset".to_string()));
+    let streamed: usize = events
+        .iter()
+        .filter(|e| e.label() == "answer:delta")
+        .map(|e| e.data["content"].as_str().unwrap().len())
+        .sum::<usize>()
+        - "The brief answer.".len();
+    assert!(
+        streamed <= 1_000_000,
+        "{streamed} bytes streamed past the cap"
+    );
+    assert_eq!(calls(&fake), (1, 1));
+}
+
+/// A provider that answers the loop call normally, then streams one SSE "event" that never
+/// ends (no line break, ever): the size cap, not the time budget, must stop it.
+#[tokio::test]
+async fn an_endless_event_without_line_breaks_is_cut_by_the_size_cap() {
+    use axum::response::IntoResponse;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let provider = Router::new().route(
+        "/v1/chat/completions",
+        post(|body: axum::Json<Value>| async move {
+            if body["stream"] == true {
+                let chunk = axum::body::Bytes::from(vec![b'a'; 64 * 1024]);
+                let endless =
+                    futures::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+                (
+                    [("content-type", "text/event-stream")],
+                    axum::body::Body::from_stream(endless),
+                )
+                    .into_response()
+            } else {
+                axum::Json(json!({
+                    "choices": [{"message": {"role": "assistant", "content": "The brief answer."},
+                                 "finish_reason": "stop"}],
+                }))
+                .into_response()
+            }
+        }),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, provider).await });
+    let app = llm_app(
+        &format!("http://{addr}/v1"),
+        vec![
+            ("LLM_MAX_RESPONSE_BYTES", CAP.into()),
+            ("LLM_TIMEOUT_S", "30".into()),
+        ],
+    )
+    .await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, "completed").await;
+    assert_eq!(d["answer"], "The brief answer.");
+    assert_eq!(answer_done(&events)["fallback"], true);
+    server.abort();
+}
+
 #[tokio::test]
 async fn tool_call_arguments_that_are_not_json_become_an_error_observation() {
     let fake = FakeOpenAi::start().await.unwrap();
