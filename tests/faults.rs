@@ -580,7 +580,20 @@ impl Tool for Panics {
     }
 }
 
-struct Hangs;
+/// Never returns; counts how many of its calls were dropped (aborted), so a test can tell a
+/// timed-out call was really stopped and not left running.
+#[derive(Default)]
+struct Hangs {
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+struct DropCounter(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
 
 #[async_trait]
 impl Tool for Hangs {
@@ -594,6 +607,7 @@ impl Tool for Hangs {
         json!({"type": "object", "properties": {}})
     }
     async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
+        let _guard = DropCounter(self.dropped.clone());
         std::future::pending::<()>().await;
         Ok(ToolOutput::text("unreachable"))
     }
@@ -664,9 +678,10 @@ async fn a_hanging_tool_times_out_as_an_error_observation() {
     let llm = ScriptedLlm::native();
     llm.tool_calls(&[("c1", "hangs", "{}")]);
     llm.text("gave up on it");
+    let hangs = Arc::new(Hangs::default());
     let app = TestApp::with(Options {
         llm,
-        extra_tools: vec![Arc::new(Hangs)],
+        extra_tools: vec![hangs.clone()],
         toml: "[react]\ntool_timeout_s = 1\n".into(),
         ..Options::default()
     })
@@ -678,6 +693,38 @@ async fn a_hanging_tool_times_out_as_an_error_observation() {
     assert!(
         end["observation"].as_str().unwrap().contains("timed out"),
         "{end}"
+    );
+    assert_eq!(
+        hangs.dropped.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the timed-out call was aborted, not left running"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_while_the_model_hangs_ends_the_run_at_once() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.set_default(FakeReply::text("never").endless(50));
+    // A long timeout: only the cancel can end this call.
+    let app = llm_app(&fake.base_url(), vec![("LLM_TIMEOUT_S", "60".into())]).await;
+    let conv = app.create_conversation(None).await;
+    let run = app.start_run(&conv, json!({"query": "hi"}), None).await;
+    let reached = async {
+        while fake.request_count() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), reached)
+        .await
+        .expect("the model call never started");
+    assert_eq!(app.cancel(&run).await.status(), 202);
+    let events = app.events(&run, None).await;
+    check_end(&app, &run, &events, "cancelled").await;
+    assert_eq!(answer_done(&events)["fallback"], true);
+    assert_eq!(
+        calls(&fake),
+        (1, 0),
+        "no retry and no synthesis after a cancel"
     );
 }
 
