@@ -311,7 +311,14 @@ impl<'a> LoopRun<'a> {
     }
 
     /// Drains the queue into the conversation; true when something arrived.
+    ///
+    /// Only while an iteration remains: on the last one the model would never read what was
+    /// drained, so the messages stay queued and the loop's end reports them in
+    /// `done.unprocessed_interrupts` instead of claiming them processed (SPEC §2.11).
     fn drain_interrupts(&mut self) -> bool {
+        if self.iterations >= self.agent.config.max_iterations {
+            return false;
+        }
         let items = self.handles.interrupts.drain();
         let any = !items.is_empty();
         self.inject(items);
@@ -385,6 +392,7 @@ impl<'a> LoopRun<'a> {
                 c.id = format!("call_{}_{}", self.iterations, n + 1);
             }
         }
+        crate::llm::stream::dedupe_call_ids(&mut calls);
         self.messages.push(Message::assistant_tool_calls(
             r.content.clone(),
             calls.clone(),

@@ -118,6 +118,10 @@ pub(super) fn apply(
     let llm = &mut file.llm;
     set(&mut llm.timeout_s, int(env, "LLM_TIMEOUT_S", 1)?);
     set(&mut llm.max_retries, int(env, "LLM_MAX_RETRIES", 0)?);
+    set(
+        &mut llm.max_response_bytes,
+        int(env, "LLM_MAX_RESPONSE_BYTES", 1)?,
+    );
 
     let r = &mut file.react;
     set(&mut r.max_iterations, int(env, "REACT_MAX_ITERATIONS", 1)?);

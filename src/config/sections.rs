@@ -141,6 +141,9 @@ pub struct LlmConfig {
     pub timeout_s: u64,
     /// `LLM_MAX_RETRIES`: retries on 429/5xx/connect errors.
     pub max_retries: u32,
+    /// `LLM_MAX_RESPONSE_BYTES`: the most one model response may send (a non-streamed body,
+    /// or a whole stream), so a broken or hostile provider cannot exhaust memory.
+    pub max_response_bytes: usize,
 }
 
 impl Default for LlmConfig {
@@ -148,6 +151,7 @@ impl Default for LlmConfig {
         Self {
             timeout_s: 120,
             max_retries: 3,
+            max_response_bytes: crate::llm::openai::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }

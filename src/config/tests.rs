@@ -135,6 +135,9 @@ fn every_spec_variable_is_read() {
         }),
         ("LLM_TIMEOUT_S", "5", |c| c.llm.timeout_s == 5),
         ("LLM_MAX_RETRIES", "0", |c| c.llm.max_retries == 0),
+        ("LLM_MAX_RESPONSE_BYTES", "4096", |c| {
+            c.llm.max_response_bytes == 4096
+        }),
         ("REACT_MAX_ITERATIONS", "4", |c| c.react.max_iterations == 4),
         ("REACT_TOOL_SELECTION_THRESHOLD", "20", |c| {
             c.react.tool_selection_threshold == 20

@@ -96,6 +96,7 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
         }
     }
     at_least("llm.timeout_s", f.llm.timeout_s, 1)?;
+    at_least("llm.max_response_bytes", f.llm.max_response_bytes, 1)?;
 
     let r = &f.react;
     at_least("react.max_iterations", r.max_iterations, 1)?;

@@ -15,11 +15,17 @@
 //! - A stream is retried only while nothing has been handed to the consumer (so a consumer never
 //!   sees a chunk twice). Tool-call fragments are held until the end, so a tool-call reply cut
 //!   mid-way is safely retried; a text reply cut after its first delta is a [`LlmError::Stream`].
+//! - A response is capped at `max_response_bytes` (`LLM_MAX_RESPONSE_BYTES`, default
+//!   [`DEFAULT_MAX_RESPONSE_BYTES`]): a larger non-streamed body is an
+//!   [`LlmError::InvalidResponse`], a stream that sends more is cut with an [`LlmError::Stream`];
+//!   neither is retried (the provider would send the same again). Memory stays bounded even
+//!   when a provider sends one endless SSE event without a line break.
 //! - "Context length exceeded" bodies become [`LlmError::ContextLengthExceeded`] so the engine can
 //!   compact and retry; every other status is [`LlmError::Status`] with a ≤ 300-char excerpt.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +43,9 @@ use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Str
 
 /// A stream may last at most this many times the per-call timeout in total.
 pub const STREAM_TOTAL_FACTOR: u32 = 4;
+
+/// The default cap on one response's size (16 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Everything needed to talk to one model of one OpenAI-compatible provider.
 #[derive(Clone, Debug)]
@@ -68,6 +77,7 @@ struct Shared {
     timeout: Duration,
     max_retries: u32,
     backoff: Backoff,
+    max_response_bytes: usize,
 }
 
 /// A failed attempt, with the provider's `Retry-After` when it sent one.
@@ -100,6 +110,7 @@ impl OpenAiClient {
             timeout: cfg.timeout,
             max_retries: cfg.max_retries,
             backoff: Backoff::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         };
         Ok(Self {
             cfg,
@@ -110,6 +121,12 @@ impl OpenAiClient {
     /// Replaces the backoff policy (tests use a millisecond base).
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
         Arc::make_mut(&mut self.shared).backoff = backoff;
+        self
+    }
+
+    /// Caps the size of one response (`LLM_MAX_RESPONSE_BYTES`).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.shared).max_response_bytes = bytes.max(1);
         self
     }
 
@@ -127,10 +144,7 @@ impl OpenAiClient {
 
     async fn chat_once(&self, body: bytes::Bytes) -> Result<ChatResponse, Failure> {
         let response = self.shared.send(body, false).await?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| transport_error(&e, self.shared.timeout))?;
+        let bytes = self.shared.read_body(response).await?;
         parse_completion(&bytes).map_err(Failure::from)
     }
 }
@@ -166,6 +180,26 @@ impl Shared {
             error: classify_status(status.as_u16(), &text),
             retry_after,
         })
+    }
+
+    /// Reads a whole body, refusing more than `max_response_bytes`.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let cap = self.max_response_bytes;
+        if response.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_large(cap).into());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| transport_error(&e, self.timeout))?
+        {
+            if body.len() + chunk.len() > cap {
+                return Err(too_large(cap).into());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// Waits before retry number `retry` if `retryable` and retries are left; false means give up.
@@ -260,6 +294,8 @@ struct StreamState {
     finished: bool,
     /// End of the total budget of the current attempt.
     deadline: Instant,
+    /// Set when the current attempt's body went past `max_response_bytes`.
+    overflow: Arc<AtomicBool>,
 }
 
 /// Why reading the stream stopped, and whether a fresh attempt could succeed.
@@ -288,6 +324,7 @@ impl StreamState {
             handed_over: false,
             finished: false,
             deadline,
+            overflow: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -322,13 +359,28 @@ impl StreamState {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
         if !is_json {
-            self.sse = Some(Box::pin(response.bytes_stream().eventsource()));
+            // Count raw bytes before SSE parsing: past the cap the byte stream just ends and
+            // `overflow` tells `read` why.
+            let overflow = Arc::new(AtomicBool::new(false));
+            self.overflow = overflow.clone();
+            let cap = self.shared.max_response_bytes;
+            let capped = response.bytes_stream().scan(0usize, move |total, item| {
+                if let Ok(bytes) = &item {
+                    *total += bytes.len();
+                    if *total > cap {
+                        overflow.store(true, Ordering::Relaxed);
+                        return futures::future::ready(None);
+                    }
+                }
+                futures::future::ready(Some(item))
+            });
+            self.sse = Some(Box::pin(capped.eventsource()));
             return Ok(());
         }
-        let bytes = tokio::time::timeout(self.shared.timeout, response.bytes())
+        let bytes = tokio::time::timeout(self.shared.timeout, self.shared.read_body(response))
             .await
             .map_err(|_| LlmError::Timeout(ceil_secs(self.shared.timeout)))?
-            .map_err(|e| transport_error(&e, self.shared.timeout).error)?;
+            .map_err(|f| f.error)?;
         let reply = parse_completion(&bytes)?;
         self.pending.extend(response_events(reply));
         self.finished = true;
@@ -398,6 +450,15 @@ impl StreamState {
                 });
             }
             Some(Err(e)) => return Err(LlmError::Stream(format!("unreadable SSE: {e}")).into()),
+            None if self.overflow.load(Ordering::Relaxed) => {
+                return Err(StepError {
+                    error: LlmError::Stream(format!(
+                        "the stream is larger than {} bytes (LLM_MAX_RESPONSE_BYTES)",
+                        self.shared.max_response_bytes
+                    )),
+                    transient: false,
+                })
+            }
             None => self.decoder.end_of_input().map_err(|error| StepError {
                 error,
                 transient: true,
@@ -489,6 +550,13 @@ fn transport_error(e: &reqwest::Error, timeout: Duration) -> Failure {
         source = s.source();
     }
     LlmError::Connect(text).into()
+}
+
+/// The error for a response past `max_response_bytes`.
+fn too_large(cap: usize) -> LlmError {
+    LlmError::InvalidResponse(format!(
+        "the response is larger than {cap} bytes (LLM_MAX_RESPONSE_BYTES)"
+    ))
 }
 
 /// Whole seconds for [`LlmError::Timeout`], rounded up so a 500 ms timeout does not say "0 s".

@@ -80,12 +80,14 @@ impl ModelRegistry {
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
         let mut entries = Vec::with_capacity(config.models.len());
         for m in &config.models {
-            let client = OpenAiClient::new(openai_config(m, config)).map_err(|e| {
-                ConfigError::invalid(
-                    format!("model {:?}", m.name),
-                    format!("cannot build its client: {e}"),
-                )
-            })?;
+            let client = OpenAiClient::new(openai_config(m, config))
+                .map_err(|e| {
+                    ConfigError::invalid(
+                        format!("model {:?}", m.name),
+                        format!("cannot build its client: {e}"),
+                    )
+                })?
+                .with_max_response_bytes(config.llm.max_response_bytes);
             entries.push((ModelInfo::from(m), Arc::new(client) as Arc<dyn Llm>));
         }
         Self::from_llms(entries, &config.default_model)

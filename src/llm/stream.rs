@@ -108,7 +108,8 @@ impl ToolCallAssembler {
     /// The complete calls, in order of first appearance. Fragments that carried nothing (no
     /// id, name or arguments) are dropped; missing ids become `call_<n>`.
     pub fn finish(self) -> Vec<ToolCall> {
-        self.calls
+        let mut calls: Vec<ToolCall> = self
+            .calls
             .into_iter()
             .filter(|c| !(c.id.is_empty() && c.name.is_empty() && c.arguments.is_empty()))
             .enumerate()
@@ -121,7 +122,33 @@ impl ToolCallAssembler {
                 name: c.name,
                 arguments: c.arguments,
             })
-            .collect()
+            .collect();
+        dedupe_call_ids(&mut calls);
+        calls
+    }
+}
+
+/// Makes tool-call ids unique: a provider may repeat an id, or a generated `call_<n>` may
+/// collide with a real one. Tool results are matched to their call by id, so two calls sharing
+/// one would make the next request invalid; a later duplicate becomes `<id>_2`, `<id>_3`…
+/// (found by fuzzing the decoder).
+pub fn dedupe_call_ids(calls: &mut [ToolCall]) {
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..calls.len() {
+        if seen.contains(&calls[i].id) {
+            let base = calls[i].id.clone();
+            let taken = |id: &String, seen: &std::collections::HashSet<String>| {
+                seen.contains(id) || calls.iter().any(|c| &c.id == id)
+            };
+            let mut n = 2;
+            let mut candidate = format!("{base}_{n}");
+            while taken(&candidate, &seen) {
+                n += 1;
+                candidate = format!("{base}_{n}");
+            }
+            calls[i].id = candidate;
+        }
+        seen.insert(calls[i].id.clone());
     }
 }
 
@@ -328,6 +355,19 @@ pub(super) fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duplicate_call_ids_are_made_unique() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+        };
+        let mut calls = vec![call("a"), call("a"), call("a_2"), call("b"), call("a")];
+        dedupe_call_ids(&mut calls);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "a_3", "a_2", "b", "a_4"]);
+    }
 
     fn d(
         index: Option<u32>,

@@ -341,6 +341,9 @@ pub struct Options {
     pub toml: String,
     /// Registered after the standard test tools.
     pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Use the configuration's models (e.g. `LLM_BASE_URL` pointing at a `FakeOpenAi`) instead
+    /// of the `ScriptedLlm`, so the real OpenAI client is in the path.
+    pub config_models: bool,
 }
 
 impl Default for Options {
@@ -353,6 +356,7 @@ impl Default for Options {
             server_toml: String::new(),
             toml: String::new(),
             extra_tools: Vec::new(),
+            config_models: false,
         }
     }
 }
@@ -422,7 +426,7 @@ impl TestApp {
         let app = App::build(
             config,
             AppOverrides {
-                models: Some(models),
+                models: (!options.config_models).then_some(models),
                 tools: Some(tools),
                 keep_alive: Some(options.keep_alive),
                 flush_interval: Some(Duration::from_millis(1)),
