@@ -124,13 +124,13 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
             .unwrap();
         assert_eq!(r.status(), 200, "{phase}");
         let mut body = r.bytes_stream();
-        let mut buf = String::new();
+        let (mut buf, mut pending) = (String::new(), Vec::new());
         let mut seen = Vec::new();
         if let Some(stop) = after {
             let mut comments = 0;
             while !seen.iter().any(|e: &Sse| e.label() == stop) {
                 let chunk = body.next().await.expect("stream ended early").unwrap();
-                buf.push_str(std::str::from_utf8(&chunk).unwrap());
+                api_support::push_utf8(&mut pending, &mut buf, &chunk);
                 api_support::parse_frames(&mut buf, &mut seen, &mut comments);
             }
         }
@@ -260,10 +260,11 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
 async fn read_n(response: reqwest::Response, n: usize) -> Vec<Sse> {
     let mut body = response.bytes_stream();
     let (mut buf, mut out, mut comments) = (String::new(), Vec::new(), 0);
+    let mut pending = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(20), body.next()).await {
             Ok(Some(chunk)) => {
-                buf.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+                api_support::push_utf8(&mut pending, &mut buf, &chunk.unwrap());
                 api_support::parse_frames(&mut buf, &mut out, &mut comments);
             }
             Ok(None) => break,

@@ -283,6 +283,19 @@ pub fn parse_frames(buf: &mut String, out: &mut Vec<Sse>, comments: &mut usize) 
     }
 }
 
+/// Appends the text of `chunk` to `buf`. A chunk may end inside a multi-byte UTF-8 character:
+/// those bytes wait in `pending` for the next chunk.
+pub fn push_utf8(pending: &mut Vec<u8>, buf: &mut String, chunk: &[u8]) {
+    pending.extend_from_slice(chunk);
+    let valid = match std::str::from_utf8(pending) {
+        Ok(text) => text.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(e) => panic!("the SSE body is not UTF-8: {e}"),
+    };
+    buf.push_str(std::str::from_utf8(&pending[..valid]).unwrap());
+    pending.drain(..valid);
+}
+
 /// Reads a whole SSE response until it closes.
 pub async fn read_all(response: reqwest::Response) -> Vec<Sse> {
     read_until(response, |_| false).await.0
@@ -300,9 +313,11 @@ pub async fn read_until(
     );
     let mut body = response.bytes_stream();
     let (mut buf, mut events, mut comments) = (String::new(), Vec::new(), 0);
+    // Bytes not yet decoded: a chunk may end inside a multi-byte UTF-8 character.
+    let mut pending: Vec<u8> = Vec::new();
     let read = async {
         while let Some(chunk) = body.next().await {
-            buf.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+            push_utf8(&mut pending, &mut buf, &chunk.unwrap());
             let before = events.len();
             parse_frames(&mut buf, &mut events, &mut comments);
             if events[before..].iter().any(&mut stop) {
