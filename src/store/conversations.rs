@@ -98,6 +98,15 @@ fn decode_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
     Ok((micros, id.to_string()))
 }
 
+/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at.
+pub(super) const INSERT_MESSAGE_SQL: &str =
+    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// Bumps a conversation's `updated_at`. Binds: updated_at, id.
+pub(super) const TOUCH_CONVERSATION_SQL: &str =
+    "UPDATE conversations SET updated_at = $1 WHERE id = $2";
+
 impl Store {
     pub async fn create_conversation(
         &self,
@@ -264,20 +273,17 @@ impl Store {
         let conversation_id = new.conversation_id.to_string();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, \
-                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(id.to_string())
-            .bind(&conversation_id)
-            .bind(&new.role)
-            .bind(&new.kind)
-            .bind(&new.content)
-            .bind(new.run_id.map(|r| r.to_string()))
-            .bind(micros)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+            sqlx::query(INSERT_MESSAGE_SQL)
+                .bind(id.to_string())
+                .bind(&conversation_id)
+                .bind(&new.role)
+                .bind(&new.kind)
+                .bind(&new.content)
+                .bind(new.run_id.map(|r| r.to_string()))
+                .bind(micros)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(TOUCH_CONVERSATION_SQL)
                 .bind(micros)
                 .bind(&conversation_id)
                 .execute(&mut *tx)

@@ -32,8 +32,8 @@ use sqlx::sqlite::{
 
 pub use error::StoreError;
 pub use models::{
-    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, RunRow, StoredArtifact,
-    StoredEvent, StoredMessage,
+    AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,
+    RunRow, StoredArtifact, StoredEvent, StoredMessage,
 };
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -106,6 +106,20 @@ impl Store {
             sqlx::query("SELECT 1").execute(pool).await?;
         });
         Ok(())
+    }
+
+    /// SQLite's journal mode (`"wal"` for a file database opened by [`Store::connect`]);
+    /// `None` on PostgreSQL.
+    pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(pool) => {
+                let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                    .fetch_one(pool)
+                    .await?;
+                Ok(Some(mode.to_lowercase()))
+            }
+            Backend::Postgres(_) => Ok(None),
+        }
     }
 
     /// `"sqlite"` or `"postgres"`, for logs and `/readyz`.
