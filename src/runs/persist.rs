@@ -71,6 +71,8 @@ struct Planned {
     batch: RunBatch,
     last_seq: u64,
     closes: bool,
+    /// The run's last write failed: it is written on its own so it cannot fail the others'.
+    suspect: bool,
 }
 
 /// The shared writer. [`EventWriter::run`] is its task; runs [`register`](Self::register),
@@ -147,6 +149,9 @@ impl EventWriter {
 
     /// The writer task: waits for news, writes a tick, keeps ticks `interval` apart.
     pub async fn run(self: Arc<Self>) {
+        // Consecutive ticks with a failed write: the pause doubles with each (up to 64 ticks),
+        // so a database outage of several seconds is ridden out before runs are given up.
+        let mut failing = 0u32;
         loop {
             let planned = self.plan();
             if planned.is_empty() {
@@ -156,8 +161,13 @@ impl EventWriter {
                 self.wake.notified().await;
                 continue;
             }
-            let next_tick = tokio::time::Instant::now() + self.interval;
-            self.write(planned).await;
+            let mut next_tick = tokio::time::Instant::now() + self.interval;
+            if self.write(planned).await {
+                failing = 0;
+            } else {
+                failing += 1;
+                next_tick += self.interval * (1u32 << failing.min(6));
+            }
             tokio::time::sleep_until(next_tick).await;
         }
         let waiting: Vec<_> = {
@@ -225,29 +235,54 @@ impl EventWriter {
                 },
                 last_seq,
                 closes,
+                suspect: t.failures > 0,
             });
         }
         planned
     }
 
-    async fn write(&self, planned: Vec<Planned>) {
+    /// Commits one tick; `false` when some run's write failed.
+    async fn write(&self, planned: Vec<Planned>) -> bool {
+        let (planned, suspects): (Vec<Planned>, Vec<Planned>) =
+            planned.into_iter().partition(|p| !p.suspect);
+        let mut all = true;
+        for p in &suspects {
+            match self.store.write_runs(std::slice::from_ref(&p.batch)).await {
+                Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
+                Err(e) => {
+                    self.failed(p, e);
+                    all = false;
+                }
+            }
+        }
+        if planned.is_empty() {
+            return all;
+        }
         let batches: Vec<RunBatch> = planned.iter().map(|p| p.batch.clone()).collect();
         match self.store.write_runs(&batches).await {
             Ok(finished) => {
                 for (p, f) in planned.iter().zip(finished) {
                     self.written(p, Ok(f));
                 }
+                all
             }
-            Err(e) if planned.len() == 1 => self.failed(&planned[0], e),
+            Err(e) if planned.len() == 1 => {
+                self.failed(&planned[0], e);
+                false
+            }
             Err(e) => {
                 // One run's rows may be at fault: write each run on its own so the others go on.
                 tracing::warn!(error = %e, runs = planned.len(), "shared event write failed; retrying run by run");
                 for p in &planned {
                     match self.store.write_runs(std::slice::from_ref(&p.batch)).await {
                         Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
-                        Err(e) => self.failed(p, e),
+                        Err(e) => {
+                            self.failed(p, e);
+                            all = false;
+                        }
                     }
                 }
+                all
             }
         }
     }
