@@ -41,6 +41,11 @@ struct Args {
     db: Option<String>,
 }
 
+fn num<T: std::str::FromStr>(k: &str, v: &str) -> T {
+    v.parse()
+        .unwrap_or_else(|_| panic!("bad value for {k}: {v}"))
+}
+
 fn args() -> Args {
     let mut a = Args {
         runs: 2000,
@@ -56,15 +61,14 @@ fn args() -> Args {
         let Some((k, v)) = arg.split_once('=') else {
             continue; // `--bench` and friends
         };
-        let bad = || panic!("bad value for {k}: {v}");
         match k {
-            "runs" => a.runs = v.parse().unwrap_or_else(|_| bad()),
-            "concurrency" => a.concurrency = v.parse().unwrap_or_else(|_| bad()),
-            "iterations" => a.iterations = v.parse().unwrap_or_else(|_| bad()),
-            "tokens" => a.tokens = v.parse().unwrap_or_else(|_| bad()),
-            "latency_ms" => a.latency_ms = v.parse().unwrap_or_else(|_| bad()),
-            "tokens_per_s" => a.tokens_per_s = v.parse().unwrap_or_else(|_| bad()),
-            "repeat" => a.repeat = v.parse().unwrap_or_else(|_| bad()),
+            "runs" => a.runs = num(k, v),
+            "concurrency" => a.concurrency = num(k, v),
+            "iterations" => a.iterations = num(k, v),
+            "tokens" => a.tokens = num(k, v),
+            "latency_ms" => a.latency_ms = num(k, v),
+            "tokens_per_s" => a.tokens_per_s = num(k, v),
+            "repeat" => a.repeat = num(k, v),
             "db" => a.db = Some(v.to_string()),
             other => panic!("unknown argument {other}"),
         }

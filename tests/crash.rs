@@ -152,7 +152,7 @@ async fn worker(
         let run = Uuid::parse_str(body["run_id"].as_str().unwrap()).unwrap();
         accepted.lock().unwrap().runs.insert(run, conv);
         // Every other run gets interrupts while it works.
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             for k in 0..2 {
                 let content = format!("follow-up {n}.{k}");
                 let Ok(r) = client

@@ -123,7 +123,7 @@ async fn many_runs(store: Store) {
             }
             let done = done_event(log.len() as u64 + 1);
             let fin = final_state(conv, run, &format!("answer {r}"));
-            assert_eq!(writer.finish(run, Some((done, fin))).await.unwrap(), true);
+            assert!(writer.finish(run, Some((done, fin))).await.unwrap());
             log.append("done", "{\"status\":\"completed\"}".into());
             (conv, run, n + 1)
         }));
@@ -173,7 +173,13 @@ async fn once(store: Store) {
         ],
         finish: Some(final_state(conv, run, "first")),
     };
-    assert_eq!(store.write_runs(&[batch.clone()]).await.unwrap(), [true]);
+    assert_eq!(
+        store
+            .write_runs(std::slice::from_ref(&batch))
+            .await
+            .unwrap(),
+        [true]
+    );
     // A retried or racing second write changes nothing.
     let mut second = batch.clone();
     second.finish = Some(FinalState {
@@ -226,7 +232,7 @@ async fn failing(store: Store) {
     let (ok, bad) = tokio::time::timeout(Duration::from_secs(30), futures::future::join(ok, bad))
         .await
         .expect("a failing run must not hang the writer");
-    assert_eq!(ok.unwrap(), true);
+    assert!(ok.unwrap());
     assert!(matches!(bad, Err(PersistError::Failed(_))), "{bad:?}");
     assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
     writer.stop();

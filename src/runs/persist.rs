@@ -48,12 +48,15 @@ struct Closing {
     state: FinalState,
 }
 
+/// Who waits for a run's final write.
+type Waiter = oneshot::Sender<Result<bool, PersistError>>;
+
 struct Tracked {
     log: Arc<EventLog>,
     /// Highest event id known to be stored.
     written: u64,
     /// Set once the run has ended: its `done` event and terminal state, plus who waits.
-    closing: Option<(Option<Closing>, oneshot::Sender<Result<bool, PersistError>>)>,
+    closing: Option<(Option<Closing>, Waiter)>,
     failures: u32,
 }
 
