@@ -39,6 +39,9 @@ struct Args {
     tokens_per_s: f64,
     repeat: usize,
     db: Option<String>,
+    /// After the load, start the real binary on the filled database this many times and time
+    /// spawn → first `/readyz` 200.
+    startups: usize,
 }
 
 fn num<T: std::str::FromStr>(k: &str, v: &str) -> T {
@@ -56,6 +59,7 @@ fn args() -> Args {
         tokens_per_s: 0.0,
         repeat: 1,
         db: None,
+        startups: 0,
     };
     for arg in std::env::args().skip(1) {
         let Some((k, v)) = arg.split_once('=') else {
@@ -70,6 +74,7 @@ fn args() -> Args {
             "tokens_per_s" => a.tokens_per_s = num(k, v),
             "repeat" => a.repeat = num(k, v),
             "db" => a.db = Some(v.to_string()),
+            "startups" => a.startups = num(k, v),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -83,6 +88,44 @@ struct Outcome {
     p50_ms: f64,
     p99_ms: f64,
     persisted_lag_ms: f64,
+    startup_ms: Vec<f64>,
+}
+
+/// Spawn → first `/readyz` 200 of `reagent serve` on `db_url` (restart recovery included).
+async fn startup_ms(db_url: &str, llm: &str) -> f64 {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reagent"))
+        .arg("serve")
+        .current_dir(dir.path())
+        .env_clear()
+        .env("REAGENT_BIND", format!("127.0.0.1:{port}"))
+        .env("DATABASE_URL", db_url)
+        .env("LLM_BASE_URL", llm)
+        .env("LLM_API_KEY", "bench")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/readyz");
+    loop {
+        if let Ok(r) = client.get(&url).send().await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no /readyz 200");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let _ = child.kill().await;
+    ms
 }
 
 /// A fresh database URL (and what to drop afterwards).
@@ -220,6 +263,10 @@ async fn measure(a: &Args, i: usize) -> Outcome {
     app.shutdown(Duration::from_secs(10)).await;
     let _ = stop_tx.send(());
     let _ = server.await;
+    let mut startups = Vec::new();
+    for _ in 0..a.startups {
+        startups.push(startup_ms(&db_url, &mock.base_url()).await);
+    }
     mock.shutdown().await;
     if let (Some(name), Some(admin)) = (pg_name, &a.db) {
         let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
@@ -247,6 +294,7 @@ async fn measure(a: &Args, i: usize) -> Outcome {
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
         persisted_lag_ms: (persisted - streamed).as_secs_f64() * 1000.0,
+        startup_ms: startups,
     }
 }
 
@@ -265,6 +313,13 @@ fn main() {
             "rep {i}: {:.0} runs/s, {:.0} events/s persisted ({} events), run p50 {:.1} ms p99 {:.1} ms, db lag after last stream {:.1} ms",
             o.runs_per_s, o.events_per_s, o.events, o.p50_ms, o.p99_ms, o.persisted_lag_ms
         );
+        if !o.startup_ms.is_empty() {
+            println!(
+                "rep {i}: start-up to /readyz on the filled database: median {:.1} ms of {:?}",
+                median(o.startup_ms.clone()),
+                o.startup_ms
+            );
+        }
         outcomes.push(o);
     }
     println!(
