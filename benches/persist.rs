@@ -305,6 +305,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let a = args();
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut outcomes = Vec::new();
     for i in 0..a.repeat.max(1) {

@@ -71,6 +71,7 @@ struct State {
 
 /// What one tick writes for one run.
 struct Planned {
+    run_id: Uuid,
     batch: RunBatch,
     last_seq: u64,
     closes: bool,
@@ -231,6 +232,7 @@ impl EventWriter {
                 continue;
             }
             planned.push(Planned {
+                run_id: id,
                 batch: RunBatch {
                     run_id: id,
                     events,
@@ -246,7 +248,7 @@ impl EventWriter {
 
     /// Commits one tick; `false` when some run's write failed.
     async fn write(&self, planned: Vec<Planned>) -> bool {
-        let (planned, suspects): (Vec<Planned>, Vec<Planned>) =
+        let (mut planned, suspects): (Vec<Planned>, Vec<Planned>) =
             planned.into_iter().partition(|p| !p.suspect);
         let mut all = true;
         for p in &suspects {
@@ -261,7 +263,10 @@ impl EventWriter {
         if planned.is_empty() {
             return all;
         }
-        let batches: Vec<RunBatch> = planned.iter().map(|p| p.batch.clone()).collect();
+        let batches: Vec<RunBatch> = planned
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.batch))
+            .collect();
         match self.store.write_runs(&batches).await {
             Ok(finished) => {
                 for (p, f) in planned.iter().zip(finished) {
@@ -276,8 +281,8 @@ impl EventWriter {
             Err(e) => {
                 // One run's rows may be at fault: write each run on its own so the others go on.
                 tracing::warn!(error = %e, runs = planned.len(), "shared event write failed; retrying run by run");
-                for p in &planned {
-                    match self.store.write_runs(std::slice::from_ref(&p.batch)).await {
+                for (p, b) in planned.iter().zip(&batches) {
+                    match self.store.write_runs(std::slice::from_ref(b)).await {
                         Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
                         Err(e) => {
                             self.failed(p, e);
@@ -294,7 +299,7 @@ impl EventWriter {
     /// waiter told.
     fn written(&self, p: &Planned, outcome: Result<bool, PersistError>) {
         let mut st = self.lock();
-        let run_id = p.batch.run_id;
+        let run_id = p.run_id;
         let Some(t) = st.runs.get_mut(&run_id) else {
             return;
         };
@@ -310,7 +315,7 @@ impl EventWriter {
     }
 
     fn failed(&self, p: &Planned, e: StoreError) {
-        let run_id = p.batch.run_id;
+        let run_id = p.run_id;
         let mut st = self.lock();
         let Some(t) = st.runs.get_mut(&run_id) else {
             return;

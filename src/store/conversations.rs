@@ -113,6 +113,7 @@ impl Store {
         owner: &str,
         new: NewConversation,
     ) -> Result<Conversation, StoreError> {
+        let _turn = self.write_turn().await;
         let id = Uuid::new_v4();
         let (at, micros) = now();
         // Infallible: a Vec<String> always serialises.
@@ -219,6 +220,7 @@ impl Store {
         id: Uuid,
         title: &str,
     ) -> Result<Option<Conversation>, StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         let changed = with_pool!(self, |pool| {
             sqlx::query(
@@ -241,6 +243,7 @@ impl Store {
     /// Marks activity so the conversation moves to the top of the list. Unscoped: called by
     /// the run manager, which already checked ownership.
     pub async fn touch_conversation(&self, id: Uuid) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_pool!(self, |pool| {
             sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
@@ -255,6 +258,7 @@ impl Store {
     /// Deletes the conversation and, by foreign-key cascade, its messages, runs, events,
     /// audit rows and artifacts. `false` when missing or not `owner`'s.
     pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let deleted = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
                 .bind(id.to_string())
@@ -268,6 +272,7 @@ impl Store {
 
     /// Appends a message and bumps the conversation's `updated_at`, in one transaction.
     pub async fn add_message(&self, new: NewMessage) -> Result<StoredMessage, StoreError> {
+        let _turn = self.write_turn().await;
         let id = new.id.unwrap_or_else(Uuid::new_v4);
         let (at, micros) = now();
         let conversation_id = new.conversation_id.to_string();
@@ -307,6 +312,7 @@ impl Store {
         conversation_id: Uuid,
         id: Uuid,
     ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let deleted = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
                 .bind(conversation_id.to_string())

@@ -57,6 +57,7 @@ impl Store {
         run_id: Uuid,
         events: &[StoredEvent],
     ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         if events.is_empty() {
             return Ok(());
         }
@@ -86,6 +87,7 @@ impl Store {
     /// terminal state was written by this call (`false` when it had none or the run was no
     /// longer `running`; the answer message is only stored when `true`).
     pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
+        let _turn = self.write_turn().await;
         let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
         let rows: Vec<(&str, &StoredEvent)> = batches
             .iter()
@@ -196,6 +198,7 @@ impl Store {
 
     /// Records one tool call in the audit trail.
     pub async fn insert_audit(&self, row: AuditRow) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         with_pool!(self, |pool| {
             sqlx::query(
                 "INSERT INTO tool_audit (run_id, conversation_id, call_id, tool, arguments, \

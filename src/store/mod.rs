@@ -22,6 +22,7 @@ pub mod models;
 mod runs;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -67,6 +68,10 @@ pub(crate) use with_pool;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Backend,
+    /// SQLite only: write transactions take turns here (a fair, async queue) instead of
+    /// contending for the database's single write lock, where the losers sleep in SQLite's busy
+    /// handler (1 to 100 ms per retry) and fail after the busy timeout under load.
+    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Store {
@@ -87,9 +92,25 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl);
         };
-        let store = Store { backend };
+        let write_gate = match backend {
+            Backend::Sqlite(_) => Some(Arc::new(tokio::sync::Mutex::new(()))),
+            Backend::Postgres(_) => None,
+        };
+        let store = Store {
+            backend,
+            write_gate,
+        };
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// Held for the whole of every write transaction (see `write_gate`); `None` on PostgreSQL,
+    /// whose row locks let writers proceed concurrently.
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        }
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {

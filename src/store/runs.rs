@@ -84,6 +84,7 @@ impl Store {
     /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when
     /// the conversation already has a running run.
     pub async fn create_run(&self, new: NewRun) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_pool!(self, |pool| {
             sqlx::query(
@@ -110,6 +111,7 @@ impl Store {
         new: NewRun,
         query: NewMessage,
     ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         let message_id = query.id.unwrap_or_else(Uuid::new_v4).to_string();
         let conversation_id = query.conversation_id.to_string();
@@ -151,6 +153,7 @@ impl Store {
     /// when it was already finished, does not exist, or `finish.status` is `Running` (not a
     /// terminal state).
     pub async fn finish_run(&self, id: Uuid, finish: RunFinish) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         if finish.status == RunStatus::Running {
             return Ok(false);
         }
