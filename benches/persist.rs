@@ -42,6 +42,8 @@ struct Args {
     /// After the load, start the real binary on the filled database this many times and time
     /// spawn → first `/readyz` 200.
     startups: usize,
+    /// The run manager's flush interval in ms (its default otherwise).
+    flush_ms: Option<u64>,
 }
 
 fn num<T: std::str::FromStr>(k: &str, v: &str) -> T {
@@ -60,6 +62,7 @@ fn args() -> Args {
         repeat: 1,
         db: None,
         startups: 0,
+        flush_ms: None,
     };
     for arg in std::env::args().skip(1) {
         let Some((k, v)) = arg.split_once('=') else {
@@ -75,6 +78,7 @@ fn args() -> Args {
             "repeat" => a.repeat = num(k, v),
             "db" => a.db = Some(v.to_string()),
             "startups" => a.startups = num(k, v),
+            "flush_ms" => a.flush_ms = Some(num(k, v)),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -211,7 +215,11 @@ async fn measure(a: &Args, i: usize) -> Outcome {
     env.insert("LLM_API_KEY".to_string(), "bench".to_string());
     env.insert("LLM_MAX_RETRIES".to_string(), "0".to_string());
     let config = Config::load_from(None, &env).unwrap();
-    let app = App::build(config, AppOverrides::default()).await.unwrap();
+    let overrides = AppOverrides {
+        flush_interval: a.flush_ms.map(Duration::from_millis),
+        ..AppOverrides::default()
+    };
+    let app = App::build(config, overrides).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -124,7 +124,7 @@ impl RunManager {
             queues: DashMap::new(),
             tracker: TaskTracker::new(),
             shutdown: CancellationToken::new(),
-            flush_interval: Duration::from_millis(10),
+            flush_interval: Duration::from_millis(20),
             writer: OnceLock::new(),
             writer_task: Mutex::new(None),
         }
