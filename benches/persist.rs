@@ -15,7 +15,10 @@
 //! ```
 //!
 //! `repeat=N` repeats the measurement on fresh databases and prints the median. `db=` takes a
-//! PostgreSQL admin URL: each repetition creates and drops its own database.
+//! PostgreSQL admin URL: each repetition creates and drops its own database. `startups=N`
+//! then starts the release `reagent` binary N times on the filled database and prints the
+//! median time from spawn to the first `/readyz` 200. `flush_ms=` overrides the event writer's
+//! tick. `RUST_LOG=warn` shows the server's log (e.g. why a request failed).
 
 use std::collections::HashMap;
 use std::sync::Arc;
