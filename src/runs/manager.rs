@@ -1,8 +1,9 @@
 //! [`RunManager`]: starts runs (at most one active per conversation), forwards the agent's
-//! events into the run's [`EventLog`] (ids assigned here), persists them in batches off the
-//! token path, accepts interrupts and cancels, and recovers runs a crash left `running`.
+//! events into the run's [`EventLog`] (ids assigned here), has the shared [`EventWriter`]
+//! persist them in batches off the token path, accepts interrupts and cancels, and recovers
+//! runs a crash left `running`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use dashmap::mapref::entry::Entry;
@@ -15,14 +16,18 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::log::{EventLog, LoggedEvent};
+use super::persist::EventWriter;
 use crate::agent::artifacts::ArtifactSink;
-use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, RunStatus};
+use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, RunStatus, StartEvent};
 use crate::agent::hooks::HookRunner;
 use crate::agent::interrupts::Recall;
 use crate::agent::{AgentConfig, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::{Llm, Message, Usage};
-use crate::store::{Conversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent};
+use crate::store::{
+    Conversation, FinalState, NewMessage, NewRun, RunBatch, RunFinish, Store, StoreError,
+    StoredEvent,
+};
 use crate::tools::ToolRegistry;
 
 /// The error text of runs found `running` at start-up.
@@ -89,8 +94,13 @@ pub struct RunManager {
     queues: DashMap<Uuid, Arc<InterruptQueue>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
-    /// Longest time an event waits before it is written to the database.
+    /// Shortest time between two writes of the shared event writer, i.e. about the longest an
+    /// event waits before it is written to the database (plus the write itself). Read when the
+    /// first run starts.
     pub flush_interval: Duration,
+    /// The one writer of every run's events, started with the first run.
+    writer: OnceLock<Arc<EventWriter>>,
+    writer_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl RunManager {
@@ -115,7 +125,21 @@ impl RunManager {
             tracker: TaskTracker::new(),
             shutdown: CancellationToken::new(),
             flush_interval: Duration::from_millis(20),
+            writer: OnceLock::new(),
+            writer_task: Mutex::new(None),
         }
+    }
+
+    /// The shared event writer, started on first use.
+    fn writer(&self) -> Arc<EventWriter> {
+        self.writer
+            .get_or_init(|| {
+                let w = EventWriter::new(self.store.clone(), self.flush_interval);
+                let task = tokio::spawn(w.clone().run());
+                *self.writer_task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+                w
+            })
+            .clone()
     }
 
     pub fn store(&self) -> &Store {
@@ -232,25 +256,24 @@ impl RunManager {
             })
             .collect();
         self.store
-            .create_run(NewRun {
-                id: run_id,
-                conversation_id: conv.id,
-                owner: owner.to_string(),
-                mode: agent.mode().as_str().to_string(),
-                model: model_name.clone(),
-            })
+            .create_run_with_query(
+                NewRun {
+                    id: run_id,
+                    conversation_id: conv.id,
+                    owner: owner.to_string(),
+                    mode: agent.mode().as_str().to_string(),
+                    model: model_name.clone(),
+                },
+                NewMessage {
+                    id: None,
+                    conversation_id: conv.id,
+                    role: "user".into(),
+                    kind: "query".into(),
+                    content: req.query.clone(),
+                    run_id: Some(run_id),
+                },
+            )
             .await?;
-        self.store
-            .add_message(NewMessage {
-                id: None,
-                conversation_id: conv.id,
-                role: "user".into(),
-                kind: "query".into(),
-                content: req.query.clone(),
-                run_id: Some(run_id),
-            })
-            .await?;
-        self.store.touch_conversation(conv.id).await?;
         let input = RunInput {
             run_id: run_id.to_string(),
             conversation_id: conv.id.to_string(),
@@ -276,12 +299,8 @@ impl RunManager {
             cancel: live.cancel.clone(),
             artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
         };
-        let persister = self.tracker.spawn(persist_log(
-            self.store.clone(),
-            live.id,
-            live.log.clone(),
-            self.flush_interval,
-        ));
+        let writer = self.writer();
+        writer.register(live.id, live.log.clone());
         let agent_task = tokio::spawn(
             async move { agent.run(input, handles).await }.instrument(tracing::Span::current()),
         );
@@ -322,47 +341,64 @@ impl RunManager {
                 if done_seen {
                     continue; // nothing may follow `done`
                 }
+                let data = ev.data_json();
                 if let AgentEvent::Done(d) = &ev {
                     done_seen = true;
-                    self.finish(&live, d).await;
+                    self.finish(&writer, &live, d, &data).await;
                 }
-                live.log.append(ev.name(), ev.data_json());
+                live.log.append(ev.name(), data);
+                writer.notify();
             }
             live.log.close();
+            if !done_seen {
+                // Cannot happen (the watchdog always sends `done`); still flush what there is.
+                if let Err(e) = writer.finish(live.id, None).await {
+                    tracing::error!(error = %e, "could not persist the run's last events");
+                }
+            }
         };
         tokio::join!(watchdog, forward);
-        if let Err(e) = persister.await {
-            tracing::error!(error = %e, "event persister failed");
-        }
         self.live.remove(&live.id);
         live.done.cancel();
     }
 
-    /// Writes the terminal state before `done` becomes visible, so a client that reads `done`
-    /// and asks for the run (or starts another) sees it finished.
-    async fn finish(&self, live: &LiveRun, d: &DoneEvent) {
-        if !d.answer.is_empty() {
-            let msg = NewMessage {
-                id: None,
-                conversation_id: live.conversation_id,
-                role: "assistant".into(),
-                kind: "answer".into(),
-                content: d.answer.clone(),
-                run_id: Some(live.id),
-            };
-            if let Err(e) = self.store.add_message(msg).await {
-                tracing::error!(run_id = %live.id, error = %e, "could not store the answer");
-            }
-        }
-        let fin = RunFinish {
-            status: d.status,
-            iterations: d.iterations,
-            tool_calls: d.tool_calls,
-            usage: d.usage,
-            error: d.error.clone(),
+    /// Persists the run's remaining events, `done`, the terminal state and the answer in one
+    /// transaction (through the shared writer) before `done` becomes visible, so a client that
+    /// reads `done` and asks for the run (or starts another, or replays the events from the
+    /// database) sees it finished and complete.
+    async fn finish(&self, writer: &EventWriter, live: &LiveRun, d: &DoneEvent, data: &str) {
+        let answer = (!d.answer.is_empty()).then(|| NewMessage {
+            id: None,
+            conversation_id: live.conversation_id,
+            role: "assistant".into(),
+            kind: "answer".into(),
+            content: d.answer.clone(),
+            run_id: Some(live.id),
+        });
+        let state = FinalState {
+            finish: RunFinish {
+                status: d.status,
+                iterations: d.iterations,
+                tool_calls: d.tool_calls,
+                usage: d.usage,
+                error: d.error.clone(),
+            },
+            answer,
         };
-        if let Err(e) = self.store.finish_run(live.id, fin).await {
-            tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state");
+        // Only this task appends, so `done` gets the next id.
+        let done = StoredEvent {
+            seq: live.log.len() as i64 + 1,
+            name: "done".to_string(),
+            data: data.to_string(),
+        };
+        match writer.finish(live.id, Some((done, state))).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(run_id = %live.id, "the run was already finished in the database")
+            }
+            Err(e) => {
+                tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
+            }
         }
         self.queues.remove(&live.conversation_id);
         self.active.remove(&live.conversation_id);
@@ -488,7 +524,21 @@ impl RunManager {
             let mut seq = events.last().map(|e| e.seq).unwrap_or(0);
             let answer_started = events.iter().any(|e| e.name == "answer");
             let text = format!("Sorry, this run was {RESTART_ERROR} before it finished.");
+            let mode = if run.mode == "native" {
+                Mode::Native
+            } else {
+                Mode::Json
+            };
             let mut tail: Vec<AgentEvent> = Vec::new();
+            if events.is_empty() {
+                // Killed before its first write: the replay must still begin with `start`.
+                tail.push(AgentEvent::Start(StartEvent {
+                    run_id: run.id.to_string(),
+                    conversation_id: run.conversation_id.to_string(),
+                    model: run.model.clone(),
+                    mode,
+                }));
+            }
             if answer_started {
                 tail.push(AgentEvent::Answer(AnswerEvent::Reset));
             } else {
@@ -501,11 +551,6 @@ impl RunManager {
                 content: text.clone(),
                 fallback: true,
             }));
-            let mode = if run.mode == "native" {
-                Mode::Native
-            } else {
-                Mode::Json
-            };
             tail.push(AgentEvent::Done(DoneEvent {
                 status: RunStatus::Failed,
                 iterations: run.iterations,
@@ -528,18 +573,23 @@ impl RunManager {
                     }
                 })
                 .collect();
-            self.store.append_events(run.id, &stored).await?;
+            // Tail and terminal state in one transaction: a crash during recovery leaves the run
+            // `running` with its log untouched, and the next start recovers it again.
             self.store
-                .finish_run(
-                    run.id,
-                    RunFinish {
-                        status: RunStatus::Failed,
-                        iterations: run.iterations,
-                        tool_calls: run.tool_calls,
-                        usage: run.usage,
-                        error: Some(RESTART_ERROR.into()),
-                    },
-                )
+                .write_runs(&[RunBatch {
+                    run_id: run.id,
+                    events: stored,
+                    finish: Some(FinalState {
+                        finish: RunFinish {
+                            status: RunStatus::Failed,
+                            iterations: run.iterations,
+                            tool_calls: run.tool_calls,
+                            usage: run.usage,
+                            error: Some(RESTART_ERROR.into()),
+                        },
+                        answer: None,
+                    }),
+                }])
                 .await?;
         }
         Ok(stale.len())
@@ -550,55 +600,27 @@ impl RunManager {
     pub async fn shutdown(&self, grace: Duration) {
         self.shutdown.cancel();
         self.tracker.close();
-        if tokio::time::timeout(grace, self.tracker.wait())
+        let deadline = tokio::time::Instant::now() + grace;
+        if tokio::time::timeout_at(deadline, self.tracker.wait())
             .await
             .is_err()
         {
             tracing::warn!("runs did not finish within the shutdown grace period");
         }
-    }
-}
-
-/// Writes the log to the database in batches, off the token path: it sleeps when nothing is
-/// new, and after each write waits `interval` so the next write carries a batch. Gives up on a
-/// closed log after repeated database failures (logged) rather than spinning forever.
-async fn persist_log(store: Store, run_id: Uuid, log: Arc<EventLog>, interval: Duration) {
-    let mut changes = log.watch();
-    let mut written = 0u64;
-    let mut failures = 0u32;
-    loop {
-        changes.borrow_and_update();
-        let (batch, closed) = log.since(written);
-        if !batch.is_empty() {
-            let rows: Vec<StoredEvent> = batch
-                .iter()
-                .map(|e| StoredEvent {
-                    seq: e.id as i64,
-                    name: e.name.clone(),
-                    data: e.data.clone(),
-                })
-                .collect();
-            match store.append_events(run_id, &rows).await {
-                Ok(()) => {
-                    written = batch.last().map(|e| e.id).unwrap_or(written);
-                    failures = 0;
-                }
-                Err(e) => {
-                    failures += 1;
-                    tracing::error!(%run_id, error = %e, failures, "could not persist events");
-                    if closed && failures >= 20 {
-                        return;
-                    }
+        // Flush what the writer still holds (the events of runs that outlived the grace too).
+        if let Some(w) = self.writer.get() {
+            w.stop();
+            let task = self
+                .writer_task
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(task) = task {
+                let flush = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
+                if tokio::time::timeout_at(flush, task).await.is_err() {
+                    tracing::warn!("the event writer did not finish flushing in time");
                 }
             }
-            tokio::time::sleep(interval).await;
-            continue;
-        }
-        if closed {
-            return;
-        }
-        if changes.changed().await.is_err() {
-            return;
         }
     }
 }

@@ -30,6 +30,7 @@ impl Store {
         run_id: Uuid,
         artifact: Artifact,
     ) -> Result<ArtifactRef, StoreError> {
+        let _turn = self.write_turn().await;
         let id = Uuid::new_v4();
         let (_, micros) = now();
         let size = artifact.data.len();

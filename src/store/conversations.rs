@@ -98,12 +98,22 @@ fn decode_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
     Ok((micros, id.to_string()))
 }
 
+/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at.
+pub(super) const INSERT_MESSAGE_SQL: &str =
+    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// Bumps a conversation's `updated_at`. Binds: updated_at, id.
+pub(super) const TOUCH_CONVERSATION_SQL: &str =
+    "UPDATE conversations SET updated_at = $1 WHERE id = $2";
+
 impl Store {
     pub async fn create_conversation(
         &self,
         owner: &str,
         new: NewConversation,
     ) -> Result<Conversation, StoreError> {
+        let _turn = self.write_turn().await;
         let id = Uuid::new_v4();
         let (at, micros) = now();
         // Infallible: a Vec<String> always serialises.
@@ -210,6 +220,7 @@ impl Store {
         id: Uuid,
         title: &str,
     ) -> Result<Option<Conversation>, StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         let changed = with_pool!(self, |pool| {
             sqlx::query(
@@ -232,6 +243,7 @@ impl Store {
     /// Marks activity so the conversation moves to the top of the list. Unscoped: called by
     /// the run manager, which already checked ownership.
     pub async fn touch_conversation(&self, id: Uuid) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_pool!(self, |pool| {
             sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
@@ -246,6 +258,7 @@ impl Store {
     /// Deletes the conversation and, by foreign-key cascade, its messages, runs, events,
     /// audit rows and artifacts. `false` when missing or not `owner`'s.
     pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let deleted = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
                 .bind(id.to_string())
@@ -259,26 +272,24 @@ impl Store {
 
     /// Appends a message and bumps the conversation's `updated_at`, in one transaction.
     pub async fn add_message(&self, new: NewMessage) -> Result<StoredMessage, StoreError> {
+        let _turn = self.write_turn().await;
         let id = new.id.unwrap_or_else(Uuid::new_v4);
         let (at, micros) = now();
         let conversation_id = new.conversation_id.to_string();
         let content = super::storable(&new.content).into_owned();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, \
-                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(id.to_string())
-            .bind(&conversation_id)
-            .bind(&new.role)
-            .bind(&new.kind)
-            .bind(&content)
-            .bind(new.run_id.map(|r| r.to_string()))
-            .bind(micros)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+            sqlx::query(INSERT_MESSAGE_SQL)
+                .bind(id.to_string())
+                .bind(&conversation_id)
+                .bind(&new.role)
+                .bind(&new.kind)
+                .bind(&content)
+                .bind(new.run_id.map(|r| r.to_string()))
+                .bind(micros)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(TOUCH_CONVERSATION_SQL)
                 .bind(micros)
                 .bind(&conversation_id)
                 .execute(&mut *tx)
@@ -302,6 +313,7 @@ impl Store {
         conversation_id: Uuid,
         id: Uuid,
     ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let deleted = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
                 .bind(conversation_id.to_string())

@@ -9,8 +9,11 @@
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::models::{time, uuid};
-use super::{with_pool, AuditRow, Store, StoreError, StoredEvent};
+use super::conversations::{INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use super::models::{now, time, to_i64, uuid};
+use super::runs::FINISH_RUN_SQL;
+use super::{with_pool, AuditRow, RunBatch, Store, StoreError, StoredEvent};
+use crate::agent::events::RunStatus;
 
 /// Rows per INSERT statement: 4 binds each keeps us far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.
@@ -54,6 +57,7 @@ impl Store {
         run_id: Uuid,
         events: &[StoredEvent],
     ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         if events.is_empty() {
             return Ok(());
         }
@@ -74,6 +78,80 @@ impl Store {
             tx.commit().await?;
         });
         Ok(())
+    }
+
+    /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
+    /// every event row (multi-row INSERTs across runs, already stored `(run_id, seq)` skipped),
+    /// then each terminal state with its answer message. A run's terminal state and its `done`
+    /// event therefore become durable together or not at all. Returns, per batch, whether its
+    /// terminal state was written by this call (`false` when it had none or the run was no
+    /// longer `running`; the answer message is only stored when `true`).
+    pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
+        let _turn = self.write_turn().await;
+        let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
+        let rows: Vec<(&str, &StoredEvent)> = batches
+            .iter()
+            .zip(&ids)
+            .flat_map(|(b, id)| b.events.iter().map(move |e| (id.as_str(), e)))
+            .collect();
+        let (_, micros) = now();
+        let mut finished = vec![false; batches.len()];
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            for chunk in rows.chunks(EVENT_CHUNK) {
+                let mut insert = QueryBuilder::new("INSERT INTO events (run_id, seq, name, data) ");
+                insert.push_values(chunk, |mut row, (run_id, event)| {
+                    row.push_bind(*run_id)
+                        .push_bind(event.seq)
+                        .push_bind(event.name.as_str())
+                        .push_bind(event.data.as_str());
+                });
+                insert.push(" ON CONFLICT (run_id, seq) DO NOTHING");
+                insert.build().execute(&mut *tx).await?;
+            }
+            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
+                let Some(fin) = &batch.finish else { continue };
+                let f = &fin.finish;
+                if f.status == RunStatus::Running {
+                    continue;
+                }
+                let updated = sqlx::query(FINISH_RUN_SQL)
+                    .bind(f.status.as_str())
+                    .bind(i64::from(f.iterations))
+                    .bind(i64::from(f.tool_calls))
+                    .bind(to_i64(f.usage.prompt_tokens))
+                    .bind(to_i64(f.usage.completion_tokens))
+                    .bind(to_i64(f.usage.total_tokens))
+                    .bind(to_i64(f.usage.llm_calls))
+                    .bind(f.error.as_deref().map(super::storable))
+                    .bind(micros)
+                    .bind(run_id.as_str())
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                finished[i] = updated == 1;
+                if let (true, Some(answer)) = (finished[i], &fin.answer) {
+                    let conversation_id = answer.conversation_id.to_string();
+                    sqlx::query(INSERT_MESSAGE_SQL)
+                        .bind(answer.id.unwrap_or_else(Uuid::new_v4).to_string())
+                        .bind(&conversation_id)
+                        .bind(&answer.role)
+                        .bind(&answer.kind)
+                        .bind(super::storable(&answer.content))
+                        .bind(answer.run_id.map(|r| r.to_string()))
+                        .bind(micros)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(TOUCH_CONVERSATION_SQL)
+                        .bind(micros)
+                        .bind(&conversation_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            tx.commit().await?;
+        });
+        Ok(finished)
     }
 
     /// Events with `seq > after`, ascending.
@@ -120,6 +198,7 @@ impl Store {
 
     /// Records one tool call in the audit trail.
     pub async fn insert_audit(&self, row: AuditRow) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         with_pool!(self, |pool| {
             sqlx::query(
                 "INSERT INTO tool_audit (run_id, conversation_id, call_id, tool, arguments, \

@@ -22,6 +22,7 @@ pub mod models;
 mod runs;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -32,8 +33,8 @@ use sqlx::sqlite::{
 
 pub use error::StoreError;
 pub use models::{
-    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, RunRow, StoredArtifact,
-    StoredEvent, StoredMessage,
+    AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,
+    RunRow, StoredArtifact, StoredEvent, StoredMessage,
 };
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -67,6 +68,10 @@ pub(crate) use with_pool;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Backend,
+    /// SQLite only: write transactions take turns here (a fair, async queue) instead of
+    /// contending for the database's single write lock, where the losers sleep in SQLite's busy
+    /// handler (1 to 100 ms per retry) and fail after the busy timeout under load.
+    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Store {
@@ -87,9 +92,25 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl);
         };
-        let store = Store { backend };
+        let write_gate = match backend {
+            Backend::Sqlite(_) => Some(Arc::new(tokio::sync::Mutex::new(()))),
+            Backend::Postgres(_) => None,
+        };
+        let store = Store {
+            backend,
+            write_gate,
+        };
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// Held for the whole of every write transaction (see `write_gate`); `None` on PostgreSQL,
+    /// whose row locks let writers proceed concurrently.
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        }
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -106,6 +127,20 @@ impl Store {
             sqlx::query("SELECT 1").execute(pool).await?;
         });
         Ok(())
+    }
+
+    /// SQLite's journal mode (`"wal"` for a file database opened by [`Store::connect`]);
+    /// `None` on PostgreSQL.
+    pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(pool) => {
+                let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                    .fetch_one(pool)
+                    .await?;
+                Ok(Some(mode.to_lowercase()))
+            }
+            Backend::Postgres(_) => Ok(None),
+        }
     }
 
     /// `"sqlite"` or `"postgres"`, for logs and `/readyz`.

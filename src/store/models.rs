@@ -82,6 +82,24 @@ pub struct RunFinish {
     pub error: Option<String>,
 }
 
+/// What the shared event writer commits for one run in one transaction: the run's next
+/// events (ascending, contiguous with what is stored) and, at its end, its terminal state.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunBatch {
+    pub run_id: Uuid,
+    pub events: Vec<StoredEvent>,
+    pub finish: Option<FinalState>,
+}
+
+/// A run's terminal state and the answer message that goes with it, written in the same
+/// transaction as the run's last events (including `done`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalState {
+    pub finish: RunFinish,
+    /// The assistant's answer, stored only if this write is the one that finished the run.
+    pub answer: Option<NewMessage>,
+}
+
 /// A run, serialised as SPEC §3.2.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunRow {

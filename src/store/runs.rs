@@ -8,8 +8,9 @@
 
 use uuid::Uuid;
 
+use super::conversations::{INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
-use super::{with_pool, NewRun, RunFinish, RunRow, Store, StoreError};
+use super::{with_pool, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError};
 use crate::agent::events::RunStatus;
 use crate::llm::Usage;
 
@@ -67,6 +68,14 @@ macro_rules! select_runs {
     };
 }
 
+/// The terminal-state update: only a row still `running` changes, which is what makes the
+/// terminal state written exactly once. Binds: status, iterations, tool_calls, the four usage
+/// counters, error, finished_at, id.
+pub(super) const FINISH_RUN_SQL: &str =
+    "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
+     prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
+     error = $8, finished_at = $9 WHERE id = $10 AND status = 'running'";
+
 fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
 }
@@ -75,6 +84,7 @@ impl Store {
     /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when
     /// the conversation already has a running run.
     pub async fn create_run(&self, new: NewRun) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_pool!(self, |pool| {
             sqlx::query(
@@ -93,34 +103,77 @@ impl Store {
         Ok(())
     }
 
+    /// Records a new `running` run and the query that started it (a `user`/`query` message,
+    /// which also bumps the conversation's `updated_at`) in one transaction: a run never exists
+    /// without its query, and starting a run costs one write transaction.
+    pub async fn create_run_with_query(
+        &self,
+        new: NewRun,
+        query: NewMessage,
+    ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
+        let (_, micros) = now();
+        let message_id = query.id.unwrap_or_else(Uuid::new_v4).to_string();
+        let conversation_id = query.conversation_id.to_string();
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
+            )
+            .bind(new.id.to_string())
+            .bind(new.conversation_id.to_string())
+            .bind(&new.owner)
+            .bind(&new.mode)
+            .bind(&new.model)
+            .bind(micros)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(INSERT_MESSAGE_SQL)
+                .bind(&message_id)
+                .bind(&conversation_id)
+                .bind(&query.role)
+                .bind(&query.kind)
+                .bind(super::storable(&query.content))
+                .bind(query.run_id.map(|r| r.to_string()))
+                .bind(micros)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(TOUCH_CONVERSATION_SQL)
+                .bind(micros)
+                .bind(&conversation_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
     /// Writes the terminal state and `finished_at`, only if the run is still running. `false`
     /// when it was already finished, does not exist, or `finish.status` is `Running` (not a
     /// terminal state).
     pub async fn finish_run(&self, id: Uuid, finish: RunFinish) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         if finish.status == RunStatus::Running {
             return Ok(false);
         }
         let (_, micros) = now();
         let usage = finish.usage;
         let updated = with_pool!(self, |pool| {
-            sqlx::query(
-                "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
-                 prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
-                 error = $8, finished_at = $9 WHERE id = $10 AND status = 'running'",
-            )
-            .bind(finish.status.as_str())
-            .bind(i64::from(finish.iterations))
-            .bind(i64::from(finish.tool_calls))
-            .bind(to_i64(usage.prompt_tokens))
-            .bind(to_i64(usage.completion_tokens))
-            .bind(to_i64(usage.total_tokens))
-            .bind(to_i64(usage.llm_calls))
-            .bind(finish.error.as_deref().map(super::storable))
-            .bind(micros)
-            .bind(id.to_string())
-            .execute(pool)
-            .await?
-            .rows_affected()
+            sqlx::query(FINISH_RUN_SQL)
+                .bind(finish.status.as_str())
+                .bind(i64::from(finish.iterations))
+                .bind(i64::from(finish.tool_calls))
+                .bind(to_i64(usage.prompt_tokens))
+                .bind(to_i64(usage.completion_tokens))
+                .bind(to_i64(usage.total_tokens))
+                .bind(to_i64(usage.llm_calls))
+                .bind(finish.error.as_deref().map(super::storable))
+                .bind(micros)
+                .bind(id.to_string())
+                .execute(pool)
+                .await?
+                .rows_affected()
         });
         Ok(updated == 1)
     }

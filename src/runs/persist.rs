@@ -1,0 +1,334 @@
+//! [`EventWriter`]: ONE writer per store that persists the event logs of all live runs.
+//!
+//! Every tick it takes, for each tracked run, the events appended since its last write (and, for
+//! a run that has ended, its `done` event and terminal state) and commits them all in one
+//! transaction ([`Store::write_runs`]). A per-run flush would cost one transaction per run per
+//! tick, which SQLite's single writer cannot sustain for thousands of runs; one shared
+//! transaction per tick costs the same whatever the number of runs.
+//!
+//! Guarantees:
+//! - a run's events reach the database in id order with no gaps (its cursor only advances past
+//!   a committed write, and a write takes a contiguous range starting at the cursor), so the
+//!   stored log is always a prefix of the live log;
+//! - the terminal state, the answer message and `done` are committed in the same transaction as
+//!   the run's last events, so `done` is the last stored event, a finished run's log is complete,
+//!   and a run is never `finished` in the database without its `done` (nor the reverse);
+//! - the terminal state is written at most once (the SQL only updates a `running` row);
+//! - memory: the writer holds a cursor per run and at most [`MAX_ROWS_PER_TICK`] events per
+//!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
+//!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
+//!   the others, which are retried on their own after a failed shared transaction.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, Notify};
+use uuid::Uuid;
+
+use super::log::EventLog;
+use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent};
+
+/// Most event rows committed in one transaction; the rest wait for the next tick.
+pub const MAX_ROWS_PER_TICK: usize = 20_000;
+/// Consecutive failed writes after which a run's unwritten events are given up (and logged).
+pub const MAX_FAILURES: u32 = 20;
+
+/// Why a run's final write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("the event writer has stopped")]
+    Stopped,
+    #[error("giving up after {MAX_FAILURES} failed writes: {0}")]
+    Failed(String),
+}
+
+struct Closing {
+    done: StoredEvent,
+    state: FinalState,
+}
+
+/// Who waits for a run's final write.
+type Waiter = oneshot::Sender<Result<bool, PersistError>>;
+
+struct Tracked {
+    log: Arc<EventLog>,
+    /// Highest event id known to be stored.
+    written: u64,
+    /// Set once the run has ended: its `done` event and terminal state, plus who waits.
+    closing: Option<(Option<Closing>, Waiter)>,
+    failures: u32,
+}
+
+#[derive(Default)]
+struct State {
+    runs: HashMap<Uuid, Tracked>,
+    /// Rotates the start of each tick's scan so a capped tick cannot starve a run.
+    tick: usize,
+    stopping: bool,
+    stopped: bool,
+}
+
+/// What one tick writes for one run.
+struct Planned {
+    run_id: Uuid,
+    batch: RunBatch,
+    last_seq: u64,
+    closes: bool,
+    /// The run's last write failed: it is written on its own so it cannot fail the others'.
+    suspect: bool,
+}
+
+/// The shared writer. [`EventWriter::run`] is its task; runs [`register`](Self::register),
+/// [`notify`](Self::notify) after appending, and end with [`finish`](Self::finish).
+pub struct EventWriter {
+    store: Store,
+    state: Mutex<State>,
+    wake: Notify,
+    /// Shortest time between two transactions: events arriving meanwhile share the next one.
+    interval: Duration,
+}
+
+impl EventWriter {
+    pub fn new(store: Store, interval: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+            interval,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts tracking a run's log (nothing of it is stored yet).
+    pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) {
+        self.lock().runs.insert(
+            run_id,
+            Tracked {
+                log,
+                written: 0,
+                closing: None,
+                failures: 0,
+            },
+        );
+    }
+
+    /// New events were appended somewhere: the next tick will look.
+    pub fn notify(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Ends a run: writes its remaining events, then `done` (whose id must be the log's next
+    /// id; it is appended to the live log by the caller only after this returns) with `state`,
+    /// in one transaction; resolves once committed. `Ok(false)`: the run was no longer
+    /// `running` in the database. With `None`, only flushes the remaining events.
+    pub async fn finish(
+        &self,
+        run_id: Uuid,
+        closing: Option<(StoredEvent, FinalState)>,
+    ) -> Result<bool, PersistError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.lock();
+            if st.stopped {
+                return Err(PersistError::Stopped);
+            }
+            let Some(t) = st.runs.get_mut(&run_id) else {
+                return Err(PersistError::Failed("run not registered".into()));
+            };
+            t.closing = Some((closing.map(|(done, state)| Closing { done, state }), tx));
+        }
+        self.wake.notify_one();
+        rx.await.unwrap_or(Err(PersistError::Stopped))
+    }
+
+    /// Asks the writer to exit once nothing is left to write.
+    pub fn stop(&self) {
+        self.lock().stopping = true;
+        self.wake.notify_one();
+    }
+
+    /// The writer task: waits for news, writes a tick, keeps ticks `interval` apart.
+    pub async fn run(self: Arc<Self>) {
+        // Consecutive ticks with a failed write: the pause doubles with each (up to 64 ticks),
+        // so a database outage of several seconds is ridden out before runs are given up.
+        let mut failing = 0u32;
+        loop {
+            let planned = self.plan();
+            if planned.is_empty() {
+                if self.lock().stopping {
+                    break;
+                }
+                self.wake.notified().await;
+                continue;
+            }
+            let mut next_tick = tokio::time::Instant::now() + self.interval;
+            if self.write(planned).await {
+                failing = 0;
+            } else {
+                failing += 1;
+                next_tick += self.interval * (1u32 << failing.min(6));
+            }
+            tokio::time::sleep_until(next_tick).await;
+        }
+        let waiting: Vec<_> = {
+            let mut st = self.lock();
+            st.stopped = true;
+            st.runs
+                .drain()
+                .filter_map(|(_, t)| t.closing.map(|(_, tx)| tx))
+                .collect()
+        };
+        for tx in waiting {
+            let _ = tx.send(Err(PersistError::Stopped));
+        }
+    }
+
+    /// Picks what the next transaction writes: every run's unwritten events (contiguous from
+    /// its cursor, capped per tick), plus `done` and the terminal state of runs whose events
+    /// are then all included.
+    fn plan(&self) -> Vec<Planned> {
+        let mut st = self.lock();
+        let mut ids: Vec<Uuid> = st.runs.keys().copied().collect();
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        st.tick = st.tick.wrapping_add(1);
+        let shift = st.tick % ids.len();
+        ids.rotate_left(shift);
+        let mut budget = MAX_ROWS_PER_TICK;
+        let mut planned = Vec::new();
+        for id in ids {
+            if budget == 0 {
+                break;
+            }
+            let Some(t) = st.runs.get(&id) else { continue };
+            let (pending, _) = t.log.since(t.written);
+            let take = pending.len().min(budget);
+            let all = take == pending.len();
+            let mut events: Vec<StoredEvent> = pending[..take]
+                .iter()
+                .map(|e| StoredEvent {
+                    seq: e.id as i64,
+                    name: e.name.clone(),
+                    data: e.data.clone(),
+                })
+                .collect();
+            let mut last_seq = events.last().map(|e| e.seq as u64).unwrap_or(t.written);
+            budget -= take;
+            let mut finish = None;
+            let closes = all && t.closing.is_some();
+            if closes {
+                if let Some((Some(c), _)) = &t.closing {
+                    events.push(c.done.clone());
+                    last_seq = c.done.seq as u64;
+                    finish = Some(c.state.clone());
+                }
+            }
+            if events.is_empty() && !closes {
+                continue;
+            }
+            planned.push(Planned {
+                run_id: id,
+                batch: RunBatch {
+                    run_id: id,
+                    events,
+                    finish,
+                },
+                last_seq,
+                closes,
+                suspect: t.failures > 0,
+            });
+        }
+        planned
+    }
+
+    /// Commits one tick; `false` when some run's write failed.
+    async fn write(&self, planned: Vec<Planned>) -> bool {
+        let (mut planned, suspects): (Vec<Planned>, Vec<Planned>) =
+            planned.into_iter().partition(|p| !p.suspect);
+        let mut all = true;
+        for p in &suspects {
+            match self.store.write_runs(std::slice::from_ref(&p.batch)).await {
+                Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
+                Err(e) => {
+                    self.failed(p, e);
+                    all = false;
+                }
+            }
+        }
+        if planned.is_empty() {
+            return all;
+        }
+        let batches: Vec<RunBatch> = planned
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.batch))
+            .collect();
+        match self.store.write_runs(&batches).await {
+            Ok(finished) => {
+                for (p, f) in planned.iter().zip(finished) {
+                    self.written(p, Ok(f));
+                }
+                all
+            }
+            Err(e) if planned.len() == 1 => {
+                self.failed(&planned[0], e);
+                false
+            }
+            Err(e) => {
+                // One run's rows may be at fault: write each run on its own so the others go on.
+                tracing::warn!(error = %e, runs = planned.len(), "shared event write failed; retrying run by run");
+                for (p, b) in planned.iter().zip(&batches) {
+                    match self.store.write_runs(std::slice::from_ref(b)).await {
+                        Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
+                        Err(e) => {
+                            self.failed(p, e);
+                            all = false;
+                        }
+                    }
+                }
+                all
+            }
+        }
+    }
+
+    /// Records a committed write: advances the cursor; a closed run is forgotten and its
+    /// waiter told.
+    fn written(&self, p: &Planned, outcome: Result<bool, PersistError>) {
+        let mut st = self.lock();
+        let run_id = p.run_id;
+        let Some(t) = st.runs.get_mut(&run_id) else {
+            return;
+        };
+        t.written = t.written.max(p.last_seq);
+        t.failures = 0;
+        if p.closes {
+            if let Some(t) = st.runs.remove(&run_id) {
+                if let Some((_, tx)) = t.closing {
+                    let _ = tx.send(outcome);
+                }
+            }
+        }
+    }
+
+    fn failed(&self, p: &Planned, e: StoreError) {
+        let run_id = p.run_id;
+        let mut st = self.lock();
+        let Some(t) = st.runs.get_mut(&run_id) else {
+            return;
+        };
+        t.failures += 1;
+        tracing::error!(%run_id, error = %e, failures = t.failures, "could not persist events");
+        if t.failures >= MAX_FAILURES {
+            if let Some(t) = st.runs.remove(&run_id) {
+                tracing::error!(%run_id, unwritten_after = t.written, "giving up persisting this run's events");
+                if let Some((_, tx)) = t.closing {
+                    let _ = tx.send(Err(PersistError::Failed(e.to_string())));
+                }
+            }
+        }
+    }
+}

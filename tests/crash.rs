@@ -1,0 +1,352 @@
+//! Crash safety (issue 7): the real binary is SIGKILLed while many runs are in flight, at
+//! several phases, then restarted on the same database; nothing accepted may be lost.
+//!
+//! Each cycle starts `reagent serve` (cleared environment, a temp working directory, port 0)
+//! against an in-process [`MockProvider`] whose replies take tens of milliseconds (three tool
+//! iterations, then a streamed answer), so runs are mid-flight at every moment. Load workers
+//! keep creating conversations, starting runs and sending interrupts, recording every 202; after
+//! a delay that differs per cycle the server is killed with SIGKILL and started again on the
+//! same database. After every restart:
+//! - no run is left `running` (restart recovery), and every accepted run exists;
+//! - each run's stored events have ids exactly 1..n, start with `start`, contain exactly one
+//!   `done`, last; the `done` status equals the run row's status;
+//! - every accepted interrupt (202) is stored as an `interrupt` message of its conversation;
+//! - the event stream of every run replays through the API and closes, identical to the
+//!   database.
+//!
+//! Runs on SQLite (checking WAL mode) and on a fresh PostgreSQL database
+//! (`REAGENT_SKIP_PG=1` skips).
+
+#![cfg(unix)]
+
+mod api_support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api_support::{read_all, Backend, Db};
+use reagent::agent::RunStatus;
+use reagent::store::Store;
+use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const BIN: &str = env!("CARGO_BIN_EXE_reagent");
+/// A safety net for a hung child, not a synchronisation delay.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// Concurrent load workers per cycle.
+const WORKERS: usize = 12;
+/// How long the load runs before SIGKILL, per cycle: right after start, mid-flight, later.
+const KILL_AFTER_MS: [u64; 3] = [60, 400, 1200];
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(dir: &Path, db_url: &str, llm: &str) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .current_dir(dir)
+            .env_clear()
+            .envs([
+                ("REAGENT_BIND", "127.0.0.1:0"),
+                ("DATABASE_URL", db_url),
+                ("LLM_BASE_URL", llm),
+                ("LLM_API_KEY", "test"),
+                ("LLM_MAX_RETRIES", "0"),
+                ("RUST_LOG", "info"),
+            ])
+            .kill_on_drop(true)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("reagent could not be started");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let find_addr = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some((_, rest)) = line.split_once("listening on http://") {
+                    return rest.trim().to_string();
+                }
+            }
+            panic!("reagent exited before listening");
+        };
+        let addr = tokio::time::timeout(TIMEOUT, find_addr)
+            .await
+            .expect("no listening line");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Server {
+            child,
+            base: format!("http://{addr}"),
+        }
+    }
+
+    async fn kill9(&mut self) {
+        self.child.start_kill().expect("SIGKILL");
+        let status = tokio::time::timeout(TIMEOUT, self.child.wait())
+            .await
+            .expect("reagent did not die")
+            .unwrap();
+        assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
+    }
+}
+
+/// What the clients were told was accepted.
+#[derive(Default)]
+struct Accepted {
+    /// run id → conversation id (202 on `POST …/runs`).
+    runs: HashMap<Uuid, Uuid>,
+    /// interrupt id → (conversation id, content) (202 on `POST …/interrupt`).
+    interrupts: HashMap<Uuid, (Uuid, String)>,
+}
+
+/// One load worker: conversations, runs and interrupts until the server dies (or `stop`).
+async fn worker(
+    base: String,
+    accepted: Arc<Mutex<Accepted>>,
+    seed: usize,
+    stop: CancellationToken,
+) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut n = seed;
+    while !stop.is_cancelled() {
+        n += 1;
+        let Ok(r) = client
+            .post(format!("{base}/api/conversations"))
+            .json(&json!({}))
+            .send()
+            .await
+        else {
+            return; // the server is gone
+        };
+        let Ok(conv) = r.json::<Value>().await else {
+            return;
+        };
+        let Some(conv) = conv["id"].as_str().and_then(|c| Uuid::parse_str(c).ok()) else {
+            return;
+        };
+        let Ok(r) = client
+            .post(format!("{base}/api/conversations/{conv}/runs"))
+            .json(&json!({"query": format!("crash test {n}")}))
+            .send()
+            .await
+        else {
+            return;
+        };
+        if r.status() != 202 {
+            continue;
+        }
+        let Ok(body) = r.json::<Value>().await else {
+            continue; // accepted but the answer was lost: the run is checked via the database
+        };
+        let run = Uuid::parse_str(body["run_id"].as_str().unwrap()).unwrap();
+        accepted.lock().unwrap().runs.insert(run, conv);
+        // Every other run gets interrupts while it works.
+        if n.is_multiple_of(2) {
+            for k in 0..2 {
+                let content = format!("follow-up {n}.{k}");
+                let Ok(r) = client
+                    .post(format!("{base}/api/conversations/{conv}/interrupt"))
+                    .json(&json!({"content": content}))
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                if r.status() == 202 {
+                    if let Ok(b) = r.json::<Value>().await {
+                        let id = Uuid::parse_str(b["id"].as_str().unwrap()).unwrap();
+                        accepted
+                            .lock()
+                            .unwrap()
+                            .interrupts
+                            .insert(id, (conv, content));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+        }
+    }
+}
+
+/// Every invariant, through the database and the API of the restarted server.
+async fn check(store: &Store, server: &Server, accepted: &Accepted) -> usize {
+    assert!(
+        store.running_runs().await.unwrap().is_empty(),
+        "restart recovery must leave no run running"
+    );
+    let client = reqwest::Client::new();
+    let mut runs: Vec<(Uuid, Uuid)> = accepted.runs.iter().map(|(r, c)| (*r, *c)).collect();
+    runs.sort();
+    for (run, conv) in &runs {
+        let row = store
+            .get_run_any(*run)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("accepted run {run} is missing"));
+        assert_eq!(row.conversation_id, *conv);
+        assert_ne!(row.status, RunStatus::Running);
+        assert!(row.finished_at.is_some());
+        let events = store.list_events(*run, 0).await.unwrap();
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let expected: Vec<i64> = (1..=events.len() as i64).collect();
+        assert_eq!(seqs, expected, "run {run}: ids must be exactly 1..n");
+        assert_eq!(
+            events.first().map(|e| e.name.as_str()),
+            Some("start"),
+            "run {run}"
+        );
+        assert_eq!(
+            events.last().map(|e| e.name.as_str()),
+            Some("done"),
+            "run {run}"
+        );
+        assert_eq!(
+            events.iter().filter(|e| e.name == "done").count(),
+            1,
+            "run {run}: exactly one done"
+        );
+        let done: Value = serde_json::from_str(&events.last().unwrap().data).unwrap();
+        assert_eq!(
+            done["status"],
+            row.status.as_str(),
+            "run {run}: done vs row"
+        );
+
+        let r = client
+            .get(format!("{}/api/runs/{run}/events", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let streamed = tokio::time::timeout(TIMEOUT, read_all(r))
+            .await
+            .expect("a finished run's stream must close");
+        assert_eq!(streamed.len(), events.len(), "run {run}: API vs database");
+        for (s, e) in streamed.iter().zip(&events) {
+            assert_eq!(s.id as i64, e.seq);
+            assert_eq!(s.event, e.name);
+        }
+    }
+    let mut convs: HashMap<Uuid, Vec<(String, String, String)>> = HashMap::new();
+    for (id, (conv, content)) in &accepted.interrupts {
+        let messages = match convs.get(conv) {
+            Some(m) => m.clone(),
+            None => {
+                let shown: Value = client
+                    .get(format!("{}/api/conversations/{conv}", server.base))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let m: Vec<(String, String, String)> = shown["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| {
+                        (
+                            m["id"].as_str().unwrap().to_string(),
+                            m["kind"].as_str().unwrap().to_string(),
+                            m["content"].as_str().unwrap().to_string(),
+                        )
+                    })
+                    .collect();
+                convs.insert(*conv, m.clone());
+                m
+            }
+        };
+        assert!(
+            messages
+                .iter()
+                .any(|(i, k, c)| *i == id.to_string() && k == "interrupt" && c == content),
+            "accepted interrupt {id} is missing from conversation {conv}"
+        );
+    }
+    runs.len()
+}
+
+async fn crash_cycles(db_url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockProvider::start(MockConfig {
+        latency: Duration::from_millis(40),
+        tokens_per_s: 400.0,
+        answer_tokens: 30,
+        tool_iterations: 3,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let llm = mock.base_url();
+    let accepted = Arc::new(Mutex::new(Accepted::default()));
+    let mut server = Server::start(dir.path(), db_url, &llm).await;
+    for kill_after in KILL_AFTER_MS {
+        let stop = CancellationToken::new();
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                tokio::spawn(worker(
+                    server.base.clone(),
+                    accepted.clone(),
+                    w * 1_000_000 + kill_after as usize,
+                    stop.clone(),
+                ))
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(kill_after)).await;
+        server.kill9().await;
+        stop.cancel();
+        for w in workers {
+            tokio::time::timeout(TIMEOUT, w).await.unwrap().unwrap();
+        }
+        server = Server::start(dir.path(), db_url, &llm).await;
+        let store = Store::connect(db_url).await.unwrap();
+        let acc = std::mem::take(&mut *accepted.lock().unwrap());
+        let checked = check(&store, &server, &acc).await;
+        // Keep what was checked: later cycles re-check it (a restart must not damage old runs).
+        *accepted.lock().unwrap() = acc;
+        store.close().await;
+        eprintln!("kill after {kill_after} ms: {checked} accepted runs checked");
+    }
+    let total = accepted.lock().unwrap().runs.len();
+    let interrupts = accepted.lock().unwrap().interrupts.len();
+    assert!(total > 0, "the load never got a run accepted");
+    eprintln!(
+        "{total} runs and {interrupts} interrupts survived {} crashes",
+        KILL_AFTER_MS.len()
+    );
+    server.kill9().await;
+    mock.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_kill_9_loses_nothing_accepted() {
+    let db = Db::create(Backend::Sqlite).await.unwrap();
+    crash_cycles(&db.url).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    assert_eq!(store.journal_mode().await.unwrap().as_deref(), Some("wal"));
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_kill_9_loses_nothing_accepted() {
+    let Some(db) = Db::create(Backend::Postgres).await else {
+        return;
+    };
+    let outcome =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(crash_cycles(&db.url))).await;
+    db.destroy().await.unwrap();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}

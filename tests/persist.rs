@@ -1,0 +1,276 @@
+//! The shared event writer ([`EventWriter`]) and the store's one-transaction batch write
+//! ([`Store::write_runs`]), on SQLite and on a fresh PostgreSQL database (`REAGENT_SKIP_PG=1`
+//! skips the latter).
+//!
+//! Guarantees checked:
+//! - many runs appending concurrently: every event stored, ids 1..n per run, `done` last, the
+//!   terminal state and the answer stored with it (`writer_persists_many_runs_contiguously`);
+//! - the terminal state and answer are written exactly once (`terminal_state_written_once`);
+//! - a run whose rows cannot be written does not stall the others, and its waiter gets an
+//!   error instead of hanging (`a_failing_run_does_not_block_the_others`);
+//! - stopping the writer flushes the events of runs that never finished
+//!   (`stop_flushes_unfinished_runs`).
+
+mod api_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api_support::{Backend, Db};
+use reagent::agent::events::RunStatus;
+use reagent::llm::Usage;
+use reagent::runs::persist::{EventWriter, PersistError};
+use reagent::runs::EventLog;
+use reagent::store::{
+    FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish, Store, StoredEvent,
+};
+use uuid::Uuid;
+
+async fn with_store<F, Fut>(backend: Backend, f: F)
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(db) = Db::create(backend).await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    let outcome =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(f(store.clone()))).await;
+    store.close().await;
+    db.destroy().await.unwrap();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// A conversation with one running run.
+async fn new_run(store: &Store) -> (Uuid, Uuid) {
+    let conv = store
+        .create_conversation("", NewConversation::default())
+        .await
+        .unwrap()
+        .id;
+    let run = Uuid::new_v4();
+    store
+        .create_run_with_query(
+            NewRun {
+                id: run,
+                conversation_id: conv,
+                owner: String::new(),
+                mode: "json".into(),
+                model: "m".into(),
+            },
+            NewMessage {
+                id: None,
+                conversation_id: conv,
+                role: "user".into(),
+                kind: "query".into(),
+                content: "q".into(),
+                run_id: Some(run),
+            },
+        )
+        .await
+        .unwrap();
+    (conv, run)
+}
+
+fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
+    FinalState {
+        finish: RunFinish {
+            status: RunStatus::Completed,
+            iterations: 1,
+            tool_calls: 0,
+            usage: Usage::default(),
+            error: None,
+        },
+        answer: Some(NewMessage {
+            id: None,
+            conversation_id: conv,
+            role: "assistant".into(),
+            kind: "answer".into(),
+            content: answer.into(),
+            run_id: Some(run),
+        }),
+    }
+}
+
+fn done_event(seq: u64) -> StoredEvent {
+    StoredEvent {
+        seq: seq as i64,
+        name: "done".into(),
+        data: "{\"status\":\"completed\"}".into(),
+    }
+}
+
+async fn many_runs(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_millis(2));
+    let task = tokio::spawn(writer.clone().run());
+    let mut handles = Vec::new();
+    for r in 0..40u64 {
+        let (conv, run) = new_run(&store).await;
+        let writer = writer.clone();
+        handles.push(tokio::spawn(async move {
+            let log = Arc::new(EventLog::new());
+            writer.register(run, log.clone());
+            let n = 20 + r * 3;
+            for i in 0..n {
+                log.append("step", format!("{{\"i\":{i}}}"));
+                writer.notify();
+                if i % 7 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let done = done_event(log.len() as u64 + 1);
+            let fin = final_state(conv, run, &format!("answer {r}"));
+            assert!(writer.finish(run, Some((done, fin))).await.unwrap());
+            log.append("done", "{\"status\":\"completed\"}".into());
+            (conv, run, n + 1)
+        }));
+    }
+    for h in handles {
+        let (conv, run, total) = h.await.unwrap();
+        let events = store.list_events(run, 0).await.unwrap();
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=total as i64).collect::<Vec<_>>(), "run {run}");
+        assert_eq!(events.last().unwrap().name, "done");
+        let row = store.get_run_any(run).await.unwrap().unwrap();
+        assert_eq!(row.status, RunStatus::Completed);
+        let answers: Vec<_> = store
+            .list_messages(conv)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.kind == "answer")
+            .collect();
+        assert_eq!(answers.len(), 1);
+    }
+    writer.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writer_persists_many_runs_contiguously_sqlite() {
+    with_store(Backend::Sqlite, many_runs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writer_persists_many_runs_contiguously_postgres() {
+    with_store(Backend::Postgres, many_runs).await;
+}
+
+async fn once(store: Store) {
+    let (conv, run) = new_run(&store).await;
+    let batch = RunBatch {
+        run_id: run,
+        events: vec![
+            StoredEvent {
+                seq: 1,
+                name: "start".into(),
+                data: "{}".into(),
+            },
+            done_event(2),
+        ],
+        finish: Some(final_state(conv, run, "first")),
+    };
+    assert_eq!(
+        store
+            .write_runs(std::slice::from_ref(&batch))
+            .await
+            .unwrap(),
+        [true]
+    );
+    // A retried or racing second write changes nothing.
+    let mut second = batch.clone();
+    second.finish = Some(FinalState {
+        finish: RunFinish {
+            status: RunStatus::Cancelled,
+            ..final_state(conv, run, "").finish
+        },
+        ..final_state(conv, run, "second")
+    });
+    assert_eq!(store.write_runs(&[second]).await.unwrap(), [false]);
+    let row = store.get_run_any(run).await.unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Completed);
+    let answers: Vec<String> = store
+        .list_messages(conv)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.kind == "answer")
+        .map(|m| m.content)
+        .collect();
+    assert_eq!(answers, ["first"]);
+    assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn terminal_state_written_once_sqlite() {
+    with_store(Backend::Sqlite, once).await;
+}
+
+#[tokio::test]
+async fn terminal_state_written_once_postgres() {
+    with_store(Backend::Postgres, once).await;
+}
+
+async fn failing(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
+    let task = tokio::spawn(writer.clone().run());
+    // No runs row: its events violate the foreign key on every attempt.
+    let ghost = Uuid::new_v4();
+    let ghost_log = Arc::new(EventLog::new());
+    writer.register(ghost, ghost_log.clone());
+    ghost_log.append("start", "{}".into());
+    let (conv, run) = new_run(&store).await;
+    let log = Arc::new(EventLog::new());
+    writer.register(run, log.clone());
+    log.append("start", "{}".into());
+    writer.notify();
+    let ok = writer.finish(run, Some((done_event(2), final_state(conv, run, "a"))));
+    let bad = writer.finish(ghost, Some((done_event(2), final_state(conv, ghost, "b"))));
+    let (ok, bad) = tokio::time::timeout(Duration::from_secs(30), futures::future::join(ok, bad))
+        .await
+        .expect("a failing run must not hang the writer");
+    assert!(ok.unwrap());
+    assert!(matches!(bad, Err(PersistError::Failed(_))), "{bad:?}");
+    assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+    writer.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failing_run_does_not_block_the_others_sqlite() {
+    with_store(Backend::Sqlite, failing).await;
+}
+
+#[tokio::test]
+async fn a_failing_run_does_not_block_the_others_postgres() {
+    with_store(Backend::Postgres, failing).await;
+}
+
+#[tokio::test]
+async fn stop_flushes_unfinished_runs() {
+    with_store(Backend::Sqlite, |store| async move {
+        // A long interval: only `stop` makes the second write happen promptly.
+        let writer = EventWriter::new(store.clone(), Duration::from_millis(50));
+        let task = tokio::spawn(writer.clone().run());
+        let (_, run) = new_run(&store).await;
+        let log = Arc::new(EventLog::new());
+        writer.register(run, log.clone());
+        for _ in 0..5 {
+            log.append("step", "{}".into());
+            writer.notify();
+        }
+        writer.stop();
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(store.list_events(run, 0).await.unwrap().len(), 5);
+        // After the writer stopped, finishing fails fast instead of hanging.
+        let late = writer.finish(run, None).await;
+        assert!(matches!(late, Err(PersistError::Stopped)), "{late:?}");
+    })
+    .await;
+}
