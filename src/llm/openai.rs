@@ -296,6 +296,8 @@ struct StreamState {
     deadline: Instant,
     /// Set when the current attempt's body went past `max_response_bytes`.
     overflow: Arc<AtomicBool>,
+    /// The gap timer, armed lazily (see [`StreamState::read`]).
+    gap_timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Why reading the stream stopped, and whether a fresh attempt could succeed.
@@ -325,6 +327,7 @@ impl StreamState {
             finished: false,
             deadline,
             overflow: Arc::new(AtomicBool::new(false)),
+            gap_timer: None,
         }
     }
 
@@ -425,18 +428,32 @@ impl StreamState {
             self.finished = true;
             return Ok(());
         };
-        let now = Instant::now();
         let total = self.shared.timeout * STREAM_TOTAL_FACTOR;
-        let gap = self
-            .shared
-            .timeout
-            .min(self.deadline.saturating_duration_since(now));
-        let next = match tokio::time::timeout(gap, sse.next()).await {
-            Ok(next) => next,
-            Err(_) if Instant::now() >= self.deadline => {
-                return Err(LlmError::Timeout(ceil_secs(total)).into())
+        // The next event must come by `wait_until`. One timer serves the whole stream and is
+        // armed lazily: it stays at an earlier (never later) instant while events flow, and
+        // when it fires early it is moved to the current `wait_until`. A `timeout()` per event
+        // would insert and remove a timer-wheel entry per token (1,000s per second under load).
+        let wait_until = (Instant::now() + self.shared.timeout).min(self.deadline);
+        let timer = self
+            .gap_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(wait_until)));
+        if timer.deadline() > wait_until {
+            timer.as_mut().reset(wait_until);
+        }
+        let next = loop {
+            tokio::select! {
+                biased;
+                next = sse.next() => break next,
+                () = timer.as_mut() => {
+                    if timer.deadline() >= wait_until {
+                        if Instant::now() >= self.deadline {
+                            return Err(LlmError::Timeout(ceil_secs(total)).into());
+                        }
+                        return Err(LlmError::Timeout(ceil_secs(self.shared.timeout)).into());
+                    }
+                    timer.as_mut().reset(wait_until);
+                }
             }
-            Err(_) => return Err(LlmError::Timeout(ceil_secs(self.shared.timeout)).into()),
         };
         let events = match next {
             Some(Ok(event)) => self.decoder.feed(&event.data)?,

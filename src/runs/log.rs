@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use futures::Stream;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// One event as it goes on the wire.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +27,8 @@ pub struct EventLog {
     inner: Mutex<Inner>,
     /// Last appended id; `closed` is signalled by a final bump after setting the flag.
     version: watch::Sender<u64>,
+    /// Woken once, by [`EventLog::close`], for [`EventLog::closed`].
+    closing: Notify,
 }
 
 impl Default for EventLog {
@@ -40,6 +42,7 @@ impl EventLog {
         Self {
             inner: Mutex::new(Inner::default()),
             version: watch::channel(0).0,
+            closing: Notify::new(),
         }
     }
 
@@ -73,6 +76,21 @@ impl EventLog {
         // Bump even when nothing new was appended so waiters re-check `closed`.
         self.version.send_modify(|v| *v = last.max(*v));
         self.version.send_modify(|_| {});
+        self.closing.notify_waiters();
+    }
+
+    /// Resolves once the log is closed, without waking on every append (unlike [`Self::watch`]).
+    pub async fn closed(&self) {
+        loop {
+            let notified = self.closing.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a `close` in between is not missed.
+            notified.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// A receiver that changes whenever an event is appended or the log closes.
@@ -172,5 +190,21 @@ mod tests {
         assert!(none.is_empty());
         let beyond: Vec<u64> = log.subscribe(99).map(|e| e.id).collect().await;
         assert!(beyond.is_empty());
+    }
+
+    #[tokio::test]
+    async fn closed_resolves_on_close_only() {
+        let log = Arc::new(EventLog::new());
+        let waiter = tokio::spawn({
+            let log = log.clone();
+            async move { log.closed().await }
+        });
+        log.append("step", "{}".into());
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        log.close();
+        waiter.await.unwrap();
+        // Already closed: resolves at once.
+        log.closed().await;
     }
 }

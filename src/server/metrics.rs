@@ -8,7 +8,7 @@
 //! active runs are read from the run manager when `/metrics` renders.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -17,7 +17,11 @@ use serde_json::Value;
 
 use crate::llm::registry::ModelRegistry;
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
-use crate::runs::LiveRun;
+use crate::runs::{LiveRun, LoggedEvent};
+
+/// How often a run's observer reads its log while the run is live (see
+/// [`Metrics::observe_run`]): the most a tool-call or outcome counter lags behind the run.
+pub const OBSERVE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The app's metrics. Cheap to clone.
 #[derive(Clone)]
@@ -109,37 +113,58 @@ impl Metrics {
 
     /// Follows a run's log to count its tool calls and its outcome. The task ends with the
     /// log (when the run ends), so it needs no other owner.
+    ///
+    /// It reads the log in batches at most every [`OBSERVE_INTERVAL`] (and at once when the log
+    /// closes): following every event would wake it for each answer delta, i.e. once per token
+    /// per run, for the two kinds of events (`tool_end`, `done`) it counts.
     pub fn observe_run(&self, run: &LiveRun) {
         self.run_started();
         let me = self.clone();
-        let events = run.log.subscribe(0);
+        let log = run.log.clone();
         tokio::spawn(async move {
-            let mut events = std::pin::pin!(events);
-            while let Some(ev) = events.next().await {
-                // Only `tool_end` steps and `done` matter: skip parsing the rest (answer deltas
-                // are most of a run's events).
-                let wanted = match ev.name.as_str() {
-                    "done" => true,
-                    "step" => ev.data.contains(r#""type":"tool_end""#),
-                    _ => false,
-                };
-                if !wanted {
-                    continue;
+            let mut rx = log.watch();
+            let mut cursor = 0;
+            loop {
+                rx.borrow_and_update();
+                let (batch, closed) = log.since(cursor);
+                for ev in batch {
+                    cursor = ev.id;
+                    me.observe(&ev);
                 }
-                let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
-                    continue;
-                };
-                match (ev.name.as_str(), data["type"].as_str()) {
-                    ("step", Some("tool_end")) => me.tool_call(
-                        data["tool"].as_str().unwrap_or(""),
-                        data["error"].as_bool().unwrap_or(false),
-                        data["duration_ms"].as_u64().unwrap_or(0),
-                    ),
-                    ("done", _) => me.run_finished(data["status"].as_str().unwrap_or("unknown")),
-                    _ => {}
+                if closed || rx.changed().await.is_err() {
+                    return;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(OBSERVE_INTERVAL) => {}
+                    () = log.closed() => {}
                 }
             }
         });
+    }
+
+    /// Counts one event of a run (only `tool_end` steps and `done` matter).
+    fn observe(&self, ev: &LoggedEvent) {
+        // Skip parsing the rest (answer deltas are most of a run's events).
+        let wanted = match ev.name.as_str() {
+            "done" => true,
+            "step" => ev.data.contains(r#""type":"tool_end""#),
+            _ => false,
+        };
+        if !wanted {
+            return;
+        }
+        let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
+            return;
+        };
+        match (ev.name.as_str(), data["type"].as_str()) {
+            ("step", Some("tool_end")) => self.tool_call(
+                data["tool"].as_str().unwrap_or(""),
+                data["error"].as_bool().unwrap_or(false),
+                data["duration_ms"].as_u64().unwrap_or(0),
+            ),
+            ("done", _) => self.run_finished(data["status"].as_str().unwrap_or("unknown")),
+            _ => {}
+        }
     }
 
     /// The same registry with every model wrapped in a [`MeteredLlm`].

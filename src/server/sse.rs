@@ -6,20 +6,28 @@
 //! stream is dropped and nothing else happens — the run keeps going, owned by the run manager.
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::{BoxStream, Stream, StreamExt};
+use tokio::time::{Instant, Sleep};
 
 use super::error::ApiError;
-use super::metrics::Metrics;
+use super::metrics::{Metrics, SubscriberGuard};
 use crate::runs::LoggedEvent;
 
 /// SPEC §4: a comment after 15 s without events.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The keep-alive comment.
+const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
 
 /// The SSE response for `events`. `keep_alive` is configurable so tests need not wait 15 s.
 pub fn sse_response(
@@ -27,32 +35,90 @@ pub fn sse_response(
     keep_alive: Duration,
     metrics: &Metrics,
 ) -> Response {
-    let guard = metrics.sse_subscriber();
-    let frames = events.map(move |ev| {
-        // The guard lives as long as the stream: dropping the response decrements the gauge.
-        let _ = &guard;
-        Ok::<_, Infallible>(frame(&ev))
-    });
-    let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"));
+    let frames = Frames {
+        events,
+        keep_alive,
+        timer: Box::pin(tokio::time::sleep(keep_alive)),
+        last_sent: Instant::now(),
+        // Lives as long as the stream: dropping the response decrements the gauge.
+        _guard: metrics.sse_subscriber(),
+    };
     (
         [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
             (
                 HeaderName::from_static("x-accel-buffering"),
                 HeaderValue::from_static("no"),
             ),
         ],
-        sse,
+        Body::from_stream(frames),
     )
         .into_response()
 }
 
-/// One event as an SSE frame.
-fn frame(ev: &LoggedEvent) -> Event {
-    Event::default()
-        .id(ev.id.to_string())
-        .event(&ev.name)
-        .data(&ev.data)
+/// The response body: one frame per event, and a keep-alive comment after `keep_alive` without
+/// one. The keep-alive timer is not moved on every event (a timer-wheel update per token per
+/// stream, as axum's `KeepAlive` does): it stays where it was armed, and when it fires before
+/// `last_sent + keep_alive` it is moved there.
+struct Frames {
+    events: BoxStream<'static, Arc<LoggedEvent>>,
+    keep_alive: Duration,
+    timer: Pin<Box<Sleep>>,
+    last_sent: Instant,
+    _guard: SubscriberGuard,
+}
+
+impl Stream for Frames {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match this.events.poll_next_unpin(cx) {
+            Poll::Ready(Some(ev)) => {
+                this.last_sent = Instant::now();
+                return Poll::Ready(Some(Ok(frame(&ev))));
+            }
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {}
+        }
+        loop {
+            ready!(this.timer.as_mut().poll(cx));
+            let due = this.last_sent + this.keep_alive;
+            if this.timer.deadline() >= due {
+                this.last_sent = Instant::now();
+                this.timer.as_mut().reset(this.last_sent + this.keep_alive);
+                return Poll::Ready(Some(Ok(Bytes::from_static(KEEP_ALIVE_FRAME))));
+            }
+            // Events were sent since the timer was armed: wait until the stream is quiet for
+            // the whole interval.
+            this.timer.as_mut().reset(due);
+        }
+    }
+}
+
+/// One event as an SSE frame: `id`, `event`, then `data` (one line per line of the data; the
+/// engine's JSON has none, so that is one `data:` line), then a blank line.
+fn frame(ev: &LoggedEvent) -> Bytes {
+    let mut out = String::with_capacity(ev.name.len() + ev.data.len() + 40);
+    // Writing to a String cannot fail.
+    let _ = write!(out, "id: {}\nevent: {}\n", ev.id, ev.name);
+    if ev.data.contains(['\n', '\r']) {
+        for line in ev.data.split("\r\n").flat_map(|l| l.split(['\n', '\r'])) {
+            out.push_str("data: ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    } else {
+        out.push_str("data: ");
+        out.push_str(&ev.data);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
 }
 
 /// Where a subscriber resumes: the `Last-Event-ID` header wins over `?after=N`; 0 replays all.
@@ -106,6 +172,48 @@ mod tests {
             HeaderValue::from_static("application/json, Text/Event-Stream"),
         );
         assert!(wants_event_stream(&h));
+    }
+
+    #[test]
+    fn multi_line_data_becomes_several_data_lines() {
+        let ev = LoggedEvent {
+            id: 9,
+            name: "step".into(),
+            data: "a\nb\r\nc".into(),
+        };
+        assert_eq!(
+            frame(&ev),
+            "id: 9\nevent: step\ndata: a\ndata: b\ndata: c\n\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn keep_alive_on_a_quiet_stream_then_events_again() {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Arc<LoggedEvent>>();
+        let body = sse_response(rx.boxed(), Duration::from_millis(10), &Metrics::new());
+        let mut body = body.into_body().into_data_stream();
+        let ev = |id| {
+            Arc::new(LoggedEvent {
+                id,
+                name: "step".into(),
+                data: "{}".into(),
+            })
+        };
+        for id in 1..=3 {
+            // Quiet: a comment comes (however long it takes), then the next event.
+            let got = body.next().await.unwrap().unwrap();
+            assert_eq!(got, KEEP_ALIVE_FRAME);
+            tx.unbounded_send(ev(id)).unwrap();
+            let mut got = body.next().await.unwrap().unwrap();
+            while got == KEEP_ALIVE_FRAME {
+                got = body.next().await.unwrap().unwrap();
+            }
+            assert_eq!(got, format!("id: {id}\nevent: step\ndata: {{}}\n\n"));
+        }
+        drop(tx);
+        while let Some(frame) = body.next().await {
+            assert_eq!(frame.unwrap(), KEEP_ALIVE_FRAME);
+        }
     }
 
     #[tokio::test]
