@@ -159,6 +159,59 @@ async fn writer_persists_many_runs_contiguously_postgres() {
     with_store(Backend::Postgres, many_runs).await;
 }
 
+/// A run's end is written right after the write in progress, not an `interval` later: with
+/// an hour between ticks, the final write of a run whose events were just written still
+/// completes (the bound below is far from both the hour and any real write time).
+async fn ends_skip_the_interval(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_secs(3600));
+    let task = tokio::spawn(writer.clone().run());
+    let (conv, run) = new_run(&store).await;
+    let log = Arc::new(EventLog::new());
+    writer.register(run, log.clone());
+    log.append("start", "{}".into());
+    writer.notify();
+    // The first tick writes `start` (no wait before a first tick); the writer then waits.
+    let mut written = 0;
+    for _ in 0..600 {
+        written = store.list_events(run, 0).await.unwrap().len();
+        if written == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(written, 1, "the first tick wrote `start`");
+    log.append("step", "{}".into());
+    writer.notify();
+    let fin = final_state(conv, run, "bye");
+    let finished = tokio::time::timeout(
+        Duration::from_secs(120),
+        writer.finish(run, Some((done_event(3), fin))),
+    )
+    .await
+    .expect("the final write waited for the next tick");
+    assert!(finished.unwrap());
+    let names: Vec<String> = store
+        .list_events(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["start", "step", "done"]);
+    writer.stop();
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_run_end_skips_the_tick_interval_sqlite() {
+    with_store(Backend::Sqlite, ends_skip_the_interval).await;
+}
+
+#[tokio::test]
+async fn a_run_end_skips_the_tick_interval_postgres() {
+    with_store(Backend::Postgres, ends_skip_the_interval).await;
+}
+
 async fn once(store: Store) {
     let (conv, run) = new_run(&store).await;
     let batch = RunBatch {

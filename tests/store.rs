@@ -84,6 +84,7 @@ async fn suite(store: &Store) {
     conversations_pagination(store).await;
     messages_order_and_recall(store).await;
     run_lifecycle(store).await;
+    conversation_with_first_run(store).await;
     events_log(store).await;
     concurrent_event_appends(store).await;
     audit_rows(store).await;
@@ -392,6 +393,108 @@ async fn run_lifecycle(store: &Store) {
         .finish_run(again, finish(RunStatus::Failed))
         .await
         .unwrap());
+}
+
+/// `POST /api/chat` without a conversation id: conversation, run and query in one
+/// transaction — all three stored, or (when any insert fails) none.
+async fn conversation_with_first_run(store: &Store) {
+    let who = owner("first-run");
+    let draft = Store::draft_conversation(
+        &who,
+        NewConversation {
+            title: Some("hello".into()),
+            model: Some("m".into()),
+            system_prompt: Some("be brief".into()),
+            tools: Some(vec!["echo".into()]),
+        },
+    );
+    let run_id = Uuid::new_v4();
+    let new_run = |id: Uuid, conversation_id: Uuid| NewRun {
+        id,
+        conversation_id,
+        owner: who.clone(),
+        mode: "native".into(),
+        model: "m".into(),
+    };
+    let query = |conversation_id: Uuid, run_id: Uuid| NewMessage {
+        id: None,
+        conversation_id,
+        role: "user".into(),
+        kind: "query".into(),
+        content: "hello there".into(),
+        run_id: Some(run_id),
+    };
+    // Not stored until written.
+    assert!(store
+        .get_conversation(&who, draft.id)
+        .await
+        .unwrap()
+        .is_none());
+    store
+        .create_conversation_with_run(&draft, new_run(run_id, draft.id), query(draft.id, run_id))
+        .await
+        .unwrap();
+    let c = store
+        .get_conversation(&who, draft.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.title.as_deref(), Some("hello"));
+    assert_eq!(c.model.as_deref(), Some("m"));
+    assert_eq!(c.system_prompt.as_deref(), Some("be brief"));
+    assert_eq!(c.tools, Some(vec!["echo".to_string()]));
+    assert_eq!(c.created_at, draft.created_at);
+    assert!(c.updated_at >= c.created_at);
+    assert_eq!(c.active_run_id, Some(run_id));
+    let row = store.get_run(&who, run_id).await.unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Running);
+    assert_eq!(row.conversation_id, draft.id);
+    let msgs = store.list_messages(draft.id).await.unwrap();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(
+        (
+            msgs[0].kind.as_str(),
+            msgs[0].content.as_str(),
+            msgs[0].run_id
+        ),
+        ("query", "hello there", Some(run_id))
+    );
+    assert_eq!(msgs[0].created_at, c.updated_at);
+
+    // The run refers to a conversation that does not exist: the run insert fails after the
+    // conversation's, and the transaction leaves nothing behind.
+    let orphan = Store::draft_conversation(&who, NewConversation::default());
+    let bad_run = Uuid::new_v4();
+    let missing = Uuid::new_v4();
+    assert!(store
+        .create_conversation_with_run(
+            &orphan,
+            new_run(bad_run, missing),
+            query(orphan.id, bad_run)
+        )
+        .await
+        .is_err());
+    assert!(store
+        .get_conversation(&who, orphan.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store.get_run(&who, bad_run).await.unwrap().is_none());
+    // The same draft can still be stored properly afterwards.
+    let good = Uuid::new_v4();
+    store
+        .create_conversation_with_run(&orphan, new_run(good, orphan.id), query(orphan.id, good))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_conversation(&who, orphan.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .active_run_id,
+        Some(good)
+    );
 }
 
 async fn events_log(store: &Store) {

@@ -178,8 +178,31 @@ impl AgentEvent {
 
     /// The SSE `data:` line: one line of JSON.
     pub fn data_json(&self) -> String {
-        // Serialising these plain data types cannot fail; fall back to an empty object anyway.
-        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+        // `serde_json::to_string` starts at 128 bytes and doubles, and the string lives in the
+        // run's event log until the run ends: a 40-byte delta kept 128 bytes, a 2.1 KB step
+        // 4 KB. Serialise into a per-thread scratch buffer instead and keep an exact-size copy.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// A scratch buffer grown past this by a huge event is released after use.
+        const KEEP: usize = 64 * 1024;
+        SCRATCH.with(|scratch| {
+            // Not re-entered: serialising an event never serialises another one.
+            let Ok(mut buf) = scratch.try_borrow_mut() else {
+                return serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string());
+            };
+            buf.clear();
+            // Serialising these plain data types cannot fail; fall back to an empty object anyway.
+            let out = match serde_json::to_writer(&mut *buf, self) {
+                // serde_json writes UTF-8 only, so this is always the borrowed (copied) case.
+                Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
+                Err(_) => "{}".to_string(),
+            };
+            if buf.capacity() > KEEP {
+                *buf = Vec::new();
+            }
+            out
+        })
     }
 
     /// Rebuilds an event from its stored name and data (event logs read back from storage).
@@ -198,6 +221,24 @@ impl AgentEvent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn data_json_is_exact_size_and_matches_serde() {
+        let big = "é\"x\n".repeat(30_000);
+        for e in [
+            AgentEvent::Answer(AnswerEvent::Delta {
+                content: "tok ".into(),
+            }),
+            AgentEvent::Answer(AnswerEvent::Delta { content: big }),
+            AgentEvent::Answer(AnswerEvent::Delta {
+                content: "after a big one".into(),
+            }),
+        ] {
+            let data = e.data_json();
+            assert_eq!(data, serde_json::to_string(&e).unwrap());
+            assert_eq!(data.capacity(), data.len());
+        }
+    }
 
     #[test]
     fn step_and_answer_serialise_to_spec_shapes() {

@@ -170,6 +170,28 @@ impl RunManager {
         conv: &Conversation,
         req: StartRun,
     ) -> Result<Arc<LiveRun>, RunError> {
+        self.start_run(owner, conv, req, false).await
+    }
+
+    /// Starts the first run of a conversation that is not stored yet (`conv` from
+    /// [`Store::draft_conversation`]): the conversation, the run and its query are written in
+    /// one transaction, and there is no history to read. Nothing is stored if the start fails.
+    pub async fn start_in_new(
+        self: &Arc<Self>,
+        owner: &str,
+        conv: &Conversation,
+        req: StartRun,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        self.start_run(owner, conv, req, true).await
+    }
+
+    async fn start_run(
+        self: &Arc<Self>,
+        owner: &str,
+        conv: &Conversation,
+        req: StartRun,
+        new_conversation: bool,
+    ) -> Result<Arc<LiveRun>, RunError> {
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
         }
@@ -180,7 +202,10 @@ impl RunManager {
                 v.insert(run_id);
             }
         }
-        match self.prepare(owner, conv, &req, run_id).await {
+        match self
+            .prepare(owner, conv, &req, run_id, new_conversation)
+            .await
+        {
             Ok((agent, input)) => {
                 let queue = Arc::new(InterruptQueue::new());
                 self.queues.insert(conv.id, queue.clone());
@@ -216,6 +241,7 @@ impl RunManager {
         conv: &Conversation,
         req: &StartRun,
         run_id: Uuid,
+        new_conversation: bool,
     ) -> Result<(ReActAgent, RunInput), RunError> {
         let model_name = req
             .model
@@ -244,10 +270,12 @@ impl RunManager {
         if let Some(c) = &self.compact_llm {
             agent = agent.with_compact_llm(c.clone());
         }
-        let history = self
-            .store
-            .list_messages(conv.id)
-            .await?
+        let stored = if new_conversation {
+            Vec::new()
+        } else {
+            self.store.list_messages(conv.id).await?
+        };
+        let history = stored
             .into_iter()
             .map(|m| match (m.role.as_str(), m.kind.as_str()) {
                 ("assistant", _) => Message::assistant(m.content),
@@ -255,25 +283,28 @@ impl RunManager {
                 _ => Message::user(m.content),
             })
             .collect();
-        self.store
-            .create_run_with_query(
-                NewRun {
-                    id: run_id,
-                    conversation_id: conv.id,
-                    owner: owner.to_string(),
-                    mode: agent.mode().as_str().to_string(),
-                    model: model_name.clone(),
-                },
-                NewMessage {
-                    id: None,
-                    conversation_id: conv.id,
-                    role: "user".into(),
-                    kind: "query".into(),
-                    content: req.query.clone(),
-                    run_id: Some(run_id),
-                },
-            )
-            .await?;
+        let run = NewRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: owner.to_string(),
+            mode: agent.mode().as_str().to_string(),
+            model: model_name.clone(),
+        };
+        let query = NewMessage {
+            id: None,
+            conversation_id: conv.id,
+            role: "user".into(),
+            kind: "query".into(),
+            content: req.query.clone(),
+            run_id: Some(run_id),
+        };
+        if new_conversation {
+            self.store
+                .create_conversation_with_run(conv, run, query)
+                .await?;
+        } else {
+            self.store.create_run_with_query(run, query).await?;
+        }
         let input = RunInput {
             run_id: run_id.to_string(),
             conversation_id: conv.id.to_string(),

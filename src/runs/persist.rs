@@ -85,6 +85,9 @@ pub struct EventWriter {
     store: Store,
     state: Mutex<State>,
     wake: Notify,
+    /// A run is waiting for its final write: the next transaction starts without waiting out
+    /// `interval` (its `done` is held back until then, and so is the run's end).
+    closing: Notify,
     /// Shortest time between two transactions: events arriving meanwhile share the next one.
     interval: Duration,
 }
@@ -95,6 +98,7 @@ impl EventWriter {
             store,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
+            closing: Notify::new(),
             interval,
         })
     }
@@ -142,6 +146,7 @@ impl EventWriter {
             t.closing = Some((closing.map(|(done, state)| Closing { done, state }), tx));
         }
         self.wake.notify_one();
+        self.closing.notify_one();
         rx.await.unwrap_or(Err(PersistError::Stopped))
     }
 
@@ -168,11 +173,17 @@ impl EventWriter {
             let mut next_tick = tokio::time::Instant::now() + self.interval;
             if self.write(planned).await {
                 failing = 0;
+                // A run that ended meanwhile is written as soon as this write is done: ticks
+                // batch the events of running runs, not the ends of finished ones.
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next_tick) => {}
+                    _ = self.closing.notified() => {}
+                }
             } else {
                 failing += 1;
                 next_tick += self.interval * (1u32 << failing.min(6));
+                tokio::time::sleep_until(next_tick).await;
             }
-            tokio::time::sleep_until(next_tick).await;
         }
         let waiting: Vec<_> = {
             let mut st = self.lock();

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::runs::check_storable;
 use super::{AppState, Owner};
-use crate::store::{Conversation, NewConversation, StoredMessage};
+use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 
 /// How long `DELETE` waits for a cancelled run to write its final state.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -85,7 +85,7 @@ fn validate(state: &AppState, body: &CreateConversation) -> Result<(), ApiError>
     Ok(())
 }
 
-/// Creates a conversation of `owner` (also used by `POST /api/chat`).
+/// Creates a conversation of `owner`.
 pub async fn create_for(
     state: &AppState,
     owner: &Owner,
@@ -99,6 +99,23 @@ pub async fn create_for(
         tools: body.tools,
     };
     Ok(state.store.create_conversation(&owner.0, new).await?)
+}
+
+/// A validated new conversation of `owner`, not stored yet (`POST /api/chat` stores it with
+/// its first run).
+pub fn draft_for(
+    state: &AppState,
+    owner: &Owner,
+    body: CreateConversation,
+) -> Result<Conversation, ApiError> {
+    validate(state, &body)?;
+    let new = NewConversation {
+        title: body.title,
+        model: body.model,
+        system_prompt: body.system_prompt,
+        tools: body.tools,
+    };
+    Ok(Store::draft_conversation(&owner.0, new))
 }
 
 /// The caller's conversation or 404.

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::conversations::{create_for, owned, CreateConversation};
+use super::conversations::{draft_for, owned, CreateConversation};
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::{AppState, Owner};
@@ -120,6 +120,17 @@ async fn launch(
     conversation: &Conversation,
     request: StartRun,
 ) -> Result<std::sync::Arc<LiveRun>, ApiError> {
+    launch_run(state, owner, conversation, request, false).await
+}
+
+/// [`launch`]; with `new_conversation`, `conversation` is a draft stored with the run.
+async fn launch_run(
+    state: &AppState,
+    owner: &Owner,
+    conversation: &Conversation,
+    request: StartRun,
+    new_conversation: bool,
+) -> Result<std::sync::Arc<LiveRun>, ApiError> {
     check_text("query", &request.query, state.config.server.max_query_chars)?;
     if request.max_iterations == Some(0) {
         return Err(ApiError::invalid("max_iterations must be at least 1"));
@@ -131,7 +142,14 @@ async fn launch(
     // which the request cannot cancel: once begun, a run is fully started (and observed).
     let (state, owner, conversation) = (state.clone(), owner.0.clone(), conversation.clone());
     let start = tokio::spawn(async move {
-        let live = state.runs.start(&owner, &conversation, request).await?;
+        let live = if new_conversation {
+            state
+                .runs
+                .start_in_new(&owner, &conversation, request)
+                .await?
+        } else {
+            state.runs.start(&owner, &conversation, request).await?
+        };
         tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
         state.metrics.observe_run(&live);
         Ok::<_, ApiError>(live)
@@ -197,8 +215,9 @@ pub async fn chat(
 ) -> Result<Response, ApiError> {
     let mode = parse_mode(body.mode.as_deref())?;
     check_text("query", &body.query, state.config.server.max_query_chars)?;
-    let conversation = match body.conversation_id {
-        Some(id) => owned(&state, &owner, id).await?,
+    // A new conversation is stored with its first run, in one transaction.
+    let (conversation, new_conversation) = match body.conversation_id {
+        Some(id) => (owned(&state, &owner, id).await?, false),
         None => {
             let title: String = body.query.trim().chars().take(80).collect();
             let new = CreateConversation {
@@ -206,7 +225,7 @@ pub async fn chat(
                 model: body.model.clone(),
                 ..CreateConversation::default()
             };
-            create_for(&state, &owner, new).await?
+            (draft_for(&state, &owner, new)?, true)
         }
     };
     let request = StartRun {
@@ -215,7 +234,7 @@ pub async fn chat(
         mode,
         max_iterations: None,
     };
-    let live = launch(&state, &owner, &conversation, request).await?;
+    let live = launch_run(&state, &owner, &conversation, request, new_conversation).await?;
     Ok(stream_of(&state, &live))
 }
 

@@ -107,37 +107,49 @@ pub(super) const INSERT_MESSAGE_SQL: &str =
 pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
+/// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, created_at,
+/// updated_at (see [`bind_conversation`]).
+pub(super) const INSERT_CONVERSATION_SQL: &str =
+    "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
+     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// Binds [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
+pub(super) fn bind_conversation<'q, DB>(
+    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
+    c: &'q Conversation,
+    updated_micros: i64,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    // Infallible: a Vec<String> always serialises.
+    let tools = c
+        .tools
+        .as_ref()
+        .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
+    q.bind(c.id.to_string())
+        .bind(c.owner.as_str())
+        .bind(c.title.as_deref())
+        .bind(c.model.as_deref())
+        .bind(c.system_prompt.as_deref())
+        .bind(tools)
+        .bind(c.created_at.timestamp_micros())
+        .bind(updated_micros)
+}
+
 impl Store {
-    pub async fn create_conversation(
-        &self,
-        owner: &str,
-        new: NewConversation,
-    ) -> Result<Conversation, StoreError> {
-        let _turn = self.write_turn().await;
-        let id = Uuid::new_v4();
-        let (at, micros) = now();
-        // Infallible: a Vec<String> always serialises.
-        let tools = new
-            .tools
-            .as_ref()
-            .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
-        with_pool!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
-                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
-            )
-            .bind(id.to_string())
-            .bind(owner)
-            .bind(&new.title)
-            .bind(&new.model)
-            .bind(&new.system_prompt)
-            .bind(&tools)
-            .bind(micros)
-            .execute(pool)
-            .await?;
-        });
-        Ok(Conversation {
-            id,
+    /// A new conversation of `owner` as [`Store::create_conversation`] would store it (fresh id,
+    /// created now), not written yet: [`Store::create_conversation_with_run`] stores it together
+    /// with its first run.
+    pub fn draft_conversation(owner: &str, new: NewConversation) -> Conversation {
+        let (at, _) = now();
+        Conversation {
+            id: Uuid::new_v4(),
             owner: owner.to_string(),
             title: new.title,
             model: new.model,
@@ -146,7 +158,23 @@ impl Store {
             created_at: at,
             updated_at: at,
             active_run_id: None,
-        })
+        }
+    }
+
+    pub async fn create_conversation(
+        &self,
+        owner: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, StoreError> {
+        let conversation = Store::draft_conversation(owner, new);
+        let _turn = self.write_turn().await;
+        let micros = conversation.created_at.timestamp_micros();
+        with_pool!(self, |pool| {
+            bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), &conversation, micros)
+                .execute(pool)
+                .await?;
+        });
+        Ok(conversation)
     }
 
     pub async fn get_conversation(

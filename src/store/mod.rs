@@ -182,7 +182,12 @@ async fn connect_sqlite(url: &str) -> Result<SqlitePool, StoreError> {
         }
     }
 
-    let mut pool = SqlitePoolOptions::new().acquire_timeout(Duration::from_secs(10));
+    // No liveness ping before handing out a connection: an in-process SQLite connection cannot
+    // drop, and the ping is a round trip to its worker thread (two thread wake-ups) on every
+    // statement the pool runs.
+    let mut pool = SqlitePoolOptions::new()
+        .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false);
     if in_memory {
         // An in-memory database lives as long as a connection to it: keep exactly one, forever.
         pool = pool

@@ -8,9 +8,11 @@
 
 use uuid::Uuid;
 
-use super::conversations::{INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use super::conversations::{
+    bind_conversation, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL,
+};
 use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
-use super::{with_pool, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError};
+use super::{with_pool, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError};
 use crate::agent::events::RunStatus;
 use crate::llm::Usage;
 
@@ -142,6 +144,52 @@ impl Store {
             sqlx::query(TOUCH_CONVERSATION_SQL)
                 .bind(micros)
                 .bind(&conversation_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// Stores a new conversation (from [`Store::draft_conversation`]) with its first `running`
+    /// run and that run's query in one transaction — the start of `POST /api/chat` without a
+    /// conversation id costs one write transaction, and a failed start leaves nothing behind.
+    pub async fn create_conversation_with_run(
+        &self,
+        conversation: &Conversation,
+        new: NewRun,
+        query: NewMessage,
+    ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
+        let (_, micros) = now();
+        let message_id = query.id.unwrap_or_else(Uuid::new_v4).to_string();
+        let conversation_id = query.conversation_id.to_string();
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            // `updated_at` is the query's time, as a touch by the query would leave it.
+            bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), conversation, micros)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
+            )
+            .bind(new.id.to_string())
+            .bind(new.conversation_id.to_string())
+            .bind(&new.owner)
+            .bind(&new.mode)
+            .bind(&new.model)
+            .bind(micros)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(INSERT_MESSAGE_SQL)
+                .bind(&message_id)
+                .bind(&conversation_id)
+                .bind(&query.role)
+                .bind(&query.kind)
+                .bind(super::storable(&query.content))
+                .bind(query.run_id.map(|r| r.to_string()))
+                .bind(micros)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
