@@ -107,6 +107,39 @@ struct Accepted {
     interrupts: HashMap<Uuid, (Uuid, String)>,
 }
 
+/// On PostgreSQL, waits until the killed server's sessions have ended. A session can still be
+/// executing a COMMIT it received just before the SIGKILL; if the restarted server's recovery
+/// scan ran first, that run would be committed `running` after recovery (a deployment
+/// precondition documented in RELIABILITY.md: the old process's sessions are gone before the
+/// new one recovers). SQLite has no such sessions: the writer died with the process.
+async fn wait_for_dead_sessions(db_url: &str) {
+    if !db_url.starts_with("postgres") {
+        return;
+    }
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(db_url)
+        .await
+        .unwrap();
+    let wait = async {
+        loop {
+            let others: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            if others == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(TIMEOUT, wait)
+        .await
+        .expect("the killed server's PostgreSQL sessions did not end");
+    sqlx::Connection::close(conn).await.unwrap();
+}
+
 /// One load worker: conversations, runs and interrupts until the server dies (or `stop`).
 async fn worker(
     base: String,
@@ -309,6 +342,7 @@ async fn crash_cycles(db_url: &str) {
         for w in workers {
             tokio::time::timeout(TIMEOUT, w).await.unwrap().unwrap();
         }
+        wait_for_dead_sessions(db_url).await;
         server = Server::start(dir.path(), db_url, &llm).await;
         let store = Store::connect(db_url).await.unwrap();
         let acc = std::mem::take(&mut *accepted.lock().unwrap());
