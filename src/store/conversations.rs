@@ -103,6 +103,33 @@ pub(super) const INSERT_MESSAGE_SQL: &str =
     "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
+/// Binds [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as U+FFFD, see
+/// [`super::storable`]), created at `micros`.
+pub(super) fn bind_message<'q, DB>(
+    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
+    id: String,
+    m: &'q NewMessage,
+    micros: i64,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let q = q
+        .bind(id)
+        .bind(m.conversation_id.to_string())
+        .bind(m.role.as_str())
+        .bind(m.kind.as_str());
+    let q = match super::storable(&m.content) {
+        std::borrow::Cow::Borrowed(text) => q.bind(text),
+        std::borrow::Cow::Owned(text) => q.bind(text),
+    };
+    q.bind(m.run_id.map(|r| r.to_string())).bind(micros)
+}
+
 /// Bumps a conversation's `updated_at`. Binds: updated_at, id.
 pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
@@ -307,16 +334,14 @@ impl Store {
         let content = super::storable(&new.content).into_owned();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query(INSERT_MESSAGE_SQL)
-                .bind(id.to_string())
-                .bind(&conversation_id)
-                .bind(&new.role)
-                .bind(&new.kind)
-                .bind(&content)
-                .bind(new.run_id.map(|r| r.to_string()))
-                .bind(micros)
-                .execute(&mut *tx)
-                .await?;
+            bind_message(
+                sqlx::query(INSERT_MESSAGE_SQL),
+                id.to_string(),
+                &new,
+                micros,
+            )
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(TOUCH_CONVERSATION_SQL)
                 .bind(micros)
                 .bind(&conversation_id)

@@ -9,7 +9,7 @@
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::conversations::{INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
 use super::runs::FINISH_RUN_SQL;
 use super::{with_pool, AuditRow, RunBatch, Store, StoreError, StoredEvent};
@@ -131,20 +131,13 @@ impl Store {
                     .rows_affected();
                 finished[i] = updated == 1;
                 if let (true, Some(answer)) = (finished[i], &fin.answer) {
-                    let conversation_id = answer.conversation_id.to_string();
-                    sqlx::query(INSERT_MESSAGE_SQL)
-                        .bind(answer.id.unwrap_or_else(Uuid::new_v4).to_string())
-                        .bind(&conversation_id)
-                        .bind(&answer.role)
-                        .bind(&answer.kind)
-                        .bind(super::storable(&answer.content))
-                        .bind(answer.run_id.map(|r| r.to_string()))
-                        .bind(micros)
+                    let id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
+                    bind_message(sqlx::query(INSERT_MESSAGE_SQL), id, answer, micros)
                         .execute(&mut *tx)
                         .await?;
                     sqlx::query(TOUCH_CONVERSATION_SQL)
                         .bind(micros)
-                        .bind(&conversation_id)
+                        .bind(answer.conversation_id.to_string())
                         .execute(&mut *tx)
                         .await?;
                 }

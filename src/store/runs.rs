@@ -9,7 +9,8 @@
 use uuid::Uuid;
 
 use super::conversations::{
-    bind_conversation, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL,
+    bind_conversation, bind_message, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
+    TOUCH_CONVERSATION_SQL,
 };
 use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
 use super::{with_pool, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError};
@@ -82,6 +83,32 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
 }
 
+/// Inserts a `running` run. Binds: id, conversation_id, owner, mode, model, started_at (see
+/// [`bind_run`]).
+const INSERT_RUN_SQL: &str =
+    "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+     VALUES ($1, $2, $3, 'running', $4, $5, $6)";
+
+/// Binds [`INSERT_RUN_SQL`] for `r`, started at `micros`.
+fn bind_run<'q, DB>(
+    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
+    r: &'q NewRun,
+    micros: i64,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    q.bind(r.id.to_string())
+        .bind(r.conversation_id.to_string())
+        .bind(r.owner.as_str())
+        .bind(r.mode.as_str())
+        .bind(r.model.as_str())
+        .bind(micros)
+}
+
 impl Store {
     /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when
     /// the conversation already has a running run.
@@ -89,18 +116,9 @@ impl Store {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_pool!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
-                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
-            )
-            .bind(new.id.to_string())
-            .bind(new.conversation_id.to_string())
-            .bind(&new.owner)
-            .bind(&new.mode)
-            .bind(&new.model)
-            .bind(micros)
-            .execute(pool)
-            .await?;
+            bind_run(sqlx::query(INSERT_RUN_SQL), &new, micros)
+                .execute(pool)
+                .await?;
         });
         Ok(())
     }
@@ -119,26 +137,10 @@ impl Store {
         let conversation_id = query.conversation_id.to_string();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
-                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
-            )
-            .bind(new.id.to_string())
-            .bind(new.conversation_id.to_string())
-            .bind(&new.owner)
-            .bind(&new.mode)
-            .bind(&new.model)
-            .bind(micros)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(INSERT_MESSAGE_SQL)
-                .bind(&message_id)
-                .bind(&conversation_id)
-                .bind(&query.role)
-                .bind(&query.kind)
-                .bind(super::storable(&query.content))
-                .bind(query.run_id.map(|r| r.to_string()))
-                .bind(micros)
+            bind_run(sqlx::query(INSERT_RUN_SQL), &new, micros)
+                .execute(&mut *tx)
+                .await?;
+            bind_message(sqlx::query(INSERT_MESSAGE_SQL), message_id, &query, micros)
                 .execute(&mut *tx)
                 .await?;
             sqlx::query(TOUCH_CONVERSATION_SQL)
@@ -163,33 +165,16 @@ impl Store {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
         let message_id = query.id.unwrap_or_else(Uuid::new_v4).to_string();
-        let conversation_id = query.conversation_id.to_string();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             // `updated_at` is the query's time, as a touch by the query would leave it.
             bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), conversation, micros)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(
-                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
-                 VALUES ($1, $2, $3, 'running', $4, $5, $6)",
-            )
-            .bind(new.id.to_string())
-            .bind(new.conversation_id.to_string())
-            .bind(&new.owner)
-            .bind(&new.mode)
-            .bind(&new.model)
-            .bind(micros)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(INSERT_MESSAGE_SQL)
-                .bind(&message_id)
-                .bind(&conversation_id)
-                .bind(&query.role)
-                .bind(&query.kind)
-                .bind(super::storable(&query.content))
-                .bind(query.run_id.map(|r| r.to_string()))
-                .bind(micros)
+            bind_run(sqlx::query(INSERT_RUN_SQL), &new, micros)
+                .execute(&mut *tx)
+                .await?;
+            bind_message(sqlx::query(INSERT_MESSAGE_SQL), message_id, &query, micros)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
