@@ -12,7 +12,7 @@
 mod api_support;
 
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use api_support::{read_all, read_until};
@@ -20,10 +20,8 @@ use reagent::agent::RunStatus;
 use reagent::store::Store;
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reagent");
 /// A safety net for a hung child, not a synchronisation delay.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// `server.shutdown_grace_s` of the children.
@@ -38,40 +36,18 @@ struct Server {
 impl Server {
     /// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
     async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .current_dir(dir)
-            .env_clear()
-            .envs([
-                ("REAGENT_BIND", "127.0.0.1:0"),
+        let (child, base) = api_support::spawn_serve(
+            dir,
+            &[
                 ("DATABASE_URL", db_url),
                 ("LLM_BASE_URL", llm.base_url().as_str()),
                 ("LLM_MAX_RETRIES", "0"),
                 ("RUST_LOG", "info"),
-            ])
-            .kill_on_drop(true)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("reagent could not be started");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let find_addr = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some((_, rest)) = line.split_once("listening on http://") {
-                    return rest.trim().to_string();
-                }
-            }
-            panic!("reagent exited before listening");
-        };
-        let addr = tokio::time::timeout(TIMEOUT, find_addr)
-            .await
-            .expect("no listening line");
-        // Keep draining the log so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Server {
-            child,
-            base: format!("http://{addr}"),
-        }
+            ],
+            TIMEOUT,
+        )
+        .await;
+        Server { child, base }
     }
 
     fn url(&self, path: &str) -> String {

@@ -23,7 +23,6 @@ mod api_support;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,12 +31,10 @@ use reagent::agent::RunStatus;
 use reagent::store::Store;
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reagent");
 /// A safety net for a hung child, not a synchronisation delay.
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// Concurrent load workers per cycle.
@@ -52,40 +49,19 @@ struct Server {
 
 impl Server {
     async fn start(dir: &Path, db_url: &str, llm: &str) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .current_dir(dir)
-            .env_clear()
-            .envs([
-                ("REAGENT_BIND", "127.0.0.1:0"),
+        let (child, base) = api_support::spawn_serve(
+            dir,
+            &[
                 ("DATABASE_URL", db_url),
                 ("LLM_BASE_URL", llm),
                 ("LLM_API_KEY", "test"),
                 ("LLM_MAX_RETRIES", "0"),
                 ("RUST_LOG", "info"),
-            ])
-            .kill_on_drop(true)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("reagent could not be started");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let find_addr = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some((_, rest)) = line.split_once("listening on http://") {
-                    return rest.trim().to_string();
-                }
-            }
-            panic!("reagent exited before listening");
-        };
-        let addr = tokio::time::timeout(TIMEOUT, find_addr)
-            .await
-            .expect("no listening line");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Server {
-            child,
-            base: format!("http://{addr}"),
-        }
+            ],
+            TIMEOUT,
+        )
+        .await;
+        Server { child, base }
     }
 
     async fn kill9(&mut self) {

@@ -91,13 +91,7 @@ pub async fn create_for(
     owner: &Owner,
     body: CreateConversation,
 ) -> Result<Conversation, ApiError> {
-    validate(state, &body)?;
-    let new = NewConversation {
-        title: body.title,
-        model: body.model,
-        system_prompt: body.system_prompt,
-        tools: body.tools,
-    };
+    let new = validated(state, body)?;
     Ok(state.store.create_conversation(&owner.0, new).await?)
 }
 
@@ -108,14 +102,19 @@ pub fn draft_for(
     owner: &Owner,
     body: CreateConversation,
 ) -> Result<Conversation, ApiError> {
+    let new = validated(state, body)?;
+    Ok(Store::draft_conversation(&owner.0, new))
+}
+
+/// The request body checked by [`validate`], as the store's input.
+fn validated(state: &AppState, body: CreateConversation) -> Result<NewConversation, ApiError> {
     validate(state, &body)?;
-    let new = NewConversation {
+    Ok(NewConversation {
         title: body.title,
         model: body.model,
         system_prompt: body.system_prompt,
         tools: body.tools,
-    };
-    Ok(Store::draft_conversation(&owner.0, new))
+    })
 }
 
 /// The caller's conversation or 404.

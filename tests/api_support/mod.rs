@@ -590,3 +590,40 @@ pub async fn error_code(response: reqwest::Response, status: u16) -> String {
     body["error"]["message"].as_str().expect("error.message");
     body["error"]["code"].as_str().unwrap().to_string()
 }
+
+/// Starts the real binary (`reagent serve`) in `dir` with a cleared environment plus `env`
+/// (`REAGENT_BIND=127.0.0.1:0` is added), waits for its "listening on" log line, and keeps
+/// draining its log so the child never blocks on a full pipe. Returns the child (killed on drop)
+/// and the base URL.
+pub async fn spawn_serve(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reagent"))
+        .arg("serve")
+        .current_dir(dir)
+        .env_clear()
+        .env("REAGENT_BIND", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("reagent could not be started");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let find_addr = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((_, rest)) = line.split_once("listening on http://") {
+                return rest.trim().to_string();
+            }
+        }
+        panic!("reagent exited before listening");
+    };
+    let addr = tokio::time::timeout(timeout, find_addr)
+        .await
+        .expect("no listening line");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, format!("http://{addr}"))
+}
