@@ -103,7 +103,7 @@ fn bench_iterations(c: &mut Criterion) {
                         rt.block_on(async {
                             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                             let handles = RunHandles {
-                                events: tx,
+                                events: tx.into(),
                                 interrupts: Arc::new(InterruptQueue::new()),
                                 cancel: Default::default(),
                                 artifacts: Arc::new(MemoryArtifacts::new()),

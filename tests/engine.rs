@@ -517,7 +517,7 @@ async fn history_is_sent_before_the_pinned_query() {
     );
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
-        events: tx,
+        events: tx.into(),
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: Default::default(),
         artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
@@ -534,7 +534,7 @@ async fn history_is_sent_before_the_pinned_query() {
     };
     let (tx2, mut rx2) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
-        events: tx2,
+        events: tx2.into(),
         ..handles
     };
     agent.run(input, handles).await;

@@ -59,7 +59,7 @@ async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
     let agent = ReActAgent::new(Arc::new(llm), tools, HookRunner::default(), cfg);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
-        events: tx,
+        events: tx.into(),
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),
         artifacts: Arc::new(MemoryArtifacts::new()),

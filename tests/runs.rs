@@ -24,10 +24,16 @@ struct Fixture {
 }
 
 async fn fixture(tools: ToolRegistry) -> Fixture {
+    let llm = Arc::new(ScriptedLlm::native());
+    fixture_with(llm.clone(), llm as Arc<dyn Llm>, tools).await
+}
+
+/// `model` serves the runs; `llm` is what the test scripts (the same object unless the test
+/// brings its own model).
+async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>, tools: ToolRegistry) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = Store::connect(&url).await.unwrap();
-    let llm = Arc::new(ScriptedLlm::native());
     let info = ModelInfo {
         name: "default".into(),
         model: "scripted".into(),
@@ -37,7 +43,7 @@ async fn fixture(tools: ToolRegistry) -> Fixture {
         hints: vec![],
         default: true,
     };
-    let models = ModelRegistry::single(info, llm.clone() as Arc<dyn Llm>);
+    let models = ModelRegistry::single(info, model);
     let runs = Arc::new(RunManager::new(
         store.clone(),
         models,
@@ -92,7 +98,7 @@ async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
         .collect();
     let live_log: Vec<(u64, String, String)> = events
         .iter()
-        .map(|e| (e.id, e.name.clone(), e.data.clone()))
+        .map(|e| (e.id, e.name.to_string(), e.data.to_string()))
         .collect();
     assert_eq!(stored, live_log);
     let msgs = f.store.list_messages(conv.id).await.unwrap();
@@ -251,4 +257,66 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
     // The conversation accepts a new run.
     f.llm.text("ok");
     assert!(f.runs.start("", &conv, query("again")).await.is_ok());
+}
+
+/// A model whose every call panics: a bug in the engine or a provider client.
+struct PanickingLlm;
+
+#[async_trait::async_trait]
+impl Llm for PanickingLlm {
+    fn model(&self) -> &str {
+        "panicking"
+    }
+    fn abilities(&self) -> reagent::llm::Abilities {
+        reagent::llm::Abilities::default()
+    }
+    async fn chat(
+        &self,
+        _: reagent::llm::ChatRequest,
+    ) -> Result<reagent::llm::ChatResponse, reagent::llm::LlmError> {
+        panic!("bug in the model client")
+    }
+    async fn stream_chat(
+        &self,
+        _: reagent::llm::ChatRequest,
+    ) -> Result<reagent::llm::ChatStream, reagent::llm::LlmError> {
+        panic!("bug in the model client")
+    }
+}
+
+#[tokio::test]
+async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() {
+    let f = fixture_with(
+        Arc::new(ScriptedLlm::native()),
+        Arc::new(PanickingLlm),
+        ToolRegistry::new(),
+    )
+    .await;
+    let conv = f
+        .store
+        .create_conversation("alice", NewConversation::default())
+        .await
+        .unwrap();
+    let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+    let events: Vec<_> =
+        tokio::time::timeout(Duration::from_secs(10), live.log.subscribe(0).collect())
+            .await
+            .expect("the log of a run whose agent panicked is closed");
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
+    let names: Vec<&str> = events.iter().map(|e| e.name).collect();
+    assert_eq!(names, ["start", "answer", "answer", "answer", "done"]);
+    let done: serde_json::Value = serde_json::from_str(&events[4].data).unwrap();
+    assert_eq!(done["status"], "failed");
+    assert_eq!(done["error"], "internal error");
+    assert!(done["answer"].as_str().unwrap().contains("internal error"));
+
+    live.finished().await;
+    let run = f.store.get_run("alice", live.id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    let stored = f.store.list_events(live.id, 0).await.unwrap();
+    assert_eq!(stored.len(), events.len(), "every event persisted");
+    assert_eq!(f.runs.active_runs(), 0);
+    // The conversation is free for the next run.
+    assert!(f.runs.start("alice", &conv, query("again")).await.is_ok());
 }

@@ -182,7 +182,7 @@ impl ReActAgent {
         let started = Instant::now();
         let mode = self.mode();
         let events = handles.events.clone();
-        let _ = events.send(AgentEvent::Start(StartEvent {
+        events.send(AgentEvent::Start(StartEvent {
             run_id: input.run_id.clone(),
             conversation_id: input.conversation_id.clone(),
             model: input
@@ -201,7 +201,7 @@ impl ReActAgent {
             match selection {
                 Some(s) => {
                     usage += s.usage;
-                    let _ = events.send(AgentEvent::Step(s.event));
+                    events.send(AgentEvent::Step(s.event));
                     s.tools
                 }
                 None => self.tools.clone(),
@@ -242,7 +242,7 @@ impl ReActAgent {
         };
 
         let elapsed = started.elapsed();
-        let _ = events.send(AgentEvent::Done(DoneEvent {
+        events.send(AgentEvent::Done(DoneEvent {
             status: outcome.status,
             iterations: outcome.iterations,
             tool_calls: outcome.tool_calls,

@@ -1,15 +1,51 @@
 //! [`AgentEvent`]: the one place that defines the wire shape of SPEC §4. Each variant maps to an
 //! SSE `event:` name ([`AgentEvent::name`]) and its serialised data is the SSE `data:` line.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::llm::Usage;
 
-/// Where the engine sends events. Unbounded so that the agent never waits on a reader; the
-/// run owner drains it promptly into the run's event log.
-pub type EventSink = mpsc::UnboundedSender<AgentEvent>;
+/// Where the engine sends events: a function called in the emitting task, in order. It must
+/// not block; the agent never waits on a reader. The run manager's sink serialises the event
+/// and appends it to the run's event log right there (no forwarding task, one wake-up less per
+/// token); tests and benches use a channel ([`EventSink::channel`]).
+#[derive(Clone)]
+pub struct EventSink(Arc<dyn Fn(AgentEvent) + Send + Sync>);
+
+impl EventSink {
+    pub fn new(f: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// A sink that forwards into an unbounded channel, and its receiver.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<AgentEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (tx.into(), rx)
+    }
+
+    pub fn send(&self, event: AgentEvent) {
+        (self.0)(event)
+    }
+}
+
+impl From<mpsc::UnboundedSender<AgentEvent>> for EventSink {
+    /// Events sent after the receiver is gone are dropped.
+    fn from(tx: mpsc::UnboundedSender<AgentEvent>) -> Self {
+        Self::new(move |e| {
+            let _ = tx.send(e);
+        })
+    }
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSink")
+    }
+}
 
 /// Which loop protocol a run uses (SPEC §2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +198,18 @@ pub enum AgentEvent {
     Compact(CompactEvent),
     Answer(AnswerEvent),
     Done(DoneEvent),
+}
+
+/// The static SSE name for a stored event name (`"done"` for anything unknown, as
+/// [`AgentEvent::from_parts`] reads it).
+pub fn static_name(name: &str) -> &'static str {
+    match name {
+        "start" => "start",
+        "step" => "step",
+        "compact" => "compact",
+        "answer" => "answer",
+        _ => "done",
+    }
 }
 
 impl AgentEvent {

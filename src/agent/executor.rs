@@ -81,7 +81,7 @@ fn display_args(args: &Result<Value, String>) -> Value {
 
 impl Executor {
     fn emit(&self, step: StepEvent) {
-        let _ = self.events.send(AgentEvent::Step(step));
+        self.events.send(AgentEvent::Step(step));
     }
 
     /// Runs every call concurrently. Returns results in call order and whether the batch was

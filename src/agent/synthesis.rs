@@ -59,7 +59,7 @@ pub fn build_trace(query: &str, steps: &[StepRecord], brief: &str, truncation: u
 
 fn emit(events: &EventSink, e: AnswerEvent) {
     // A closed sink means nobody listens any more; the run still finishes.
-    let _ = events.send(AgentEvent::Answer(e));
+    events.send(AgentEvent::Answer(e));
 }
 
 /// Streams `text` as the answer (the fallback path), with `reset` first when needed.

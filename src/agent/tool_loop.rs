@@ -130,7 +130,7 @@ impl<'a> LoopRun<'a> {
     }
 
     fn emit(&self, step: StepEvent) {
-        let _ = self.events().send(AgentEvent::Step(step));
+        self.events().send(AgentEvent::Step(step));
     }
 
     pub async fn run(&mut self) {
@@ -291,7 +291,7 @@ impl<'a> LoopRun<'a> {
         };
         self.usage += compaction.usage;
         self.messages = compaction.messages;
-        let _ = self.events().send(AgentEvent::Compact(compaction.event));
+        self.events().send(AgentEvent::Compact(compaction.event));
     }
 
     /// Drained interrupts become ONE pinned `[USER INTERRUPT]` message.

@@ -2,23 +2,41 @@
 //! ids (1, 2, 3…) and appends; any number of subscribers replay and follow it, each holding only
 //! a cursor, so a slow or vanished reader never blocks the run nor grows memory per reader, and
 //! resuming from `Last-Event-ID` is just starting the cursor there.
+//!
+//! Appends come from whichever task emits (the agent, its tool tasks); the mutex orders them.
+//! [`EventLog::seal`] stops ordinary appends so that the run's owner can write the final event
+//! under a known id ([`EventLog::close_with`]) after persisting it.
 
 use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use tokio::sync::{watch, Notify};
 
-/// One event as it goes on the wire.
+/// One event as it goes on the wire. Kept for the whole run, once per event: the name is one
+/// of the SPEC's static names and the data exact-size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoggedEvent {
     pub id: u64,
-    pub name: String,
-    pub data: String,
+    pub name: &'static str,
+    pub data: Box<str>,
+}
+
+impl LoggedEvent {
+    /// An event read back from storage (its name mapped onto the static names).
+    pub fn stored(id: u64, name: &str, data: String) -> Self {
+        Self {
+            id,
+            name: crate::agent::events::static_name(name),
+            data: data.into_boxed_str(),
+        }
+    }
 }
 
 #[derive(Default)]
 struct Inner {
     events: Vec<Arc<LoggedEvent>>,
+    /// Ordinary appends are refused (see [`EventLog::seal`]).
+    sealed: bool,
     closed: bool,
 }
 
@@ -50,26 +68,57 @@ impl EventLog {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends an event with the next id and wakes subscribers.
-    pub fn append(&self, name: &str, data: String) -> Arc<LoggedEvent> {
-        let ev = {
+    /// Appends an event with the next id and wakes subscribers; `false` (dropped) once sealed.
+    pub fn append(&self, name: &'static str, data: String) -> bool {
+        let id = {
             let mut g = self.lock();
-            let ev = Arc::new(LoggedEvent {
-                id: g.events.len() as u64 + 1,
-                name: name.to_string(),
-                data,
-            });
-            g.events.push(ev.clone());
-            ev
+            if g.sealed || g.closed {
+                return false;
+            }
+            Self::push(&mut g, name, data)
         };
-        self.version.send_replace(ev.id);
-        ev
+        self.version.send_replace(id);
+        true
+    }
+
+    fn push(g: &mut Inner, name: &'static str, data: String) -> u64 {
+        let id = g.events.len() as u64 + 1;
+        g.events.push(Arc::new(LoggedEvent {
+            id,
+            name,
+            data: data.into_boxed_str(),
+        }));
+        id
+    }
+
+    /// Refuses every later [`Self::append`]; returns the id the final event will get. The first
+    /// call wins: `None` if the log was already sealed or closed.
+    pub fn seal(&self) -> Option<u64> {
+        let mut g = self.lock();
+        if g.sealed || g.closed {
+            return None;
+        }
+        g.sealed = true;
+        Some(g.events.len() as u64 + 1)
+    }
+
+    /// Appends the final event (even when sealed) and closes the log.
+    pub fn close_with(&self, name: &'static str, data: String) {
+        {
+            let mut g = self.lock();
+            if g.closed {
+                return;
+            }
+            Self::push(&mut g, name, data);
+        }
+        self.close();
     }
 
     /// No more events will come; subscribers end after draining.
     pub fn close(&self) {
         let last = {
             let mut g = self.lock();
+            g.sealed = true;
             g.closed = true;
             g.events.len() as u64
         };
@@ -190,6 +239,23 @@ mod tests {
         assert!(none.is_empty());
         let beyond: Vec<u64> = log.subscribe(99).map(|e| e.id).collect().await;
         assert!(beyond.is_empty());
+    }
+
+    #[test]
+    fn sealed_log_takes_only_the_final_event() {
+        let log = EventLog::new();
+        assert!(log.append("start", "{}".into()));
+        assert_eq!(log.seal(), Some(2));
+        assert_eq!(log.seal(), None, "only the first seal wins");
+        assert!(!log.append("step", "{}".into()), "dropped after the seal");
+        log.close_with("done", "{}".into());
+        assert!(log.is_closed());
+        let (events, closed) = log.since(0);
+        assert!(closed);
+        let names: Vec<_> = events.iter().map(|e| (e.id, e.name)).collect();
+        assert_eq!(names, [(1, "start"), (2, "done")]);
+        log.close_with("done", "{}".into());
+        assert_eq!(log.len(), 2, "a closed log takes nothing more");
     }
 
     #[tokio::test]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use futures::stream::{self, BoxStream, StreamExt};
-use tokio::sync::mpsc;
+use futures::FutureExt;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -18,7 +19,7 @@ use uuid::Uuid;
 use super::log::{EventLog, LoggedEvent};
 use super::persist::EventWriter;
 use crate::agent::artifacts::ArtifactSink;
-use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, RunStatus, StartEvent};
+use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, EventSink, RunStatus, StartEvent};
 use crate::agent::hooks::HookRunner;
 use crate::agent::interrupts::Recall;
 use crate::agent::{AgentConfig, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput};
@@ -222,10 +223,8 @@ impl RunManager {
                 let l = live.clone();
                 // Every log line of the run carries its ids.
                 let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv.id);
-                self.tracker.spawn(
-                    async move { me.drive(l, Arc::new(agent), input, queue).await }
-                        .instrument(span),
-                );
+                self.tracker
+                    .spawn(async move { me.drive(l, agent, input, queue).await }.instrument(span));
                 Ok(live)
             }
             Err(e) => {
@@ -315,80 +314,102 @@ impl RunManager {
         Ok((agent, input))
     }
 
-    /// Runs the agent, forwards its events, persists, and cleans up.
+    /// Runs the agent, persists, and cleans up. The agent's events go straight into the run's
+    /// log from the task that emits them (see [`EventSink`]); `done` is held back: it is
+    /// persisted with the run's final state first, then appended and the log closed.
     async fn drive(
         self: Arc<Self>,
         live: Arc<LiveRun>,
-        agent: Arc<ReActAgent>,
+        agent: ReActAgent,
         input: RunInput,
         queue: Arc<InterruptQueue>,
     ) {
-        let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
+        let writer = self.writer();
+        writer.register(live.id, live.log.clone());
+        // Only the first `done` is kept, and nothing after it: the log is sealed right away.
+        let (done_tx, done_rx) = oneshot::channel::<(DoneEvent, String, u64)>();
+        let done_tx = Mutex::new(Some(done_tx));
+        let sink = {
+            let log = live.log.clone();
+            let writer = writer.clone();
+            EventSink::new(move |ev: AgentEvent| {
+                let data = ev.data_json();
+                match ev {
+                    AgentEvent::Done(d) => {
+                        if let Some(seq) = log.seal() {
+                            let tx = done_tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+                            if let Some(tx) = tx {
+                                let _ = tx.send((d, data, seq));
+                            }
+                        }
+                    }
+                    ev => {
+                        if log.append(ev.name(), data) {
+                            writer.notify();
+                        }
+                    }
+                }
+            })
+        };
         let handles = RunHandles {
-            events: tx.clone(),
+            events: sink.clone(),
             interrupts: queue,
             cancel: live.cancel.clone(),
             artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
         };
-        let writer = self.writer();
-        writer.register(live.id, live.log.clone());
-        let agent_task = tokio::spawn(
-            async move { agent.run(input, handles).await }.instrument(tracing::Span::current()),
-        );
-        let watchdog = async move {
-            // A panic inside the engine must still end the stream truthfully.
-            if let Err(e) = agent_task.await {
-                tracing::error!(error = %e, "agent task panicked");
-                let text = "Sorry, the run failed because of an internal error.".to_string();
-                for ev in [
-                    AgentEvent::Answer(AnswerEvent::Start),
-                    AgentEvent::Answer(AnswerEvent::Delta {
-                        content: text.clone(),
-                    }),
-                    AgentEvent::Answer(AnswerEvent::Done {
-                        content: text.clone(),
-                        fallback: true,
-                    }),
-                    AgentEvent::Done(DoneEvent {
-                        status: RunStatus::Failed,
-                        iterations: 0,
-                        tool_calls: 0,
-                        usage: Usage::default(),
-                        elapsed_ms: 0,
-                        mode: Mode::Json,
-                        answer: text.clone(),
-                        error: Some("internal error".into()),
-                        unprocessed_interrupts: vec![],
-                    }),
-                ] {
-                    let _ = tx.send(ev);
-                }
+        // In this task (one task per run); a panic inside the engine must still end the stream
+        // truthfully.
+        let ran = std::panic::AssertUnwindSafe(agent.run(input, handles))
+            .catch_unwind()
+            .await;
+        if let Err(panic) = ran {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %msg, "the agent panicked");
+            let text = "Sorry, the run failed because of an internal error.".to_string();
+            for ev in [
+                AgentEvent::Answer(AnswerEvent::Start),
+                AgentEvent::Answer(AnswerEvent::Delta {
+                    content: text.clone(),
+                }),
+                AgentEvent::Answer(AnswerEvent::Done {
+                    content: text.clone(),
+                    fallback: true,
+                }),
+                AgentEvent::Done(DoneEvent {
+                    status: RunStatus::Failed,
+                    iterations: 0,
+                    tool_calls: 0,
+                    usage: Usage::default(),
+                    elapsed_ms: 0,
+                    mode: Mode::Json,
+                    answer: text.clone(),
+                    error: Some("internal error".into()),
+                    unprocessed_interrupts: vec![],
+                }),
+            ] {
+                sink.send(ev);
             }
-            drop(tx);
-        };
-        let forward = async {
-            let mut done_seen = false;
-            while let Some(ev) = rx.recv().await {
-                if done_seen {
-                    continue; // nothing may follow `done`
-                }
-                let data = ev.data_json();
-                if let AgentEvent::Done(d) = &ev {
-                    done_seen = true;
-                    self.finish(&writer, &live, d, &data).await;
-                }
-                live.log.append(ev.name(), data);
-                writer.notify();
+        }
+        drop(sink);
+        match done_rx.await {
+            Ok((d, data, seq)) => {
+                self.finish(&writer, &live, &d, &data, seq).await;
+                live.log.close_with("done", data);
             }
-            live.log.close();
-            if !done_seen {
-                // Cannot happen (the watchdog always sends `done`); still flush what there is.
+            Err(_) => {
+                // Cannot happen (a `done` is always sent above); still flush what there is.
+                live.log.close();
                 if let Err(e) = writer.finish(live.id, None).await {
                     tracing::error!(error = %e, "could not persist the run's last events");
                 }
+                self.queues.remove(&live.conversation_id);
+                self.active.remove(&live.conversation_id);
             }
-        };
-        tokio::join!(watchdog, forward);
+        }
         self.live.remove(&live.id);
         live.done.cancel();
     }
@@ -397,7 +418,14 @@ impl RunManager {
     /// transaction (through the shared writer) before `done` becomes visible, so a client that
     /// reads `done` and asks for the run (or starts another, or replays the events from the
     /// database) sees it finished and complete.
-    async fn finish(&self, writer: &EventWriter, live: &LiveRun, d: &DoneEvent, data: &str) {
+    async fn finish(
+        &self,
+        writer: &EventWriter,
+        live: &LiveRun,
+        d: &DoneEvent,
+        data: &str,
+        seq: u64,
+    ) {
         let answer = (!d.answer.is_empty()).then(|| NewMessage {
             id: None,
             conversation_id: live.conversation_id,
@@ -416,9 +444,8 @@ impl RunManager {
             },
             answer,
         };
-        // Only this task appends, so `done` gets the next id.
         let done = StoredEvent {
-            seq: live.log.len() as i64 + 1,
+            seq: seq as i64,
             name: "done".to_string(),
             data: data.to_string(),
         };
@@ -519,13 +546,11 @@ impl RunManager {
             return Err(RunError::NotFound);
         }
         let stored = self.store.list_events(run_id, after as i64).await?;
-        Ok(stream::iter(stored.into_iter().map(|e| {
-            Arc::new(LoggedEvent {
-                id: e.seq as u64,
-                name: e.name,
-                data: e.data,
-            })
-        }))
+        Ok(stream::iter(
+            stored
+                .into_iter()
+                .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data))),
+        )
         .boxed())
     }
 

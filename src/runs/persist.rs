@@ -224,8 +224,8 @@ impl EventWriter {
                 .iter()
                 .map(|e| StoredEvent {
                     seq: e.id as i64,
-                    name: e.name.clone(),
-                    data: e.data.clone(),
+                    name: e.name.to_string(),
+                    data: e.data.to_string(),
                 })
                 .collect();
             let mut last_seq = events.last().map(|e| e.seq as u64).unwrap_or(t.written);

@@ -145,7 +145,7 @@ impl Metrics {
     /// Counts one event of a run (only `tool_end` steps and `done` matter).
     fn observe(&self, ev: &LoggedEvent) {
         // Skip parsing the rest (answer deltas are most of a run's events).
-        let wanted = match ev.name.as_str() {
+        let wanted = match ev.name {
             "done" => true,
             "step" => ev.data.contains(r#""type":"tool_end""#),
             _ => false,
@@ -156,7 +156,7 @@ impl Metrics {
         let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
             return;
         };
-        match (ev.name.as_str(), data["type"].as_str()) {
+        match (ev.name, data["type"].as_str()) {
             ("step", Some("tool_end")) => self.tool_call(
                 data["tool"].as_str().unwrap_or(""),
                 data["error"].as_bool().unwrap_or(false),

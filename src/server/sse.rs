@@ -178,7 +178,7 @@ mod tests {
     fn multi_line_data_becomes_several_data_lines() {
         let ev = LoggedEvent {
             id: 9,
-            name: "step".into(),
+            name: "step",
             data: "a\nb\r\nc".into(),
         };
         assert_eq!(
@@ -195,7 +195,7 @@ mod tests {
         let ev = |id| {
             Arc::new(LoggedEvent {
                 id,
-                name: "step".into(),
+                name: "step",
                 data: "{}".into(),
             })
         };
@@ -221,7 +221,7 @@ mod tests {
         let body = sse_response(
             futures::stream::iter(vec![Arc::new(LoggedEvent {
                 id: 3,
-                name: "step".into(),
+                name: "step",
                 data: "{\"a\":1}".into(),
             })])
             .boxed(),

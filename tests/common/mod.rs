@@ -157,7 +157,7 @@ impl Harness {
     pub async fn run(&self, query: &str) -> (AgentResult, Vec<AgentEvent>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let handles = RunHandles {
-            events: tx,
+            events: tx.into(),
             interrupts: self.queue.clone(),
             cancel: self.cancel.clone(),
             artifacts: self.artifacts.clone(),

@@ -197,10 +197,10 @@ impl Hook for ApprovalHook {
             arguments: ctx.arguments.clone(),
         });
         match &ctx.events {
-            Some(sink) if sink.send(event).is_ok() => {}
+            Some(sink) => sink.send(event),
             // Nobody can learn the id from the event stream; the request is still listed by
             // the broker, so wait anyway rather than silently allowing the call.
-            _ => {
+            None => {
                 tracing::warn!(run_id = %ctx.run_id, tool = %ctx.tool, "approval_required event could not be emitted")
             }
         }
@@ -245,7 +245,7 @@ mod tests {
         run: &str,
     ) -> (tokio::task::JoinHandle<Result<PreVerdict, HookError>>, Uuid) {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let c = ctx(run, "send_mail", Some(tx));
+        let c = ctx(run, "send_mail", Some(tx.into()));
         let task = tokio::spawn(async move { hook.pre_tool_use(&c).await });
         let event = rx.recv().await.expect("approval_required event");
         let AgentEvent::Step(StepEvent::ApprovalRequired {
@@ -357,7 +357,7 @@ mod tests {
     async fn tools_without_requires_approval_pass_straight_through() {
         let broker = Arc::new(ApprovalBroker::new());
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut c = ctx("r1", "calculator", Some(tx));
+        let mut c = ctx("r1", "calculator", Some(tx.into()));
         c.requires_approval = false;
         let verdict = hook(&broker, Duration::from_secs(30))
             .pre_tool_use(&c)

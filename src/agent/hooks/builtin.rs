@@ -749,7 +749,7 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut c = ctx("send_mail");
         c.requires_approval = true;
-        c.events = Some(tx);
+        c.events = Some(tx.into());
         let task = tokio::spawn(async move { r.pre_tool_use(&mut c).await });
         let Some(AgentEvent::Step(StepEvent::ApprovalRequired { approval_id, .. })) =
             rx.recv().await
