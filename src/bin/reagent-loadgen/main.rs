@@ -15,6 +15,7 @@
 
 mod check;
 mod conv;
+mod floor;
 mod load;
 mod procinfo;
 mod soak;
@@ -51,6 +52,20 @@ enum Cmd {
     Smoke,
     /// N minutes of mixed load with faults, then process and database consistency checks.
     Soak(SoakArgs),
+    /// The harness's own token latency: N streams straight from the mock, no reagent.
+    Floor(FloorArgs),
+}
+
+#[derive(Args)]
+struct FloorArgs {
+    #[arg(long, short = 'n', default_value_t = 1000)]
+    streams: usize,
+    #[arg(long, default_value_t = 200)]
+    latency_ms: u64,
+    #[arg(long, default_value_t = 50.0)]
+    tokens_per_s: f64,
+    #[arg(long, default_value_t = 100)]
+    answer_tokens: usize,
 }
 
 #[derive(Args)]
@@ -157,6 +172,17 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), &a.out).await,
         Cmd::Smoke => soak::smoke().await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
+        Cmd::Floor(a) => {
+            let http = http_client()?;
+            floor::floor(
+                &http,
+                a.streams,
+                a.latency_ms,
+                a.tokens_per_s,
+                a.answer_tokens,
+            )
+            .await
+        }
     }
 }
 
