@@ -38,6 +38,12 @@ def main() -> None:
     a = ax[0][0]
     for q, style in (("p50", "o-"), ("p99", "s--")):
         a.plot(scales, [get(f"scale_{n}_token_ms_{q}") for n in scales], style, label=q)
+    # Steady state: every stream open at once, started over 3 s (the `streams` scenario).
+    n_streams = 100 if doc.get("quick") else 1000
+    for rate, marker in ((10, "v"), (20, "D"), (50, "P")):
+        if f"streams_{rate}_token_ms_p50" in m:
+            a.plot([n_streams], [get(f"streams_{rate}_token_ms_p50")], marker, ms=8,
+                   label=f"p50, all streaming, {rate} tok/s each")
     a.axhline(1, color="green", lw=0.8, ls=":", label="target p50 1 ms")
     a.axhline(10, color="red", lw=0.8, ls=":", label="target p99 10 ms")
     a.set(xscale="log", yscale="log", xlabel="concurrent runs", ylabel="ms",

@@ -35,8 +35,9 @@ pub struct ConvResult {
     pub ttfe_ms: Option<f64>,
     /// Request sent → `done`.
     pub run_ms: Option<f64>,
-    /// Stamped token → SSE event received, per token.
-    pub token_latency_ms: Vec<f64>,
+    /// Per stamped token: (the mock's send stamp in µs since the epoch, stamp → SSE event
+    /// received in ms).
+    pub tokens: Vec<(u64, f64)>,
     /// Arrival of each `tool_end`, relative to the request.
     pub tool_end_ms: Vec<f64>,
     pub interrupts_accepted: usize,
@@ -94,7 +95,7 @@ async fn drive(
             "answer" if data["status"] == "delta" => {
                 let now = unix_micros();
                 for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
-                    out.token_latency_ms.push((now as f64 - stamp as f64) / 1e3);
+                    out.tokens.push((stamp, (now as f64 - stamp as f64) / 1e3));
                 }
             }
             "step" if data["type"] == "tool_end" => out.tool_end_ms.push(now_ms),

@@ -26,6 +26,9 @@ pub struct Load {
     pub also_ok: Vec<&'static str>,
     pub seed: u64,
     pub timeout: Duration,
+    /// Conversation i starts at `i * ramp / conversations` (zero: all at once), so that a steady
+    /// state of streams with random phases can be measured apart from a start stampede.
+    pub ramp: Duration,
 }
 
 impl Default for Load {
@@ -39,6 +42,7 @@ impl Default for Load {
             also_ok: vec![],
             seed: 1,
             timeout: Duration::from_secs(300),
+            ramp: Duration::ZERO,
         }
     }
 }
@@ -57,6 +61,12 @@ pub struct LoadReport {
     pub run_ms: Summary,
     pub ttfe_ms: Summary,
     pub token_ms: Summary,
+    /// Token → SSE for the tokens sent while every conversation of the load was streaming its
+    /// answer (between the last first token and the first last token): the figure "at N
+    /// concurrent streams", free of start-up and wind-down.
+    pub plateau_token_ms: Summary,
+    /// Length of that window, seconds (0 when the streams never all overlapped).
+    pub plateau_s: f64,
     /// Gaps between consecutive `tool_end` events of a run, at the client.
     pub iter_gap_ms: Summary,
     pub cpu_s: f64,
@@ -140,9 +150,14 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         })
     };
     let mut tasks = Vec::with_capacity(load.conversations);
+    let n = load.conversations.max(1) as u32;
     for (i, plan) in plans(load).into_iter().enumerate() {
         let (http, base, sem) = (http.clone(), base.to_string(), sem.clone());
+        let start = tokio::time::Instant::from_std(t0) + load.ramp * i as u32 / n;
         tasks.push(tokio::spawn(async move {
+            if start > tokio::time::Instant::now() {
+                tokio::time::sleep_until(start).await;
+            }
             let _permit = sem.acquire_owned().await;
             conv::run(&http, &base, &plan, i).await
         }));
@@ -190,7 +205,7 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         report.cancels_accepted += usize::from(r.cancel_accepted);
         run_ms.extend(r.run_ms);
         ttfe.extend(r.ttfe_ms);
-        tok.extend_from_slice(&r.token_latency_ms);
+        tok.extend(r.tokens.iter().map(|t| t.1));
         for (i, w) in r.tool_end_ms.windows(2).enumerate() {
             gaps.push(w[1] - w[0]);
             report.gaps.push((i + 1, w[1] - w[0]));
@@ -200,6 +215,9 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     report.run_ms = Summary::of(&run_ms);
     report.ttfe_ms = Summary::of(&ttfe);
     report.token_ms = Summary::of(&tok);
+    let (plateau, window) = plateau(&results);
+    report.plateau_token_ms = Summary::of(&plateau);
+    report.plateau_s = window;
     report.iter_gap_ms = Summary::of(&gaps);
     report.peak_rss_kib = samples.iter().map(|s| s.1).max().unwrap_or(0);
     if let Some(&(_, rss, active)) = samples
@@ -213,6 +231,34 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     }
     report.samples = samples;
     report
+}
+
+/// The tokens sent while every conversation was streaming (see
+/// [`LoadReport::plateau_token_ms`]), and the window's length in seconds.
+fn plateau(results: &[ConvResult]) -> (Vec<f64>, f64) {
+    let spans: Vec<(u64, u64)> = results
+        .iter()
+        .filter_map(|r| {
+            let first = r.tokens.iter().map(|t| t.0).min()?;
+            let last = r.tokens.iter().map(|t| t.0).max()?;
+            Some((first, last))
+        })
+        .collect();
+    if spans.len() != results.len() || spans.is_empty() {
+        return (Vec::new(), 0.0);
+    }
+    let from = spans.iter().map(|s| s.0).max().unwrap_or(0);
+    let to = spans.iter().map(|s| s.1).min().unwrap_or(0);
+    if from >= to {
+        return (Vec::new(), 0.0);
+    }
+    let inside = results
+        .iter()
+        .flat_map(|r| r.tokens.iter())
+        .filter(|t| (from..=to).contains(&t.0))
+        .map(|t| t.1)
+        .collect();
+    (inside, (to - from) as f64 / 1e6)
 }
 
 impl LoadReport {
@@ -234,6 +280,12 @@ impl LoadReport {
         row("run duration", &self.run_ms);
         row("time to first event", &self.ttfe_ms);
         row("token -> SSE event", &self.token_ms);
+        if self.plateau_s > 0.0 {
+            row(
+                &format!("  all streaming {:.1} s", self.plateau_s),
+                &self.plateau_token_ms,
+            );
+        }
         row("tool_end gap", &self.iter_gap_ms);
         if self.idle_rss_kib > 0 {
             println!(
@@ -251,6 +303,28 @@ impl LoadReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn conv(tokens: &[(u64, f64)]) -> ConvResult {
+        ConvResult {
+            tokens: tokens.to_vec(),
+            ..ConvResult::default()
+        }
+    }
+
+    #[test]
+    fn plateau_keeps_the_tokens_sent_while_every_stream_was_open() {
+        let a = conv(&[(100, 1.0), (200, 2.0), (300, 3.0), (400, 4.0)]);
+        let b = conv(&[(250, 5.0), (350, 6.0), (450, 7.0)]);
+        let (lat, window) = plateau(&[a, b]);
+        // Window [250, 400]: a's 300 and 400, b's 250 and 350.
+        assert_eq!(lat, [3.0, 4.0, 5.0, 6.0]);
+        assert!((window - 150e-6).abs() < 1e-12);
+        // No overlap, or a conversation without tokens: no plateau.
+        let (lat, window) = plateau(&[conv(&[(1, 1.0), (2, 1.0)]), conv(&[(5, 1.0)])]);
+        assert!(lat.is_empty() && window == 0.0);
+        let (lat, _) = plateau(&[conv(&[(1, 1.0), (9, 1.0)]), conv(&[])]);
+        assert!(lat.is_empty());
+    }
 
     #[test]
     fn reads_unlabelled_metrics_only() {

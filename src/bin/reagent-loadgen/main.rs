@@ -104,6 +104,9 @@ struct RunArgs {
     error_rate: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Start the conversations evenly over this many seconds instead of all at once.
+    #[arg(long, default_value_t = 0.0)]
+    ramp_s: f64,
 }
 
 #[derive(Args)]
@@ -201,6 +204,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
         },
         seed: a.seed,
         timeout: Duration::from_secs(600),
+        ramp: Duration::from_secs_f64(a.ramp_s.max(0.0)),
     };
     let report = if let Some(url) = a.url {
         load::run(&http, url.trim_end_matches('/'), a.server_pid, &load).await

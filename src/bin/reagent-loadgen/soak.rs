@@ -150,6 +150,7 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
             also_ok: vec!["failed"],
             seed: 1000 + chunk,
             timeout: Duration::from_secs(120),
+            ramp: Duration::ZERO,
         };
         let r = load::run(
             &load_http,

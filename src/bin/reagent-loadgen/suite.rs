@@ -241,6 +241,58 @@ async fn scale(ctx: &mut Ctx, f: &mut Figures, n: usize) -> anyhow::Result<()> {
     stack.stop().await
 }
 
+/// `n` streams answering at `rate` tokens/s each, started evenly over 3 s (one tool iteration
+/// at 50 ms first), each streaming for 8 s: token → SSE over the window when all `n` stream
+/// at once (no start stampede), and the server's CPU. The same at 50 tokens/s straight from
+/// the mock to the client ("floor"): what the harness itself costs on these cores.
+async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()> {
+    let n = if ctx.quick { 100 } else { 1000 };
+    let flags = MockFlags {
+        latency_ms: 50,
+        tokens_per_s: f64::from(rate),
+        answer_tokens: 8 * rate as usize,
+        tool_iterations: 1,
+        stamp_tokens: true,
+        ..MockFlags::default()
+    };
+    let stack = Stack::start(&ctx.http, &flags, &[]).await?;
+    let load = Load {
+        conversations: n,
+        concurrency: n,
+        mode: "native".into(),
+        ramp: Duration::from_secs(3),
+        ..Load::default()
+    };
+    let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
+    ctx.keep(
+        &format!("{n} streams at {rate} tokens/s each (started over 3 s, 8 s of answer)"),
+        &r,
+    );
+    if r.plateau_s <= 0.0 {
+        ctx.errors.push(format!(
+            "streams at {rate}/s: the {n} streams never all overlapped"
+        ));
+    }
+    let key = format!("streams_{rate}");
+    summary_into(f, &format!("{key}_token_ms"), &r.plateau_token_ms);
+    f.insert(format!("{key}_plateau_s"), r.plateau_s);
+    f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
+    f.insert(format!("{key}_errors"), r.errors as f64);
+    stack.stop().await?;
+    if rate == 50 {
+        let (s, errors) = crate::floor::measure(&ctx.http, n, 200, 50.0, 100).await?;
+        println!(
+            "== floor: {n} streams at 50 tokens/s straight from the mock: p50 {:.3} p99 {:.3} ms, errors {errors}",
+            s.p50, s.p99
+        );
+        if errors > 0 {
+            ctx.errors.push(format!("floor: {errors} streams failed"));
+        }
+        summary_into(f, "floor_token_ms", &s);
+    }
+    Ok(())
+}
+
 /// Short runs back to back: 1 iteration, 20-token answer, zero LLM latency. Then start-up on
 /// the database this left behind.
 async fn throughput(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
@@ -300,6 +352,9 @@ async fn one_repeat(ctx: &mut Ctx) -> anyhow::Result<Figures> {
     };
     for &n in sizes {
         scale(ctx, &mut f, n).await?;
+    }
+    for rate in [10, 20, 50] {
+        streams(ctx, &mut f, rate).await?;
     }
     throughput(ctx, &mut f).await?;
     Ok(f)
@@ -371,6 +426,16 @@ pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
         "| token chunk → SSE event at {n} concurrent streams, p50 / p99 | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
         mark(p50 < 1.0 && p99 < 10.0)
     ));
+    let (p50, p99) = (g("streams_20_token_ms_p50"), g("streams_20_token_ms_p99"));
+    s.push_str(&format!(
+        "| same, all {n} streaming at once at 20 tokens/s each (steady state) | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
+        mark(p50 < 1.0 && p99 < 10.0)
+    ));
+    let (p50, p99) = (g("streams_50_token_ms_p50"), g("streams_50_token_ms_p99"));
+    s.push_str(&format!(
+        "| same, all {n} streaming at once at 50 tokens/s each (steady state) | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
+        mark(p50 < 1.0 && p99 < 10.0)
+    ));
     let n = if quick { 100 } else { 2000 };
     let (active, errors) = (
         g(&format!("scale_{n}_peak_active")),
@@ -410,6 +475,29 @@ pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
             g(&format!("{k}_token_ms_p50")), g(&format!("{k}_token_ms_p99")),
             g(&format!("{k}_peak_active")), g(&format!("{k}_rss_per_run_kib")),
             g(&format!("{k}_cpu_pct")), g(&format!("{k}_errors")),
+        ));
+    }
+    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | window (s) | server CPU (% of a core) |\n|---|---|---|---|---|\n");
+    for rate in [10, 20, 50] {
+        let k = format!("streams_{rate}");
+        if !m.contains_key(&format!("{k}_errors")) {
+            continue;
+        }
+        s.push_str(&format!(
+            "| {} | {rate} | {:.3} / {:.3} | {:.1} | {:.0} |\n",
+            if quick { 100 } else { 1000 },
+            g(&format!("{k}_token_ms_p50")),
+            g(&format!("{k}_token_ms_p99")),
+            g(&format!("{k}_plateau_s")),
+            g(&format!("{k}_cpu_pct")),
+        ));
+    }
+    if m.contains_key("floor_token_ms_p50") {
+        s.push_str(&format!(
+            "| {} (mock → client, no reagent) | 50 | {:.3} / {:.3} | | |\n",
+            if quick { 100 } else { 1000 },
+            g("floor_token_ms_p50"),
+            g("floor_token_ms_p99"),
         ));
     }
     s.push_str("\n| history (messages) | mock round trip (ms) | overhead per iteration p50 / p99 (ms) |\n|---|---|---|\n");
