@@ -268,13 +268,20 @@ async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()
         &format!("{n} streams at {rate} tokens/s each (started over 3 s, 8 s of answer)"),
         &r,
     );
-    if r.plateau_s <= 0.0 {
-        ctx.errors.push(format!(
-            "streams at {rate}/s: the {n} streams never all overlapped"
-        ));
-    }
     let key = format!("streams_{rate}");
-    summary_into(f, &format!("{key}_token_ms"), &r.plateau_token_ms);
+    // Past what the cores can carry, starts lag so far behind the ramp that the first
+    // streams end before the last begin: then the figure is over every token, and flagged.
+    let saturated = r.plateau_s <= 0.0;
+    if saturated {
+        println!("  (saturated: the {n} streams never all overlapped; every token counted)");
+    }
+    let tokens = if saturated {
+        &r.token_ms
+    } else {
+        &r.plateau_token_ms
+    };
+    summary_into(f, &format!("{key}_token_ms"), tokens);
+    f.insert(format!("{key}_saturated"), f64::from(u8::from(saturated)));
     f.insert(format!("{key}_plateau_s"), r.plateau_s);
     f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
     f.insert(format!("{key}_errors"), r.errors as f64);
@@ -477,18 +484,22 @@ pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
             g(&format!("{k}_cpu_pct")), g(&format!("{k}_errors")),
         ));
     }
-    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | window (s) | server CPU (% of a core) |\n|---|---|---|---|---|\n");
+    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | all-streaming window (s) | server CPU (% of a core) |\n|---|---|---|---|---|\n");
     for rate in [10, 20, 50] {
         let k = format!("streams_{rate}");
         if !m.contains_key(&format!("{k}_errors")) {
             continue;
         }
+        let window = if g(&format!("{k}_saturated")) > 0.5 {
+            "none: saturated (every token counted)".to_string()
+        } else {
+            format!("{:.1}", g(&format!("{k}_plateau_s")))
+        };
         s.push_str(&format!(
-            "| {} | {rate} | {:.3} / {:.3} | {:.1} | {:.0} |\n",
+            "| {} | {rate} | {:.3} / {:.3} | {window} | {:.0} |\n",
             if quick { 100 } else { 1000 },
             g(&format!("{k}_token_ms_p50")),
             g(&format!("{k}_token_ms_p99")),
-            g(&format!("{k}_plateau_s")),
             g(&format!("{k}_cpu_pct")),
         ));
     }
