@@ -1,7 +1,7 @@
-//! [`RunManager`]: starts runs (at most one active per conversation), forwards the agent's
-//! events into the run's [`EventLog`] (ids assigned here), has the shared [`EventWriter`]
-//! persist them in batches off the token path, accepts interrupts and cancels, and recovers
-//! runs a crash left `running`.
+//! [`RunManager`]: starts runs (at most one active per conversation), gives the agent a sink
+//! that appends its events to the run's [`EventLog`] (ids assigned there) from the emitting
+//! task, has the shared [`EventWriter`] persist them in batches off the token path, accepts
+//! interrupts and cancels, and recovers runs a crash left `running`.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

@@ -10,6 +10,8 @@
 //!   checks; fails only on a broken stream or an inconsistency, never on slowness (CI).
 //! - `soak --minutes N`: mixed load with injected provider errors, interrupts and cancels, then
 //!   RSS stability, `/metrics` back to idle and a read-only check of the database.
+//! - `floor`: streams read straight from a spawned mock, without reagent: the harness's own
+//!   token latency on this machine.
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
