@@ -185,9 +185,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let app = App::build(config, AppOverrides::default())
         .await
         .context("cannot start the service")?;
-    let listener = tokio::net::TcpListener::bind(bind)
-        .await
-        .with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
+    let listener =
+        server::listen(bind).with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
     let addr = listener
         .local_addr()
         .context("cannot read the bound address")?;

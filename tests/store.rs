@@ -85,6 +85,7 @@ async fn suite(store: &Store) {
     messages_order_and_recall(store).await;
     run_lifecycle(store).await;
     conversation_with_first_run(store).await;
+    concurrent_starts(store).await;
     events_log(store).await;
     concurrent_event_appends(store).await;
     audit_rows(store).await;
@@ -495,6 +496,80 @@ async fn conversation_with_first_run(store: &Store) {
             .active_run_id,
         Some(good)
     );
+}
+
+/// Starts arriving together are written together (group commit); one conflicting start among
+/// them fails alone and the others are stored.
+async fn concurrent_starts(store: &Store) {
+    let who = owner("burst");
+    let busy = conversation(store, &who).await;
+    let running = run(store, &who, busy).await;
+    let start = |conversation_id: Uuid| {
+        let run_id = Uuid::new_v4();
+        let run = NewRun {
+            id: run_id,
+            conversation_id,
+            owner: who.clone(),
+            mode: "native".into(),
+            model: "m".into(),
+        };
+        let query = NewMessage {
+            id: None,
+            conversation_id,
+            role: "user".into(),
+            kind: "query".into(),
+            content: format!("query of {run_id}"),
+            run_id: Some(run_id),
+        };
+        (run_id, run, query)
+    };
+    let mut fresh = Vec::new();
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        if i == 17 {
+            // The conversation already has a running run: this start must fail alone.
+            let (_, run, query) = start(busy);
+            let s = store.clone();
+            calls.push(tokio::spawn(async move {
+                s.create_run_with_query(run, query).await
+            }));
+            continue;
+        }
+        let draft = Store::draft_conversation(&who, NewConversation::default());
+        let (run_id, run, query) = start(draft.id);
+        fresh.push((draft.id, run_id));
+        let s = store.clone();
+        calls.push(tokio::spawn(async move {
+            s.create_conversation_with_run(&draft, run, query).await
+        }));
+    }
+    let results: Vec<_> = futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    for (i, r) in results.iter().enumerate() {
+        if i == 17 {
+            assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        } else {
+            assert!(r.is_ok(), "start {i}: {r:?}");
+        }
+    }
+    for (conversation_id, run_id) in fresh {
+        let c = store
+            .get_conversation(&who, conversation_id)
+            .await
+            .unwrap()
+            .expect("the conversation of a successful start is stored");
+        assert_eq!(c.active_run_id, Some(run_id));
+        let msgs = store.list_messages(conversation_id).await.unwrap();
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs[0].run_id, Some(run_id));
+    }
+    // The busy conversation still has only its first run, and no stray query.
+    let c = store.get_conversation(&who, busy).await.unwrap().unwrap();
+    assert_eq!(c.active_run_id, Some(running));
+    assert!(store.list_messages(busy).await.unwrap().is_empty());
 }
 
 async fn events_log(store: &Store) {

@@ -72,6 +72,8 @@ pub struct Store {
     /// contending for the database's single write lock, where the losers sleep in SQLite's busy
     /// handler (1 to 100 ms per retry) and fail after the busy timeout under load.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).
+    pending_starts: Arc<std::sync::Mutex<Vec<runs::PendingStart>>>,
 }
 
 impl Store {
@@ -99,6 +101,7 @@ impl Store {
         let store = Store {
             backend,
             write_gate,
+            pending_starts: Arc::default(),
         };
         store.migrate().await?;
         Ok(store)

@@ -175,7 +175,8 @@ impl MockProvider {
     pub async fn start(cfg: MockConfig) -> std::io::Result<MockProvider> {
         cfg.validate()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let listener = tokio::net::TcpListener::bind(cfg.bind).await?;
+        // Thousands of the server's pooled connections can open at once.
+        let listener = crate::server::listen(cfg.bind)?;
         let addr = listener.local_addr()?;
         let tokens = answer_tokens(cfg.answer_tokens);
         let shared = Arc::new(Shared {
