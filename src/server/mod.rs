@@ -238,22 +238,65 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE frame until the previous one
-    // is acknowledged, and the peer delays that ACK by up to 40 ms: streamed tokens would be
-    // forwarded in 40 ms clumps.
-    let listener = listener.tap_io(|tcp| {
+    use hyper_util::rt::TokioIo;
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    // The route table resolved once; each connection clones an `Arc`. (`axum::serve` given a
+    // `Router` rebuilt it for every connection: ~13 KB held as long as the connection, and an
+    // SSE stream holds it for the whole run.)
+    let router = router.with_state(());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    // hyper grows a connection's read buffer from 8 KB to 16 KB when it reads more while
+    // unread bytes remain; capped at its minimum (8 KB, still a whole request head) it reuses
+    // the buffer instead. Every SSE stream keeps its connection's buffer for the whole run.
+    http.max_buf_size(8192);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // keep serving (as axum::serve does), pausing if the process is at a limit.
+                    tracing::warn!(error = %e, "accept failed");
+                    if !is_connection_error(&e) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, Nagle's algorithm holds each small SSE frame until the previous
+        // one is acknowledged, and the peer delays that ACK by up to 40 ms: streamed tokens
+        // would be forwarded in 40 ms clumps.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-    });
-    // `axum::serve` given a `Router` rebuilds its route table for every connection (about
-    // 13 KB each, held as long as the connection: an SSE stream holds it for the whole run).
-    // Resolved once here, each connection only clones an `Arc`.
-    let router = router.with_state(());
-    axum::serve(listener, router.into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+        let conn =
+            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(router.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    // Stop reading new requests on every connection; in-flight responses (SSE streams
+    // included) run to their end.
+    graceful.shutdown().await;
+    Ok(())
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
 }
 
 #[cfg(test)]
