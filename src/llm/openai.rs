@@ -393,7 +393,12 @@ impl StreamState {
     async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
-                self.handed_over = true;
+                if !self.handed_over {
+                    self.handed_over = true;
+                    // Never sent again (no retry once the consumer has events): release it
+                    // rather than hold it for the rest of the stream.
+                    self.body = bytes::Bytes::new();
+                }
                 return Some(Ok(event));
             }
             if self.finished {
