@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, RunStatus};
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
@@ -79,7 +79,7 @@ async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
         .await
         .unwrap();
     let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
-    let events: Vec<_> = live.log.subscribe(0).collect().await;
+    let events: Vec<_> = live.log.subscribe(0).events.collect().await;
     let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
     assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
     assert_eq!(events.first().unwrap().name, "start");
@@ -151,7 +151,7 @@ async fn one_active_run_per_conversation_and_interrupts_need_one() {
     ));
     let (iid, run_id) = f.runs.interrupt(conv.id, "also this".into()).await.unwrap();
     assert_eq!(run_id, live.id);
-    let events: Vec<_> = live.log.subscribe(0).collect().await;
+    let events: Vec<_> = live.log.subscribe(0).events.collect().await;
     let done = &events.last().unwrap().data;
     // Drained (the final answer was discarded for it) or reported unprocessed, never lost.
     let step_seen = events.iter().any(|e| e.data.contains(&iid.to_string()));
@@ -183,7 +183,7 @@ async fn cancel_ends_the_run_as_cancelled_and_a_finished_run_cannot_be_cancelled
     f.runs.cancel("", live.id).await.unwrap();
     let events: Vec<_> = tokio::time::timeout(
         Duration::from_secs(5),
-        live.log.subscribe(0).collect::<Vec<_>>(),
+        live.log.subscribe(0).events.collect::<Vec<_>>(),
     )
     .await
     .unwrap();
@@ -298,10 +298,12 @@ async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() 
         .await
         .unwrap();
     let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
-    let events: Vec<_> =
-        tokio::time::timeout(Duration::from_secs(10), live.log.subscribe(0).collect())
-            .await
-            .expect("the log of a run whose agent panicked is closed");
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(10),
+        live.log.subscribe(0).events.collect(),
+    )
+    .await
+    .expect("the log of a run whose agent panicked is closed");
     let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
     assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
     let names: Vec<&str> = events.iter().map(|e| e.name).collect();
@@ -319,4 +321,76 @@ async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() 
     assert_eq!(f.runs.active_runs(), 0);
     // The conversation is free for the next run.
     assert!(f.runs.start("alice", &conv, query("again")).await.is_ok());
+}
+
+/// Persisted events that every reader has read are dropped from memory; a subscriber that
+/// comes later (a replay from the start while the run is live) gets them from the database,
+/// then the rest live, with contiguous ids.
+#[tokio::test]
+async fn a_late_subscriber_gets_released_events_from_the_database() {
+    let f = fixture(ToolRegistry::new()).await;
+    f.llm.tool_calls(&[("c1", "nope", "{}")]);
+    // The next loop call answers after a while: the run stays live meanwhile.
+    f.llm.push(Turn::Reply(
+        reagent::testing::scripted::response("brief", vec![]),
+        Duration::from_millis(800),
+    ));
+    f.llm
+        .push_stream(Turn::Stream(vec!["Hello ".into(), "world".into()], None));
+    let conv = f
+        .store
+        .create_conversation("", NewConversation::default())
+        .await
+        .unwrap();
+    let live = f.runs.start("", &conv, query("q")).await.unwrap();
+    let mut first = live.log.subscribe(0).events;
+    let mut seen = Vec::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(5), first.next())
+        .await
+        .unwrap()
+    {
+        let tool_end = ev.data.contains("\"tool_end\"");
+        seen.push(ev.id);
+        if tool_end {
+            break;
+        }
+    }
+    // Poll on until nothing is ready, as an SSE body does: the reader is then done with
+    // everything so far.
+    while let Some(Some(ev)) = first.next().now_or_never() {
+        seen.push(ev.id);
+    }
+    // The shared writer persists within a tick, then the log lets go of what was read.
+    let mut waited = 0;
+    while live.log.released() == 0 && waited < 200 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += 1;
+    }
+    let released = live.log.released();
+    assert!(released > 0, "nothing released while the run was waiting");
+    assert!(
+        live.log.held() < live.log.len(),
+        "released events left memory"
+    );
+
+    let late: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(10),
+        f.runs
+            .events("", live.id, 0)
+            .await
+            .unwrap()
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    let ids: Vec<u64> = late.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=late.len() as u64).collect::<Vec<_>>());
+    assert_eq!(late.first().unwrap().name, "start");
+    assert_eq!(late.last().unwrap().name, "done");
+    assert!(late.len() as u64 > released);
+
+    // The first reader goes on where it was, to the same end.
+    let rest: Vec<u64> = first.map(|e| e.id).collect().await;
+    seen.extend(rest);
+    assert_eq!(seen, ids);
 }

@@ -6,10 +6,16 @@
 //! Appends come from whichever task emits (the agent, its tool tasks); the mutex orders them.
 //! [`EventLog::seal`] stops ordinary appends so that the run's owner can write the final event
 //! under a known id ([`EventLog::close_with`]) after persisting it.
+//!
+//! Memory: the log only needs the events someone in memory has yet to read. Readers hold a
+//! *pin* at their cursor ([`EventLog::pin`]); once events are persisted the writer calls
+//! [`EventLog::release`], which drops the events at or below both the persisted id and every
+//! pin. With no pin at all nothing is released. A reader that wants ids below what is still
+//! held ([`Subscription::missing`]) reads them from the database first.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use futures::Stream;
 use tokio::sync::{watch, Notify};
 
 /// One event as it goes on the wire. Kept for the whole run, once per event: the name is one
@@ -34,10 +40,57 @@ impl LoggedEvent {
 
 #[derive(Default)]
 struct Inner {
-    events: Vec<Arc<LoggedEvent>>,
+    /// Events `base + 1 ..`; those up to `base` were released.
+    events: VecDeque<Arc<LoggedEvent>>,
+    base: u64,
+    /// Reader pins: pin id → the reader's cursor (it has read every id up to it).
+    pins: HashMap<u64, u64>,
+    next_pin: u64,
     /// Ordinary appends are refused (see [`EventLog::seal`]).
     sealed: bool,
     closed: bool,
+}
+
+impl Inner {
+    fn next_id(&self) -> u64 {
+        self.base + self.events.len() as u64 + 1
+    }
+
+    /// Events with id > `after` still held (ids at or below `base` are gone).
+    fn since(&self, after: u64) -> Vec<Arc<LoggedEvent>> {
+        let start = after
+            .saturating_sub(self.base)
+            .min(self.events.len() as u64) as usize;
+        self.events.range(start..).cloned().collect()
+    }
+}
+
+/// A reader's pin (see [`EventLog::pin`]); unpinned on drop.
+pub struct Pin {
+    log: Arc<EventLog>,
+    id: u64,
+}
+
+impl Pin {
+    /// Events after `cursor` (and whether the log is closed); the pin moves to `cursor`, i.e.
+    /// the reader is done with every id up to it.
+    pub fn since(&self, cursor: u64) -> (Vec<Arc<LoggedEvent>>, bool) {
+        let mut g = self.log.lock();
+        if let Some(p) = g.pins.get_mut(&self.id) {
+            *p = cursor.max(*p);
+        }
+        (g.since(cursor), g.closed)
+    }
+
+    pub fn log(&self) -> &Arc<EventLog> {
+        &self.log
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        self.log.lock().pins.remove(&self.id);
+    }
 }
 
 /// Shared by the run task (writer) and SSE subscribers (readers).
@@ -82,8 +135,8 @@ impl EventLog {
     }
 
     fn push(g: &mut Inner, name: &'static str, data: String) -> u64 {
-        let id = g.events.len() as u64 + 1;
-        g.events.push(Arc::new(LoggedEvent {
+        let id = g.next_id();
+        g.events.push_back(Arc::new(LoggedEvent {
             id,
             name,
             data: data.into_boxed_str(),
@@ -99,7 +152,7 @@ impl EventLog {
             return None;
         }
         g.sealed = true;
-        Some(g.events.len() as u64 + 1)
+        Some(g.next_id())
     }
 
     /// Appends the final event (even when sealed) and closes the log.
@@ -120,7 +173,7 @@ impl EventLog {
             let mut g = self.lock();
             g.sealed = true;
             g.closed = true;
-            g.events.len() as u64
+            g.next_id() - 1
         };
         // Bump even when nothing new was appended so waiters re-check `closed`.
         self.version.send_modify(|v| *v = last.max(*v));
@@ -151,38 +204,80 @@ impl EventLog {
         self.lock().closed
     }
 
+    /// Events appended so far (released ones included).
     pub fn len(&self) -> usize {
-        self.lock().events.len()
+        (self.lock().next_id() - 1) as usize
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Events with id > `after`, and whether the log is closed.
+    /// Events with id > `after` still held, and whether the log is closed. A reader that
+    /// must not miss any holds a [`Pin`] and reads through it.
     pub fn since(&self, after: u64) -> (Vec<Arc<LoggedEvent>>, bool) {
         let g = self.lock();
-        let start = (after as usize).min(g.events.len());
-        (g.events[start..].to_vec(), g.closed)
+        (g.since(after), g.closed)
     }
 
-    /// Replays events after `after`, then follows until the log closes.
-    pub fn subscribe(
-        self: &Arc<Self>,
-        after: u64,
-    ) -> impl Stream<Item = Arc<LoggedEvent>> + Send + 'static {
-        let log = self.clone();
+    /// Ids released so far (`1..=released()` are no longer held).
+    pub fn released(&self) -> u64 {
+        self.lock().base
+    }
+
+    /// Events held in memory (appended and not released).
+    pub fn held(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    /// Registers a reader at `cursor` (raised to what is still held). Returns the pin and the
+    /// cursor it got: above `cursor` when ids were already released.
+    pub fn pin(self: &Arc<Self>, cursor: u64) -> (Pin, u64) {
+        let mut g = self.lock();
+        let at = cursor.max(g.base);
+        let id = g.next_pin;
+        g.next_pin += 1;
+        g.pins.insert(id, at);
+        (
+            Pin {
+                log: self.clone(),
+                id,
+            },
+            at,
+        )
+    }
+
+    /// Drops the events up to `persisted` that every pinned reader has read. Without pins,
+    /// nothing is released (a run nobody follows keeps its log, as the first reader may come
+    /// at any time and would otherwise need the database for all of it).
+    pub fn release(&self, persisted: u64) {
+        let mut g = self.lock();
+        let Some(&lowest) = g.pins.values().min() else {
+            return;
+        };
+        let upto = persisted.min(lowest);
+        while g.base < upto && !g.events.is_empty() {
+            g.events.pop_front();
+            g.base += 1;
+        }
+    }
+
+    /// Replays events after `after`, then follows until the log closes. Events already
+    /// released are not in it: see [`Subscription::missing`].
+    pub fn subscribe(self: &Arc<Self>, after: u64) -> Subscription {
+        let (pin, at) = self.pin(after);
         let rx = self.version.subscribe();
-        futures::stream::unfold(
-            (log, rx, after, Vec::<Arc<LoggedEvent>>::new().into_iter()),
-            |(log, mut rx, mut cursor, mut pending)| async move {
+        let missing = (at > after).then_some((after, at));
+        let events = futures::stream::unfold(
+            (pin, rx, at, Vec::<Arc<LoggedEvent>>::new().into_iter()),
+            |(pin, mut rx, mut cursor, mut pending)| async move {
                 loop {
                     if let Some(ev) = pending.next() {
                         cursor = ev.id;
-                        return Some((ev, (log, rx, cursor, pending)));
+                        return Some((ev, (pin, rx, cursor, pending)));
                     }
                     rx.borrow_and_update();
-                    let (batch, closed) = log.since(cursor);
+                    let (batch, closed) = pin.since(cursor);
                     if !batch.is_empty() {
                         pending = batch.into_iter();
                         continue;
@@ -195,8 +290,19 @@ impl EventLog {
                     }
                 }
             },
-        )
+        );
+        Subscription {
+            missing,
+            events: Box::pin(events),
+        }
     }
+}
+
+/// A live subscription: `events` from the log, after the range `missing` (exclusive start,
+/// inclusive end) that was already released and must be read from the database first.
+pub struct Subscription {
+    pub missing: Option<(u64, u64)>,
+    pub events: futures::stream::BoxStream<'static, Arc<LoggedEvent>>,
 }
 
 #[cfg(test)]
@@ -209,7 +315,7 @@ mod tests {
         let log = Arc::new(EventLog::new());
         log.append("start", "{}".into());
         log.append("step", "{}".into());
-        let sub = log.subscribe(1);
+        let sub = log.subscribe(1).events;
         let writer = {
             let log = log.clone();
             tokio::spawn(async move {
@@ -233,12 +339,49 @@ mod tests {
             log.append("x", "{}".into());
         }
         log.close();
-        let ids: Vec<u64> = log.subscribe(0).map(|e| e.id).collect().await;
+        let ids: Vec<u64> = log.subscribe(0).events.map(|e| e.id).collect().await;
         assert_eq!(ids, [1, 2, 3]);
-        let none: Vec<u64> = log.subscribe(3).map(|e| e.id).collect().await;
+        let none: Vec<u64> = log.subscribe(3).events.map(|e| e.id).collect().await;
         assert!(none.is_empty());
-        let beyond: Vec<u64> = log.subscribe(99).map(|e| e.id).collect().await;
+        let beyond: Vec<u64> = log.subscribe(99).events.map(|e| e.id).collect().await;
         assert!(beyond.is_empty());
+    }
+
+    #[tokio::test]
+    async fn release_keeps_what_a_pinned_reader_has_not_read() {
+        let log = Arc::new(EventLog::new());
+        for _ in 0..10 {
+            log.append("step", "{}".into());
+        }
+        log.release(10);
+        assert_eq!(log.held(), 10, "no reader pinned: nothing is released");
+        let (reader, at) = log.pin(0);
+        assert_eq!(at, 0);
+        log.release(10);
+        assert_eq!(log.held(), 10, "the reader has read nothing yet");
+        let (batch, _) = reader.since(4);
+        assert_eq!(batch.first().map(|e| e.id), Some(5));
+        log.release(10);
+        assert_eq!((log.released(), log.held()), (4, 6));
+        // Not past what is persisted, whatever the readers have read.
+        reader.since(9);
+        log.release(7);
+        assert_eq!(log.released(), 7);
+        // Ids keep counting across releases.
+        log.append("step", "{}".into());
+        assert_eq!(log.len(), 11);
+        let (batch, _) = reader.since(9);
+        assert_eq!(batch.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 11]);
+        // A late subscriber learns what it must read elsewhere, then gets the rest.
+        let sub = log.subscribe(2);
+        assert_eq!(sub.missing, Some((2, 7)));
+        drop(reader);
+        log.close();
+        let ids: Vec<u64> = sub.events.map(|e| e.id).collect().await;
+        assert_eq!(ids, [8, 9, 10, 11]);
+        // Every pin gone (the subscription ended): nothing more is released.
+        log.release(11);
+        assert_eq!(log.released(), 7);
     }
 
     #[test]

@@ -540,7 +540,7 @@ impl RunManager {
             if live.owner != owner {
                 return Err(RunError::NotFound);
             }
-            return Ok(live.log.subscribe(after).boxed());
+            return Ok(self.live_events(&live, after));
         }
         if self.store.get_run(owner, run_id).await?.is_none() {
             return Err(RunError::NotFound);
@@ -552,6 +552,38 @@ impl RunManager {
                 .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data))),
         )
         .boxed())
+    }
+
+    /// A live run's events after `after`, following until `done`. Events the log has already
+    /// released (persisted, and read by every reader then) come from the database first; if
+    /// that read fails the stream ends there (a client resumes with `Last-Event-ID`) rather
+    /// than skip ids.
+    pub fn live_events(&self, live: &LiveRun, after: u64) -> BoxStream<'static, Arc<LoggedEvent>> {
+        let sub = live.log.subscribe(after);
+        let Some((from, to)) = sub.missing else {
+            return sub.events;
+        };
+        let (store, run_id) = (self.store.clone(), live.id);
+        let mut rest = Some(sub.events);
+        stream::once(async move { store.list_events(run_id, from as i64).await })
+            .flat_map(move |read| {
+                let rest = rest.take().unwrap_or_else(|| stream::empty().boxed());
+                match read {
+                    Ok(rows) => {
+                        let older: Vec<_> = rows
+                            .into_iter()
+                            .filter(|e| e.seq as u64 <= to)
+                            .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data)))
+                            .collect();
+                        stream::iter(older).chain(rest).boxed()
+                    }
+                    Err(e) => {
+                        tracing::error!(%run_id, error = %e, "cannot read a live run's released events");
+                        stream::empty().boxed()
+                    }
+                }
+            })
+            .boxed()
     }
 
     /// The live run's log, if this owner's run is running.

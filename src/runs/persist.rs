@@ -316,6 +316,8 @@ impl EventWriter {
         };
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
+        // Persisted: the log may drop what every reader in memory has read too.
+        t.log.release(t.written);
         if p.closes {
             if let Some(t) = st.runs.remove(&run_id) {
                 if let Some((_, tx)) = t.closing {

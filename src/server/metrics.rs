@@ -123,10 +123,11 @@ impl Metrics {
         let log = run.log.clone();
         tokio::spawn(async move {
             let mut rx = log.watch();
-            let mut cursor = 0;
+            // Pinned: the log keeps what this reader has not read yet.
+            let (pin, mut cursor) = log.pin(0);
             loop {
                 rx.borrow_and_update();
-                let (batch, closed) = log.since(cursor);
+                let (batch, closed) = pin.since(cursor);
                 for ev in batch {
                     cursor = ev.id;
                     me.observe(&ev);

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -162,7 +161,7 @@ async fn launch_run(
 /// The live run's stream from its first event.
 fn stream_of(state: &AppState, live: &LiveRun) -> Response {
     sse_response(
-        live.log.subscribe(0).boxed(),
+        state.runs.live_events(live, 0),
         state.keep_alive,
         &state.metrics,
     )
