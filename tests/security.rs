@@ -696,6 +696,50 @@ async fn no_request_input_is_reflected_into_response_headers() {
     assert_eq!(error_code(r, 400).await, "invalid_request");
 }
 
+/// Each connection's read buffer is capped at 8 KB (`server::serve`): bodies far larger still
+/// arrive whole (they are read through it in pieces), a request head that does not fit gets a
+/// clear 431 on its own connection, and the server goes on serving.
+#[tokio::test]
+async fn requests_larger_than_the_read_buffer() {
+    let app = TestApp::spawn().await;
+    let prompt: String = "é long system prompt; ".repeat(3000); // ~69 KB
+    let r = app
+        .post("/api/conversations", json!({"system_prompt": prompt}), None)
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let got: Value = app
+        .client
+        .get(app.url(&format!("/api/conversations/{id}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["system_prompt"], prompt.as_str(), "stored intact");
+
+    let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(16 * 1024)
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+
+    let (status, _) = raw_get(app.addr, "/healthz").await;
+    assert_eq!(status, 200, "still serving");
+}
+
 #[tokio::test]
 async fn bodies_over_the_limit_are_413_on_every_body_route_sized_or_chunked() {
     let app = TestApp::spawn().await;
