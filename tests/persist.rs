@@ -270,7 +270,44 @@ async fn terminal_state_written_once_postgres() {
 async fn failing(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
-    // No runs row: its events violate the foreign key on every attempt.
+    // Its answer breaks a CHECK constraint: its final write fails on every attempt.
+    let (bad_conv, bad_run) = new_run(&store).await;
+    let bad_log = Arc::new(EventLog::new());
+    writer.register(bad_run, bad_log.clone());
+    bad_log.append("start", "{}".into());
+    let mut bad_state = final_state(bad_conv, bad_run, "b");
+    if let Some(answer) = bad_state.answer.as_mut() {
+        answer.role = "robot".into();
+    }
+    let (conv, run) = new_run(&store).await;
+    let log = Arc::new(EventLog::new());
+    writer.register(run, log.clone());
+    log.append("start", "{}".into());
+    writer.notify();
+    let ok = writer.finish(run, Some((done_event(2), final_state(conv, run, "a"))));
+    let bad = writer.finish(bad_run, Some((done_event(2), bad_state)));
+    let (ok, bad) = tokio::time::timeout(Duration::from_secs(30), futures::future::join(ok, bad))
+        .await
+        .expect("a failing run must not hang the writer");
+    assert!(ok.unwrap());
+    assert!(matches!(bad, Err(PersistError::Failed(_))), "{bad:?}");
+    assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+    let row = store.get_run_any(bad_run).await.unwrap().unwrap();
+    assert_eq!(
+        row.status,
+        RunStatus::Running,
+        "nothing of the failed write is kept"
+    );
+    writer.stop();
+    task.await.unwrap();
+}
+
+/// A run whose row is gone (its conversation was deleted while it ran) neither fails nor
+/// blocks the writer: its events have nowhere to go and are dropped, and its end reports that
+/// the run was no longer `running` in the database.
+async fn vanished(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
+    let task = tokio::spawn(writer.clone().run());
     let ghost = Uuid::new_v4();
     let ghost_log = Arc::new(EventLog::new());
     writer.register(ghost, ghost_log.clone());
@@ -281,15 +318,26 @@ async fn failing(store: Store) {
     log.append("start", "{}".into());
     writer.notify();
     let ok = writer.finish(run, Some((done_event(2), final_state(conv, run, "a"))));
-    let bad = writer.finish(ghost, Some((done_event(2), final_state(conv, ghost, "b"))));
-    let (ok, bad) = tokio::time::timeout(Duration::from_secs(30), futures::future::join(ok, bad))
+    let gone = writer.finish(ghost, Some((done_event(2), final_state(conv, ghost, "b"))));
+    let (ok, gone) = tokio::time::timeout(Duration::from_secs(30), futures::future::join(ok, gone))
         .await
-        .expect("a failing run must not hang the writer");
+        .expect("a vanished run must not hang the writer");
     assert!(ok.unwrap());
-    assert!(matches!(bad, Err(PersistError::Failed(_))), "{bad:?}");
+    assert!(!gone.unwrap());
     assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+    assert!(store.list_events(ghost, 0).await.unwrap().is_empty());
     writer.stop();
     task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_vanished_run_is_dropped_quietly_sqlite() {
+    with_store(Backend::Sqlite, vanished).await;
+}
+
+#[tokio::test]
+async fn a_vanished_run_is_dropped_quietly_postgres() {
+    with_store(Backend::Postgres, vanished).await;
 }
 
 #[tokio::test]

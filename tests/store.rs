@@ -801,6 +801,91 @@ async fn sqlite_suite_creates_file_and_survives_restart() {
     store.close().await;
 }
 
+/// A database written by the first schema (events keyed by the run's UUID) keeps every event
+/// through the migration to run keys; its runs keep working and can be deleted with their
+/// events, and new runs get keys too.
+#[tokio::test]
+async fn sqlite_events_survive_the_run_key_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first-schema");
+    std::fs::create_dir(&first).unwrap();
+    let initial = "20240601000000_initial.sql";
+    std::fs::copy(format!("migrations/sqlite/{initial}"), first.join(initial)).unwrap();
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    let opts: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+    let pool = sqlx::SqlitePool::connect_with(opts.create_if_missing(true))
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(first.as_path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    let conv = Uuid::new_v4().to_string();
+    sqlx::query(
+        "INSERT INTO conversations (id, owner, created_at, updated_at) VALUES ($1, 'old', 1, 1)",
+    )
+    .bind(&conv)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let runs = [Uuid::new_v4(), Uuid::new_v4()];
+    for (i, run) in runs.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+             VALUES ($1, $2, 'old', 'completed', 'native', 'm', $3)",
+        )
+        .bind(run.to_string())
+        .bind(&conv)
+        .bind(i as i64)
+        .execute(&pool)
+        .await
+        .unwrap();
+        // Interleaved, as the shared writer stored them.
+        for seq in 1..=4i64 {
+            sqlx::query("INSERT INTO events (run_id, seq, name, data) VALUES ($1, $2, 'step', $3)")
+                .bind(run.to_string())
+                .bind(seq)
+                .bind(format!("{{\"n\":{seq}}}"))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    }
+    pool.close().await;
+
+    let store = Store::connect(&url).await.unwrap();
+    for run in runs {
+        assert_eq!(store.list_events(run, 0).await.unwrap(), events(1..=4));
+        assert_eq!(store.last_event_seq(run).await.unwrap(), 4);
+    }
+    store.append_events(runs[0], &events(4..=6)).await.unwrap();
+    assert_eq!(store.list_events(runs[0], 0).await.unwrap(), events(1..=6));
+    // A run created after the migration gets its key from the trigger.
+    let fresh = run(&store, "old", Uuid::parse_str(&conv).unwrap()).await;
+    store.append_events(fresh, &events(1..=2)).await.unwrap();
+    assert_eq!(store.list_events(fresh, 0).await.unwrap(), events(1..=2));
+    assert!(store
+        .delete_conversation("old", Uuid::parse_str(&conv).unwrap())
+        .await
+        .unwrap());
+    for run in [runs[0], runs[1], fresh] {
+        assert!(store.list_events(run, 0).await.unwrap().is_empty());
+    }
+    store.close().await;
+    // Gone, not merely unreachable: the rows went with their runs.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    for table in ["events", "run_keys"] {
+        let left: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+    pool.close().await;
+}
+
 #[tokio::test]
 async fn sqlite_in_memory_works() {
     let store = Store::connect("sqlite::memory:").await.unwrap();

@@ -1,12 +1,18 @@
 //! The per-run event log (what SSE replays after the run or after a restart) and the tool
 //! audit trail.
 //!
-//! The append path is hot — the run manager flushes a batch every few milliseconds — so a batch
+//! The append path is hot — the shared event writer commits every few milliseconds — so a batch
 //! is one transaction of multi-row INSERTs (one statement per [`EVENT_CHUNK`] events) rather
 //! than a round trip per event. Re-appending an already stored `(run_id, seq)` is a no-op, so a
 //! batch retried after an ambiguous failure cannot duplicate or fail.
+//!
+//! Rows are appended in insertion order and reach their run through `run_keys`, a small integer
+//! per run that a trigger assigns when the run is inserted (migration
+//! `20261130000000_events_by_run_key`): a commit then dirties the table's last pages and a few
+//! pages of a compact `(run, seq)` index, instead of one page per live run of a table clustered
+//! by the run's UUID.
 
-use sqlx::QueryBuilder;
+use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
 use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
@@ -18,6 +24,36 @@ use crate::agent::events::RunStatus;
 /// Rows per INSERT statement: 4 binds each keeps us far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.
 const EVENT_CHUNK: usize = 500;
+
+/// One multi-row INSERT of `(run_id, event)` rows; already stored `(run, seq)` are skipped, and
+/// so are the rows of a run that no longer exists.
+///
+/// The keys are found by ONE join of the VALUES list with `run_keys`: a scalar subquery per row
+/// would open a cursor per row in the same statement, and SQLite's cursor bookkeeping makes that
+/// quadratic in the rows of a statement (it tripled the writer's CPU at 500 rows).
+fn insert_events<'a, DB>(rows: &'a [(&'a str, &'a StoredEvent)]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut insert = QueryBuilder::new(
+        "INSERT INTO events (run, seq, name, data) \
+         SELECT k.key, v.column2, v.column3, v.column4 FROM (",
+    );
+    insert.push_values(rows, |mut row, (run_id, event)| {
+        row.push_bind(*run_id)
+            .push_bind(event.seq)
+            .push_bind(event.name.as_str())
+            .push_bind(event.data.as_str());
+    });
+    // `WHERE true`: SQLite's grammar needs it between a join's ON and the upsert clause.
+    insert.push(
+        ") AS v JOIN run_keys k ON k.run_id = v.column1 WHERE true \
+         ON CONFLICT (run, seq) DO NOTHING",
+    );
+    insert
+}
 
 #[derive(sqlx::FromRow)]
 struct AuditRecord {
@@ -62,18 +98,11 @@ impl Store {
             return Ok(());
         }
         let run_id = run_id.to_string();
+        let rows: Vec<(&str, &StoredEvent)> = events.iter().map(|e| (run_id.as_str(), e)).collect();
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            for chunk in events.chunks(EVENT_CHUNK) {
-                let mut insert = QueryBuilder::new("INSERT INTO events (run_id, seq, name, data) ");
-                insert.push_values(chunk, |mut row, event| {
-                    row.push_bind(run_id.as_str())
-                        .push_bind(event.seq)
-                        .push_bind(event.name.as_str())
-                        .push_bind(event.data.as_str());
-                });
-                insert.push(" ON CONFLICT (run_id, seq) DO NOTHING");
-                insert.build().execute(&mut *tx).await?;
+            for chunk in rows.chunks(EVENT_CHUNK) {
+                insert_events(chunk).build().execute(&mut *tx).await?;
             }
             tx.commit().await?;
         });
@@ -81,7 +110,8 @@ impl Store {
     }
 
     /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
-    /// every event row (multi-row INSERTs across runs, already stored `(run_id, seq)` skipped),
+    /// every event row (multi-row INSERTs across runs; already stored `(run, seq)` and the rows of
+    /// runs that no longer exist skipped),
     /// then each terminal state with its answer message. A run's terminal state and its `done`
     /// event therefore become durable together or not at all. Returns, per batch, whether its
     /// terminal state was written by this call (`false` when it had none or the run was no
@@ -99,15 +129,7 @@ impl Store {
         with_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
-                let mut insert = QueryBuilder::new("INSERT INTO events (run_id, seq, name, data) ");
-                insert.push_values(chunk, |mut row, (run_id, event)| {
-                    row.push_bind(*run_id)
-                        .push_bind(event.seq)
-                        .push_bind(event.name.as_str())
-                        .push_bind(event.data.as_str());
-                });
-                insert.push(" ON CONFLICT (run_id, seq) DO NOTHING");
-                insert.build().execute(&mut *tx).await?;
+                insert_events(chunk).build().execute(&mut *tx).await?;
             }
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
                 let Some(fin) = &batch.finish else { continue };
@@ -166,8 +188,8 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let events = with_pool!(self, |pool| {
             sqlx::query_as(
-                "SELECT seq, name, data FROM events WHERE run_id = $1 AND seq > $2 \
-                 ORDER BY seq LIMIT $3",
+                "SELECT e.seq, e.name, e.data FROM events e JOIN run_keys k ON k.key = e.run \
+                 WHERE k.run_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3",
             )
             .bind(run_id.to_string())
             .bind(after)
@@ -181,10 +203,13 @@ impl Store {
     /// The highest stored sequence number of the run, 0 when it has none.
     pub async fn last_event_seq(&self, run_id: Uuid) -> Result<i64, StoreError> {
         let seq: i64 = with_pool!(self, |pool| {
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = $1")
-                .bind(run_id.to_string())
-                .fetch_one(pool)
-                .await?
+            sqlx::query_scalar(
+                "SELECT COALESCE(MAX(e.seq), 0) FROM events e \
+                 JOIN run_keys k ON k.key = e.run WHERE k.run_id = $1",
+            )
+            .bind(run_id.to_string())
+            .fetch_one(pool)
+            .await?
         });
         Ok(seq)
     }

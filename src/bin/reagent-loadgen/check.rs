@@ -98,8 +98,9 @@ pub async fn database(path: &Path) -> anyhow::Result<DbReport> {
     }
     let per_run = sqlx::query(
         "SELECT r.id, COUNT(e.seq), COALESCE(MIN(e.seq), 0), COALESCE(MAX(e.seq), 0),
-                (SELECT name FROM events l WHERE l.run_id = r.id ORDER BY l.seq DESC LIMIT 1)
-         FROM runs r LEFT JOIN events e ON e.run_id = r.id GROUP BY r.id",
+                (SELECT name FROM events l WHERE l.run = k.key ORDER BY l.seq DESC LIMIT 1)
+         FROM runs r LEFT JOIN run_keys k ON k.run_id = r.id LEFT JOIN events e ON e.run = k.key
+         GROUP BY r.id, k.key",
     )
     .fetch_all(&mut conn)
     .await?;
