@@ -640,8 +640,8 @@ async fn ops_endpoints() {
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
     app.events(&run, None).await;
     assert_eq!(app.get("/readyz", None).await.status(), 200);
-    // Metrics are recorded by an observer of the event log: eventually consistent with the
-    // stream the client just read, so wait (bounded) for the run to be counted.
+    // Outcomes are counted as `done` is emitted, but the run leaves the active set only after
+    // its task has finished, which may be just after the client read `done`: wait (bounded).
     let mut metrics = String::new();
     for _ in 0..200 {
         metrics = app.get("/metrics", None).await.text().await.unwrap();

@@ -102,7 +102,13 @@ pub struct RunManager {
     /// The one writer of every run's events, started with the first run.
     writer: OnceLock<Arc<EventWriter>>,
     writer_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Called with every event of every run, in the task that emits it, before the event is
+    /// logged (the app's metrics count tool calls and outcomes this way).
+    pub observer: Option<EventObserver>,
 }
+
+/// Sees each event of each run as it is emitted; must be cheap (it runs on the run's task).
+pub type EventObserver = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 
 impl RunManager {
     pub fn new(
@@ -128,6 +134,7 @@ impl RunManager {
             flush_interval: Duration::from_millis(20),
             writer: OnceLock::new(),
             writer_task: Mutex::new(None),
+            observer: None,
         }
     }
 
@@ -332,7 +339,11 @@ impl RunManager {
         let sink = {
             let log = live.log.clone();
             let writer = writer.clone();
+            let observer = self.observer.clone();
             EventSink::new(move |ev: AgentEvent| {
+                if let Some(observe) = &observer {
+                    observe(&ev);
+                }
                 let data = ev.data_json();
                 match ev {
                     AgentEvent::Done(d) => {

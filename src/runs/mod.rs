@@ -9,4 +9,4 @@ pub mod persist;
 pub mod setup;
 
 pub use log::{EventLog, LoggedEvent};
-pub use manager::{LiveRun, RunError, RunManager, StartRun};
+pub use manager::{EventObserver, LiveRun, RunError, RunManager, StartRun};

@@ -3,25 +3,22 @@
 //! its own numbers. Recording goes through `metrics::with_local_recorder`.
 //!
 //! Sources: LLM calls, latency and tokens come from [`MeteredLlm`], a wrapper around every
-//! model of the registry; run outcomes and tool calls come from an observer that follows each
-//! run's event log ([`Metrics::observe_run`]); SSE subscribers from a guard held by each stream;
-//! active runs are read from the run manager when `/metrics` renders.
+//! model of the registry; run outcomes and tool calls from the run manager's event observer
+//! ([`Metrics::run_observer`], called with each typed event as the run emits it); SSE
+//! subscribers from a guard held by each stream; active runs are read from the run manager when
+//! `/metrics` renders.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
-use serde_json::Value;
 
+use crate::agent::events::{AgentEvent, StepEvent};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
-use crate::runs::{LiveRun, LoggedEvent};
-
-/// How often a run's observer reads its log while the run is live (see
-/// [`Metrics::observe_run`]): the most a tool-call or outcome counter lags behind the run.
-pub const OBSERVE_INTERVAL: Duration = Duration::from_millis(250);
+use crate::runs::EventObserver;
 
 /// The app's metrics. Cheap to clone.
 #[derive(Clone)]
@@ -111,61 +108,21 @@ impl Metrics {
         }
     }
 
-    /// Follows a run's log to count its tool calls and its outcome. The task ends with the
-    /// log (when the run ends), so it needs no other owner.
-    ///
-    /// It reads the log in batches at most every [`OBSERVE_INTERVAL`] (and at once when the log
-    /// closes): following every event would wake it for each answer delta, i.e. once per token
-    /// per run, for the two kinds of events (`tool_end`, `done`) it counts.
-    pub fn observe_run(&self, run: &LiveRun) {
-        self.run_started();
+    /// The observer the run manager calls with every event of every run: counts tool calls
+    /// (`tool_end` steps) and outcomes (`done`). It runs in the emitting task, on typed events,
+    /// so the counters never lag behind the stream and nothing is parsed or kept.
+    pub fn run_observer(&self) -> EventObserver {
         let me = self.clone();
-        let log = run.log.clone();
-        tokio::spawn(async move {
-            let mut rx = log.watch();
-            // Pinned: the log keeps what this reader has not read yet.
-            let (pin, mut cursor) = log.pin(0);
-            loop {
-                rx.borrow_and_update();
-                let (batch, closed) = pin.since(cursor);
-                for ev in batch {
-                    cursor = ev.id;
-                    me.observe(&ev);
-                }
-                if closed || rx.changed().await.is_err() {
-                    return;
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(OBSERVE_INTERVAL) => {}
-                    () = log.closed() => {}
-                }
-            }
-        });
-    }
-
-    /// Counts one event of a run (only `tool_end` steps and `done` matter).
-    fn observe(&self, ev: &LoggedEvent) {
-        // Skip parsing the rest (answer deltas are most of a run's events).
-        let wanted = match ev.name {
-            "done" => true,
-            "step" => ev.data.contains(r#""type":"tool_end""#),
-            _ => false,
-        };
-        if !wanted {
-            return;
-        }
-        let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
-            return;
-        };
-        match (ev.name, data["type"].as_str()) {
-            ("step", Some("tool_end")) => self.tool_call(
-                data["tool"].as_str().unwrap_or(""),
-                data["error"].as_bool().unwrap_or(false),
-                data["duration_ms"].as_u64().unwrap_or(0),
-            ),
-            ("done", _) => self.run_finished(data["status"].as_str().unwrap_or("unknown")),
+        Arc::new(move |ev: &AgentEvent| match ev {
+            AgentEvent::Step(StepEvent::ToolEnd {
+                tool,
+                error,
+                duration_ms,
+                ..
+            }) => me.tool_call(tool, *error, *duration_ms),
+            AgentEvent::Done(done) => me.run_finished(done.status.as_str()),
             _ => {}
-        }
+        })
     }
 
     /// The same registry with every model wrapped in a [`MeteredLlm`].

@@ -125,6 +125,7 @@ impl App {
         if let Some(interval) = overrides.flush_interval {
             manager.flush_interval = interval;
         }
+        manager.observer = Some(metrics.run_observer());
         let runs = Arc::new(manager);
         let recovered = runs.recover().await?;
         if recovered > 0 {

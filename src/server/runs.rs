@@ -112,7 +112,7 @@ pub fn parse_mode(mode: Option<&str>) -> Result<Option<Mode>, ApiError> {
     }
 }
 
-/// Validates and starts a run of `conversation`; the metrics observer follows it.
+/// Validates and starts a run of `conversation`.
 async fn launch(
     state: &AppState,
     owner: &Owner,
@@ -138,7 +138,7 @@ async fn launch_run(
     // taken. A client that hangs up makes hyper drop this handler's future; if that happened
     // mid-start, the slot stayed taken and the run row `running` with no task behind it, so the
     // conversation answered 409 until a restart. The start therefore runs in its own task,
-    // which the request cannot cancel: once begun, a run is fully started (and observed).
+    // which the request cannot cancel: once begun, a run is fully started (and counted).
     let (state, owner, conversation) = (state.clone(), owner.0.clone(), conversation.clone());
     let start = tokio::spawn(async move {
         let live = if new_conversation {
@@ -150,7 +150,7 @@ async fn launch_run(
             state.runs.start(&owner, &conversation, request).await?
         };
         tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
-        state.metrics.observe_run(&live);
+        state.metrics.run_started();
         Ok::<_, ApiError>(live)
     });
     start
