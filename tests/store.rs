@@ -801,89 +801,157 @@ async fn sqlite_suite_creates_file_and_survives_restart() {
     store.close().await;
 }
 
-/// A database written by the first schema (events keyed by the run's UUID) keeps every event
-/// through the migration to run keys; its runs keep working and can be deleted with their
-/// events, and new runs get keys too.
-#[tokio::test]
-async fn sqlite_events_survive_the_run_key_migration() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = dir.path().join("first-schema");
-    std::fs::create_dir(&first).unwrap();
-    let initial = "20240601000000_initial.sql";
-    std::fs::copy(format!("migrations/sqlite/{initial}"), first.join(initial)).unwrap();
-    let url = format!("sqlite://{}", dir.path().join("old.db").display());
-    let opts: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-    let pool = sqlx::SqlitePool::connect_with(opts.create_if_missing(true))
-        .await
-        .unwrap();
-    sqlx::migrate::Migrator::new(first.as_path())
-        .await
-        .unwrap()
-        .run(&pool)
-        .await
-        .unwrap();
-    let conv = Uuid::new_v4().to_string();
-    sqlx::query(
-        "INSERT INTO conversations (id, owner, created_at, updated_at) VALUES ($1, 'old', 1, 1)",
-    )
-    .bind(&conv)
-    .execute(&pool)
-    .await
-    .unwrap();
-    let runs = [Uuid::new_v4(), Uuid::new_v4()];
-    for (i, run) in runs.iter().enumerate() {
+/// Fills a database migrated to the first schema only (events keyed by the run's UUID) with one
+/// conversation and two runs of four events each, interleaved as the shared writer stored them.
+macro_rules! first_schema_rows {
+    ($pool:expr, $conv:expr, $runs:expr) => {{
         sqlx::query(
-            "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
-             VALUES ($1, $2, 'old', 'completed', 'native', 'm', $3)",
+            "INSERT INTO conversations (id, owner, created_at, updated_at) \
+             VALUES ($1, 'old', 1, 1)",
         )
-        .bind(run.to_string())
-        .bind(&conv)
-        .bind(i as i64)
-        .execute(&pool)
+        .bind($conv.to_string())
+        .execute($pool)
         .await
         .unwrap();
-        // Interleaved, as the shared writer stored them.
+        for (i, run) in $runs.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
+                 VALUES ($1, $2, 'old', 'completed', 'native', 'm', $3)",
+            )
+            .bind(run.to_string())
+            .bind($conv.to_string())
+            .bind(i as i64)
+            .execute($pool)
+            .await
+            .unwrap();
+        }
         for seq in 1..=4i64 {
-            sqlx::query("INSERT INTO events (run_id, seq, name, data) VALUES ($1, $2, 'step', $3)")
+            for run in $runs.iter() {
+                sqlx::query(
+                    "INSERT INTO events (run_id, seq, name, data) VALUES ($1, $2, 'step', $3)",
+                )
                 .bind(run.to_string())
                 .bind(seq)
                 .bind(format!("{{\"n\":{seq}}}"))
-                .execute(&pool)
+                .execute($pool)
                 .await
                 .unwrap();
+            }
         }
-    }
-    pool.close().await;
+    }};
+}
 
-    let store = Store::connect(&url).await.unwrap();
+/// Rows left in `events` and `run_keys`.
+macro_rules! event_rows_left {
+    ($pool:expr) => {{
+        let mut left = 0i64;
+        for table in ["events", "run_keys"] {
+            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+                .fetch_one($pool)
+                .await
+                .unwrap();
+            left += n;
+        }
+        left
+    }};
+}
+
+/// A copy of the backend's first migration alone, for a database as the first release left it.
+fn first_schema_only(dir: &std::path::Path, backend: &str) -> std::path::PathBuf {
+    let first = dir.join(format!("first-schema-{backend}"));
+    std::fs::create_dir(&first).unwrap();
+    let initial = "20240601000000_initial.sql";
+    std::fs::copy(
+        format!("migrations/{backend}/{initial}"),
+        first.join(initial),
+    )
+    .unwrap();
+    first
+}
+
+/// After the migration to run keys (the store was connected to a database filled by
+/// `first_schema_rows!`): every event is still there, runs keep working, new runs get keys, and
+/// deleting the conversation takes the events with it.
+async fn migrated_events_survive(store: &Store, conv: Uuid, runs: [Uuid; 2]) {
     for run in runs {
         assert_eq!(store.list_events(run, 0).await.unwrap(), events(1..=4));
         assert_eq!(store.last_event_seq(run).await.unwrap(), 4);
     }
     store.append_events(runs[0], &events(4..=6)).await.unwrap();
     assert_eq!(store.list_events(runs[0], 0).await.unwrap(), events(1..=6));
-    // A run created after the migration gets its key from the trigger.
-    let fresh = run(&store, "old", Uuid::parse_str(&conv).unwrap()).await;
+    let fresh = run(store, "old", conv).await;
     store.append_events(fresh, &events(1..=2)).await.unwrap();
     assert_eq!(store.list_events(fresh, 0).await.unwrap(), events(1..=2));
-    assert!(store
-        .delete_conversation("old", Uuid::parse_str(&conv).unwrap())
-        .await
-        .unwrap());
+    assert!(store.delete_conversation("old", conv).await.unwrap());
     for run in [runs[0], runs[1], fresh] {
         assert!(store.list_events(run, 0).await.unwrap().is_empty());
     }
+}
+
+#[tokio::test]
+async fn sqlite_events_survive_the_run_key_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    let opts: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+    let pool = sqlx::SqlitePool::connect_with(opts.create_if_missing(true))
+        .await
+        .unwrap();
+    let first = first_schema_only(dir.path(), "sqlite");
+    let migrator = sqlx::migrate::Migrator::new(first.as_path()).await.unwrap();
+    migrator.run(&pool).await.unwrap();
+    let (conv, runs) = (Uuid::new_v4(), [Uuid::new_v4(), Uuid::new_v4()]);
+    first_schema_rows!(&pool, conv, runs);
+    pool.close().await;
+
+    let store = Store::connect(&url).await.unwrap();
+    migrated_events_survive(&store, conv, runs).await;
     store.close().await;
     // Gone, not merely unreachable: the rows went with their runs.
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    for table in ["events", "run_keys"] {
-        let left: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(left, 0, "{table}");
-    }
+    assert_eq!(event_rows_left!(&pool), 0);
     pool.close().await;
+}
+
+#[tokio::test]
+async fn postgres_events_survive_the_run_key_migration() {
+    if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
+        eprintln!("REAGENT_SKIP_PG=1: skipping");
+        return;
+    }
+    let admin = sqlx::PgPool::connect(PG_ADMIN_URL).await.unwrap();
+    let name = format!("reagent_test_{}", Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let outcome = AssertUnwindSafe(async {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        let first = first_schema_only(dir.path(), "postgres");
+        let migrator = sqlx::migrate::Migrator::new(first.as_path()).await.unwrap();
+        migrator.run(&pool).await.unwrap();
+        let (conv, runs) = (Uuid::new_v4(), [Uuid::new_v4(), Uuid::new_v4()]);
+        first_schema_rows!(&pool, conv, runs);
+        pool.close().await;
+
+        let store = Store::connect(&url).await.unwrap();
+        migrated_events_survive(&store, conv, runs).await;
+        store.close().await;
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        assert_eq!(event_rows_left!(&pool), 0);
+        pool.close().await;
+    })
+    .catch_unwind()
+    .await;
+    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&admin)
+        .await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    dropped.unwrap();
 }
 
 #[tokio::test]
