@@ -267,22 +267,26 @@ async fn terminal_state_written_once_postgres() {
     with_store(Backend::Postgres, once).await;
 }
 
+/// Registers a log for `run` with the writer, holding one `start` event.
+fn follow(writer: &EventWriter, run: Uuid) -> Arc<EventLog> {
+    let log = Arc::new(EventLog::new());
+    writer.register(run, log.clone());
+    log.append("start", "{}".into());
+    log
+}
+
 async fn failing(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
     // Its answer breaks a CHECK constraint: its final write fails on every attempt.
     let (bad_conv, bad_run) = new_run(&store).await;
-    let bad_log = Arc::new(EventLog::new());
-    writer.register(bad_run, bad_log.clone());
-    bad_log.append("start", "{}".into());
+    let _bad_log = follow(&writer, bad_run);
     let mut bad_state = final_state(bad_conv, bad_run, "b");
     if let Some(answer) = bad_state.answer.as_mut() {
         answer.role = "robot".into();
     }
     let (conv, run) = new_run(&store).await;
-    let log = Arc::new(EventLog::new());
-    writer.register(run, log.clone());
-    log.append("start", "{}".into());
+    let _log = follow(&writer, run);
     writer.notify();
     let ok = writer.finish(run, Some((done_event(2), final_state(conv, run, "a"))));
     let bad = writer.finish(bad_run, Some((done_event(2), bad_state)));
@@ -309,13 +313,9 @@ async fn vanished(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
     let ghost = Uuid::new_v4();
-    let ghost_log = Arc::new(EventLog::new());
-    writer.register(ghost, ghost_log.clone());
-    ghost_log.append("start", "{}".into());
+    let _ghost_log = follow(&writer, ghost);
     let (conv, run) = new_run(&store).await;
-    let log = Arc::new(EventLog::new());
-    writer.register(run, log.clone());
-    log.append("start", "{}".into());
+    let _log = follow(&writer, run);
     writer.notify();
     let ok = writer.finish(run, Some((done_event(2), final_state(conv, run, "a"))));
     let gone = writer.finish(ghost, Some((done_event(2), final_state(conv, ghost, "b"))));

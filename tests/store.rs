@@ -888,70 +888,42 @@ async fn migrated_events_survive(store: &Store, conv: Uuid, runs: [Uuid; 2]) {
     }
 }
 
-#[tokio::test]
-async fn sqlite_events_survive_the_run_key_migration() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("old.db").display());
-    let opts: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-    let pool = sqlx::SqlitePool::connect_with(opts.create_if_missing(true))
-        .await
-        .unwrap();
-    let first = first_schema_only(dir.path(), "sqlite");
-    let migrator = sqlx::migrate::Migrator::new(first.as_path()).await.unwrap();
-    migrator.run(&pool).await.unwrap();
-    let (conv, runs) = (Uuid::new_v4(), [Uuid::new_v4(), Uuid::new_v4()]);
-    first_schema_rows!(&pool, conv, runs);
-    pool.close().await;
-
-    let store = Store::connect(&url).await.unwrap();
-    migrated_events_survive(&store, conv, runs).await;
-    store.close().await;
-    // Gone, not merely unreachable: the rows went with their runs.
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    assert_eq!(event_rows_left!(&pool), 0);
-    pool.close().await;
-}
-
-#[tokio::test]
-async fn postgres_events_survive_the_run_key_migration() {
-    if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
-        eprintln!("REAGENT_SKIP_PG=1: skipping");
-        return;
-    }
-    let admin = sqlx::PgPool::connect(PG_ADMIN_URL).await.unwrap();
-    let name = format!("reagent_test_{}", Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let outcome = AssertUnwindSafe(async {
+/// The whole migration case on one backend: a database at the first schema, filled, then
+/// opened by the store, checked, and counted after the delete.
+macro_rules! run_key_migration_case {
+    ($pool:ty, $url:expr, $backend:expr) => {{
         let dir = tempfile::tempdir().unwrap();
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        let first = first_schema_only(dir.path(), "postgres");
+        let pool = <$pool>::connect($url).await.unwrap();
+        let first = first_schema_only(dir.path(), $backend);
         let migrator = sqlx::migrate::Migrator::new(first.as_path()).await.unwrap();
         migrator.run(&pool).await.unwrap();
         let (conv, runs) = (Uuid::new_v4(), [Uuid::new_v4(), Uuid::new_v4()]);
         first_schema_rows!(&pool, conv, runs);
         pool.close().await;
 
-        let store = Store::connect(&url).await.unwrap();
+        let store = Store::connect($url).await.unwrap();
         migrated_events_survive(&store, conv, runs).await;
         store.close().await;
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        // Gone, not merely unreachable: the rows went with their runs.
+        let pool = <$pool>::connect($url).await.unwrap();
         assert_eq!(event_rows_left!(&pool), 0);
         pool.close().await;
+    }};
+}
+
+#[tokio::test]
+async fn sqlite_events_survive_the_run_key_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    run_key_migration_case!(sqlx::SqlitePool, &url, "sqlite");
+}
+
+#[tokio::test]
+async fn postgres_events_survive_the_run_key_migration() {
+    on_fresh_postgres(|url| async move {
+        run_key_migration_case!(sqlx::PgPool, &url, "postgres");
     })
-    .catch_unwind()
     .await;
-    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&admin)
-        .await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-    dropped.unwrap();
 }
 
 #[tokio::test]
@@ -970,10 +942,15 @@ async fn unsupported_url_is_rejected() {
     ));
 }
 
-#[tokio::test]
-async fn postgres_suite() {
+/// Runs `body` with the URL of a fresh PostgreSQL database, dropped afterwards even when `body`
+/// panics. Skipped (with a note) when `REAGENT_SKIP_PG=1`; fails when PostgreSQL is unreachable.
+async fn on_fresh_postgres<F, Fut>(body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
-        eprintln!("REAGENT_SKIP_PG=1: skipping the PostgreSQL suite");
+        eprintln!("REAGENT_SKIP_PG=1: skipping a PostgreSQL test");
         return;
     }
     let admin = sqlx::PgPool::connect(PG_ADMIN_URL)
@@ -987,8 +964,20 @@ async fn postgres_suite() {
         .await
         .unwrap();
     let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let outcome = AssertUnwindSafe(body(url)).catch_unwind().await;
+    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&admin)
+        .await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    dropped.unwrap();
+}
 
-    let outcome = AssertUnwindSafe(async {
+#[tokio::test]
+async fn postgres_suite() {
+    on_fresh_postgres(|url| async move {
         let store = Store::connect(&url).await.unwrap();
         assert_eq!(store.backend(), "postgres");
         suite(&store).await;
@@ -998,15 +987,5 @@ async fn postgres_suite() {
         again.ping().await.unwrap();
         again.close().await;
     })
-    .catch_unwind()
     .await;
-
-    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&admin)
-        .await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-    dropped.unwrap();
 }
