@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::models::{now, uuid};
-use super::{with_pool, Store, StoreError, StoredArtifact};
+use super::{with_pool, with_writer, Store, StoreError, StoredArtifact};
 use crate::agent::artifacts::{artifact_url, ArtifactSink};
 use crate::agent::events::ArtifactRef;
 use crate::tools::Artifact;
@@ -34,7 +34,7 @@ impl Store {
         let id = Uuid::new_v4();
         let (_, micros) = now();
         let size = artifact.data.len();
-        let inserted = with_pool!(self, |pool| {
+        let inserted = with_writer!(self, |pool| {
             // INSERT … SELECT: the owner comes from the run in the same statement, and an
             // unknown run inserts nothing instead of failing on the foreign key.
             sqlx::query(

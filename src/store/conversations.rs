@@ -7,7 +7,8 @@ use uuid::Uuid;
 
 use super::models::{now, opt_uuid, time, uuid};
 use super::{
-    with_pool, Conversation, NewConversation, NewMessage, Store, StoreError, StoredMessage,
+    with_pool, with_writer, Conversation, NewConversation, NewMessage, Store, StoreError,
+    StoredMessage,
 };
 
 /// The largest page `list_conversations` returns, whatever the caller asks.
@@ -196,7 +197,7 @@ impl Store {
         let conversation = Store::draft_conversation(owner, new);
         let _turn = self.write_turn().await;
         let micros = conversation.created_at.timestamp_micros();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), &conversation, micros)
                 .execute(pool)
                 .await?;
@@ -277,7 +278,7 @@ impl Store {
     ) -> Result<Option<Conversation>, StoreError> {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
-        let changed = with_pool!(self, |pool| {
+        let changed = with_writer!(self, |pool| {
             sqlx::query(
                 "UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 AND owner = $4",
             )
@@ -300,7 +301,7 @@ impl Store {
     pub async fn touch_conversation(&self, id: Uuid) -> Result<(), StoreError> {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
                 .bind(micros)
                 .bind(id.to_string())
@@ -314,7 +315,7 @@ impl Store {
     /// audit rows and artifacts. `false` when missing or not `owner`'s.
     pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<bool, StoreError> {
         let _turn = self.write_turn().await;
-        let deleted = with_pool!(self, |pool| {
+        let deleted = with_writer!(self, |pool| {
             sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
                 .bind(id.to_string())
                 .bind(owner)
@@ -332,7 +333,7 @@ impl Store {
         let (at, micros) = now();
         let conversation_id = new.conversation_id.to_string();
         let content = super::storable(&new.content).into_owned();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             bind_message(
                 sqlx::query(INSERT_MESSAGE_SQL),
@@ -367,7 +368,7 @@ impl Store {
         id: Uuid,
     ) -> Result<bool, StoreError> {
         let _turn = self.write_turn().await;
-        let deleted = with_pool!(self, |pool| {
+        let deleted = with_writer!(self, |pool| {
             sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
                 .bind(conversation_id.to_string())
                 .bind(id.to_string())

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
 use super::runs::FINISH_RUN_SQL;
-use super::{with_pool, AuditRow, RunBatch, Store, StoreError, StoredEvent};
+use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
 use crate::agent::events::RunStatus;
 
 /// Rows per INSERT statement: 4 binds each keeps us far below SQLite's 32 766 and
@@ -99,7 +99,7 @@ impl Store {
         }
         let run_id = run_id.to_string();
         let rows: Vec<(&str, &StoredEvent)> = events.iter().map(|e| (run_id.as_str(), e)).collect();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_events(chunk).build().execute(&mut *tx).await?;
@@ -126,7 +126,7 @@ impl Store {
             .collect();
         let (_, micros) = now();
         let mut finished = vec![false; batches.len()];
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_events(chunk).build().execute(&mut *tx).await?;
@@ -217,7 +217,7 @@ impl Store {
     /// Records one tool call in the audit trail.
     pub async fn insert_audit(&self, row: AuditRow) -> Result<(), StoreError> {
         let _turn = self.write_turn().await;
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(
                 "INSERT INTO tool_audit (run_id, conversation_id, call_id, tool, arguments, \
                  result_size, duration_ms, outcome, at) \

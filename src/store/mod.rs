@@ -64,6 +64,19 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Like [`with_pool!`] for a write, which must hold the write turn: on SQLite `$pool` is the
+/// store's one writer connection (see `Store::writer`), on PostgreSQL the pool.
+macro_rules! with_writer {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match (&$store.backend, &$store.writer) {
+            (_, Some($pool)) => $body,
+            ($crate::store::Backend::Sqlite($pool), None) => $body,
+            ($crate::store::Backend::Postgres($pool), None) => $body,
+        }
+    };
+}
+pub(crate) use with_writer;
+
 /// The persistence handle. Cheap to clone (pools are reference counted).
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -72,6 +85,12 @@ pub struct Store {
     /// contending for the database's single write lock, where the losers sleep in SQLite's busy
     /// handler (1 to 100 ms per retry) and fail after the busy timeout under load.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// SQLite file databases: every write goes through this pool of ONE connection, kept open.
+    /// In WAL mode a connection drops its whole page cache when another connection has written
+    /// since its last transaction; with writes spread over the read pool, each event commit
+    /// started cold and re-read its B-tree pages from the OS. The one writer keeps its cache.
+    /// `None` otherwise (PostgreSQL; an in-memory SQLite database, which has one connection).
+    writer: Option<SqlitePool>,
     /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).
     pending_starts: Arc<std::sync::Mutex<Vec<runs::PendingStart>>>,
 }
@@ -81,8 +100,11 @@ impl Store {
     /// pending migrations, so a returned store is ready to serve.
     pub async fn connect(database_url: &str) -> Result<Store, StoreError> {
         let url = database_url.trim();
+        let mut writer = None;
         let backend = if url.starts_with("sqlite:") {
-            Backend::Sqlite(connect_sqlite(url).await?)
+            let (pool, write) = connect_sqlite(url).await?;
+            writer = write;
+            Backend::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let pool = PgPoolOptions::new()
                 .max_connections(10)
@@ -101,6 +123,7 @@ impl Store {
         let store = Store {
             backend,
             write_gate,
+            writer,
             pending_starts: Arc::default(),
         };
         store.migrate().await?;
@@ -157,6 +180,9 @@ impl Store {
     /// Closes every pooled connection; waits for checked-out ones to come back. Used at
     /// shutdown (and by tests that drop their database afterwards).
     pub async fn close(&self) {
+        if let Some(writer) = &self.writer {
+            writer.close().await;
+        }
         match &self.backend {
             Backend::Sqlite(pool) => pool.close().await,
             Backend::Postgres(pool) => pool.close().await,
@@ -164,8 +190,9 @@ impl Store {
     }
 }
 
-/// Opens (creating file and parent directory when missing) a SQLite database in WAL mode.
-async fn connect_sqlite(url: &str) -> Result<SqlitePool, StoreError> {
+/// Opens (creating file and parent directory when missing) a SQLite database in WAL mode: the
+/// pool, and for a file database the one-connection writer pool (see `Store::writer`).
+async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), StoreError> {
     let options = SqliteConnectOptions::from_str(url)
         .map_err(|e| StoreError::Connect(e.to_string()))?
         .create_if_missing(true)
@@ -188,22 +215,31 @@ async fn connect_sqlite(url: &str) -> Result<SqlitePool, StoreError> {
     // No liveness ping before handing out a connection: an in-process SQLite connection cannot
     // drop, and the ping is a round trip to its worker thread (two thread wake-ups) on every
     // statement the pool runs.
-    let mut pool = SqlitePoolOptions::new()
+    let base = SqlitePoolOptions::new()
         .acquire_timeout(Duration::from_secs(10))
         .test_before_acquire(false);
+    // Exactly one connection, never closed: an in-memory database lives as long as a connection
+    // to it, and a writer's page cache as long as its connection.
+    let single = base
+        .clone()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None);
+    let connect = |pool: SqlitePoolOptions| {
+        let options = options.clone();
+        async move {
+            pool.connect_with(options)
+                .await
+                .map_err(|e| StoreError::Connect(e.to_string()))
+        }
+    };
     if in_memory {
-        // An in-memory database lives as long as a connection to it: keep exactly one, forever.
-        pool = pool
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None);
-    } else {
-        pool = pool.max_connections(8);
+        return Ok((connect(single).await?, None));
     }
-    pool.connect_with(options)
-        .await
-        .map_err(|e| StoreError::Connect(e.to_string()))
+    let pool = connect(base.max_connections(8)).await?;
+    let writer = connect(single).await?;
+    Ok((pool, Some(writer)))
 }
 
 /// `text` as both backends can store it: NUL (U+0000) becomes U+FFFD. PostgreSQL's `text`
@@ -215,5 +251,78 @@ pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
         std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
     } else {
         std::borrow::Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    /// `PRAGMA data_version` of a connection changes when ANOTHER connection has committed.
+    async fn data_version<'c, E: sqlx::SqliteExecutor<'c>>(conn: E) -> i64 {
+        sqlx::query_scalar("PRAGMA data_version")
+            .fetch_one(conn)
+            .await
+            .expect("data_version")
+    }
+
+    /// Every write of a file database goes through the one writer connection, so its page
+    /// cache is never invalidated by another connection's commit (see `Store::writer`).
+    #[tokio::test]
+    async fn sqlite_writes_all_go_through_the_writer_connection() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("w.db").display());
+        let store = Store::connect(&url).await.expect("connect");
+        let writer = store.writer.clone().expect("a file database has a writer");
+        let Backend::Sqlite(readers) = &store.backend else {
+            panic!("sqlite backend");
+        };
+        // One reader connection held throughout (the value is per connection); the writer pool
+        // has only one.
+        let mut reader = readers.acquire().await.expect("reader");
+        let writer_before = data_version(&writer).await;
+        let reader_before = data_version(&mut *reader).await;
+
+        let conv = store
+            .create_conversation("o", NewConversation::default())
+            .await
+            .expect("conversation");
+        let run = Uuid::new_v4();
+        store
+            .create_run(NewRun {
+                id: run,
+                conversation_id: conv.id,
+                owner: "o".into(),
+                mode: "native".into(),
+                model: "m".into(),
+            })
+            .await
+            .expect("run");
+        let event = StoredEvent {
+            seq: 1,
+            name: "start".into(),
+            data: "{}".into(),
+        };
+        store.append_events(run, &[event]).await.expect("events");
+        store.touch_conversation(conv.id).await.expect("touch");
+        assert_eq!(store.list_events(run, 0).await.expect("list").len(), 1);
+        assert!(store
+            .delete_conversation("o", conv.id)
+            .await
+            .expect("delete"));
+
+        assert_eq!(
+            data_version(&writer).await,
+            writer_before,
+            "another connection committed"
+        );
+        assert_ne!(
+            data_version(&mut *reader).await,
+            reader_before,
+            "the reader saw no commit: the check cannot tell"
+        );
+        drop(reader);
+        store.close().await;
     }
 }

@@ -13,7 +13,9 @@ use super::conversations::{
     TOUCH_CONVERSATION_SQL,
 };
 use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
-use super::{with_pool, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError};
+use super::{
+    with_pool, with_writer, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError,
+};
 use crate::agent::events::RunStatus;
 use crate::llm::Usage;
 
@@ -129,7 +131,7 @@ impl Store {
     pub async fn create_run(&self, new: NewRun) -> Result<(), StoreError> {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             bind_run(sqlx::query(INSERT_RUN_SQL), &new, micros)
                 .execute(pool)
                 .await?;
@@ -227,7 +229,7 @@ impl Store {
     /// or for a start in an existing conversation its run, query and the conversation's
     /// `updated_at`. The caller holds the write turn.
     async fn insert_starts(&self, rows: &[&StartRow], micros: i64) -> Result<(), StoreError> {
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for row in rows {
                 let message_id = row.query.id.unwrap_or_else(Uuid::new_v4).to_string();
@@ -271,7 +273,7 @@ impl Store {
         }
         let (_, micros) = now();
         let usage = finish.usage;
-        let updated = with_pool!(self, |pool| {
+        let updated = with_writer!(self, |pool| {
             sqlx::query(FINISH_RUN_SQL)
                 .bind(finish.status.as_str())
                 .bind(i64::from(finish.iterations))
