@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
+use reagent::agent::events::AgentEvent;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, RunStatus};
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
 use reagent::llm::{Abilities, Llm};
 use reagent::runs::manager::RESTART_ERROR;
-use reagent::runs::{RunError, RunManager, StartRun};
+use reagent::runs::{EventObserver, RunError, RunManager, StartRun};
 use reagent::store::{NewConversation, NewRun, Store, StoredEvent};
 use reagent::testing::{ScriptedLlm, Turn};
 use reagent::tools::ToolRegistry;
@@ -31,6 +32,15 @@ async fn fixture(tools: ToolRegistry) -> Fixture {
 /// `model` serves the runs; `llm` is what the test scripts (the same object unless the test
 /// brings its own model).
 async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>, tools: ToolRegistry) -> Fixture {
+    fixture_observed(llm, model, tools, None).await
+}
+
+async fn fixture_observed(
+    llm: Arc<ScriptedLlm>,
+    model: Arc<dyn Llm>,
+    tools: ToolRegistry,
+    observer: Option<EventObserver>,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = Store::connect(&url).await.unwrap();
@@ -44,14 +54,16 @@ async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>, tools: ToolReg
         default: true,
     };
     let models = ModelRegistry::single(info, model);
-    let runs = Arc::new(RunManager::new(
+    let mut manager = RunManager::new(
         store.clone(),
         models,
         tools,
         HookRunner::default(),
         AgentConfig::default(),
         None,
-    ));
+    );
+    manager.observer = observer;
+    let runs = Arc::new(manager);
     Fixture {
         _dir: dir,
         store,
@@ -321,6 +333,45 @@ async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() 
     assert_eq!(f.runs.active_runs(), 0);
     // The conversation is free for the next run.
     assert!(f.runs.start("alice", &conv, query("again")).await.is_ok());
+}
+
+/// The run manager's observer (what `/metrics` counts from) sees each event the log takes,
+/// once, in log order — also for a run whose agent panicked, whose fallback `done` is the one.
+#[tokio::test]
+async fn the_observer_sees_exactly_the_logged_events() {
+    for panicking in [false, true] {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let observer: EventObserver = {
+            let seen = seen.clone();
+            Arc::new(move |ev: &AgentEvent| seen.lock().unwrap().push(ev.name().to_string()))
+        };
+        let llm = Arc::new(ScriptedLlm::native());
+        let model: Arc<dyn Llm> = if panicking {
+            Arc::new(PanickingLlm)
+        } else {
+            llm.clone()
+        };
+        let f = fixture_observed(llm, model, ToolRegistry::new(), Some(observer)).await;
+        f.llm.tool_calls(&[("c1", "nope", "{}")]);
+        f.llm.text("done");
+        let conv = f
+            .store
+            .create_conversation("alice", NewConversation::default())
+            .await
+            .unwrap();
+        let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+        live.finished().await;
+        let logged: Vec<String> = f
+            .store
+            .list_events(live.id, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(*seen.lock().unwrap(), logged, "panicking: {panicking}");
+        assert_eq!(logged.iter().filter(|n| *n == "done").count(), 1);
+    }
 }
 
 /// Persisted events that every reader has read are dropped from memory; a subscriber that

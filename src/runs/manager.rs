@@ -348,24 +348,27 @@ impl RunManager {
             let log = live.log.clone();
             let writer = writer.clone();
             let observer = self.observer.clone();
-            EventSink::new(move |ev: AgentEvent| {
+            // The observer sees exactly what the log takes: not a second `done`, nothing after it.
+            let observe = move |ev: &AgentEvent| {
                 if let Some(observe) = &observer {
-                    observe(&ev);
+                    observe(ev);
                 }
+            };
+            EventSink::new(move |ev: AgentEvent| {
                 let data = ev.data_json();
-                match ev {
-                    AgentEvent::Done(d) => {
-                        if let Some(seq) = log.seal() {
-                            let tx = done_tx.lock().unwrap_or_else(|p| p.into_inner()).take();
-                            if let Some(tx) = tx {
-                                let _ = tx.send((d, data, seq));
-                            }
-                        }
+                if !matches!(ev, AgentEvent::Done(_)) {
+                    if log.append(ev.name(), data) {
+                        writer.notify();
+                        observe(&ev);
                     }
-                    ev => {
-                        if log.append(ev.name(), data) {
-                            writer.notify();
-                        }
+                    return;
+                }
+                let Some(seq) = log.seal() else { return };
+                observe(&ev);
+                if let AgentEvent::Done(d) = ev {
+                    let tx = done_tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    if let Some(tx) = tx {
+                        let _ = tx.send((d, data, seq));
                     }
                 }
             })
