@@ -435,7 +435,8 @@ fn full_request(choice: ToolChoice) -> ChatRequest {
             name: "calculator".into(),
             description: "Arithmetic".into(),
             parameters: json!({"type": "object", "properties": {"expression": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         tool_choice: Some(choice),
         response_format: Some(ResponseFormat::JsonObject),
         temperature: Some(0.2),

@@ -156,7 +156,7 @@ async fn streamed_answer_has_n_tokens_matching_the_non_streamed_text_with_usage(
     // With `tools` (and no tool script) the non-streamed reply is the plain answer text;
     // without them it would be the JSON-mode final-answer object.
     let request = ChatRequest {
-        tools: vec![calculator_definition()],
+        tools: [calculator_definition()].into(),
         ..ChatRequest::new(vec![Message::user("hello there")])
     };
     let whole = llm.chat(request.clone()).await.expect("chat");
@@ -415,7 +415,7 @@ async fn first_call_latency_applies_only_before_the_first_tool_result() {
     .await;
     let llm = client(&mock, Abilities::default(), 0);
     let request = |messages| ChatRequest {
-        tools: vec![calculator_definition()],
+        tools: [calculator_definition()].into(),
         ..ChatRequest::new(messages)
     };
     let t0 = Instant::now();

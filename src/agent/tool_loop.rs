@@ -3,6 +3,8 @@
 //! cycle warnings and the checklist are appended only after tool results, so an assistant
 //! `tool_calls` message is always followed by exactly its results.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
@@ -48,7 +50,7 @@ pub(super) struct LoopRun<'a> {
     query: String,
     mode: Mode,
     /// Sent in the `tools` parameter (native mode only).
-    tool_defs: Vec<ToolDefinition>,
+    tool_defs: Arc<[ToolDefinition]>,
     /// Estimated tokens of `tool_defs`, computed once per run.
     tool_tokens: usize,
     executor: Executor,
@@ -85,7 +87,7 @@ impl<'a> LoopRun<'a> {
         let defs = tools.definitions();
         let (system, tool_defs) = match mode {
             Mode::Native => (prompts::native_system_prompt(role), defs),
-            Mode::Json => (prompts::json_system_prompt(role, &defs), Vec::new()),
+            Mode::Json => (prompts::json_system_prompt(role, &defs), Arc::default()),
         };
         let mut messages = Vec::with_capacity(input.history.len() + 8);
         messages.push(Message::system(system));

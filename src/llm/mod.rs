@@ -15,6 +15,7 @@ pub mod structured;
 
 use std::ops::{Add, AddAssign};
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::Stream;
@@ -127,7 +128,9 @@ pub enum ResponseFormat {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolDefinition>,
+    /// Shared: the same definitions go into every request of a run (and of every run using the
+    /// same tools), see [`crate::tools::ToolRegistry::definitions`].
+    pub tools: Arc<[ToolDefinition]>,
     pub tool_choice: Option<ToolChoice>,
     pub response_format: Option<ResponseFormat>,
     pub temperature: Option<f32>,

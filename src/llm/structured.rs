@@ -180,7 +180,8 @@ impl<T> Chain<'_, '_, T> {
                 name: name.clone(),
                 description,
                 parameters: self.call.schema.clone(),
-            }],
+            }]
+            .into(),
             tool_choice: Some(if can_force {
                 ToolChoice::Function(name.clone())
             } else {

@@ -497,9 +497,31 @@ mod tests {
     fn registry_holds_the_three_builtins() {
         let reg = builtin_registry(HttpRequestOptions::default());
         assert_eq!(reg.names(), ["calculator", "current_time", "http_request"]);
-        for def in reg.definitions() {
+        for def in reg.definitions().iter() {
             assert_eq!(def.parameters["type"], "object", "{}", def.name);
             assert!(def.parameters["required"].is_array(), "{}", def.name);
         }
+    }
+
+    #[test]
+    fn definitions_are_built_once_per_set_of_tools() {
+        let full = builtin_registry(HttpRequestOptions::default());
+        // A clone made before the first use shares what the first use builds.
+        let early = full.clone();
+        let defs = full.definitions();
+        assert!(Arc::ptr_eq(&defs, &early.definitions()));
+        assert!(Arc::ptr_eq(&defs, &full.clone().definitions()));
+        // Another set of tools gets its own, and the shared ones do not change.
+        let mut more = full.clone();
+        more.register(Arc::new(Calculator));
+        more.register(Arc::new(CurrentTime));
+        let smaller = full.filtered(&["calculator"]);
+        assert_eq!(smaller.definitions().len(), 1);
+        assert_eq!(smaller.definitions()[0].name, "calculator");
+        assert_eq!(more.definitions().len(), 3);
+        assert!(!Arc::ptr_eq(&defs, &more.definitions()));
+        let again = full.definitions();
+        let names: Vec<&str> = again.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["calculator", "current_time", "http_request"]);
     }
 }

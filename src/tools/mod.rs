@@ -8,7 +8,7 @@ pub mod http_tool;
 pub mod ssrf;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -101,6 +101,10 @@ pub trait Tool: Send + Sync {
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     index: HashMap<String, usize>,
+    /// The tools' definitions, built on first use and shared by every clone made before or
+    /// after: each run clones the agent's registry, and the schemas (a few KB of JSON per
+    /// tool set) are then held once per process instead of once per run and per request.
+    definitions: Arc<OnceLock<Arc<[ToolDefinition]>>>,
 }
 
 impl ToolRegistry {
@@ -110,6 +114,8 @@ impl ToolRegistry {
 
     /// Adds a tool; a tool with the same name replaces the earlier one in place.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        // A new set of tools: earlier clones keep their definitions, this one builds its own.
+        self.definitions = Arc::default();
         let name = tool.name().to_string();
         match self.index.get(&name) {
             Some(&i) => self.tools[i] = tool,
@@ -145,8 +151,11 @@ impl ToolRegistry {
         self.tools.iter().map(|t| t.name().to_string()).collect()
     }
 
-    pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.tools.iter().map(|t| t.definition()).collect()
+    /// The definitions of the tools, in registration order (shared, see the field).
+    pub fn definitions(&self) -> Arc<[ToolDefinition]> {
+        self.definitions
+            .get_or_init(|| self.tools.iter().map(|t| t.definition()).collect())
+            .clone()
     }
 
     /// A registry holding only the named tools that exist here, in registration order.
