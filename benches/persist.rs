@@ -156,7 +156,7 @@ async fn fresh_db(a: &Args, dir: &tempfile::TempDir, i: usize) -> (String, Optio
 }
 
 async fn count_events(url: &str) -> (i64, i64) {
-    let events = "SELECT COUNT(*) FROM events";
+    let events = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM events";
     let running = "SELECT COUNT(*) FROM runs WHERE status = 'running'";
     if url.starts_with("sqlite:") {
         let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();

@@ -926,6 +926,103 @@ async fn postgres_events_survive_the_run_key_migration() {
     .await;
 }
 
+/// An answer's deltas as the engine logs them.
+fn deltas(range: std::ops::RangeInclusive<i64>) -> Vec<StoredEvent> {
+    range
+        .map(|seq| StoredEvent {
+            seq,
+            name: "answer".into(),
+            data: format!("{{\"type\":\"delta\",\"content\":\"t{seq}\"}}"),
+        })
+        .collect()
+}
+
+/// Rows in `events` (several events may share one).
+macro_rules! event_rows {
+    ($pool:expr) => {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM events")
+            .fetch_one($pool)
+            .await
+            .unwrap()
+    };
+}
+
+/// Consecutive events of one name share a row and read back one by one, whatever the retries.
+macro_rules! packed_events_case {
+    ($pool:ty, $url:expr) => {{
+        let store = Store::connect($url).await.unwrap();
+        let pool = <$pool>::connect($url).await.unwrap();
+        let who = owner("packed");
+        let id = run(&store, &who, conversation(&store, &who).await).await;
+
+        store.append_events(id, &deltas(1..=10)).await.unwrap();
+        assert_eq!(store.list_events(id, 0).await.unwrap(), deltas(1..=10));
+        assert_eq!(event_rows!(&pool), 1);
+
+        // A batch retried after an ambiguous commit, with the events that arrived since: the
+        // stored row is extended, nothing is lost or doubled.
+        store.append_events(id, &deltas(1..=20)).await.unwrap();
+        assert_eq!(store.list_events(id, 0).await.unwrap(), deltas(1..=20));
+        assert_eq!(store.last_event_seq(id).await.unwrap(), 20);
+        assert_eq!(event_rows!(&pool), 1);
+
+        // A stored event is never rewritten.
+        let mut changed = deltas(1..=20);
+        changed[2].data = "{\"changed\":true}".into();
+        store.append_events(id, &changed).await.unwrap();
+        assert_eq!(store.list_events(id, 0).await.unwrap(), deltas(1..=20));
+
+        // Overlapping from another start: read back once each.
+        store.append_events(id, &deltas(15..=30)).await.unwrap();
+        assert_eq!(store.list_events(id, 0).await.unwrap(), deltas(1..=30));
+        assert_eq!(store.last_event_seq(id).await.unwrap(), 30);
+        assert_eq!(event_rows!(&pool), 2);
+
+        // Resuming inside a row.
+        assert_eq!(
+            store.list_events_page(id, 16, 3).await.unwrap(),
+            deltas(17..=19)
+        );
+        assert_eq!(store.list_events(id, 29).await.unwrap(), deltas(30..=30));
+        assert_eq!(
+            store.list_events_page(id, 0, 25).await.unwrap(),
+            deltas(1..=25)
+        );
+
+        // Data with a newline (not one-line JSON) keeps a row of its own and reads back as is.
+        let mut mixed = vec![StoredEvent {
+            seq: 31,
+            name: "answer".into(),
+            data: "two\nlines".into(),
+        }];
+        mixed.extend(deltas(32..=33));
+        store.append_events(id, &mixed).await.unwrap();
+        assert_eq!(store.list_events(id, 30).await.unwrap(), mixed);
+        assert_eq!(event_rows!(&pool), 4);
+
+        pool.close().await;
+        store.close().await;
+    }};
+}
+
+#[tokio::test]
+async fn sqlite_packs_consecutive_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("packed.db").display()
+    );
+    packed_events_case!(sqlx::SqlitePool, &url);
+}
+
+#[tokio::test]
+async fn postgres_packs_consecutive_events() {
+    on_fresh_postgres(|url| async move {
+        packed_events_case!(sqlx::PgPool, &url);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn sqlite_in_memory_works() {
     let store = Store::connect("sqlite::memory:").await.unwrap();

@@ -2,7 +2,7 @@
 //! audit trail.
 //!
 //! The append path is hot — the shared event writer commits every few milliseconds — so a batch
-//! is one transaction of multi-row INSERTs (one statement per [`EVENT_CHUNK`] events) rather
+//! is one transaction of multi-row INSERTs (one statement per [`EVENT_CHUNK`] rows) rather
 //! than a round trip per event. Re-appending an already stored `(run_id, seq)` is a no-op, so a
 //! batch retried after an ambiguous failure cannot duplicate or fail.
 //!
@@ -11,6 +11,16 @@
 //! `20261130000000_events_by_run_key`): a commit then dirties the table's last pages and a few
 //! pages of a compact `(run, seq)` index, instead of one page per live run of a table clustered
 //! by the run's UUID.
+//!
+//! A row holds `n` consecutive events of one run with the same name (migration
+//! `20261201000000_packed_events`): a streamed answer's deltas, written a few per run per
+//! commit, share one row instead of one row each. The row's `seq` is its first event's; the data
+//! of its events are joined by `\n`, which one-line JSON never contains (an event whose data
+//! has a newline gets a row of its own, `n = 1`, stored as is). Reading unpacks rows back into
+//! events and skips any id already returned, so rows that overlap (a batch retried from a
+//! different start) read as one log without duplicates.
+
+use std::borrow::Cow;
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
@@ -21,38 +31,163 @@ use super::runs::FINISH_RUN_SQL;
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
 use crate::agent::events::RunStatus;
 
-/// Rows per INSERT statement: 4 binds each keeps us far below SQLite's 32 766 and
+/// Rows per INSERT statement: 5 binds each keeps us far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.
 const EVENT_CHUNK: usize = 500;
 
-/// One multi-row INSERT of `(run_id, event)` rows; already stored `(run, seq)` are skipped, and
-/// so are the rows of a run that no longer exists.
+/// Most events one row holds. Reading relies on it (a row holding event `s` starts after
+/// `s - MAX_PACK`): it may only grow together with the read query's bound, which uses it.
+const MAX_PACK: i64 = 64;
+
+/// Most bytes of data one packed row holds, so a row stays within a database page; a single
+/// event may be longer (it then has a row of its own).
+const MAX_PACK_BYTES: usize = 4000;
+
+/// One row of `events`: `n` consecutive events of one run, `seq ..= seq + n - 1`, one name.
+struct Row<'a> {
+    run_id: &'a str,
+    seq: i64,
+    n: i64,
+    name: &'a str,
+    data: Cow<'a, str>,
+    /// More events may join (the row's data has no newline of its own).
+    open: bool,
+}
+
+impl<'a> Row<'a> {
+    fn new(run_id: &'a str, e: &'a StoredEvent) -> Self {
+        Row {
+            run_id,
+            seq: e.seq,
+            n: 1,
+            name: &e.name,
+            data: Cow::Borrowed(&e.data),
+            open: !e.data.contains('\n'),
+        }
+    }
+
+    /// Adds `e` if it is the run's next event, has the same name, and fits.
+    fn join(&mut self, run_id: &str, e: &'a StoredEvent) -> bool {
+        let fits = self.open
+            && self.run_id == run_id
+            && self.name == e.name
+            && self.seq + self.n == e.seq
+            && self.n < MAX_PACK
+            && self.data.len() + 1 + e.data.len() <= MAX_PACK_BYTES
+            && !e.data.contains('\n');
+        if fits {
+            let data = self.data.to_mut();
+            data.push('\n');
+            data.push_str(&e.data);
+            self.n += 1;
+        }
+        fits
+    }
+}
+
+/// Packs `(run_id, event)` pairs (each run's events ascending) into rows. An event whose id is
+/// not above the previous one of the same run is dropped, as a stored one would be skipped: one
+/// statement must not hold two rows for the same `(run, seq)`.
+fn pack<'a>(events: &[(&'a str, &'a StoredEvent)]) -> Vec<Row<'a>> {
+    let mut rows: Vec<Row<'a>> = Vec::new();
+    for &(run_id, e) in events {
+        if let Some(last) = rows.last_mut() {
+            if last.run_id == run_id && e.seq < last.seq + last.n {
+                continue;
+            }
+            if last.join(run_id, e) {
+                continue;
+            }
+        }
+        rows.push(Row::new(run_id, e));
+    }
+    rows
+}
+
+/// One multi-row INSERT of rows; already stored `(run, seq)` are skipped, and so are the rows
+/// of a run that no longer exists. A row that starts where a stored one does and extends it
+/// (the same events and more: a batch retried after an ambiguous commit, with the events that
+/// arrived since) replaces it; a stored event is never rewritten.
 ///
 /// The keys are found by ONE join of the VALUES list with `run_keys`: a scalar subquery per row
 /// would open a cursor per row in the same statement, and SQLite's cursor bookkeeping makes that
 /// quadratic in the rows of a statement (it tripled the writer's CPU at 500 rows).
-fn insert_events<'a, DB>(rows: &'a [(&'a str, &'a StoredEvent)]) -> QueryBuilder<'a, DB>
+fn insert_rows<'a, DB>(rows: &'a [Row<'a>]) -> QueryBuilder<'a, DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
     let mut insert = QueryBuilder::new(
-        "INSERT INTO events (run, seq, name, data) \
-         SELECT k.key, v.column2, v.column3, v.column4 FROM (",
+        "INSERT INTO events (run, seq, n, name, data) \
+         SELECT k.key, v.column2, v.column3, v.column4, v.column5 FROM (",
     );
-    insert.push_values(rows, |mut row, (run_id, event)| {
-        row.push_bind(*run_id)
-            .push_bind(event.seq)
-            .push_bind(event.name.as_str())
-            .push_bind(event.data.as_str());
+    insert.push_values(rows, |mut b, row| {
+        b.push_bind(row.run_id)
+            .push_bind(row.seq)
+            .push_bind(row.n)
+            .push_bind(row.name)
+            .push_bind(row.data.as_ref());
     });
     // `WHERE true`: SQLite's grammar needs it between a join's ON and the upsert clause.
     insert.push(
         ") AS v JOIN run_keys k ON k.run_id = v.column1 WHERE true \
-         ON CONFLICT (run, seq) DO NOTHING",
+         ON CONFLICT (run, seq) DO UPDATE SET n = excluded.n, data = excluded.data \
+         WHERE excluded.n > events.n \
+         AND substr(excluded.data, 1, length(events.data) + 1) = events.data || '\n'",
     );
     insert
+}
+
+/// A stored row as read back, before unpacking.
+#[derive(sqlx::FromRow)]
+struct PackedRecord {
+    seq: i64,
+    n: i64,
+    name: String,
+    data: String,
+}
+
+/// Unpacks `records` (ascending by `seq`) into the events after `*cursor`, advancing it; events
+/// at or below it (overlapping rows) are skipped.
+fn unpack(
+    records: Vec<PackedRecord>,
+    cursor: &mut i64,
+    out: &mut Vec<StoredEvent>,
+) -> Result<(), StoreError> {
+    for r in records {
+        if r.n == 1 {
+            if r.seq > *cursor {
+                *cursor = r.seq;
+                out.push(StoredEvent {
+                    seq: r.seq,
+                    name: r.name,
+                    data: r.data,
+                });
+            }
+            continue;
+        }
+        let mut count = 0;
+        for (i, data) in r.data.split('\n').enumerate() {
+            count += 1;
+            let seq = r.seq + i as i64;
+            if seq > *cursor {
+                *cursor = seq;
+                out.push(StoredEvent {
+                    seq,
+                    name: r.name.clone(),
+                    data: data.to_owned(),
+                });
+            }
+        }
+        if count != r.n {
+            return Err(StoreError::Corrupt(format!(
+                "event row at {} holds {count} events, not {}",
+                r.seq, r.n
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[derive(sqlx::FromRow)]
@@ -98,11 +233,13 @@ impl Store {
             return Ok(());
         }
         let run_id = run_id.to_string();
-        let rows: Vec<(&str, &StoredEvent)> = events.iter().map(|e| (run_id.as_str(), e)).collect();
+        let events: Vec<(&str, &StoredEvent)> =
+            events.iter().map(|e| (run_id.as_str(), e)).collect();
+        let rows = pack(&events);
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
-                insert_events(chunk).build().execute(&mut *tx).await?;
+                insert_rows(chunk).build().execute(&mut *tx).await?;
             }
             tx.commit().await?;
         });
@@ -119,17 +256,18 @@ impl Store {
     pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
         let _turn = self.write_turn().await;
         let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
-        let rows: Vec<(&str, &StoredEvent)> = batches
+        let events: Vec<(&str, &StoredEvent)> = batches
             .iter()
             .zip(&ids)
             .flat_map(|(b, id)| b.events.iter().map(move |e| (id.as_str(), e)))
             .collect();
+        let rows = pack(&events);
         let (_, micros) = now();
         let mut finished = vec![false; batches.len()];
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
-                insert_events(chunk).build().execute(&mut *tx).await?;
+                insert_rows(chunk).build().execute(&mut *tx).await?;
             }
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
                 let Some(fin) = &batch.finish else { continue };
@@ -186,17 +324,36 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let events = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT e.seq, e.name, e.data FROM events e JOIN run_keys k ON k.key = e.run \
-                 WHERE k.run_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3",
-            )
-            .bind(run_id.to_string())
-            .bind(after)
-            .bind(limit.max(0))
-            .fetch_all(pool)
-            .await?
-        });
+        let limit = usize::try_from(limit).unwrap_or(0);
+        let run_id = run_id.to_string();
+        let mut events = Vec::new();
+        let mut cursor = after;
+        while events.len() < limit {
+            // Rows holding an event after `cursor`: those starting within `MAX_PACK` of it
+            // (the index range) whose last event is past it.
+            let wanted = i64::try_from(limit - events.len()).unwrap_or(i64::MAX);
+            let records: Vec<PackedRecord> = with_pool!(self, |pool| {
+                sqlx::query_as(
+                    "SELECT e.seq, e.n, e.name, e.data FROM events e \
+                     JOIN run_keys k ON k.key = e.run \
+                     WHERE k.run_id = $1 AND e.seq > $2 AND e.seq + e.n > $3 \
+                     ORDER BY e.seq LIMIT $4",
+                )
+                .bind(run_id.as_str())
+                .bind(cursor.saturating_sub(MAX_PACK))
+                .bind(cursor.saturating_add(1))
+                .bind(wanted)
+                .fetch_all(pool)
+                .await?
+            });
+            let complete = (records.len() as i64) < wanted;
+            unpack(records, &mut cursor, &mut events)?;
+            // A page of rows holds at least as many events as rows, unless rows overlap.
+            if complete {
+                break;
+            }
+        }
+        events.truncate(limit);
         Ok(events)
     }
 
@@ -204,7 +361,7 @@ impl Store {
     pub async fn last_event_seq(&self, run_id: Uuid) -> Result<i64, StoreError> {
         let seq: i64 = with_pool!(self, |pool| {
             sqlx::query_scalar(
-                "SELECT COALESCE(MAX(e.seq), 0) FROM events e \
+                "SELECT COALESCE(MAX(e.seq + e.n - 1), 0) FROM events e \
                  JOIN run_keys k ON k.key = e.run WHERE k.run_id = $1",
             )
             .bind(run_id.to_string())
@@ -250,5 +407,115 @@ impl Store {
             .await?
         });
         records.into_iter().map(AuditRecord::into_model).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: i64, name: &str, data: &str) -> StoredEvent {
+        StoredEvent {
+            seq,
+            name: name.into(),
+            data: data.into(),
+        }
+    }
+
+    /// (run, first seq, count) of each row.
+    fn shape(rows: &[Row<'_>]) -> Vec<(String, i64, i64)> {
+        rows.iter()
+            .map(|r| (r.run_id.to_string(), r.seq, r.n))
+            .collect()
+    }
+
+    #[test]
+    fn consecutive_events_of_one_name_share_a_row() {
+        let evs: Vec<StoredEvent> = (1..=5)
+            .map(|s| ev(s, "answer", &format!("{{\"d\":{s}}}")))
+            .chain([ev(6, "step", "{}"), ev(8, "step", "{}")])
+            .collect();
+        let mut pairs: Vec<(&str, &StoredEvent)> = evs.iter().map(|e| ("a", e)).collect();
+        let other = [ev(1, "step", "{}"), ev(2, "step", "{}")];
+        pairs.extend(other.iter().map(|e| ("b", e)));
+        let rows = pack(&pairs);
+        // A new name, a gap in the ids and another run each start a row.
+        let want: Vec<(String, i64, i64)> = [("a", 1, 5), ("a", 6, 1), ("a", 8, 1), ("b", 1, 2)]
+            .iter()
+            .map(|&(r, s, n)| (r.to_string(), s, n))
+            .collect();
+        assert_eq!(shape(&rows), want);
+        assert_eq!(
+            rows[0].data,
+            "{\"d\":1}\n{\"d\":2}\n{\"d\":3}\n{\"d\":4}\n{\"d\":5}"
+        );
+    }
+
+    #[test]
+    fn rows_are_capped_and_newlines_stand_alone() {
+        let many: Vec<StoredEvent> = (1..=MAX_PACK + 1).map(|s| ev(s, "answer", "{}")).collect();
+        let pairs: Vec<(&str, &StoredEvent)> = many.iter().map(|e| ("a", e)).collect();
+        assert_eq!(
+            shape(&pack(&pairs)),
+            vec![("a".into(), 1, MAX_PACK), ("a".into(), MAX_PACK + 1, 1)]
+        );
+
+        let big = "x".repeat(MAX_PACK_BYTES - 10);
+        let evs = [
+            ev(1, "answer", "{}"),
+            ev(2, "answer", "two\nlines"),
+            ev(3, "answer", "{}"),
+            ev(4, "answer", &big),
+            ev(5, "answer", "{\"just\":\"too much\"}"),
+            ev(6, "answer", "{}"),
+        ];
+        let pairs: Vec<(&str, &StoredEvent)> = evs.iter().map(|e| ("a", e)).collect();
+        let rows = pack(&pairs);
+        assert_eq!(
+            shape(&rows),
+            vec![
+                ("a".into(), 1, 1),
+                ("a".into(), 2, 1),
+                ("a".into(), 3, 2),
+                ("a".into(), 5, 2),
+            ]
+        );
+        assert_eq!(rows[1].data, "two\nlines");
+    }
+
+    #[test]
+    fn repeated_ids_of_a_run_are_dropped() {
+        let evs = [
+            ev(1, "step", "{}"),
+            ev(1, "step", "{\"again\":1}"),
+            ev(2, "step", "{}"),
+        ];
+        let pairs: Vec<(&str, &StoredEvent)> = evs.iter().map(|e| ("a", e)).collect();
+        let rows = pack(&pairs);
+        assert_eq!(shape(&rows), vec![("a".into(), 1, 2)]);
+        assert_eq!(rows[0].data, "{}\n{}");
+    }
+
+    #[test]
+    fn unpacking_skips_what_was_read_and_rejects_a_miscounted_row() {
+        let rec = |seq, n, data: &str| PackedRecord {
+            seq,
+            n,
+            name: "answer".into(),
+            data: data.into(),
+        };
+        let mut out = Vec::new();
+        let mut cursor = 2;
+        unpack(
+            vec![rec(1, 3, "1\n2\n3"), rec(3, 2, "3\n4"), rec(5, 1, "a\nb")],
+            &mut cursor,
+            &mut out,
+        )
+        .unwrap();
+        let seqs: Vec<(i64, &str)> = out.iter().map(|e| (e.seq, e.data.as_str())).collect();
+        assert_eq!(seqs, vec![(3, "3"), (4, "4"), (5, "a\nb")]);
+        assert_eq!(cursor, 5);
+        let bad = unpack(vec![rec(6, 3, "x\ny")], &mut cursor, &mut out);
+        assert!(matches!(bad, Err(StoreError::Corrupt(_))));
     }
 }

@@ -97,7 +97,9 @@ pub async fn database(path: &Path) -> anyhow::Result<DbReport> {
         }
     }
     let per_run = sqlx::query(
-        "SELECT r.id, COUNT(e.seq), COALESCE(MIN(e.seq), 0), COALESCE(MAX(e.seq), 0),
+        // A row holds `n` events, `seq ..= seq + n - 1` (src/store/events.rs).
+        "SELECT r.id, CAST(COALESCE(SUM(e.n), 0) AS BIGINT), COALESCE(MIN(e.seq), 0),
+                COALESCE(MAX(e.seq + e.n - 1), 0),
                 (SELECT name FROM events l WHERE l.run = k.key ORDER BY l.seq DESC LIMIT 1)
          FROM runs r LEFT JOIN run_keys k ON k.run_id = r.id LEFT JOIN events e ON e.run = k.key
          GROUP BY r.id, k.key",
