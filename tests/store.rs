@@ -53,14 +53,23 @@ async fn run(store: &Store, owner: &str, conversation_id: Uuid) -> Uuid {
     id
 }
 
-fn events(range: std::ops::RangeInclusive<i64>) -> Vec<StoredEvent> {
+/// Events `range` named `name`, with `data(seq)`.
+fn numbered(
+    name: &str,
+    range: std::ops::RangeInclusive<i64>,
+    data: impl Fn(i64) -> String,
+) -> Vec<StoredEvent> {
     range
         .map(|seq| StoredEvent {
             seq,
-            name: "step".into(),
-            data: format!("{{\"n\":{seq}}}"),
+            name: name.into(),
+            data: data(seq),
         })
         .collect()
+}
+
+fn events(range: std::ops::RangeInclusive<i64>) -> Vec<StoredEvent> {
+    numbered("step", range, |seq| format!("{{\"n\":{seq}}}"))
 }
 
 fn finish(status: RunStatus) -> RunFinish {
@@ -928,13 +937,9 @@ async fn postgres_events_survive_the_run_key_migration() {
 
 /// An answer's deltas as the engine logs them.
 fn deltas(range: std::ops::RangeInclusive<i64>) -> Vec<StoredEvent> {
-    range
-        .map(|seq| StoredEvent {
-            seq,
-            name: "answer".into(),
-            data: format!("{{\"type\":\"delta\",\"content\":\"t{seq}\"}}"),
-        })
-        .collect()
+    numbered("answer", range, |seq| {
+        format!("{{\"type\":\"delta\",\"content\":\"t{seq}\"}}")
+    })
 }
 
 /// Rows in `events` (several events may share one).
