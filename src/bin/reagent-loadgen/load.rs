@@ -11,7 +11,9 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::conv::{self, ConvPlan, ConvResult};
-use crate::procinfo::{memory_kib, CpuMeter};
+use reagent::testing::mock_provider::unix_micros;
+
+use crate::procinfo::{busy_pct, memory_kib, read_machine_ticks, CpuMeter, MachineMeter};
 use crate::stats::Summary;
 
 /// The shape of a load.
@@ -67,10 +69,16 @@ pub struct LoadReport {
     pub plateau_token_ms: Summary,
     /// Length of that window, seconds (0 when the streams never all overlapped).
     pub plateau_s: f64,
+    /// Busy share of all the machine's cores over that window, percent (0 if unknown).
+    pub plateau_machine_busy_pct: f64,
     /// Gaps between consecutive `tool_end` events of a run, at the client.
     pub iter_gap_ms: Summary,
     pub cpu_s: f64,
     pub cpu_pct: f64,
+    /// CPU seconds of this load generator during the load.
+    pub loadgen_cpu_s: f64,
+    /// Busy share of all the machine's cores during the load, percent (0 if unknown).
+    pub machine_busy_pct: f64,
     pub idle_rss_kib: u64,
     pub peak_rss_kib: u64,
     pub hwm_kib: u64,
@@ -84,6 +92,9 @@ pub struct LoadReport {
     /// (seconds since the start, RSS KiB, active runs) samples.
     #[serde(skip)]
     pub samples: Vec<(f64, u64, u64)>,
+    /// (unix µs, machine busy ticks, machine total ticks) samples, same cadence.
+    #[serde(skip)]
+    pub machine_samples: Vec<(u64, u64, u64)>,
 }
 
 /// The value of an unlabelled metric in Prometheus text.
@@ -125,6 +136,8 @@ fn plans(load: &Load) -> Vec<ConvPlan> {
 pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Load) -> LoadReport {
     let idle_rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
     let cpu = pid.map(CpuMeter::start);
+    let own = CpuMeter::start(std::process::id());
+    let machine = MachineMeter::start();
     let sem = Arc::new(Semaphore::new(load.concurrency.max(1)));
     let t0 = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
@@ -132,6 +145,7 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         let (http, base, stop) = (http.clone(), base.to_string(), stop.clone());
         tokio::spawn(async move {
             let mut samples = Vec::new();
+            let mut machine = Vec::new();
             let mut tick = tokio::time::interval(Duration::from_millis(100));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -145,8 +159,11 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
                     .unwrap_or(0.0) as u64;
                 let rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
                 samples.push((t0.elapsed().as_secs_f64(), rss, active));
+                if let Some((busy, total)) = read_machine_ticks() {
+                    machine.push((unix_micros(), busy, total));
+                }
             }
-            samples
+            (samples, machine)
         })
     };
     let mut tasks = Vec::with_capacity(load.conversations);
@@ -174,8 +191,10 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     }
     let wall = t0.elapsed().as_secs_f64();
     let (cpu_s, cpu_pct) = cpu.map(|c| c.stop()).unwrap_or((0.0, 0.0));
+    let (loadgen_cpu_s, _) = own.stop();
+    let machine_busy_pct = machine.stop();
     stop.cancel();
-    let samples = sampler.await.unwrap_or_default();
+    let (samples, machine_samples) = sampler.await.unwrap_or_default();
     let hwm = pid.and_then(memory_kib).map(|m| m.1).unwrap_or(0);
 
     let mut report = LoadReport {
@@ -183,6 +202,8 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         wall_s: wall,
         cpu_s,
         cpu_pct,
+        loadgen_cpu_s,
+        machine_busy_pct,
         idle_rss_kib: idle_rss,
         hwm_kib: hwm,
         ..LoadReport::default()
@@ -215,9 +236,11 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     report.run_ms = Summary::of(&run_ms);
     report.ttfe_ms = Summary::of(&ttfe);
     report.token_ms = Summary::of(&tok);
-    let (plateau, window) = plateau(&results);
-    report.plateau_token_ms = Summary::of(&plateau);
-    report.plateau_s = window;
+    if let Some((from, to)) = plateau_bounds(&results) {
+        report.plateau_token_ms = Summary::of(&plateau(&results, from, to));
+        report.plateau_s = (to - from) as f64 / 1e6;
+        report.plateau_machine_busy_pct = busy_within(&machine_samples, from, to);
+    }
     report.iter_gap_ms = Summary::of(&gaps);
     report.peak_rss_kib = samples.iter().map(|s| s.1).max().unwrap_or(0);
     if let Some(&(_, rss, active)) = samples
@@ -230,12 +253,13 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         report.rss_per_run_kib = (rss as f64 - idle_rss as f64) / active as f64;
     }
     report.samples = samples;
+    report.machine_samples = machine_samples;
     report
 }
 
-/// The tokens sent while every conversation was streaming (see
-/// [`LoadReport::plateau_token_ms`]), and the window's length in seconds.
-fn plateau(results: &[ConvResult]) -> (Vec<f64>, f64) {
+/// The window when every conversation was streaming its answer, unix µs: from the last first
+/// token to the first last token; `None` when the streams never all overlapped.
+fn plateau_bounds(results: &[ConvResult]) -> Option<(u64, u64)> {
     let spans: Vec<(u64, u64)> = results
         .iter()
         .filter_map(|r| {
@@ -245,20 +269,36 @@ fn plateau(results: &[ConvResult]) -> (Vec<f64>, f64) {
         })
         .collect();
     if spans.len() != results.len() || spans.is_empty() {
-        return (Vec::new(), 0.0);
+        return None;
     }
-    let from = spans.iter().map(|s| s.0).max().unwrap_or(0);
-    let to = spans.iter().map(|s| s.1).min().unwrap_or(0);
-    if from >= to {
-        return (Vec::new(), 0.0);
-    }
-    let inside = results
+    let from = spans.iter().map(|s| s.0).max()?;
+    let to = spans.iter().map(|s| s.1).min()?;
+    (from < to).then_some((from, to))
+}
+
+/// The latencies of the tokens sent within `from..=to` (see [`LoadReport::plateau_token_ms`]).
+fn plateau(results: &[ConvResult], from: u64, to: u64) -> Vec<f64> {
+    results
         .iter()
         .flat_map(|r| r.tokens.iter())
         .filter(|t| (from..=to).contains(&t.0))
         .map(|t| t.1)
-        .collect();
-    (inside, (to - from) as f64 / 1e6)
+        .collect()
+}
+
+/// The machine's busy share over the samples spanning `from..=to` (the last sample at or before
+/// `from`, the first at or after `to`; the nearest ones when the window runs past them).
+fn busy_within(samples: &[(u64, u64, u64)], from: u64, to: u64) -> f64 {
+    let start = samples
+        .iter()
+        .rev()
+        .find(|s| s.0 <= from)
+        .or(samples.first());
+    let end = samples.iter().find(|s| s.0 >= to).or(samples.last());
+    match (start, end) {
+        (Some(a), Some(b)) if b.0 > a.0 => busy_pct((a.1, a.2), (b.1, b.2)),
+        _ => 0.0,
+    }
 }
 
 impl LoadReport {
@@ -285,6 +325,12 @@ impl LoadReport {
                 &format!("  all streaming {:.1} s", self.plateau_s),
                 &self.plateau_token_ms,
             );
+            if self.plateau_machine_busy_pct > 0.0 {
+                println!(
+                    "    machine {:.0}% busy while all streamed",
+                    self.plateau_machine_busy_pct
+                );
+            }
         }
         row("tool_end gap", &self.iter_gap_ms);
         if self.idle_rss_kib > 0 {
@@ -292,6 +338,14 @@ impl LoadReport {
                 "  server CPU {:.2} s ({:.0}% of one core); RSS idle {} KiB, peak {} KiB, HWM {} KiB; peak active runs {} at RSS {} KiB → {:.1} KiB per active run",
                 self.cpu_s, self.cpu_pct, self.idle_rss_kib, self.peak_rss_kib, self.hwm_kib,
                 self.peak_active, self.rss_at_peak_active_kib, self.rss_per_run_kib
+            );
+        }
+        if self.machine_busy_pct > 0.0 {
+            println!(
+                "  machine {:.0}% busy (all {} cores: server, load generator {:.2} s CPU, mock, anything else)",
+                self.machine_busy_pct,
+                std::thread::available_parallelism().map_or(0, |n| n.get()),
+                self.loadgen_cpu_s
             );
         }
         for e in &self.error_samples {
@@ -313,17 +367,39 @@ mod tests {
 
     #[test]
     fn plateau_keeps_the_tokens_sent_while_every_stream_was_open() {
-        let a = conv(&[(100, 1.0), (200, 2.0), (300, 3.0), (400, 4.0)]);
-        let b = conv(&[(250, 5.0), (350, 6.0), (450, 7.0)]);
-        let (lat, window) = plateau(&[a, b]);
+        let (a, b) = (
+            conv(&[(100, 1.0), (200, 2.0), (300, 3.0), (400, 4.0)]),
+            conv(&[(250, 5.0), (350, 6.0), (450, 7.0)]),
+        );
+        let both = [a, b];
         // Window [250, 400]: a's 300 and 400, b's 250 and 350.
-        assert_eq!(lat, [3.0, 4.0, 5.0, 6.0]);
-        assert!((window - 150e-6).abs() < 1e-12);
+        assert_eq!(plateau_bounds(&both), Some((250, 400)));
+        assert_eq!(plateau(&both, 250, 400), [3.0, 4.0, 5.0, 6.0]);
         // No overlap, or a conversation without tokens: no plateau.
-        let (lat, window) = plateau(&[conv(&[(1, 1.0), (2, 1.0)]), conv(&[(5, 1.0)])]);
-        assert!(lat.is_empty() && window == 0.0);
-        let (lat, _) = plateau(&[conv(&[(1, 1.0), (9, 1.0)]), conv(&[])]);
-        assert!(lat.is_empty());
+        assert_eq!(
+            plateau_bounds(&[conv(&[(1, 1.0), (2, 1.0)]), conv(&[(5, 1.0)])]),
+            None
+        );
+        assert_eq!(
+            plateau_bounds(&[conv(&[(1, 1.0), (9, 1.0)]), conv(&[])]),
+            None
+        );
+    }
+
+    #[test]
+    fn machine_busy_is_taken_over_the_samples_spanning_the_window() {
+        // (unix µs, busy ticks, total ticks): 50 % busy until 300, then fully busy.
+        let samples = [
+            (100, 0, 0),
+            (200, 50, 100),
+            (300, 100, 200),
+            (400, 200, 300),
+        ];
+        assert_eq!(busy_within(&samples, 250, 400), 100.0 * 150.0 / 200.0);
+        assert_eq!(busy_within(&samples, 300, 400), 100.0);
+        // A window past the samples uses the nearest; too few samples: unknown.
+        assert_eq!(busy_within(&samples, 0, 1000), 100.0 * 200.0 / 300.0);
+        assert_eq!(busy_within(&samples[..1], 0, 1000), 0.0);
     }
 
     #[test]

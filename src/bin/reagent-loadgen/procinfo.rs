@@ -63,6 +63,56 @@ impl CpuMeter {
     }
 }
 
+/// `(busy, total)` clock ticks of the whole machine (all cores) from `/proc/stat`'s `cpu` line:
+/// busy is everything but `idle` and `iowait`.
+fn machine_ticks(stat: &str) -> Option<(u64, u64)> {
+    let fields = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = fields
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// The machine's `(busy, total)` clock ticks now (see [`MachineMeter`]).
+pub fn read_machine_ticks() -> Option<(u64, u64)> {
+    machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Busy share between two `(busy, total)` readings, percent (0 when no time passed).
+pub fn busy_pct(from: (u64, u64), to: (u64, u64)) -> f64 {
+    let total = to.1.saturating_sub(from.1);
+    if total == 0 {
+        return 0.0;
+    }
+    100.0 * to.0.saturating_sub(from.0) as f64 / total as f64
+}
+
+/// How busy the whole machine was between `start` and `stop`: the server, the load generator,
+/// the mock and anything else. Near 100 % the latency figures measure queues, not a path.
+pub struct MachineMeter {
+    start: Option<(u64, u64)>,
+}
+
+impl MachineMeter {
+    pub fn start() -> MachineMeter {
+        MachineMeter {
+            start: read_machine_ticks(),
+        }
+    }
+
+    /// Busy share of all cores, in percent (0 when `/proc/stat` is unreadable).
+    pub fn stop(&self) -> f64 {
+        match (self.start, read_machine_ticks()) {
+            (Some(from), Some(to)) => busy_pct(from, to),
+            _ => 0.0,
+        }
+    }
+}
+
 /// Raises the soft open-file limit to the hard limit (children inherit it).
 pub fn raise_fd_limit() -> u64 {
     let mut lim = libc::rlimit {
@@ -98,5 +148,14 @@ mod tests {
         assert!(rss > 0 && hwm >= rss, "{rss} {hwm}");
         assert!(cpu_seconds(pid).expect("stat readable") >= 0.0);
         assert!(raise_fd_limit() > 0);
+    }
+
+    #[test]
+    fn machine_ticks_count_all_but_idle_and_iowait() {
+        let stat = "cpu  100 5 20 800 10 3 2 7 0 0\ncpu0 50 2 10 400 5 1 1 3 0 0\n";
+        // busy = 100 + 5 + 20 + 3 + 2 + 7; total adds idle 800 and iowait 10.
+        assert_eq!(machine_ticks(stat), Some((137, 947)));
+        assert_eq!(machine_ticks("intr 1 2 3\n"), None);
+        assert_eq!(machine_ticks("cpu  1 x 3 4\n"), None);
     }
 }

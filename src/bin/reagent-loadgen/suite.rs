@@ -237,6 +237,7 @@ async fn scale(ctx: &mut Ctx, f: &mut Figures, n: usize) -> anyhow::Result<()> {
     f.insert(format!("{key}_peak_rss_kib"), r.peak_rss_kib as f64);
     f.insert(format!("{key}_rss_per_run_kib"), r.rss_per_run_kib);
     f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
+    f.insert(format!("{key}_machine_busy_pct"), r.machine_busy_pct);
     f.insert(format!("{key}_runs_per_s"), r.runs_per_s);
     stack.stop().await
 }
@@ -284,6 +285,13 @@ async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()
     f.insert(format!("{key}_saturated"), f64::from(u8::from(saturated)));
     f.insert(format!("{key}_plateau_s"), r.plateau_s);
     f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
+    // Over the same window as the token figure.
+    let busy = if saturated {
+        r.machine_busy_pct
+    } else {
+        r.plateau_machine_busy_pct
+    };
+    f.insert(format!("{key}_machine_busy_pct"), busy);
     f.insert(format!("{key}_errors"), r.errors as f64);
     stack.stop().await?;
     if rate == 50 {
@@ -469,22 +477,23 @@ pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
         idle * 1.048576,
         mark(ready < 200.0 && idle * 1.048576 < 30.0)
     ));
-    s.push_str("\n| concurrent runs | run p50 / p99 (ms) | first event p50 / p99 (ms) | token → SSE p50 / p99 (ms) | peak active | RSS per run (KiB) | server CPU (% of a core) | errors |\n|---|---|---|---|---|---|---|---|\n");
+    s.push_str("\n| concurrent runs | run p50 / p99 (ms) | first event p50 / p99 (ms) | token → SSE p50 / p99 (ms) | peak active | RSS per run (KiB) | server CPU (% of a core) | machine busy (% of all cores) | errors |\n|---|---|---|---|---|---|---|---|---|\n");
     for n in [10, 100, 1000, 2000] {
         let k = format!("scale_{n}");
         if !m.contains_key(&format!("{k}_errors")) {
             continue;
         }
         s.push_str(&format!(
-            "| {n} | {:.0} / {:.0} | {:.1} / {:.1} | {:.3} / {:.3} | {:.0} | {:.1} | {:.0} | {:.0} |\n",
+            "| {n} | {:.0} / {:.0} | {:.1} / {:.1} | {:.3} / {:.3} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
             g(&format!("{k}_run_ms_p50")), g(&format!("{k}_run_ms_p99")),
             g(&format!("{k}_ttfe_ms_p50")), g(&format!("{k}_ttfe_ms_p99")),
             g(&format!("{k}_token_ms_p50")), g(&format!("{k}_token_ms_p99")),
             g(&format!("{k}_peak_active")), g(&format!("{k}_rss_per_run_kib")),
-            g(&format!("{k}_cpu_pct")), g(&format!("{k}_errors")),
+            g(&format!("{k}_cpu_pct")), g(&format!("{k}_machine_busy_pct")),
+            g(&format!("{k}_errors")),
         ));
     }
-    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | all-streaming window (s) | server CPU (% of a core) |\n|---|---|---|---|---|\n");
+    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | all-streaming window (s) | server CPU (% of a core) | machine busy (% of all cores) |\n|---|---|---|---|---|---|\n");
     for rate in [10, 20, 50] {
         let k = format!("streams_{rate}");
         if !m.contains_key(&format!("{k}_errors")) {
@@ -496,16 +505,17 @@ pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
             format!("{:.1}", g(&format!("{k}_plateau_s")))
         };
         s.push_str(&format!(
-            "| {} | {rate} | {:.3} / {:.3} | {window} | {:.0} |\n",
+            "| {} | {rate} | {:.3} / {:.3} | {window} | {:.0} | {:.0} |\n",
             if quick { 100 } else { 1000 },
             g(&format!("{k}_token_ms_p50")),
             g(&format!("{k}_token_ms_p99")),
             g(&format!("{k}_cpu_pct")),
+            g(&format!("{k}_machine_busy_pct")),
         ));
     }
     if m.contains_key("floor_token_ms_p50") {
         s.push_str(&format!(
-            "| {} (mock → client, no reagent) | 50 | {:.3} / {:.3} | | |\n",
+            "| {} (mock → client, no reagent) | 50 | {:.3} / {:.3} | | | |\n",
             if quick { 100 } else { 1000 },
             g("floor_token_ms_p50"),
             g("floor_token_ms_p99"),
