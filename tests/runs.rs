@@ -10,9 +10,10 @@ use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, RunStatus};
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
 use reagent::llm::{Abilities, Llm};
+use reagent::runs::manager::LiveRun;
 use reagent::runs::manager::RESTART_ERROR;
 use reagent::runs::{EventObserver, RunError, RunManager, StartRun};
-use reagent::store::{NewConversation, NewRun, Store, StoredEvent};
+use reagent::store::{Conversation, NewConversation, NewRun, Store, StoredEvent};
 use reagent::testing::{ScriptedLlm, Turn};
 use reagent::tools::ToolRegistry;
 use uuid::Uuid;
@@ -79,18 +80,26 @@ fn query(q: &str) -> StartRun {
     }
 }
 
+impl Fixture {
+    /// A new conversation of `owner`'s with a run of query `q` started in it.
+    async fn new_run(&self, owner: &str, q: &str) -> (Conversation, Arc<LiveRun>) {
+        let conv = self
+            .store
+            .create_conversation(owner, NewConversation::default())
+            .await
+            .unwrap();
+        let live = self.runs.start(owner, &conv, query(q)).await.unwrap();
+        (conv, live)
+    }
+}
+
 #[tokio::test]
 async fn a_run_logs_contiguous_events_and_persists_them_with_its_final_state() {
     let f = fixture(ToolRegistry::new()).await;
     f.llm.text("brief");
     f.llm
         .push_stream(Turn::Stream(vec!["Hello ".into(), "world".into()], None));
-    let conv = f
-        .store
-        .create_conversation("alice", NewConversation::default())
-        .await
-        .unwrap();
-    let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+    let (conv, live) = f.new_run("alice", "hi").await;
     let events: Vec<_> = live.log.subscribe(0).events.collect().await;
     let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
     assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
@@ -182,12 +191,7 @@ async fn cancel_ends_the_run_as_cancelled_and_a_finished_run_cannot_be_cancelled
         reagent::testing::scripted::response("never", vec![]),
         Duration::from_secs(30),
     ));
-    let conv = f
-        .store
-        .create_conversation("", NewConversation::default())
-        .await
-        .unwrap();
-    let live = f.runs.start("", &conv, query("q")).await.unwrap();
+    let (_, live) = f.new_run("", "q").await;
     assert!(matches!(
         f.runs.cancel("someone-else", live.id).await,
         Err(RunError::NotFound)
@@ -304,12 +308,7 @@ async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() 
         ToolRegistry::new(),
     )
     .await;
-    let conv = f
-        .store
-        .create_conversation("alice", NewConversation::default())
-        .await
-        .unwrap();
-    let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+    let (conv, live) = f.new_run("alice", "hi").await;
     let events: Vec<_> = tokio::time::timeout(
         Duration::from_secs(10),
         live.log.subscribe(0).events.collect(),
@@ -354,12 +353,7 @@ async fn the_observer_sees_exactly_the_logged_events() {
         let f = fixture_observed(llm, model, ToolRegistry::new(), Some(observer)).await;
         f.llm.tool_calls(&[("c1", "nope", "{}")]);
         f.llm.text("done");
-        let conv = f
-            .store
-            .create_conversation("alice", NewConversation::default())
-            .await
-            .unwrap();
-        let live = f.runs.start("alice", &conv, query("hi")).await.unwrap();
+        let (_, live) = f.new_run("alice", "hi").await;
         live.finished().await;
         let logged: Vec<String> = f
             .store
@@ -388,12 +382,7 @@ async fn a_late_subscriber_gets_released_events_from_the_database() {
     ));
     f.llm
         .push_stream(Turn::Stream(vec!["Hello ".into(), "world".into()], None));
-    let conv = f
-        .store
-        .create_conversation("", NewConversation::default())
-        .await
-        .unwrap();
-    let live = f.runs.start("", &conv, query("q")).await.unwrap();
+    let (_, live) = f.new_run("", "q").await;
     let mut first = live.log.subscribe(0).events;
     let mut seen = Vec::new();
     while let Some(ev) = tokio::time::timeout(Duration::from_secs(5), first.next())
