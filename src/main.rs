@@ -208,7 +208,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         tracing::info!("shutdown requested; finishing in-flight requests and runs");
         let _ = signalled_tx.send(());
     };
-    let server = server::serve(listener, app.router(), shutdown);
+    let limits = server::ConnectionLimits::new(
+        app.state.config.server.header_timeout_s,
+        app.state.config.server.max_connections,
+    );
+    tracing::info!(
+        header_timeout_s = limits.header_timeout.as_secs(),
+        max_connections = limits.max_connections,
+        "connection limits"
+    );
+    let server = server::serve_with(listener, app.router(), limits, shutdown);
     // Once signalled: cancel the runs (their SSE streams then end with `done`, which lets the
     // graceful shutdown complete) and wait for their final state, within the grace period.
     let runs = app.state.runs.clone();

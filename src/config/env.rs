@@ -111,6 +111,13 @@ pub(super) fn apply(
     if let Some(raw) = get(env, "REAGENT_API_KEYS") {
         file.auth.keys = api_keys(raw)?;
     }
+    set(
+        &mut file.server.header_timeout_s,
+        int(env, "REAGENT_HEADER_TIMEOUT_S", 1)?,
+    );
+    if let Some(n) = int(env, "REAGENT_MAX_CONNECTIONS", 1)? {
+        file.server.max_connections = Some(n);
+    }
     if let Some(v) = boolean(env, "REAGENT_HTTP_ALLOW_PRIVATE")? {
         file.tools.allow_private_http = v;
     }

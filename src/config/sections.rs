@@ -52,6 +52,12 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// How long shutdown waits for in-flight requests and runs before exiting anyway.
     pub shutdown_grace_s: u64,
+    /// `REAGENT_HEADER_TIMEOUT_S`: time a client has to send a whole request head, from
+    /// connect or from the end of the previous response (so also the keep-alive idle timeout).
+    pub header_timeout_s: u64,
+    /// `REAGENT_MAX_CONNECTIONS`: connections served normally; derived from the process's
+    /// file-descriptor limit when absent.
+    pub max_connections: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +71,8 @@ impl Default for ServerConfig {
             static_dir: "static".into(),
             data_dir: "data".into(),
             shutdown_grace_s: 10,
+            header_timeout_s: 30,
+            max_connections: None,
         }
     }
 }
@@ -80,6 +88,8 @@ impl fmt::Debug for ServerConfig {
             .field("static_dir", &self.static_dir)
             .field("data_dir", &self.data_dir)
             .field("shutdown_grace_s", &self.shutdown_grace_s)
+            .field("header_timeout_s", &self.header_timeout_s)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }

@@ -22,6 +22,13 @@ impl Config {
             s.rate_limit_per_minute
                 .map_or("off".to_string(), |n| format!("{n}/min per key")),
         );
+        let _ = writeln!(
+            out,
+            "connections: header timeout {} s, cap {}",
+            s.header_timeout_s,
+            s.max_connections
+                .map_or("from the file limit".to_string(), |n| n.to_string()),
+        );
         let tenants: Vec<&str> = self.auth.keys.iter().map(|k| k.name.as_str()).collect();
         let _ = writeln!(
             out,

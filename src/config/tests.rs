@@ -532,3 +532,36 @@ fn example_config_file_is_valid_when_uncommented() {
     assert!(c.auth.enabled());
     assert_eq!(c.react.compact_model.as_deref(), Some("local"));
 }
+
+#[test]
+fn connection_limits_from_file_and_environment() {
+    let c = load(None, &[]).unwrap();
+    assert_eq!(
+        (c.server.header_timeout_s, c.server.max_connections),
+        (30, None)
+    );
+    let file = "[server]\nheader_timeout_s = 7\nmax_connections = 300\n";
+    let c = load(Some(file), &[]).unwrap();
+    assert_eq!(
+        (c.server.header_timeout_s, c.server.max_connections),
+        (7, Some(300))
+    );
+    let c = load(
+        Some(file),
+        &[
+            ("REAGENT_HEADER_TIMEOUT_S", "3"),
+            ("REAGENT_MAX_CONNECTIONS", "50"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (c.server.header_timeout_s, c.server.max_connections),
+        (3, Some(50))
+    );
+    assert_eq!(
+        err(None, &[("REAGENT_HEADER_TIMEOUT_S", "0")]),
+        r#"invalid value "0" for REAGENT_HEADER_TIMEOUT_S: expected a positive integer"#
+    );
+    assert!(err(None, &[("REAGENT_MAX_CONNECTIONS", "many")]).contains("REAGENT_MAX_CONNECTIONS"));
+    assert!(err(Some("[server]\nmax_connections = 0\n"), &[]).contains("server.max_connections"));
+}

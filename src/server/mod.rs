@@ -13,13 +13,13 @@ pub mod audit;
 pub mod auth;
 pub mod conversations;
 pub mod error;
+pub mod listen;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod runs;
 pub mod sse;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +28,6 @@ use axum::handler::HandlerWithoutStateExt;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post};
 use axum::Router;
-use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
@@ -44,6 +43,7 @@ use crate::tools::ToolRegistry;
 
 pub use auth::{Auth, Owner};
 pub use error::ApiError;
+pub use listen::{listen, serve, serve_with, ConnectionLimits};
 pub use metrics::Metrics;
 
 /// What every handler can reach. Cheap to clone.
@@ -210,129 +210,4 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(error::panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
-}
-
-/// The accept queue asked of the kernel (which caps it at `net.core.somaxconn`, 4096 here).
-/// tokio's `TcpListener::bind` asks for 1024: when 2000 clients connected at once the queue
-/// overflowed, the kernel dropped their SYNs and they retried after 1 s and 3 s (first event
-/// at 2000 runs: p90 4.4 s).
-pub const LISTEN_BACKLOG: u32 = 4096;
-
-/// A listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's `bind`).
-pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    #[cfg(unix)]
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
-}
-
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting connections
-/// and waits for in-flight requests (axum graceful shutdown). Callers that need a deadline race
-/// this future against a timer.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    use hyper_util::rt::TokioIo;
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
-
-    // The route table resolved once; each connection clones an `Arc`. (`axum::serve` given a
-    // `Router` rebuilt it for every connection: ~13 KB held as long as the connection, and an
-    // SSE stream holds it for the whole run.)
-    let router = router.with_state(());
-    let mut http = hyper::server::conn::http1::Builder::new();
-    // hyper grows a connection's read buffer from 8 KB to 16 KB when it reads more while
-    // unread bytes remain; capped at its minimum (8 KB, still a whole request head) it reuses
-    // the buffer instead. Every SSE stream keeps its connection's buffer for the whole run.
-    http.max_buf_size(8192);
-    let graceful = GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        let tcp = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
-                Err(e) => {
-                    // Out of file descriptors, or a connection reset before it was accepted:
-                    // keep serving (as axum::serve does), pausing if the process is at a limit.
-                    tracing::warn!(error = %e, "accept failed");
-                    if !is_connection_error(&e) {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        // Without TCP_NODELAY, Nagle's algorithm holds each small SSE frame until the previous
-        // one is acknowledged, and the peer delays that ACK by up to 40 ms: streamed tokens
-        // would be forwarded in 40 ms clumps.
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-        let conn =
-            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(router.clone()));
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    // Stop reading new requests on every connection; in-flight responses (SSE streams
-    // included) run to their end.
-    graceful.shutdown().await;
-    Ok(())
-}
-
-fn is_connection_error(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        e.kind(),
-        ConnectionRefused | ConnectionAborted | ConnectionReset
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The accept queue the kernel gave the socket: `ss` shows it as the Send-Q of a
-    /// listening socket.
-    fn backlog_of(port: u16) -> u32 {
-        let out = std::process::Command::new("ss")
-            .args(["-Hltn", &format!("sport = :{port}")])
-            .output()
-            .expect("`ss` (iproute2) is needed to read a listener's backlog");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().next().expect("the listener is listed");
-        line.split_whitespace()
-            .nth(2)
-            .and_then(|q| q.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected `ss` line: {line}"))
-    }
-
-    #[tokio::test]
-    async fn listeners_ask_for_a_deep_accept_queue() {
-        let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(4096);
-        let ours = listen("127.0.0.1:0".parse().unwrap()).unwrap();
-        let port = ours.local_addr().unwrap().port();
-        assert_eq!(backlog_of(port), LISTEN_BACKLOG.min(somaxconn));
-        // What tokio's own bind gives (1024), for contrast: the queue that overflowed.
-        if somaxconn > 1024 {
-            let default = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let port = default.local_addr().unwrap().port();
-            assert!(backlog_of(port) < LISTEN_BACKLOG.min(somaxconn));
-        }
-    }
 }
