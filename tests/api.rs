@@ -228,6 +228,27 @@ async fn reconnect_with_last_event_id_gets_the_rest_exactly_once(db: String) {
     let tail = read_all(r).await;
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].event, "done");
+    // Spaces around the number are accepted in the query as in the header.
+    let path = format!("/api/runs/{run}/events?after=%20{}%20", all.len() - 1);
+    let spaced = read_all(app.get(&path, None).await).await;
+    assert_eq!(spaced, tail);
+    // An id past every possible id (2^63 and above, up to 2^64 - 1) replays nothing; it
+    // must not wrap around to the start of the log.
+    for after in ["9223372036854775808", "18446744073709551615"] {
+        let r = app
+            .get(&format!("/api/runs/{run}/events?after={after}"), None)
+            .await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(read_all(r).await, vec![], "?after={after}");
+        let r = app
+            .client
+            .get(app.url(&format!("/api/runs/{run}/events")))
+            .header("Last-Event-ID", after)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(read_all(r).await, vec![], "Last-Event-ID: {after}");
+    }
 }
 
 async fn cancel_during_a_slow_tool_ends_cancelled(db: String) {
@@ -322,7 +343,8 @@ async fn interrupt_without_run_is_409_and_not_stored(db: String) {
             None,
         )
         .await;
-    assert_eq!(error_code(r, 409).await, "conflict");
+    // An id that was never accepted is unknown, not "already delivered".
+    assert_eq!(error_code(r, 404).await, "not_found");
 }
 
 async fn follow_up_run_sees_the_previous_turn(db: String) {

@@ -50,11 +50,12 @@ impl Backoff {
     /// The delay before retry number `retry`: the provider's `Retry-After` when given (capped),
     /// else the exponential delay with equal jitter.
     pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
-        if let Some(after) = retry_after {
-            return after.min(self.max_retry_after);
-        }
         let full = self.exponential(retry);
         let half = full / 2;
+        if let Some(after) = retry_after {
+            // `Retry-After: 0` (or a date in the past) still waits the shortest computed delay.
+            return after.min(self.max_retry_after).max(half);
+        }
         let spread = u64::try_from((full - half).as_micros()).unwrap_or(u64::MAX);
         let jitter = if spread == 0 {
             0
@@ -128,7 +129,14 @@ mod tests {
             b.delay(0, Some(Duration::from_secs(3600))),
             Duration::from_secs(60)
         );
-        assert_eq!(b.delay(0, Some(Duration::ZERO)), Duration::ZERO);
+        // `Retry-After: 0` never fires at once: it waits the jitter's lower bound.
+        assert_eq!(b.delay(0, Some(Duration::ZERO)), Duration::from_micros(500));
+        let b = Backoff::with_base(Duration::from_secs(1));
+        assert_eq!(b.delay(2, Some(Duration::ZERO)), Duration::from_secs(2));
+        assert_eq!(
+            b.delay(2, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
     }
 
     #[test]

@@ -546,7 +546,15 @@ impl RunManager {
                     .await?;
                 Ok(())
             }
-            _ => Err(RunError::NotPending),
+            // Accepted once (it is stored): already drained. Never accepted: unknown.
+            _ if self
+                .store
+                .has_message(conversation_id, interrupt_id)
+                .await? =>
+            {
+                Err(RunError::NotPending)
+            }
+            _ => Err(RunError::NotFound),
         }
     }
 

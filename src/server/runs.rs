@@ -72,7 +72,20 @@ pub struct InterruptBody {
 #[into_params(parameter_in = Query)]
 pub struct EventsParams {
     /// Replay events with an id greater than this (the `Last-Event-ID` header wins).
+    #[serde(default, deserialize_with = "trimmed_id")]
     pub after: Option<u64>,
+}
+
+/// An event id, with surrounding spaces allowed as in the `Last-Event-ID` header (where HTTP
+/// strips them), so `?after=%203` and `Last-Event-ID:  3` mean the same.
+fn trimmed_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    text.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| serde::de::Error::custom("after must be a non-negative integer"))
 }
 
 /// Non-empty, at most `max` characters (SPEC §3.7), and storable ([`check_storable`]).

@@ -123,6 +123,11 @@ fn frame(ev: &LoggedEvent) -> Bytes {
 
 /// Where a subscriber resumes: the `Last-Event-ID` header wins over `?after=N`; 0 replays all.
 pub fn resume_point(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
+    // Stored ids are below 2^63: anything above names a point past every event, not a wrap.
+    resume_point_unclamped(headers, after).map(|id| id.min(i64::MAX as u64))
+}
+
+fn resume_point_unclamped(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
     match headers.get("last-event-id") {
         Some(value) => {
             let text = value

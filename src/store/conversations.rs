@@ -379,6 +379,18 @@ impl Store {
         Ok(deleted > 0)
     }
 
+    /// Whether the conversation has a message with this id (an interrupt that was accepted).
+    pub async fn has_message(&self, conversation_id: Uuid, id: Uuid) -> Result<bool, StoreError> {
+        let found: Option<(String,)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT id FROM messages WHERE conversation_id = $1 AND id = $2")
+                .bind(conversation_id.to_string())
+                .bind(id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(found.is_some())
+    }
+
     /// The conversation's messages, oldest first (insertion order).
     pub async fn list_messages(
         &self,
