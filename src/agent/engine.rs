@@ -5,99 +5,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
-
-use super::artifacts::ArtifactSink;
-use super::events::{AgentEvent, DoneEvent, EventSink, Mode, RunStatus, StartEvent};
+use super::events::{AgentEvent, DoneEvent, Mode, RunStatus, StartEvent};
 use super::hooks::HookRunner;
-use super::interrupts::{Interrupt, InterruptQueue};
+use super::interrupts::Interrupt;
+use super::run::{RunHandles, RunInput, StepRecord};
 use super::selection::select_tools;
+use super::settings::AgentConfig;
 use super::synthesis::{emit_fallback, stream_answer};
-use super::tool_loop::LoopRun;
+use super::tool_loop::{LoopRun, LoopSetup};
 use crate::llm::{Llm, Message, Usage};
 use crate::tools::ToolRegistry;
-
-/// Per-agent settings; defaults are the SPEC §6 defaults.
-#[derive(Clone, Debug)]
-pub struct AgentConfig {
-    pub max_iterations: u32,
-    pub tool_selection_threshold: usize,
-    pub tool_selection_max: usize,
-    /// 0 disables self-reflection.
-    pub self_reflection_interval: u32,
-    /// 0 disables cycle detection.
-    pub cycle_detection_threshold: u32,
-    pub completion_check: bool,
-    pub completion_check_min_tools: u32,
-    pub synthesis_truncation: usize,
-    /// `None`: the model's context window minus its max output tokens.
-    pub context_budget_tokens: Option<usize>,
-    /// Native function calling when the model supports it (SPEC §2.2).
-    pub use_native_tools: bool,
-    /// A mode asked for explicitly; native falls back to JSON when the model cannot do it.
-    pub mode: Option<Mode>,
-    /// Default per-tool timeout (a tool may set its own).
-    pub tool_timeout: Duration,
-    /// The role part of the system prompt.
-    pub system_prompt: Option<String>,
-}
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        Self {
-            max_iterations: 50,
-            tool_selection_threshold: 12,
-            tool_selection_max: 6,
-            self_reflection_interval: 6,
-            cycle_detection_threshold: 3,
-            completion_check: true,
-            completion_check_min_tools: 3,
-            synthesis_truncation: 2000,
-            context_budget_tokens: None,
-            use_native_tools: true,
-            mode: None,
-            tool_timeout: Duration::from_secs(60),
-            system_prompt: None,
-        }
-    }
-}
-
-/// The query and what the agent already knows of the conversation.
-#[derive(Clone, Debug, Default)]
-pub struct RunInput {
-    pub run_id: String,
-    pub conversation_id: String,
-    pub query: String,
-    /// Earlier turns (queries, interrupts, answers) as plain user/assistant messages.
-    pub history: Vec<Message>,
-    /// The model name reported in `start` (the registry name clients use); the provider's
-    /// model name when `None`.
-    pub model_name: Option<String>,
-}
-
-/// The run's connections to the outside world.
-#[derive(Clone)]
-pub struct RunHandles {
-    pub events: EventSink,
-    pub interrupts: Arc<InterruptQueue>,
-    pub cancel: CancellationToken,
-    pub artifacts: Arc<dyn ArtifactSink>,
-}
-
-/// One tool call as it happened; the synthesis trace is built from these (SPEC §2.12).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepRecord {
-    pub iteration: u32,
-    pub call_id: String,
-    pub tool: String,
-    pub arguments: Value,
-    /// The observation the LLM saw, in full.
-    pub observation: String,
-    pub error: bool,
-    pub blocked: bool,
-    pub duration_ms: u64,
-}
 
 /// Everything a run produced.
 #[derive(Clone, Debug)]
@@ -125,11 +42,11 @@ pub struct AgentResult {
 
 /// One model, one tool set, one hook chain: a new model means a new agent (SPEC §2.1).
 pub struct ReActAgent {
-    pub(super) llm: Arc<dyn Llm>,
-    pub(super) compact_llm: Arc<dyn Llm>,
-    pub(super) tools: ToolRegistry,
-    pub(super) hooks: Arc<HookRunner>,
-    pub(super) config: AgentConfig,
+    llm: Arc<dyn Llm>,
+    compact_llm: Arc<dyn Llm>,
+    tools: ToolRegistry,
+    hooks: Arc<HookRunner>,
+    config: AgentConfig,
 }
 
 impl ReActAgent {
@@ -210,7 +127,16 @@ impl ReActAgent {
             self.tools.clone()
         };
 
-        let mut lr = LoopRun::new(self, &input, &handles, mode, tools);
+        let setup = LoopSetup {
+            config: &self.config,
+            llm: &self.llm,
+            compact_llm: &self.compact_llm,
+            hooks: self.hooks.clone(),
+            budget: self.context_budget(),
+            mode,
+            tools,
+        };
+        let mut lr = LoopRun::new(setup, &input, &handles);
         lr.usage += usage;
         lr.run().await;
         let mut outcome = lr.finish();

@@ -12,10 +12,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
-use super::engine::StepRecord;
 use super::events::{AgentEvent, ArtifactRef, EventSink, StepEvent};
 use super::hooks::{HookContext, HookRunner, PostContext, PreOutcome};
 use super::prompts;
+use super::run::StepRecord;
 use super::synthesis::truncate_chars;
 use crate::tools::{ToolError, ToolOutput, ToolRegistry};
 

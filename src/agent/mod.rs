@@ -11,11 +11,15 @@ pub mod executor;
 pub mod hooks;
 pub mod interrupts;
 pub mod prompts;
+mod run;
 pub mod safeguards;
 pub mod selection;
+mod settings;
 pub mod synthesis;
 mod tool_loop;
 
-pub use engine::{AgentConfig, AgentResult, ReActAgent, RunHandles, RunInput, StepRecord};
+pub use engine::{AgentResult, ReActAgent};
 pub use events::{AgentEvent, EventSink, Mode, RunStatus};
 pub use interrupts::{Interrupt, InterruptQueue};
+pub use run::{RunHandles, RunInput, StepRecord};
+pub use settings::AgentConfig;

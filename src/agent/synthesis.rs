@@ -6,9 +6,9 @@
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::engine::StepRecord;
 use super::events::{AgentEvent, AnswerEvent, EventSink};
 use super::prompts;
+use super::run::StepRecord;
 use crate::llm::{ChatRequest, Llm, LlmError, Message, StreamEvent, Usage};
 
 /// What synthesis produced.

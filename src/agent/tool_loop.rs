@@ -9,14 +9,17 @@ use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
 use super::context::{estimate_tool_tokens, ContextGuard};
-use super::engine::{ReActAgent, RunHandles, RunInput, StepRecord};
 use super::events::{AgentEvent, EventSink, Mode, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
+use super::hooks::HookRunner;
 use super::interrupts::Interrupt;
 use super::prompts;
+use super::run::{RunHandles, RunInput, StepRecord};
 use super::safeguards::{CycleDetector, ReflectionCadence};
+use super::settings::AgentConfig;
 use crate::llm::{
-    ChatRequest, ChatResponse, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, Llm, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition,
+    Usage,
 };
 use crate::tools::ToolRegistry;
 
@@ -43,9 +46,25 @@ pub(super) struct LoopOutcome {
     pub unprocessed_interrupts: Vec<Interrupt>,
 }
 
+/// What the loop takes from the agent that runs it (and nothing else of it).
+pub(super) struct LoopSetup<'a> {
+    pub config: &'a AgentConfig,
+    pub llm: &'a Arc<dyn Llm>,
+    /// The model context compaction uses.
+    pub compact_llm: &'a Arc<dyn Llm>,
+    pub hooks: Arc<HookRunner>,
+    /// The prompt budget the context guard enforces.
+    pub budget: usize,
+    pub mode: Mode,
+    /// The tools of this run (after selection).
+    pub tools: ToolRegistry,
+}
+
 /// The state of one run's loop.
 pub(super) struct LoopRun<'a> {
-    agent: &'a ReActAgent,
+    config: &'a AgentConfig,
+    llm: &'a Arc<dyn Llm>,
+    compact_llm: &'a Arc<dyn Llm>,
     handles: &'a RunHandles,
     query: String,
     mode: Mode,
@@ -72,14 +91,16 @@ pub(super) struct LoopRun<'a> {
 }
 
 impl<'a> LoopRun<'a> {
-    pub fn new(
-        agent: &'a ReActAgent,
-        input: &RunInput,
-        handles: &'a RunHandles,
-        mode: Mode,
-        tools: ToolRegistry,
-    ) -> Self {
-        let cfg = &agent.config;
+    pub fn new(setup: LoopSetup<'a>, input: &RunInput, handles: &'a RunHandles) -> Self {
+        let LoopSetup {
+            config: cfg,
+            llm,
+            compact_llm,
+            hooks,
+            budget,
+            mode,
+            tools,
+        } = setup;
         let role = cfg
             .system_prompt
             .as_deref()
@@ -94,7 +115,9 @@ impl<'a> LoopRun<'a> {
         messages.extend(input.history.iter().cloned());
         messages.push(Message::user(input.query.clone()).pinned());
         Self {
-            agent,
+            config: cfg,
+            llm,
+            compact_llm,
             handles,
             query: input.query.clone(),
             mode,
@@ -102,14 +125,14 @@ impl<'a> LoopRun<'a> {
             tool_defs,
             executor: Executor {
                 tools,
-                hooks: agent.hooks.clone(),
+                hooks,
                 default_timeout: cfg.tool_timeout,
                 events: handles.events.clone(),
                 run_id: input.run_id.clone(),
                 conversation_id: input.conversation_id.clone(),
                 artifacts: handles.artifacts.clone(),
             },
-            guard: ContextGuard::new(agent.context_budget()),
+            guard: ContextGuard::new(budget),
             messages,
             steps: Vec::new(),
             iterations: 0,
@@ -136,7 +159,7 @@ impl<'a> LoopRun<'a> {
     }
 
     pub async fn run(&mut self) {
-        let max = self.agent.config.max_iterations;
+        let max = self.config.max_iterations;
         loop {
             if self.handles.cancel.is_cancelled() {
                 self.cancelled();
@@ -214,7 +237,7 @@ impl<'a> LoopRun<'a> {
     fn step_summary(&self) -> String {
         let mut s = format!(
             "I reached the limit of {} iterations before finishing. Steps taken:\n",
-            self.agent.config.max_iterations
+            self.config.max_iterations
         );
         if self.steps.is_empty() {
             s.push_str("(no tool was called)\n");
@@ -242,7 +265,7 @@ impl<'a> LoopRun<'a> {
                 }
             }
             Mode::Json => {
-                if self.agent.llm.abilities().json_mode {
+                if self.llm.abilities().json_mode {
                     req.response_format = Some(ResponseFormat::JsonObject);
                 }
             }
@@ -257,7 +280,7 @@ impl<'a> LoopRun<'a> {
             let req = self.request();
             let result = tokio::select! {
                 _ = self.handles.cancel.cancelled() => return Err(LlmError::Cancelled),
-                r = self.agent.llm.chat(req) => r,
+                r = self.llm.chat(req) => r,
             };
             match result {
                 Ok(r) => {
@@ -286,7 +309,7 @@ impl<'a> LoopRun<'a> {
         {
             return;
         }
-        let llm = self.agent.compact_llm.clone();
+        let llm = self.compact_llm.clone();
         let compaction = tokio::select! {
             _ = self.handles.cancel.cancelled() => return,
             c = self.guard.compact(llm.as_ref(), &self.messages, &self.tool_defs) => c,
@@ -318,7 +341,7 @@ impl<'a> LoopRun<'a> {
     /// drained, so the messages stay queued and the loop's end reports them in
     /// `done.unprocessed_interrupts` instead of claiming them processed (SPEC §2.11).
     fn drain_interrupts(&mut self) -> bool {
-        if self.iterations >= self.agent.config.max_iterations {
+        if self.iterations >= self.config.max_iterations {
             return false;
         }
         let items = self.handles.interrupts.drain();
@@ -328,7 +351,7 @@ impl<'a> LoopRun<'a> {
     }
 
     fn checklist_due(&self) -> bool {
-        let cfg = &self.agent.config;
+        let cfg = &self.config;
         cfg.completion_check
             && !self.checklist_done
             && self.reflection.executions() >= cfg.completion_check_min_tools

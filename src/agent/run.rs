@@ -1,0 +1,50 @@
+//! What one run takes in and leaves behind: the query with its history ([`RunInput`]), the
+//! connections to the outside world ([`RunHandles`]) and the record of each tool call
+//! ([`StepRecord`]). Kept apart from the engine so the loop, the executor and synthesis can use
+//! them without importing the engine that drives them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::artifacts::ArtifactSink;
+use super::events::EventSink;
+use super::interrupts::InterruptQueue;
+use crate::llm::Message;
+
+/// The query and what the agent already knows of the conversation.
+#[derive(Clone, Debug, Default)]
+pub struct RunInput {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub query: String,
+    /// Earlier turns (queries, interrupts, answers) as plain user/assistant messages.
+    pub history: Vec<Message>,
+    /// The model name reported in `start` (the registry name clients use); the provider's
+    /// model name when `None`.
+    pub model_name: Option<String>,
+}
+
+/// The run's connections to the outside world.
+#[derive(Clone)]
+pub struct RunHandles {
+    pub events: EventSink,
+    pub interrupts: Arc<InterruptQueue>,
+    pub cancel: CancellationToken,
+    pub artifacts: Arc<dyn ArtifactSink>,
+}
+
+/// One tool call as it happened; the synthesis trace is built from these (SPEC §2.12).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRecord {
+    pub iteration: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The observation the LLM saw, in full.
+    pub observation: String,
+    pub error: bool,
+    pub blocked: bool,
+    pub duration_ms: u64,
+}
