@@ -458,6 +458,41 @@ async fn context_overflow_error_forces_one_compaction_and_retry() {
     assert_eq!(r.status, RunStatus::Failed, "only one forced retry");
 }
 
+#[tokio::test]
+async fn pinned_content_over_the_budget_fails_the_run_instead_of_compacting_every_iteration() {
+    let llm = Arc::new(ScriptedLlm::native());
+    for i in 0..20 {
+        llm.tool_calls(&[(&format!("c{i}"), "big", "{}")]);
+        llm.text("summary");
+    }
+    let cfg = AgentConfig {
+        context_budget_tokens: Some(500),
+        // ~2,500 tokens that compaction must keep: the system prompt is never summarised.
+        system_prompt: Some("You are a careful agent. ".repeat(400)),
+        completion_check: false,
+        ..AgentConfig::default()
+    };
+    let tool = FakeTool::new("big", "small result");
+    let h = Harness::new(llm.clone(), registry(vec![tool]), Default::default(), cfg);
+    let (r, ev) = h.run("the question").await;
+    assert_eq!(r.status, RunStatus::Failed);
+    let error = r.error.clone().unwrap_or_default();
+    assert!(error.contains("500-token budget"), "{error}");
+    let compacts = ev
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Compact(_)))
+        .count();
+    assert_eq!(
+        compacts, 1,
+        "one compaction that made no progress, then stop"
+    );
+    assert!(r.answer.contains("context budget"), "{}", r.answer);
+    assert!(
+        llm.chat_requests().len() <= 2,
+        "no loop call after the failed compaction"
+    );
+}
+
 /// Pushes an interrupt into the queue when called.
 struct Interrupting(Arc<reagent::agent::InterruptQueue>, Vec<&'static str>);
 #[async_trait]

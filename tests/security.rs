@@ -831,6 +831,70 @@ async fn text_bound_is_100_000_characters_not_bytes() {
     assert_eq!(events.last().unwrap().event, "done");
 }
 
+/// Titles and system prompts are bounded (a 935,000-character system prompt was accepted and
+/// then sent, pinned, with every LLM call), with the limit named in the error.
+#[tokio::test]
+async fn titles_and_system_prompts_are_bounded() {
+    let app = TestApp::spawn().await;
+    async fn message(r: reqwest::Response) -> String {
+        assert_eq!(r.status(), 400);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request");
+        body["error"]["message"].as_str().unwrap().to_string()
+    }
+    let r = app
+        .post(
+            "/api/conversations",
+            json!({"title": "t".repeat(201)}),
+            None,
+        )
+        .await;
+    assert!(message(r)
+        .await
+        .contains("title is longer than 200 characters"));
+    let r = app
+        .post(
+            "/api/conversations",
+            json!({"system_prompt": "é".repeat(100_001)}),
+            None,
+        )
+        .await;
+    assert!(message(r)
+        .await
+        .contains("system_prompt is longer than 100000 characters"));
+    let r = app
+        .post(
+            "/api/conversations",
+            json!({"title": "é".repeat(200), "system_prompt": "é".repeat(100_000)}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app
+        .client
+        .patch(app.url(&format!("/api/conversations/{id}")))
+        .json(&json!({"title": "t".repeat(201)}))
+        .send()
+        .await
+        .unwrap();
+    assert!(message(r).await.contains("200 characters"));
+    let detail: Value = app
+        .get(&format!("/api/conversations/{id}"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        detail["title"],
+        "é".repeat(200),
+        "the refused rename changed nothing"
+    );
+}
+
 #[tokio::test]
 async fn rate_limit_is_per_key_and_wrong_keys_do_not_spend_it() {
     let (app, _) = two_tenants("rate_limit_per_minute = 3").await;

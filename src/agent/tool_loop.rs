@@ -24,6 +24,14 @@ use crate::llm::{
 use crate::tools::ToolRegistry;
 
 /// What one processed response means for the loop.
+/// What compaction must keep is alone over the prompt budget.
+#[derive(Debug, thiserror::Error)]
+#[error("the context cannot fit the model: after compaction {tokens} tokens remain of a {budget}-token budget (the system prompt, query and pinned messages alone are over it)")]
+struct ContextTooLarge {
+    tokens: usize,
+    budget: usize,
+}
+
 enum Next {
     Continue,
     /// A final answer candidate (interrupts and checklist already considered).
@@ -171,7 +179,10 @@ impl<'a> LoopRun<'a> {
                 break;
             }
             self.iterations += 1;
-            self.guard_context(false).await;
+            if let Err(e) = self.guard_context(false).await {
+                self.fail(e);
+                break;
+            }
             let response = match self.call_llm().await {
                 Ok(r) => r,
                 Err(LlmError::Cancelled) => {
@@ -291,7 +302,9 @@ impl<'a> LoopRun<'a> {
                     tracing::warn!(error = %m, "context length exceeded; compacting and retrying once");
                     self.usage.llm_calls += 1;
                     forced = true;
-                    self.guard_context(true).await;
+                    if let Err(e) = self.guard_context(true).await {
+                        return Err(LlmError::ContextLengthExceeded(e.to_string()));
+                    }
                 }
                 Err(e) => {
                     self.usage.llm_calls += 1;
@@ -301,22 +314,54 @@ impl<'a> LoopRun<'a> {
         }
     }
 
-    async fn guard_context(&mut self, forced: bool) {
+    /// Compacts when over budget (or when `forced`). Fails when compaction cannot help: what
+    /// it must keep (system prompt, query, pinned messages) is alone over the budget, so every
+    /// further iteration would compact again for nothing.
+    async fn guard_context(&mut self, forced: bool) -> Result<(), ContextTooLarge> {
         if !forced
             && !self
                 .guard
                 .over_budget_with_tool_tokens(&self.messages, self.tool_tokens)
         {
-            return;
+            return Ok(());
         }
         let llm = self.compact_llm.clone();
         let compaction = tokio::select! {
-            _ = self.handles.cancel.cancelled() => return,
+            _ = self.handles.cancel.cancelled() => return Ok(()),
             c = self.guard.compact(llm.as_ref(), &self.messages, &self.tool_defs) => c,
         };
         self.usage += compaction.usage;
+        let (before, after) = (
+            compaction.event.tokens_before,
+            compaction.event.tokens_after,
+        );
         self.messages = compaction.messages;
         self.events().send(AgentEvent::Compact(compaction.event));
+        let still_over = self
+            .guard
+            .over_budget_with_tool_tokens(&self.messages, self.tool_tokens);
+        if after >= before && still_over {
+            return Err(ContextTooLarge {
+                tokens: after,
+                budget: self.guard.budget_tokens,
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends the loop as failed because the context cannot fit.
+    fn fail(&mut self, e: ContextTooLarge) {
+        tracing::warn!(
+            tokens = e.tokens,
+            budget = e.budget,
+            "compaction cannot bring the context under budget; the run fails"
+        );
+        self.status = RunStatus::Failed;
+        self.error = Some(e.to_string());
+        self.brief =
+            "Sorry, I could not complete this request: the system prompt and the messages \
+                      that must be kept are larger than the model's context budget."
+                .to_string();
     }
 
     /// Drained interrupts become ONE pinned `[USER INTERRUPT]` message.

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use super::runs::check_storable;
+use super::runs::check_at_most;
 use super::{AppState, Owner};
 use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 
@@ -25,6 +25,7 @@ const DEFAULT_PAGE: u32 = 50;
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateConversation {
+    #[schema(max_length = 200)]
     pub title: Option<String>,
     /// A configured model name; the default model when absent.
     pub model: Option<String>,
@@ -36,6 +37,7 @@ pub struct CreateConversation {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameConversation {
+    #[schema(max_length = 200)]
     pub title: String,
 }
 
@@ -64,12 +66,19 @@ pub struct ConversationDetail {
     pub messages: Vec<StoredMessage>,
 }
 
+/// Longest conversation title (a list entry, not a document).
+pub const MAX_TITLE_CHARS: usize = 200;
+
 /// Checks a new conversation's model and tools against what is configured.
 fn validate(state: &AppState, body: &CreateConversation) -> Result<(), ApiError> {
-    check_storable("title", body.title.as_deref().unwrap_or_default())?;
-    check_storable(
+    let title = body.title.as_deref().unwrap_or_default();
+    check_at_most("title", title, MAX_TITLE_CHARS)?;
+    // Every run sends it in full and it is pinned: one as large as the query limit is already
+    // a quarter of a 128k-token window.
+    check_at_most(
         "system_prompt",
         body.system_prompt.as_deref().unwrap_or_default(),
+        state.config.server.max_query_chars,
     )?;
     if let Some(model) = &body.model {
         if state.models.get(model).is_none() {
@@ -186,7 +195,7 @@ pub async fn rename(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<RenameConversation>,
 ) -> Result<Json<Conversation>, ApiError> {
-    check_storable("title", &body.title)?;
+    check_at_most("title", &body.title, MAX_TITLE_CHARS)?;
     state
         .store
         .rename_conversation(&owner.0, id, &body.title)

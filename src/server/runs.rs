@@ -94,6 +94,12 @@ pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
     if text.trim().is_empty() {
         return Err(ApiError::invalid(format!("{field} must not be empty")));
     }
+    check_at_most(field, text, max)
+}
+
+/// At most `max` characters and storable; may be empty.
+pub fn check_at_most(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
+    check_storable(field, text)?;
     if text.chars().count() > max {
         return Err(ApiError::invalid(format!(
             "{field} is longer than {max} characters"
