@@ -32,7 +32,9 @@ use tracing_subscriber::EnvFilter;
 /// allocations, freed on whichever worker thread gets there, and glibc's malloc spent ~7 % of
 /// the server's CPU on them (consolidating fastbins, unlinking chunks). Measured on the held
 /// 2000 runs: server CPU -22 %, resident memory per run unchanged (BENCHMARKS.md). mimalloc
-/// saved as much CPU but held ~20 % more memory per run with its defaults.
+/// saved as much CPU but held ~20 % more memory per run with its defaults. Its background
+/// thread returns freed pages to the system on an idle server too (without it, memory freed
+/// by a burst of clients stayed resident until the next allocations).
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -211,10 +213,12 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let limits = server::ConnectionLimits::new(
         app.state.config.server.header_timeout_s,
         app.state.config.server.max_connections,
+        app.state.config.server.sse_stall_s,
     );
     tracing::info!(
         header_timeout_s = limits.header_timeout.as_secs(),
         max_connections = limits.max_connections,
+        stall_timeout_s = limits.stall_timeout.as_secs(),
         "connection limits"
     );
     let server = server::serve_with(listener, app.router(), limits, shutdown);

@@ -115,6 +115,10 @@ pub(super) fn apply(
         &mut file.server.header_timeout_s,
         int(env, "REAGENT_HEADER_TIMEOUT_S", 1)?,
     );
+    set(
+        &mut file.server.sse_stall_s,
+        int(env, "REAGENT_SSE_STALL_S", 1)?,
+    );
     if let Some(n) = int(env, "REAGENT_MAX_CONNECTIONS", 1)? {
         file.server.max_connections = Some(n);
     }

@@ -58,6 +58,9 @@ pub struct ServerConfig {
     /// `REAGENT_MAX_CONNECTIONS`: connections served normally; derived from the process's
     /// file-descriptor limit when absent.
     pub max_connections: Option<usize>,
+    /// `REAGENT_SSE_STALL_S`: a connection whose client has not read what was sent for this
+    /// long is closed (an SSE subscriber resumes with `Last-Event-ID`).
+    pub sse_stall_s: u64,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +76,7 @@ impl Default for ServerConfig {
             shutdown_grace_s: 10,
             header_timeout_s: 30,
             max_connections: None,
+            sse_stall_s: 60,
         }
     }
 }
@@ -90,6 +94,7 @@ impl fmt::Debug for ServerConfig {
             .field("shutdown_grace_s", &self.shutdown_grace_s)
             .field("header_timeout_s", &self.header_timeout_s)
             .field("max_connections", &self.max_connections)
+            .field("sse_stall_s", &self.sse_stall_s)
             .finish()
     }
 }

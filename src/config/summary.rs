@@ -24,8 +24,9 @@ impl Config {
         );
         let _ = writeln!(
             out,
-            "connections: header timeout {} s, cap {}",
+            "connections: header timeout {} s, stall timeout {} s, cap {}",
             s.header_timeout_s,
+            s.sse_stall_s,
             s.max_connections
                 .map_or("from the file limit".to_string(), |n| n.to_string()),
         );

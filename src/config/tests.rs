@@ -564,4 +564,8 @@ fn connection_limits_from_file_and_environment() {
     );
     assert!(err(None, &[("REAGENT_MAX_CONNECTIONS", "many")]).contains("REAGENT_MAX_CONNECTIONS"));
     assert!(err(Some("[server]\nmax_connections = 0\n"), &[]).contains("server.max_connections"));
+    assert_eq!(c.server.sse_stall_s, 60);
+    let c = load(None, &[("REAGENT_SSE_STALL_S", "5")]).unwrap();
+    assert_eq!(c.server.sse_stall_s, 5);
+    assert!(err(None, &[("REAGENT_SSE_STALL_S", "0")]).contains("REAGENT_SSE_STALL_S"));
 }

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::log::{EventLog, LoggedEvent};
 use super::persist::EventWriter;
+use super::replay::stored_events;
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::events::{AgentEvent, AnswerEvent, DoneEvent, EventSink, RunStatus, StartEvent};
 use crate::agent::hooks::HookRunner;
@@ -575,13 +576,7 @@ impl RunManager {
         if self.store.get_run(owner, run_id).await?.is_none() {
             return Err(RunError::NotFound);
         }
-        let stored = self.store.list_events(run_id, after as i64).await?;
-        Ok(stream::iter(
-            stored
-                .into_iter()
-                .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data))),
-        )
-        .boxed())
+        Ok(stored_events(self.store.clone(), run_id, after, u64::MAX))
     }
 
     /// A live run's events after `after`, following until `done`. Events the log has already
@@ -593,27 +588,21 @@ impl RunManager {
         let Some((from, to)) = sub.missing else {
             return sub.events;
         };
-        let (store, run_id) = (self.store.clone(), live.id);
-        let mut rest = Some(sub.events);
-        stream::once(async move { store.list_events(run_id, from as i64).await })
-            .flat_map(move |read| {
-                let rest = rest.take().unwrap_or_else(|| stream::empty().boxed());
-                match read {
-                    Ok(rows) => {
-                        let older: Vec<_> = rows
-                            .into_iter()
-                            .filter(|e| e.seq as u64 <= to)
-                            .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data)))
-                            .collect();
-                        stream::iter(older).chain(rest).boxed()
-                    }
-                    Err(e) => {
-                        tracing::error!(%run_id, error = %e, "cannot read a live run's released events");
-                        stream::empty().boxed()
-                    }
-                }
-            })
-            .boxed()
+        // The stored part ends early only when a read fails: then nothing live may follow it,
+        // or ids would be skipped.
+        let older = stored_events(self.store.clone(), live.id, from, to);
+        let complete = Arc::new(std::sync::atomic::AtomicU64::new(from));
+        let seen = complete.clone();
+        let older = older.inspect(move |e| seen.store(e.id, std::sync::atomic::Ordering::Relaxed));
+        let rest = stream::once(async move {
+            if complete.load(std::sync::atomic::Ordering::Relaxed) >= to {
+                sub.events
+            } else {
+                stream::empty().boxed()
+            }
+        })
+        .flatten();
+        older.chain(rest).boxed()
     }
 
     /// The live run's log, if this owner's run is running.

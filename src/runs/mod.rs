@@ -6,6 +6,7 @@
 pub mod log;
 pub mod manager;
 pub mod persist;
+pub mod replay;
 pub mod setup;
 
 pub use log::{EventLog, LoggedEvent};

@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
 use super::error::ApiError;
+use super::stall::StallGuard;
 
 /// The accept queue asked of the kernel (which caps it at `net.core.somaxconn`). tokio's
 /// `TcpListener::bind` asks for 1024, which overflowed when thousands of clients connected at
@@ -42,20 +43,24 @@ pub struct ConnectionLimits {
     pub header_timeout: Duration,
     /// Open connections served normally; past it, new connections get `/healthz` or a 503.
     pub max_connections: usize,
+    /// A connection whose client has not taken what we send for this long is closed (an SSE
+    /// subscriber that stopped reading; it can resume with `Last-Event-ID`).
+    pub stall_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
-        Self::new(30, None)
+        Self::new(30, None, 60)
     }
 }
 
 impl ConnectionLimits {
     /// `max_connections: None` derives the cap from the process's file-descriptor limit.
-    pub fn new(header_timeout_s: u64, max_connections: Option<usize>) -> Self {
+    pub fn new(header_timeout_s: u64, max_connections: Option<usize>, stall_s: u64) -> Self {
         Self {
             header_timeout: Duration::from_secs(header_timeout_s.max(1)),
             max_connections: max_connections.unwrap_or_else(default_max_connections),
+            stall_timeout: Duration::from_secs(stall_s.max(1)),
         }
     }
 }
@@ -151,10 +156,12 @@ pub async fn serve_with(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
         if guard.count > limits.max_connections {
-            spawn_overflow(&overflow_http, tcp, router.clone(), guard);
+            let io = io(tcp, OVERFLOW_HEADER_TIMEOUT);
+            spawn_overflow(&overflow_http, io, router.clone(), guard);
             continue;
         }
-        let conn = http.serve_connection(io(tcp), TowerToHyperService::new(router.clone()));
+        let io = io(tcp, limits.stall_timeout);
+        let conn = http.serve_connection(io, TowerToHyperService::new(router.clone()));
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _guard = guard;
@@ -170,8 +177,10 @@ pub async fn serve_with(
     Ok(())
 }
 
-fn io(tcp: TcpStream) -> TokioIo<TcpStream> {
-    TokioIo::new(tcp)
+type Io = TokioIo<StallGuard<TcpStream>>;
+
+fn io(tcp: TcpStream, stall: Duration) -> Io {
+    TokioIo::new(StallGuard::new(tcp, stall))
 }
 
 fn http1(header_timeout: Duration) -> hyper::server::conn::http1::Builder {
@@ -192,7 +201,7 @@ fn http1(header_timeout: Duration) -> hyper::server::conn::http1::Builder {
 /// see a healthy but busy server as down), anything else gets 503 and the connection closes.
 fn spawn_overflow(
     http: &hyper::server::conn::http1::Builder,
-    tcp: TcpStream,
+    io: Io,
     router: Router,
     guard: OpenConnection,
 ) {
@@ -206,7 +215,7 @@ fn spawn_overflow(
             }
         }
     });
-    let conn = http.serve_connection(io(tcp), TowerToHyperService::new(service));
+    let conn = http.serve_connection(io, TowerToHyperService::new(service));
     tokio::spawn(async move {
         let _guard = guard;
         let _ = tokio::time::timeout(OVERFLOW_HEADER_TIMEOUT * 2, conn).await;

@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod ops;
 pub mod runs;
 pub mod sse;
+pub mod stall;
 
 use std::sync::Arc;
 use std::time::Duration;

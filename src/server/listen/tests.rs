@@ -73,7 +73,7 @@ async fn start(limits: ConnectionLimits) -> SocketAddr {
 }
 
 fn limits(header_timeout_s: u64, max_connections: usize) -> ConnectionLimits {
-    ConnectionLimits::new(header_timeout_s, Some(max_connections))
+    ConnectionLimits::new(header_timeout_s, Some(max_connections), 60)
 }
 
 fn get_request(path: &str, close: bool) -> String {
@@ -208,4 +208,51 @@ async fn eventually_answer(addr: SocketAddr, path: &str) -> String {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     last
+}
+
+/// Ends (drops) a response body: sets the flag.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_disconnected_after_the_stall_timeout() {
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = dropped.clone();
+    // An endless response, as an SSE stream of a long run would be for a client that never reads.
+    let router = Router::new().route(
+        "/flood",
+        get(move || {
+            let guard = DropFlag(flag.clone());
+            async move {
+                let chunks = futures::stream::repeat_with(move || {
+                    let _ = &guard;
+                    Ok::<_, std::convert::Infallible>(vec![b'x'; 64 * 1024])
+                });
+                Body::from_stream(chunks)
+            }
+        }),
+    );
+    let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = ConnectionLimits::new(30, Some(100), 1);
+    tokio::spawn(serve_with(listener, router, limits, std::future::pending()));
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(get_request("/flood", false).as_bytes())
+        .await
+        .unwrap();
+    // Never read. The server must give up on the connection and drop the response.
+    let mut waited = Duration::ZERO;
+    while !dropped.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            waited < Duration::from_secs(20),
+            "the stalled response was never dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += Duration::from_millis(100);
+    }
+    drop(tcp);
 }
