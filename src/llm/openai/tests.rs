@@ -1,0 +1,84 @@
+use super::*;
+
+#[test]
+fn completion_parsing_is_lenient() {
+    let r = parse_completion(br#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}],"usage":{}}"#);
+    let r = r.unwrap_or_default();
+    assert_eq!(r.content, "");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.tool_calls[0].id, "call_0");
+    assert_eq!(r.tool_calls[0].arguments, r#"{"a":1}"#);
+    assert_eq!(r.usage, super::super::Usage::call(0, 0));
+
+    let parts = parse_completion(
+            br#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}],"usage":null}"#,
+        );
+    assert_eq!(parts.map(|r| r.content), Ok("ab".to_string()));
+}
+
+#[test]
+fn unreadable_completions_are_invalid_responses() {
+    assert!(matches!(
+        parse_completion(b"<html>oops</html>"),
+        Err(LlmError::InvalidResponse(_))
+    ));
+    assert!(matches!(
+        parse_completion(br#"{"choices":[]}"#),
+        Err(LlmError::InvalidResponse(_))
+    ));
+    assert!(matches!(
+        parse_completion(br#"{"error":{"message":"boom"}}"#),
+        Err(LlmError::InvalidResponse(m)) if m.contains("boom")
+    ));
+}
+
+#[test]
+fn statuses_are_classified() {
+    let ctx = classify_status(
+        400,
+        r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
+    );
+    assert_eq!(
+        ctx,
+        LlmError::ContextLengthExceeded(
+            "This model's maximum context length is 4096 tokens".into()
+        )
+    );
+    assert!(matches!(
+        classify_status(413, "Request too large: too many tokens"),
+        LlmError::ContextLengthExceeded(_)
+    ));
+    assert!(matches!(
+        classify_status(429, "Rate limit: too many tokens per minute"),
+        LlmError::Status { status: 429, .. }
+    ));
+    assert_eq!(
+        classify_status(404, "no such model"),
+        LlmError::Status {
+            status: 404,
+            body: "no such model".into()
+        }
+    );
+}
+
+#[test]
+fn retry_after_headers_are_read() {
+    let mut h = HeaderMap::new();
+    assert_eq!(retry_after(&h), None);
+    h.insert(
+        "retry-after",
+        reqwest::header::HeaderValue::from_static("2"),
+    );
+    assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+    h.insert(
+        "retry-after-ms",
+        reqwest::header::HeaderValue::from_static("150"),
+    );
+    assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+}
+
+#[test]
+fn timeouts_round_up_to_whole_seconds() {
+    assert_eq!(ceil_secs(Duration::from_millis(500)), 1);
+    assert_eq!(ceil_secs(Duration::from_secs(120)), 120);
+}
