@@ -1,5 +1,5 @@
 // The fuzz target bodies, shared by the cargo-fuzz crate (`fuzz/fuzz_targets/*.rs`) and by the
-// CI smoke test (`tests/fuzz_smoke.rs`), both through `include!`, so CI runs exactly what the
+// CI smoke test (`tests/core/fuzz_smoke.rs`), both through `include!`, so CI runs exactly what the
 // fuzzer runs. Each body takes raw bytes, must never panic, and asserts the invariants the
 // rest of the service relies on (a failed assertion is a finding, like a crash).
 

@@ -1,5 +1,5 @@
 //! Security properties of the HTTP service (SPEC §3.5, §3.7, §4) and of `http_request`'s SSRF
-//! guard, attacked from outside through the real router (see `api_support`) or the real binary.
+//! guard, attacked from outside through the real router (see `tests/support/app.rs`) or the real binary.
 //!
 //! - Auth, table-driven from `GET /api/openapi.json`: every operation refuses a missing or wrong
 //!   key (401, error shape), another tenant's key gets 404 on every route that names a resource
@@ -18,24 +18,24 @@
 //!   and redirects to them, are refused before any connection.
 //! - API keys are only ever compared through `constant_time_eq` (a scan of `src/`).
 
-mod api_support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use api_support::{error_code, read_until, Deploy, DeployTool, Options, TestApp};
-use async_trait::async_trait;
 use futures::StreamExt;
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use reagent::tools::http_request::{HttpRequestOptions, HttpRequestTool};
 use reagent::tools::ssrf::SsrfPolicy;
-use reagent::tools::{Artifact, Tool, ToolError, ToolOutput};
+use reagent::tools::{Tool, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::app::{error_code, Options, TestApp};
+use crate::support::child::Server;
+use crate::support::sse::read_until;
+use crate::support::target::Target;
+use crate::support::tools::{deploy, FakeTool};
 
 /// Routes that need no API key (SPEC §3.5; `/metrics` has its own, absent here).
 const PUBLIC: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
@@ -210,15 +210,15 @@ async fn openapi_document_covers_exactly_the_router_routes() {
 }
 
 /// An app with alice's and bob's keys and the `deploy` tool (needs approval).
-async fn two_tenants(server_toml: &str) -> (TestApp, Arc<Deploy>) {
-    let deploy = Arc::new(Deploy::default());
+async fn two_tenants(server_toml: &str) -> (TestApp, Arc<FakeTool>) {
+    let deploy = deploy();
     let app = TestApp::with(Options {
         env: vec![(
             "REAGENT_API_KEYS",
             "alice:ka-secret-1,bob:kb-secret-2".into(),
         )],
         server_toml: server_toml.into(),
-        extra_tools: vec![Arc::new(DeployTool(deploy.clone()))],
+        extra_tools: vec![deploy.clone()],
         ..Options::default()
     })
     .await;
@@ -284,41 +284,28 @@ async fn every_api_route_refuses_missing_and_wrong_keys() {
     );
 }
 
-/// A tool that writes an artifact, for ownership checks.
-struct Report;
-
-#[async_trait]
-impl Tool for Report {
-    fn name(&self) -> &str {
-        "evil_report"
-    }
-    fn description(&self) -> &str {
-        "Writes an artifact with a hostile name and type"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
-    }
-    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput {
-            content: "written".into(),
-            artifacts: vec![Artifact {
-                name: "a\r\nSet-Cookie: session=stolen\r\n\r\n<script>.html".into(),
-                mime_type: "text/html\r\nSet-Cookie: session=stolen".into(),
-                data: b"<h1>hi</h1>".to_vec(),
-            }],
-        })
-    }
+/// A tool that writes an artifact with a hostile name and type, for ownership checks.
+fn evil_report() -> Arc<FakeTool> {
+    FakeTool::text("evil_report", "written")
+        .describe("Writes an artifact with a hostile name and type")
+        .params(json!({"type": "object", "properties": {}}))
+        .artifact(
+            "a\r\nSet-Cookie: session=stolen\r\n\r\n<script>.html",
+            "text/html\r\nSet-Cookie: session=stolen",
+            b"<h1>hi</h1>",
+        )
+        .arc()
 }
 
 #[tokio::test]
 async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
-    let deploy = Arc::new(Deploy::default());
+    let deploy = deploy();
     let mut app = TestApp::with(Options {
         env: vec![(
             "REAGENT_API_KEYS",
             "alice:ka-secret-1,bob:kb-secret-2".into(),
         )],
-        extra_tools: vec![Arc::new(DeployTool(deploy.clone())), Arc::new(Report)],
+        extra_tools: vec![deploy.clone(), evil_report()],
         ..Options::default()
     })
     .await;
@@ -443,7 +430,7 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         approval_id.as_str(),
         "bob decided alice's approval"
     );
-    assert_eq!(deploy.calls(), 0);
+    assert_eq!(deploy.call_count(), 0);
     // Bob's POST /api/chat created his own conversation only: alice still has three.
     let mine: Value = app
         .get("/api/conversations", None)
@@ -934,8 +921,6 @@ async fn rate_limit_is_per_key_and_wrong_keys_do_not_spend_it() {
 // ---------------------------------------------------------------------------------------------
 // The binary's log: no secrets, no forged lines.
 
-const BIN: &str = env!("CARGO_BIN_EXE_reagent");
-
 #[tokio::test]
 async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
     const ALICE_KEY: &str = "alice-key-7f3a9c1e5b";
@@ -951,57 +936,20 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
     llm.set_default(FakeReply::text("answer\nFORGED-LINE"));
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("r.db").display());
-    let mut child = tokio::process::Command::new(BIN)
-        .arg("serve")
-        .current_dir(dir.path())
-        .env_clear()
-        .envs([
-            ("REAGENT_BIND", "127.0.0.1:0"),
+    let api_keys = format!("alice:{ALICE_KEY},bob:{BOB_KEY}");
+    let server = Server::serve(
+        dir.path(),
+        &[
             ("DATABASE_URL", db.as_str()),
             ("LLM_BASE_URL", llm.base_url().as_str()),
             ("LLM_API_KEY", LLM_KEY),
             ("LLM_MAX_RETRIES", "0"),
-            (
-                "REAGENT_API_KEYS",
-                &format!("alice:{ALICE_KEY},bob:{BOB_KEY}") as &str,
-            ),
+            ("REAGENT_API_KEYS", api_keys.as_str()),
             ("RUST_LOG", "debug"),
-        ])
-        .kill_on_drop(true)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().unwrap();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<String>();
-    let reader = {
-        let log = log.clone();
-        tokio::spawn(async move {
-            let mut addr_tx = Some(addr_tx);
-            let mut buf = [0u8; 8192];
-            loop {
-                let n = stderr.read(&mut buf).await.unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                let mut text = log.lock().unwrap();
-                text.push_str(&String::from_utf8_lossy(&buf[..n]));
-                if let Some((_, rest)) = text.split_once("listening on http://") {
-                    if let Some(tx) = addr_tx.take() {
-                        let addr: String =
-                            rest.chars().take_while(|c| !c.is_whitespace()).collect();
-                        let _ = tx.send(addr);
-                    }
-                }
-            }
-        })
-    };
-    let addr = tokio::time::timeout(Duration::from_secs(30), addr_rx)
-        .await
-        .expect("no listening line")
-        .unwrap();
-    let base = format!("http://{addr}");
+        ],
+    )
+    .await;
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     let auth = |k: &str| format!("Bearer {k}");
     // 401s with wrong keys, a prefix of a real key, and in odd places.
@@ -1068,10 +1016,7 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
         .authorizations()
         .iter()
         .any(|a| a.as_deref() == Some(&format!("Bearer {LLM_KEY}") as &str)));
-    child.start_kill().unwrap();
-    let _ = child.wait().await;
-    reader.await.unwrap();
-    let log = log.lock().unwrap().clone();
+    let log = server.stop_and_log().await;
     assert!(
         log.contains("run started"),
         "the log was not captured: {log}"
@@ -1106,16 +1051,9 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
 // SSRF: names and encodings of loopback, and redirects to them.
 
 /// A local server counting requests; `/redirect?to=` answers a 302 (or `code`).
-struct Target {
-    addr: SocketAddr,
-    hits: Arc<AtomicUsize>,
-}
-
 async fn target(ip: &str) -> Target {
     use axum::extract::Query;
     use axum::http::{header, StatusCode};
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
     let app = axum::Router::new()
         .route("/hello", axum::routing::get(|| async { "hello" }))
         .route(
@@ -1127,20 +1065,8 @@ async fn target(ip: &str) -> Target {
                     [(header::LOCATION, q.get("to").cloned().unwrap_or_default())],
                 )
             }),
-        )
-        .layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| {
-                let counter = counter.clone();
-                async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    next.run(req).await
-                }
-            },
-        ));
-    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Target { addr, hits }
+        );
+    Target::serve(ip, app).await
 }
 
 fn http_tool(allowed: &[String]) -> HttpRequestTool {
@@ -1238,11 +1164,7 @@ async fn loopback_in_every_spelling_is_refused_before_connecting() {
             assert!(refused(&result), "{url} must be refused: {result:?}");
         }
     }
-    assert_eq!(
-        server.hits.load(Ordering::SeqCst),
-        0,
-        "the loopback server was reached"
-    );
+    assert_eq!(server.hits(), 0, "the loopback server was reached");
 }
 
 #[tokio::test]
@@ -1293,13 +1215,9 @@ async fn redirects_from_an_allowed_host_to_any_loopback_spelling_are_refused() {
             redirects += 1;
         }
     }
-    assert_eq!(
-        victim.hits.load(Ordering::SeqCst),
-        0,
-        "a redirect reached 127.0.0.2"
-    );
+    assert_eq!(victim.hits(), 0, "a redirect reached 127.0.0.2");
     // Every redirect went through the allowed server (the check happens per hop).
-    assert_eq!(allowed.hits.load(Ordering::SeqCst), 1 + redirects);
+    assert_eq!(allowed.hits(), 1 + redirects);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1424,24 +1342,4 @@ async fn nul_in_model_and_tool_output_is_persisted(db: String) {
     assert_eq!(stored.len(), events.len());
 }
 
-mod sqlite {
-    #[tokio::test]
-    async fn nul_in_model_and_tool_output_is_persisted() {
-        super::api_support::run_on(
-            super::api_support::Backend::Sqlite,
-            super::nul_in_model_and_tool_output_is_persisted,
-        )
-        .await;
-    }
-}
-
-mod postgres {
-    #[tokio::test]
-    async fn nul_in_model_and_tool_output_is_persisted() {
-        super::api_support::run_on(
-            super::api_support::Backend::Postgres,
-            super::nul_in_model_and_tool_output_is_persisted,
-        )
-        .await;
-    }
-}
+on_both_backends!(nul_in_model_and_tool_output_is_persisted);

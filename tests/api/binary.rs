@@ -7,111 +7,75 @@
 //! [`FakeOpenAi`] whose replies take far longer than the test, so "during a run" is a state, not
 //! a timing guess. The child binds port 0 and the test reads the address from its log line.
 
-#![cfg(unix)]
-
-mod api_support;
-
 use std::path::Path;
-use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use api_support::{read_all, read_until};
 use reagent::agent::RunStatus;
 use reagent::store::Store;
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
-use tokio::process::Child;
 
-/// A safety net for a hung child, not a synchronisation delay.
-const TIMEOUT: Duration = Duration::from_secs(30);
+use crate::support::child::Server;
+use crate::support::sse::{read_all, read_until};
+
 /// `server.shutdown_grace_s` of the children.
 const GRACE_S: u64 = 3;
 
-/// A running `reagent serve`.
-struct Server {
-    child: Child,
-    base: String,
+/// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
+async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {
+    Server::serve(
+        dir,
+        &[
+            ("DATABASE_URL", db_url),
+            ("LLM_BASE_URL", llm.base_url().as_str()),
+            ("LLM_MAX_RETRIES", "0"),
+            ("RUST_LOG", "info"),
+        ],
+    )
+    .await
 }
 
-impl Server {
-    /// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
-    async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {
-        let (child, base) = api_support::spawn_serve(
-            dir,
-            &[
-                ("DATABASE_URL", db_url),
-                ("LLM_BASE_URL", llm.base_url().as_str()),
-                ("LLM_MAX_RETRIES", "0"),
-                ("RUST_LOG", "info"),
-            ],
-            TIMEOUT,
-        )
-        .await;
-        Server { child, base }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
-    }
-
-    /// Creates a conversation, starts a run (202) and returns its id once the run's `start`
-    /// event has been streamed, i.e. the run is really in flight.
-    async fn start_run(&self) -> String {
-        let client = reqwest::Client::new();
-        let r = client
-            .post(self.url("/api/conversations"))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201);
-        let conv: Value = r.json().await.unwrap();
-        let r = client
-            .post(self.url(&format!(
-                "/api/conversations/{}/runs",
-                conv["id"].as_str().unwrap()
-            )))
-            .json(&json!({"query": "take your time"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 202);
-        let body: Value = r.json().await.unwrap();
-        let run = body["run_id"].as_str().unwrap().to_string();
-        let events = client
-            .get(self.url(&format!("/api/runs/{run}/events")))
-            .send()
-            .await
-            .unwrap();
-        let (seen, _) = read_until(events, |e| e.event == "start").await;
-        assert_eq!(seen.last().map(|e| e.event.as_str()), Some("start"));
-        let shown: Value = client
-            .get(self.url(&format!("/api/runs/{run}")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(shown["status"], "running");
-        run
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("child still running").to_string();
-        let sent = std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill {signal} {pid}");
-    }
-
-    async fn wait(&mut self) -> ExitStatus {
-        tokio::time::timeout(TIMEOUT, self.child.wait())
-            .await
-            .expect("reagent did not exit")
-            .unwrap()
-    }
+/// Creates a conversation, starts a run (202) and returns its id once the run's `start`
+/// event has been streamed, i.e. the run is really in flight.
+async fn start_run(server: &Server) -> String {
+    let client = reqwest::Client::new();
+    let r = client
+        .post(server.url("/api/conversations"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let conv: Value = r.json().await.unwrap();
+    let r = client
+        .post(server.url(&format!(
+            "/api/conversations/{}/runs",
+            conv["id"].as_str().unwrap()
+        )))
+        .json(&json!({"query": "take your time"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let body: Value = r.json().await.unwrap();
+    let run = body["run_id"].as_str().unwrap().to_string();
+    let events = client
+        .get(server.url(&format!("/api/runs/{run}/events")))
+        .send()
+        .await
+        .unwrap();
+    let (seen, _) = read_until(events, |e| e.event == "start").await;
+    assert_eq!(seen.last().map(|e| e.event.as_str()), Some("start"));
+    let shown: Value = client
+        .get(server.url(&format!("/api/runs/{run}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["status"], "running");
+    run
 }
 
 /// A temp dir with a `config.toml` setting a short grace period, and a SQLite URL inside it.
@@ -137,8 +101,8 @@ async fn slow_llm() -> FakeOpenAi {
 async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
     let (dir, db_url) = workdir();
     let llm = slow_llm().await;
-    let mut server = Server::start(dir.path(), &db_url, &llm).await;
-    let run = server.start_run().await;
+    let mut server = start(dir.path(), &db_url, &llm).await;
+    let run = start_run(&server).await;
 
     let sent = Instant::now();
     server.signal("-TERM");
@@ -174,13 +138,13 @@ async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
 async fn kill_9_then_restart_fails_the_run_and_replays_it() {
     let (dir, db_url) = workdir();
     let llm = slow_llm().await;
-    let mut server = Server::start(dir.path(), &db_url, &llm).await;
-    let run = server.start_run().await;
+    let mut server = start(dir.path(), &db_url, &llm).await;
+    let run = start_run(&server).await;
     server.signal("-KILL");
     let status = server.wait().await;
     assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
 
-    let mut again = Server::start(dir.path(), &db_url, &llm).await;
+    let mut again = start(dir.path(), &db_url, &llm).await;
     let client = reqwest::Client::new();
     let shown: Value = client
         .get(again.url(&format!("/api/runs/{run}")))

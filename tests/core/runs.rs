@@ -1,6 +1,7 @@
 //! RunManager with a real SQLite file and a scripted LLM: event ids and order, persistence of
 //! the log, one active run per conversation, interrupts, cancel, and restart recovery.
 
+use std::future::ready;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +18,8 @@ use reagent::store::{Conversation, NewConversation, NewRun, Store, StoredEvent};
 use reagent::testing::{ScriptedLlm, Turn};
 use reagent::tools::ToolRegistry;
 use uuid::Uuid;
+
+use crate::support::eventually;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -210,12 +213,10 @@ async fn cancel_ends_the_run_as_cancelled_and_a_finished_run_cannot_be_cancelled
         .contains("\"status\":\"cancelled\""));
     let run = f.store.get_run("", live.id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Cancelled);
-    for _ in 0..100 {
-        if f.runs.active_runs() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("the cancelled run left the active set", || {
+        ready(f.runs.active_runs() == 0)
+    })
+    .await;
     assert!(matches!(
         f.runs.cancel("", live.id).await,
         Err(RunError::Finished)
@@ -401,11 +402,10 @@ async fn a_late_subscriber_gets_released_events_from_the_database() {
         seen.push(ev.id);
     }
     // The shared writer persists within a tick, then the log lets go of what was read.
-    let mut waited = 0;
-    while live.log.released() == 0 && waited < 200 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        waited += 1;
-    }
+    eventually("the log released what was persisted and read", || {
+        ready(live.log.released() > 0)
+    })
+    .await;
     let released = live.log.released();
     assert!(released > 0, "nothing released while the run was waiting");
     assert!(

@@ -2,13 +2,12 @@
 //! self-reflection, cycle detection, the completion checklist, hooks as the LLM sees them, the
 //! context guard and interrupts.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::engine::*;
+use crate::support::tools::{registry, FakeTool};
 use async_trait::async_trait;
-use common::*;
 use reagent::agent::events::{AgentEvent, StepEvent};
 use reagent::agent::hooks::{
     Hook, HookContext, HookEntry, HookError, HookRunner, PostContext, PostVerdict, PreVerdict,
@@ -184,25 +183,15 @@ async fn cycle_warning_on_the_third_identical_call_only() {
 }
 
 /// Returns a different result on every call.
-struct Counter(std::sync::atomic::AtomicUsize);
-#[async_trait]
-impl Tool for Counter {
-    fn name(&self) -> &str {
-        "lookup"
-    }
-    fn description(&self) -> &str {
-        "counts"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        json!({"type":"object"})
-    }
-    async fn call(
-        &self,
-        _: serde_json::Value,
-    ) -> Result<reagent::tools::ToolOutput, reagent::tools::ToolError> {
-        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(reagent::tools::ToolOutput::text(n.to_string()))
-    }
+fn counter() -> Arc<FakeTool> {
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    FakeTool::with("lookup", move |_| {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .to_string()
+    })
+    .describe("counts")
+    .params(json!({"type":"object"}))
+    .arc()
 }
 
 #[tokio::test]
@@ -214,7 +203,7 @@ async fn no_cycle_warning_when_results_differ() {
     llm.text("done").text("done");
     let h = Harness::new(
         llm.clone(),
-        registry(vec![Arc::new(Counter(Default::default()))]),
+        registry(vec![counter()]),
         Default::default(),
         AgentConfig::default(),
     );
@@ -493,30 +482,6 @@ async fn pinned_content_over_the_budget_fails_the_run_instead_of_compacting_ever
     );
 }
 
-/// Pushes an interrupt into the queue when called.
-struct Interrupting(Arc<reagent::agent::InterruptQueue>, Vec<&'static str>);
-#[async_trait]
-impl Tool for Interrupting {
-    fn name(&self) -> &str {
-        "work"
-    }
-    fn description(&self) -> &str {
-        "works"
-    }
-    fn parameters(&self) -> serde_json::Value {
-        json!({"type":"object"})
-    }
-    async fn call(
-        &self,
-        _: serde_json::Value,
-    ) -> Result<reagent::tools::ToolOutput, reagent::tools::ToolError> {
-        for m in &self.1 {
-            self.0.push(*m).unwrap();
-        }
-        Ok(reagent::tools::ToolOutput::text("worked"))
-    }
-}
-
 fn interrupt_harness(llm: Arc<ScriptedLlm>, msgs: Vec<&'static str>) -> Harness {
     let mut h = Harness::new(
         llm.clone(),
@@ -524,7 +489,17 @@ fn interrupt_harness(llm: Arc<ScriptedLlm>, msgs: Vec<&'static str>) -> Harness 
         Default::default(),
         AgentConfig::default(),
     );
-    let tools = registry(vec![Arc::new(Interrupting(h.queue.clone(), msgs))]);
+    let queue = h.queue.clone();
+    // Pushes the interrupts into the queue when called.
+    let work = FakeTool::with("work", move |_| {
+        for m in &msgs {
+            queue.push(*m).unwrap();
+        }
+        "worked".into()
+    })
+    .describe("works")
+    .params(json!({"type":"object"}));
+    let tools = registry(vec![work.arc()]);
     h.agent = Arc::new(reagent::agent::ReActAgent::new(
         llm,
         tools,

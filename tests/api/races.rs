@@ -14,40 +14,18 @@
 //! - recall vs drain: exactly one of `{recalled: true}` (and the agent never sees it, nothing is
 //!   stored) or 409 (and the agent saw it).
 
-mod api_support;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
-use api_support::{read_all, Options, Sse, TestApp};
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-macro_rules! on_both_backends {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            use super::api_support::{run_on, Backend};
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    run_on(Backend::Sqlite, super::$scenario).await;
-                }
-            )*
-        }
-        mod postgres {
-            use super::api_support::{run_on, Backend};
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    run_on(Backend::Postgres, super::$scenario).await;
-                }
-            )*
-        }
-    };
-}
+use crate::support::app::{Options, TestApp};
+use crate::support::sse::{read_all, Sse};
 
 on_both_backends!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     interrupt_vs_loop_end,
     cancel_vs_completion,
     two_runs_started_at_once,

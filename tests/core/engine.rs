@@ -1,12 +1,11 @@
 //! Engine behaviour through `ReActAgent::run` with a scripted LLM (issue "ReAct engine", tests
 //! 1–8 and 16–19). Each test checks what the LLM was sent and what the run emitted.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::engine::*;
+use crate::support::tools::{registry, FakeTool};
 use reagent::agent::events::{AgentEvent, AnswerEvent, StepEvent};
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, Mode, RunStatus};
@@ -255,9 +254,20 @@ async fn tool_failures_become_error_observations_and_the_run_completes() {
     .text("recovered")
     .text("recovered, checked"); // 3 tools ran: the completion checklist asks once more
     let tools = registry(vec![
-        Arc::new(OddTool("failing", Behaviour::Fail)),
-        Arc::new(OddTool("panicking", Behaviour::Panic)),
-        Arc::new(OddTool("sleepy", Behaviour::Sleep(Duration::from_secs(30)))),
+        FakeTool::failing("failing", "disk on fire")
+            .describe("A misbehaving test tool.")
+            .params(json!({"type": "object"}))
+            .arc(),
+        FakeTool::panicking("panicking")
+            .describe("A misbehaving test tool.")
+            .params(json!({"type": "object"}))
+            .arc(),
+        FakeTool::text("sleepy", "late")
+            .delay(Duration::from_secs(30))
+            .timeout(Duration::from_millis(100))
+            .describe("A misbehaving test tool.")
+            .params(json!({"type": "object"}))
+            .arc(),
         FakeTool::new("lookup", "x"),
     ]);
     let t0 = Instant::now();
@@ -383,7 +393,18 @@ async fn artifacts_are_hidden_from_the_llm_and_announced_in_the_event() {
         .text("see the report");
     let h = Harness::new(
         llm.clone(),
-        registry(vec![Arc::new(OddTool("report", Behaviour::Artifact))]),
+        registry(vec![FakeTool::text(
+            "report",
+            "<html><body>report</body></html>",
+        )
+        .describe("A misbehaving test tool.")
+        .params(json!({"type": "object"}))
+        .artifact(
+            "report.html",
+            "text/html",
+            b"<html><body>report</body></html>",
+        )
+        .arc()]),
         HookRunner::default(),
         AgentConfig::default(),
     );

@@ -14,19 +14,20 @@
 //!
 //! Timeouts in here are 1 s (the smallest `LLM_TIMEOUT_S`); no assertion is about timing.
 
-mod api_support;
-
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use api_support::{Options, Sse, TestApp};
-use async_trait::async_trait;
 use axum::routing::post;
 use axum::Router;
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply, FAKE_DEFAULT_TEXT};
 use reagent::testing::scripted::ScriptedLlm;
-use reagent::tools::{Tool, ToolError, ToolOutput};
+use reagent::tools::Tool;
 use serde_json::{json, Value};
+
+use crate::support::app::{Options, TestApp};
+use crate::support::eventually;
+use crate::support::sse::{labels, Sse};
+use crate::support::tools::{deploy, FakeTool};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -71,10 +72,6 @@ async fn run(app: &TestApp, query: &str) -> (String, Vec<Sse>) {
     let run = app.start_run(&conv, json!({ "query": query }), None).await;
     let events = app.events(&run, None).await;
     (run, events)
-}
-
-fn labels(events: &[Sse]) -> Vec<String> {
-    events.iter().map(Sse::label).collect()
 }
 
 /// The `done` event, checked to be the only one and the last, right after `answer done`.
@@ -149,8 +146,7 @@ fn gauge(text: &str, name: &str) -> f64 {
 /// Waits (bounded) until no run is active and no SSE subscriber is counted. Dropping a finished
 /// SSE response is asynchronous, hence the polling; the bound is generous, not a timing claim.
 async fn assert_nothing_left(app: &TestApp) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually("nothing left behind", || async move {
         let text = app.get("/metrics", None).await.text().await.unwrap();
         let active = app.app.state.runs.active_runs();
         let (g_active, g_subs) = (
@@ -158,14 +154,13 @@ async fn assert_nothing_left(app: &TestApp) {
             gauge(&text, "reagent_sse_subscribers"),
         );
         if active == 0 && g_active == 0.0 && g_subs == 0.0 {
-            return;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
+        Err(format!(
             "left behind: {active} active runs, gauges active={g_active} subscribers={g_subs}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        ))
+    })
+    .await;
 }
 
 /// `(chat, stream)` request counts at the fake.
@@ -562,76 +557,22 @@ async fn tool_calls_sharing_one_id_get_distinct_ids_before_going_back_to_the_pro
 // ---------------------------------------------------------------------------------------------
 // Tool faults (scripted model)
 
-struct Panics;
-
-#[async_trait]
-impl Tool for Panics {
-    fn name(&self) -> &str {
-        "panics"
-    }
-    fn description(&self) -> &str {
-        "Always panics"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
-    }
-    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
-        panic!("tool exploded")
-    }
+/// Always panics.
+fn panics() -> Arc<FakeTool> {
+    FakeTool::panicking("panics")
+        .describe("Always panics")
+        .params(json!({"type": "object", "properties": {}}))
+        .arc()
 }
-
-/// Never returns; counts how many of its calls were dropped (aborted), so a test can tell a
-/// timed-out call was really stopped and not left running.
-#[derive(Default)]
-struct Hangs {
-    dropped: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-struct DropCounter(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl Tool for Hangs {
-    fn name(&self) -> &str {
-        "hangs"
-    }
-    fn description(&self) -> &str {
-        "Never returns"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
-    }
-    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
-        let _guard = DropCounter(self.dropped.clone());
-        std::future::pending::<()>().await;
-        Ok(ToolOutput::text("unreachable"))
-    }
-}
-
-/// Returns 1 MB of text.
-struct Huge;
 
 const HUGE_LEN: usize = 1024 * 1024;
 
-#[async_trait]
-impl Tool for Huge {
-    fn name(&self) -> &str {
-        "huge"
-    }
-    fn description(&self) -> &str {
-        "Returns a megabyte"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
-    }
-    async fn call(&self, _args: Value) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("x".repeat(HUGE_LEN)))
-    }
+/// Returns 1 MB of text.
+fn huge() -> Arc<FakeTool> {
+    FakeTool::text("huge", &"x".repeat(HUGE_LEN))
+        .describe("Returns a megabyte")
+        .params(json!({"type": "object", "properties": {}}))
+        .arc()
 }
 
 fn tool_ends(events: &[Sse]) -> Vec<&Value> {
@@ -657,7 +598,7 @@ async fn a_panicking_tool_becomes_an_error_observation_and_the_run_goes_on() {
     let llm = ScriptedLlm::native();
     llm.tool_calls(&[("c1", "panics", "{}"), ("c2", "echo", r#"{"text":"ok"}"#)]);
     llm.text("recovered");
-    let app = scripted_app(llm, vec![Arc::new(Panics)], "").await;
+    let app = scripted_app(llm, vec![panics()], "").await;
     let (run, events) = run(&app, "go").await;
     let d = check_end(&app, &run, &events, "completed").await;
     assert_eq!(d["tool_calls"], 2);
@@ -678,7 +619,12 @@ async fn a_hanging_tool_times_out_as_an_error_observation() {
     let llm = ScriptedLlm::native();
     llm.tool_calls(&[("c1", "hangs", "{}")]);
     llm.text("gave up on it");
-    let hangs = Arc::new(Hangs::default());
+    // Never returns; counts how many of its calls were dropped (aborted), so the test can tell
+    // a timed-out call was really stopped and not left running.
+    let hangs = FakeTool::hanging("hangs")
+        .describe("Never returns")
+        .params(json!({"type": "object", "properties": {}}))
+        .arc();
     let app = TestApp::with(Options {
         llm,
         extra_tools: vec![hangs.clone()],
@@ -695,7 +641,7 @@ async fn a_hanging_tool_times_out_as_an_error_observation() {
         "{end}"
     );
     assert_eq!(
-        hangs.dropped.load(std::sync::atomic::Ordering::SeqCst),
+        hangs.dropped(),
         1,
         "the timed-out call was aborted, not left running"
     );
@@ -709,14 +655,10 @@ async fn cancelling_while_the_model_hangs_ends_the_run_at_once() {
     let app = llm_app(&fake.base_url(), vec![("LLM_TIMEOUT_S", "60".into())]).await;
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "hi"}), None).await;
-    let reached = async {
-        while fake.request_count() == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), reached)
-        .await
-        .expect("the model call never started");
+    eventually("the model call started", || {
+        std::future::ready(fake.request_count() > 0)
+    })
+    .await;
     assert_eq!(app.cancel(&run).await.status(), 202);
     let events = app.events(&run, None).await;
     check_end(&app, &run, &events, "cancelled").await;
@@ -734,7 +676,7 @@ async fn a_huge_tool_output_is_truncated_as_configured() {
     llm.tool_calls(&[("c1", "huge", "{}")]);
     llm.text("summarised");
     let hooks = "[[hooks]]\nkind = \"truncate_result\"\nmax_chars = 1000\n";
-    let app = scripted_app(llm, vec![Arc::new(Huge)], hooks).await;
+    let app = scripted_app(llm, vec![huge()], hooks).await;
     let (run, events) = run(&app, "go").await;
     check_end(&app, &run, &events, "completed").await;
     let seen = tool_message(&app.llm, "c1");
@@ -836,13 +778,13 @@ async fn a_webhook_verdict_is_applied_when_it_answers_in_time() {
 
 #[tokio::test]
 async fn an_approval_never_answered_times_out_and_blocks_the_call() {
-    let deploy = Arc::new(api_support::Deploy::default());
+    let deploy = deploy();
     let llm = ScriptedLlm::native();
     llm.tool_calls(&[("c1", "deploy", r#"{"env":"prod"}"#)]);
     llm.text("not deployed");
     let app = scripted_app(
         llm,
-        vec![Arc::new(api_support::DeployTool(deploy.clone()))],
+        vec![deploy.clone()],
         "[[hooks]]\nkind = \"approval\"\napproval_timeout_s = 1\n",
     )
     .await;
@@ -851,7 +793,7 @@ async fn an_approval_never_answered_times_out_and_blocks_the_call() {
     assert!(labels(&events).contains(&"step:approval_required".to_string()));
     let end = tool_ends(&events)[0];
     assert_eq!(end["blocked"], true, "{end}");
-    assert_eq!(deploy.calls(), 0, "the tool never ran");
+    assert_eq!(deploy.call_count(), 0, "the tool never ran");
     let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
     assert_eq!(
         pending.as_array().map(Vec::len).unwrap_or(0),

@@ -12,17 +12,19 @@
 //! Nothing here asserts on timing: "eventually" waits poll a condition under a generous
 //! deadline, and the run's progress is gated by the test (`gate` tool), not by sleeps.
 
-mod api_support;
-
+use std::future::ready;
 use std::time::Duration;
 
-use api_support::{error_code, read_all, Sse, TestApp};
 use futures::StreamExt;
 use rand::{Rng, SeedableRng};
 use reagent::testing::scripted::Turn;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uuid::Uuid;
+
+use crate::support::app::{error_code, TestApp};
+use crate::support::eventually;
+use crate::support::sse::{parse_frames, push_utf8, read_all, Sse};
 
 /// The `reagent_sse_subscribers` gauge.
 fn subscribers(app: &TestApp) -> f64 {
@@ -35,19 +37,6 @@ fn subscribers(app: &TestApp) -> f64 {
         .find_map(|l| l.strip_prefix("reagent_sse_subscribers "))
         .map(|v| v.trim().parse().unwrap())
         .unwrap_or(0.0)
-}
-
-/// Polls `cond` until it holds; panics with `what` after a generous deadline (a safety net for
-/// a hang, not a timing assertion).
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn run_status(app: &TestApp, run: &str) -> Value {
@@ -73,15 +62,16 @@ async fn assert_completed_and_persisted(app: &TestApp, run: &str) -> Vec<Sse> {
         assert_eq!(e.id, i as u64 + 1, "replay ids of {run}");
     }
     let id = Uuid::parse_str(run).unwrap();
-    let mut stored = Vec::new();
-    for _ in 0..500 {
-        stored = app.app.state.store.list_events(id, 0).await.unwrap();
-        let status = run_status(app, run).await;
-        if status["status"] == "completed" && stored.len() == replay.len() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let replayed = replay.len();
+    let stored = eventually(
+        &format!("run {run} completed and persisted"),
+        || async move {
+            let stored = app.app.state.store.list_events(id, 0).await.unwrap();
+            let status = run_status(app, run).await;
+            (status["status"] == "completed" && stored.len() == replayed).then_some(stored)
+        },
+    )
+    .await;
     assert_eq!(run_status(app, run).await["status"], "completed");
     assert_eq!(stored.len(), replay.len(), "events persisted for {run}");
     for (i, (s, r)) in stored.iter().zip(&replay).enumerate() {
@@ -130,8 +120,8 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
             let mut comments = 0;
             while !seen.iter().any(|e: &Sse| e.label() == stop) {
                 let chunk = body.next().await.expect("stream ended early").unwrap();
-                api_support::push_utf8(&mut pending, &mut buf, &chunk);
-                api_support::parse_frames(&mut buf, &mut seen, &mut comments);
+                push_utf8(&mut pending, &mut buf, &chunk);
+                parse_frames(&mut buf, &mut seen, &mut comments);
             }
         }
         drop(body);
@@ -153,7 +143,7 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
             .unwrap()
             .ends_with("part 399 "));
         eventually(&format!("{phase}: gauge back to 0"), || {
-            subscribers(&app) == 0.0
+            ready(subscribers(&app) == 0.0)
         })
         .await;
     }
@@ -173,21 +163,20 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
     // The hung-up request may or may not have been accepted. Give it a moment to show up,
     // then start a follow-up run on the same conversation (retrying while the first is still
     // active): afterwards every run of the conversation must be complete and persisted.
-    for _ in 0..250 {
+    let (app, conv) = (&app, conv.as_str());
+    let shown = eventually("the hung-up request's run shows up", || async move {
         let detail: Value = app
             .get(&format!("/api/conversations/{conv}"), None)
             .await
             .json()
             .await
             .unwrap();
-        if !detail["messages"].as_array().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    script_run(&app);
-    let mut follow_up = None;
-    for _ in 0..500 {
+        !detail["messages"].as_array().unwrap().is_empty()
+    });
+    // Not shown within a moment: it was not accepted, which is allowed.
+    let _ = tokio::time::timeout(Duration::from_secs(5), shown).await;
+    script_run(app);
+    let start = eventually("a follow-up run accepted", || async move {
         let r = app
             .post(
                 &format!("/api/conversations/{conv}/runs"),
@@ -195,19 +184,15 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
                 None,
             )
             .await;
-        if r.status() == 202 {
-            follow_up = Some(
-                r.json::<Value>().await.unwrap()["run_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-            );
-            break;
+        if r.status() != 202 {
+            assert_eq!(error_code(r, 409).await, "run_active");
+            return None;
         }
-        assert_eq!(error_code(r, 409).await, "run_active");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let Some(follow_up) = follow_up else {
+        let body = r.json::<Value>().await.unwrap();
+        Some(body["run_id"].as_str().unwrap().to_string())
+    });
+    // A bounded wait, so a stuck conversation is reported with what it holds.
+    let Ok(follow_up) = tokio::time::timeout(Duration::from_secs(30), start).await else {
         let detail: Value = app
             .get(&format!("/api/conversations/{conv}"), None)
             .await
@@ -216,7 +201,7 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
             .unwrap();
         let active = detail["active_run_id"].as_str().map(str::to_string);
         let run = match &active {
-            Some(id) => run_status(&app, id).await,
+            Some(id) => run_status(app, id).await,
             None => Value::Null,
         };
         panic!(
@@ -224,7 +209,7 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
             app.app.state.runs.active_runs()
         );
     };
-    assert_completed_and_persisted(&app, &follow_up).await;
+    assert_completed_and_persisted(app, &follow_up).await;
     let detail: Value = app
         .get(&format!("/api/conversations/{conv}"), None)
         .await
@@ -238,7 +223,7 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
         .collect();
     assert!(runs.len() == 1 || runs.len() == 2, "{detail}");
     for run in &runs {
-        assert_completed_and_persisted(&app, run).await;
+        assert_completed_and_persisted(app, run).await;
         let kinds: Vec<&str> = messages
             .iter()
             .filter(|m| m["run_id"] == *run)
@@ -247,11 +232,11 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
         assert_eq!(kinds, ["query", "answer"], "run {run}");
     }
     eventually("gauge back to 0 after the raw hang-up", || {
-        subscribers(&app) == 0.0
+        ready(subscribers(app) == 0.0)
     })
     .await;
     eventually("no active run left", || {
-        app.app.state.runs.active_runs() == 0
+        ready(app.app.state.runs.active_runs() == 0)
     })
     .await;
 }
@@ -264,8 +249,8 @@ async fn read_n(response: reqwest::Response, n: usize) -> Vec<Sse> {
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(20), body.next()).await {
             Ok(Some(chunk)) => {
-                api_support::push_utf8(&mut pending, &mut buf, &chunk.unwrap());
-                api_support::parse_frames(&mut buf, &mut out, &mut comments);
+                push_utf8(&mut pending, &mut buf, &chunk.unwrap());
+                parse_frames(&mut buf, &mut out, &mut comments);
             }
             Ok(None) => break,
             Err(_) => panic!("a resumed stream stalled"),
@@ -372,7 +357,7 @@ async fn reconnect_storm_with_last_event_id_resumes_exactly_after_the_id() {
         assert_eq!(seen[..], replay[first - 1..], "client {c}");
     }
     assert!(total_reconnects > 200, "only {total_reconnects} reconnects");
-    eventually("gauge back to 0", || subscribers(&app) == 0.0).await;
+    eventually("gauge back to 0", || ready(subscribers(&app) == 0.0)).await;
 }
 
 /// Sends a GET for the run's events on a raw socket and never reads.
@@ -403,14 +388,20 @@ async fn a_reader_that_never_reads_blocks_nothing_and_later_gets_everything() {
     for _ in 0..3 {
         stuck.push(never_reading_client(&app, &run).await);
     }
-    eventually("stuck readers subscribed", || subscribers(&app) >= 3.0).await;
+    eventually("stuck readers subscribed", || {
+        ready(subscribers(&app) >= 3.0)
+    })
+    .await;
     // The run finishes although nobody reads those connections, and a normal subscriber gets
     // everything meanwhile.
     app.gate.release();
     let replay = assert_completed_and_persisted(&app, &run).await;
     assert!(replay.len() > 20_000);
     assert_eq!(app.app.state.runs.active_runs(), 0);
-    eventually("only the stuck readers remain", || subscribers(&app) == 3.0).await;
+    eventually("only the stuck readers remain", || {
+        ready(subscribers(&app) == 3.0)
+    })
+    .await;
     // Now the stuck readers read: every event, in order, then the stream closes.
     for mut stream in stuck {
         let mut raw = Vec::new();
@@ -423,10 +414,10 @@ async fn a_reader_that_never_reads_blocks_nothing_and_later_gets_everything() {
         let body = dechunk(body);
         let mut buf = body.clone();
         let (mut events, mut comments) = (Vec::new(), 0);
-        api_support::parse_frames(&mut buf, &mut events, &mut comments);
+        parse_frames(&mut buf, &mut events, &mut comments);
         assert_eq!(events, replay, "the late reader's stream");
     }
-    eventually("gauge back to 0", || subscribers(&app) == 0.0).await;
+    eventually("gauge back to 0", || ready(subscribers(&app) == 0.0)).await;
 }
 
 /// Decodes an HTTP/1.1 chunked body.
@@ -472,7 +463,10 @@ async fn a_thousand_idle_subscribers_all_get_every_event() {
             responses.push(r);
         }
     }
-    eventually("1000 subscribers counted", || subscribers(&app) == N as f64).await;
+    eventually("1000 subscribers counted", || {
+        ready(subscribers(&app) == N as f64)
+    })
+    .await;
     // The server still answers other requests promptly enough for a health check.
     for _ in 0..5 {
         let r = tokio::time::timeout(Duration::from_secs(10), app.get("/healthz", None))
@@ -491,5 +485,5 @@ async fn a_thousand_idle_subscribers_all_get_every_event() {
         let events = reader.await.unwrap();
         assert_eq!(events, replay, "subscriber {i}");
     }
-    eventually("gauge back to 0", || subscribers(&app) == 0.0).await;
+    eventually("gauge back to 0", || ready(subscribers(&app) == 0.0)).await;
 }

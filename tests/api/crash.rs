@@ -17,61 +17,40 @@
 //! Runs on SQLite (checking WAL mode) and on a fresh PostgreSQL database
 //! (`REAGENT_SKIP_PG=1` skips).
 
-#![cfg(unix)]
-
-mod api_support;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api_support::{read_all, Backend, Db};
 use reagent::agent::RunStatus;
 use reagent::store::Store;
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use serde_json::{json, Value};
-use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// A safety net for a hung child, not a synchronisation delay.
-const TIMEOUT: Duration = Duration::from_secs(60);
+use crate::support::backends::{run_on, Backend};
+use crate::support::child::{Server, TIMEOUT};
+use crate::support::eventually;
+use crate::support::sse::read_all;
+
 /// Concurrent load workers per cycle.
 const WORKERS: usize = 12;
 /// How long the load runs before SIGKILL, per cycle: right after start, mid-flight, later.
 const KILL_AFTER_MS: [u64; 3] = [60, 400, 1200];
 
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    async fn start(dir: &Path, db_url: &str, llm: &str) -> Server {
-        let (child, base) = api_support::spawn_serve(
-            dir,
-            &[
-                ("DATABASE_URL", db_url),
-                ("LLM_BASE_URL", llm),
-                ("LLM_API_KEY", "test"),
-                ("LLM_MAX_RETRIES", "0"),
-                ("RUST_LOG", "info"),
-            ],
-            TIMEOUT,
-        )
-        .await;
-        Server { child, base }
-    }
-
-    async fn kill9(&mut self) {
-        self.child.start_kill().expect("SIGKILL");
-        let status = tokio::time::timeout(TIMEOUT, self.child.wait())
-            .await
-            .expect("reagent did not die")
-            .unwrap();
-        assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
-    }
+async fn start(dir: &Path, db_url: &str, llm: &str) -> Server {
+    Server::serve(
+        dir,
+        &[
+            ("DATABASE_URL", db_url),
+            ("LLM_BASE_URL", llm),
+            ("LLM_API_KEY", "test"),
+            ("LLM_MAX_RETRIES", "0"),
+            ("RUST_LOG", "info"),
+        ],
+    )
+    .await
 }
 
 /// What the clients were told was accepted.
@@ -92,28 +71,28 @@ async fn wait_for_dead_sessions(db_url: &str) {
     if !db_url.starts_with("postgres") {
         return;
     }
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(db_url)
+    // One connection: the query excludes its own session.
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(db_url)
         .await
         .unwrap();
-    let wait = async {
-        loop {
+    let conn = &pool;
+    eventually(
+        "the killed server's PostgreSQL sessions ended",
+        || async move {
             let others: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
             )
-            .fetch_one(&mut conn)
+            .fetch_one(conn)
             .await
             .unwrap();
-            if others == 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(TIMEOUT, wait)
-        .await
-        .expect("the killed server's PostgreSQL sessions did not end");
-    sqlx::Connection::close(conn).await.unwrap();
+            others == 0
+        },
+    )
+    .await;
+    pool.close().await;
 }
 
 /// One load worker: conversations, runs and interrupts until the server dies (or `stop`).
@@ -299,7 +278,7 @@ async fn crash_cycles(db_url: &str) {
     .unwrap();
     let llm = mock.base_url();
     let accepted = Arc::new(Mutex::new(Accepted::default()));
-    let mut server = Server::start(dir.path(), db_url, &llm).await;
+    let mut server = start(dir.path(), db_url, &llm).await;
     for kill_after in KILL_AFTER_MS {
         let stop = CancellationToken::new();
         let workers: Vec<_> = (0..WORKERS)
@@ -319,7 +298,7 @@ async fn crash_cycles(db_url: &str) {
             tokio::time::timeout(TIMEOUT, w).await.unwrap().unwrap();
         }
         wait_for_dead_sessions(db_url).await;
-        server = Server::start(dir.path(), db_url, &llm).await;
+        server = start(dir.path(), db_url, &llm).await;
         let store = Store::connect(db_url).await.unwrap();
         let acc = std::mem::take(&mut *accepted.lock().unwrap());
         let checked = check(&store, &server, &acc).await;
@@ -341,22 +320,19 @@ async fn crash_cycles(db_url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_kill_9_loses_nothing_accepted() {
-    let db = Db::create(Backend::Sqlite).await.unwrap();
-    crash_cycles(&db.url).await;
-    let store = Store::connect(&db.url).await.unwrap();
-    assert_eq!(store.journal_mode().await.unwrap().as_deref(), Some("wal"));
-    store.close().await;
+    run_on(Backend::Sqlite, |url| async move {
+        crash_cycles(&url).await;
+        let store = Store::connect(&url).await.unwrap();
+        assert_eq!(store.journal_mode().await.unwrap().as_deref(), Some("wal"));
+        store.close().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_kill_9_loses_nothing_accepted() {
-    let Some(db) = Db::create(Backend::Postgres).await else {
-        return;
-    };
-    let outcome =
-        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(crash_cycles(&db.url))).await;
-    db.destroy().await.unwrap();
-    if let Err(p) = outcome {
-        std::panic::resume_unwind(p);
-    }
+    run_on(Backend::Postgres, |url| async move {
+        crash_cycles(&url).await;
+    })
+    .await;
 }

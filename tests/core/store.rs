@@ -1,14 +1,12 @@
 //! The store suite, written once against `&Store` and run on both backends.
 //!
-//! SQLite runs on a temp file. PostgreSQL runs on a fresh database
-//! `reagent_test_<random>` created from `postgres://postgres@127.0.0.1:5432/test` and dropped
-//! afterwards (even when an assertion fails). When PostgreSQL is unreachable the test FAILS,
-//! unless `REAGENT_SKIP_PG=1` is set in the environment (for machines without it).
+//! SQLite runs on a temp file. PostgreSQL runs on a fresh database from
+//! [`run_on`](crate::support::backends::run_on), dropped afterwards (even when an assertion
+//! fails). When PostgreSQL is unreachable the test FAILS, unless `REAGENT_SKIP_PG=1` is set in
+//! the environment (for machines without it).
 
 use std::collections::HashSet;
-use std::panic::AssertUnwindSafe;
 
-use futures::FutureExt;
 use reagent::agent::artifacts::ArtifactSink;
 use reagent::agent::events::RunStatus;
 use reagent::llm::Usage;
@@ -19,7 +17,7 @@ use reagent::tools::Artifact;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+use crate::support::backends::{run_on, Backend};
 
 /// A fresh owner name, so the parts of the suite never see each other's rows.
 fn owner(tag: &str) -> String {
@@ -929,7 +927,7 @@ async fn sqlite_events_survive_the_run_key_migration() {
 
 #[tokio::test]
 async fn postgres_events_survive_the_run_key_migration() {
-    on_fresh_postgres(|url| async move {
+    run_on(Backend::Postgres, |url| async move {
         run_key_migration_case!(sqlx::PgPool, &url, "postgres");
     })
     .await;
@@ -1022,7 +1020,7 @@ async fn sqlite_packs_consecutive_events() {
 
 #[tokio::test]
 async fn postgres_packs_consecutive_events() {
-    on_fresh_postgres(|url| async move {
+    run_on(Backend::Postgres, |url| async move {
         packed_events_case!(sqlx::PgPool, &url);
     })
     .await;
@@ -1044,42 +1042,9 @@ async fn unsupported_url_is_rejected() {
     ));
 }
 
-/// Runs `body` with the URL of a fresh PostgreSQL database, dropped afterwards even when `body`
-/// panics. Skipped (with a note) when `REAGENT_SKIP_PG=1`; fails when PostgreSQL is unreachable.
-async fn on_fresh_postgres<F, Fut>(body: F)
-where
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    if std::env::var("REAGENT_SKIP_PG").as_deref() == Ok("1") {
-        eprintln!("REAGENT_SKIP_PG=1: skipping a PostgreSQL test");
-        return;
-    }
-    let admin = sqlx::PgPool::connect(PG_ADMIN_URL)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); set REAGENT_SKIP_PG=1 to skip")
-        });
-    let name = format!("reagent_test_{}", Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let outcome = AssertUnwindSafe(body(url)).catch_unwind().await;
-    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&admin)
-        .await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-    dropped.unwrap();
-}
-
 #[tokio::test]
 async fn postgres_suite() {
-    on_fresh_postgres(|url| async move {
+    run_on(Backend::Postgres, |url| async move {
         let store = Store::connect(&url).await.unwrap();
         assert_eq!(store.backend(), "postgres");
         suite(&store).await;

@@ -9,7 +9,7 @@
 
 #[allow(dead_code)]
 mod bodies {
-    include!("../fuzz/bodies.rs");
+    include!("../../fuzz/bodies.rs");
 }
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

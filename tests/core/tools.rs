@@ -6,14 +6,10 @@
 //! before any connection is attempted.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, RawQuery, Request};
+use axum::extract::{Query, RawQuery};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use axum::Router;
@@ -23,20 +19,7 @@ use reagent::tools::ssrf::SsrfPolicy;
 use reagent::tools::{Tool, ToolError, ToolSource};
 use serde_json::{json, Value};
 
-/// A running local server and the number of requests it received.
-struct Server {
-    addr: SocketAddr,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Server {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
+use crate::support::target::Target as Server;
 
 async fn redirect(Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
     let to = q.get("to").cloned().unwrap_or_default();
@@ -72,8 +55,6 @@ impl IntoResponse for Json2 {
 }
 
 async fn serve(ip: &str) -> Server {
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
     let app = Router::new()
         .route("/hello", get(|| async { "hello" }))
         .route("/redirect", get(redirect))
@@ -110,18 +91,8 @@ async fn serve(ip: &str) -> Server {
             "/notes",
             post(|| async { ([(header::CONTENT_TYPE, "text/markdown")], "# Notes") }),
         )
-        .route("/hang", post(std::future::pending::<&'static str>))
-        .layer(middleware::from_fn(move |req: Request, next: Next| {
-            let counter = counter.clone();
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                next.run(req).await
-            }
-        }));
-    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Server { addr, hits }
+        .route("/hang", post(std::future::pending::<&'static str>));
+    Server::serve(ip, app).await
 }
 
 fn tool(policy: SsrfPolicy, max_response_bytes: usize) -> HttpRequestTool {

@@ -21,6 +21,8 @@ use reagent::tools::builtin::Calculator;
 use reagent::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
+use crate::support::child::Server;
+
 /// A safety net for a hung server or child, not a synchronisation delay.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -301,34 +303,21 @@ async fn invalid_config_is_refused_before_binding() {
 #[cfg(unix)]
 #[tokio::test]
 async fn binary_starts_answers_and_exits_on_sigterm() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reagent"))
-        .args([
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(
+        dir.path(),
+        &[
             "mock-provider",
             "--bind",
             "127.0.0.1:0",
             "--answer-tokens",
             "3",
-        ])
-        .env_clear()
-        .kill_on_drop(true)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("reagent starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let addr = tokio::time::timeout(TIMEOUT, async {
-        while let Some(line) = lines.next_line().await.expect("read") {
-            if let Some(addr) = line.strip_prefix("mock provider listening on http://") {
-                return addr.trim().to_string();
-            }
-        }
-        panic!("exited before listening");
-    })
-    .await
-    .expect("listening line");
+        ],
+        &[],
+    )
+    .await;
     let reply: serde_json::Value = reqwest::Client::new()
-        .post(format!("http://{addr}/v1/chat/completions"))
+        .post(server.url("/v1/chat/completions"))
         .body(r#"{"model":"m","tools":[{"type":"function","function":{"name":"calculator"}}],"messages":[{"role":"user","content":"hi"}]}"#)
         .send()
         .await
@@ -344,16 +333,8 @@ async fn binary_starts_answers_and_exits_on_sigterm() {
         }
         .answer_text()
     );
-    let pid = child.id().expect("running").to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
-    let status = tokio::time::timeout(TIMEOUT, child.wait())
-        .await
-        .expect("exits after SIGTERM")
-        .expect("wait");
+    server.signal("-TERM");
+    let status = server.wait().await;
     assert!(status.success(), "{status:?}");
 }
 

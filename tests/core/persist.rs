@@ -11,12 +11,9 @@
 //! - stopping the writer flushes the events of runs that never finished
 //!   (`stop_flushes_unfinished_runs`).
 
-mod api_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use api_support::{Backend, Db};
 use reagent::agent::events::RunStatus;
 use reagent::llm::Usage;
 use reagent::runs::persist::{EventWriter, PersistError};
@@ -26,22 +23,21 @@ use reagent::store::{
 };
 use uuid::Uuid;
 
+use crate::support::backends::{run_on, Backend};
+use crate::support::eventually;
+
+/// Runs `f` on a store over a fresh database of `backend`, closed afterwards.
 async fn with_store<F, Fut>(backend: Backend, f: F)
 where
     F: FnOnce(Store) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let Some(db) = Db::create(backend).await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    let outcome =
-        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(f(store.clone()))).await;
-    store.close().await;
-    db.destroy().await.unwrap();
-    if let Err(p) = outcome {
-        std::panic::resume_unwind(p);
-    }
+    run_on(backend, |url| async move {
+        let store = Store::connect(&url).await.unwrap();
+        f(store.clone()).await;
+        store.close().await;
+    })
+    .await;
 }
 
 /// A conversation with one running run.
@@ -171,14 +167,12 @@ async fn ends_skip_the_interval(store: Store) {
     log.append("start", "{}".into());
     writer.notify();
     // The first tick writes `start` (no wait before a first tick); the writer then waits.
-    let mut written = 0;
-    for _ in 0..600 {
-        written = store.list_events(run, 0).await.unwrap().len();
-        if written == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let store = &store;
+    let written = eventually("the first tick wrote `start`", || async move {
+        let n = store.list_events(run, 0).await.unwrap().len();
+        (n >= 1).then_some(n)
+    })
+    .await;
     assert_eq!(written, 1, "the first tick wrote `start`");
     log.append("step", "{}".into());
     writer.notify();

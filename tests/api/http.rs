@@ -1,18 +1,15 @@
 //! Black-box tests of the HTTP API (SPEC §3, §4) through the real router on 127.0.0.1:0, a
-//! scripted model. See `api_support` for the `TestApp` helper.
+//! scripted model. See `tests/support/app.rs` for the `TestApp` helper.
 //!
 //! The scenarios that touch storage are plain `async fn(db_url)`s, run once per backend by
 //! [`on_both_backends!`]: `sqlite::<name>` on a temp file and `postgres::<name>` on a fresh
 //! PostgreSQL database (CI's 127.0.0.1:5432; `REAGENT_SKIP_PG=1` skips them). The other tests
 //! check storage-independent behaviour and run on SQLite only.
 
-mod api_support;
-
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use api_support::{error_code, read_all, Deploy, DeployTool, Options, Sse, TestApp};
 use futures::StreamExt;
 use reagent::agent::RunStatus;
 use reagent::llm::Role;
@@ -20,29 +17,10 @@ use reagent::store::{NewConversation, NewRun, StoredEvent};
 use reagent::testing::scripted::ScriptedLlm;
 use serde_json::{json, Value};
 
-/// One `#[tokio::test]` per scenario and backend, in modules `sqlite` and `postgres`.
-macro_rules! on_both_backends {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            use super::api_support::{run_on, Backend};
-            $(
-                #[tokio::test]
-                async fn $scenario() {
-                    run_on(Backend::Sqlite, super::$scenario).await;
-                }
-            )*
-        }
-        mod postgres {
-            use super::api_support::{run_on, Backend};
-            $(
-                #[tokio::test]
-                async fn $scenario() {
-                    run_on(Backend::Postgres, super::$scenario).await;
-                }
-            )*
-        }
-    };
-}
+use crate::support::app::{error_code, Options, TestApp};
+use crate::support::eventually;
+use crate::support::sse::{assert_sequential, labels, read_all, Sse};
+use crate::support::tools::{deploy, FakeTool};
 
 on_both_backends!(
     native_run_streams_events_in_order_and_is_stored,
@@ -60,25 +38,6 @@ on_both_backends!(
     approvals_pause_the_tool_until_a_reviewer_decides,
     approval_timeout_blocks_the_call,
 );
-
-fn labels(events: &[Sse]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for e in events {
-        let l = e.label();
-        // Collapse consecutive deltas: their number depends on chunking.
-        if l == "answer:delta" && out.last().map(String::as_str) == Some("answer:delta") {
-            continue;
-        }
-        out.push(l);
-    }
-    out
-}
-
-fn assert_sequential(events: &[Sse]) {
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(e.id, i as u64 + 1, "ids must be 1, 2, 3…");
-    }
-}
 
 async fn native_run_streams_events_in_order_and_is_stored(db: String) {
     let app = TestApp::spawn_on(&db).await;
@@ -664,16 +623,18 @@ async fn ops_endpoints() {
     assert_eq!(app.get("/readyz", None).await.status(), 200);
     // Outcomes are counted as `done` is emitted, but the run leaves the active set only after
     // its task has finished, which may be just after the client read `done`: wait (bounded).
-    let mut metrics = String::new();
-    for _ in 0..200 {
-        metrics = app.get("/metrics", None).await.text().await.unwrap();
+    let app = &app;
+    let metrics = eventually("the run counted and no longer active", || async move {
+        let metrics = app.get("/metrics", None).await.text().await.unwrap();
         if metrics.contains("reagent_runs_total{status=\"completed\"} 1")
             && metrics.contains("reagent_active_runs 0")
         {
-            break;
+            Ok(metrics)
+        } else {
+            Err(metrics)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     assert!(
         metrics.contains("reagent_runs_total{status=\"completed\"} 1"),
         "{metrics}"
@@ -842,13 +803,13 @@ async fn rate_limit_answers_429_with_retry_after() {
 
 /// An app with alice's and bob's keys (acting as alice) and the `deploy` tool, which requires
 /// approval; `toml` adds configuration (e.g. an `[[hooks]]` approval entry).
-async fn approval_app(db: &str, toml: &str) -> (TestApp, Arc<Deploy>) {
-    let deploy = Arc::new(Deploy::default());
+async fn approval_app(db: &str, toml: &str) -> (TestApp, Arc<FakeTool>) {
+    let deploy = deploy();
     let mut app = TestApp::with(Options {
         db_url: Some(db.to_string()),
         env: vec![("REAGENT_API_KEYS", "alice:ka,bob:kb".into())],
         toml: toml.to_string(),
-        extra_tools: vec![Arc::new(DeployTool(deploy.clone()))],
+        extra_tools: vec![deploy.clone()],
         ..Options::default()
     })
     .await;
@@ -883,7 +844,11 @@ async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
     assert_eq!(step.data["tool"], "deploy");
     assert_eq!(step.data["arguments"], json!({"env": "prod"}));
     let id = step.data["approval_id"].as_str().unwrap().to_string();
-    assert_eq!(deploy.calls(), 0, "the tool must wait for the reviewer");
+    assert_eq!(
+        deploy.call_count(),
+        0,
+        "the tool must wait for the reviewer"
+    );
 
     // The owner sees the request; another tenant neither sees nor decides it.
     let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
@@ -906,7 +871,7 @@ async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
     let other_run = app.start_run(&other, json!({"query": "q"}), None).await;
     let other_events = app.events(&other_run, None).await;
     assert_eq!(other_events.last().unwrap().data["status"], "completed");
-    assert_eq!(deploy.calls(), 0);
+    assert_eq!(deploy.call_count(), 0);
 
     app.llm.text("deployed");
     let r = app.post(&path, json!({"approve": true}), None).await;
@@ -918,7 +883,7 @@ async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
     let end = tool_end(&events);
     assert_eq!(end.data["blocked"], false);
     assert_eq!(end.data["observation"], r#"deployed to "prod""#);
-    assert_eq!(deploy.calls(), 1);
+    assert_eq!(deploy.call_count(), 1);
     // Decided once only.
     let r = app.post(&path, json!({"approve": true}), None).await;
     assert_eq!(error_code(r, 404).await, "not_found");
@@ -943,7 +908,7 @@ async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
     assert_eq!(events.last().unwrap().data["status"], "completed");
     let end = tool_end(&events);
     assert_eq!(end.data["blocked"], true);
-    assert_eq!(deploy.calls(), 1, "a rejected call must not run");
+    assert_eq!(deploy.call_count(), 1, "a rejected call must not run");
     let next = app.llm.chat_requests().pop().unwrap();
     let told = next
         .messages
@@ -973,7 +938,7 @@ async fn approval_timeout_blocks_the_call(db: String) {
         observation.contains("approval timed out after 1 s"),
         "{observation}"
     );
-    assert_eq!(deploy.calls(), 0);
+    assert_eq!(deploy.call_count(), 0);
     let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
     assert_eq!(pending, json!([]));
 }

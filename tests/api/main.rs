@@ -1,0 +1,29 @@
+//! Black-box tests: the HTTP API (SPEC §3, §4) through the real router on `127.0.0.1:0`, and
+//! the real `reagent` binary as a child process. One test binary (one link) for all of them;
+//! `cargo test --test api <module>::` runs one part, e.g. `cargo test --test api races::`.
+//!
+//! - [`http`]: the API's scenarios, most of them on both backends (`sqlite::`/`postgres::`);
+//! - [`faults`]: LLM, tool and hook faults and the end-of-run contract;
+//! - [`races`]: interrupt/cancel/start/recall races on both backends;
+//! - [`clients`]: disconnects, reconnect storms, readers that never read, 1 000 subscribers;
+//! - [`security`]: auth and tenancy on every route, SSRF, paths, injection, limits, secrets;
+//! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
+//! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
+//! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM.
+//!
+//! Helpers: `tests/support/` (shared with `tests/core`). `TEST_LOG=1` shows the logs.
+
+#[macro_use]
+#[path = "../support/mod.rs"]
+mod support;
+
+#[cfg(unix)]
+mod binary;
+mod cli;
+mod clients;
+#[cfg(unix)]
+mod crash;
+mod faults;
+mod http;
+mod races;
+mod security;

@@ -1,0 +1,30 @@
+//! The library's parts tested in-process, without the HTTP layer: the engine with a scripted
+//! LLM, the OpenAI-compatible client, the mock provider, the run manager, the store and its
+//! event writer on both backends, the network tools, and the parsers (properties and the fuzz
+//! smoke). One test binary (one link); `cargo test --test core <module>::` runs one part.
+//!
+//! - [`engine`], [`safeguards`]: `ReActAgent::run` and its safeguards (selection, reflection,
+//!   cycles, checklist, hooks, context guard, interrupts);
+//! - [`llm_client`]: the real client against the in-process fake server;
+//! - [`mock_provider`]: `reagent mock-provider` through the real client;
+//! - [`runs`]: `RunManager` on a real SQLite file;
+//! - [`store`], [`persist`]: the store suite and the shared event writer, both backends;
+//! - [`tools`]: `http_request`'s SSRF guard and response cap, `[[tools.http]]` tools;
+//! - [`properties`], [`fuzz_smoke`]: the parsers of untrusted input never panic.
+//!
+//! Helpers: `tests/support/` (shared with `tests/api`). `TEST_LOG=1` shows the logs.
+
+#[macro_use]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod engine;
+mod fuzz_smoke;
+mod llm_client;
+mod mock_provider;
+mod persist;
+mod properties;
+mod runs;
+mod safeguards;
+mod store;
+mod tools;

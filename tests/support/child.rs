@@ -1,0 +1,173 @@
+//! `Server`: the real `reagent` binary as a child process, in a directory of the test's choosing
+//! (so the repository's `config.toml` does not leak in) with a cleared environment plus the
+//! test's variables. It binds port 0; the address comes from its "listening on" log line. Its
+//! output is drained all the time (the child never blocks on a full pipe) into a log the test
+//! can read, and echoed with `TEST_LOG=1`. The child is killed when the `Server` is dropped.
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_reagent");
+/// A safety net for a hung child, not a synchronisation delay.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Everything a child wrote on one of its pipes, and whether that pipe has closed.
+#[derive(Clone, Default)]
+struct Output {
+    text: Arc<Mutex<String>>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Output {
+    fn drain(&self, mut pipe: impl AsyncRead + Unpin + Send + 'static) -> JoinHandle<()> {
+        let out = self.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 8192];
+            loop {
+                let n = pipe.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                let chunk = String::from_utf8_lossy(&buf[..n]);
+                if super::log::enabled() {
+                    eprint!("{chunk}");
+                }
+                out.text.lock().unwrap().push_str(&chunk);
+            }
+            out.closed.store(true, Ordering::SeqCst);
+        })
+    }
+
+    /// The address after the first "listening on http://".
+    fn listening(&self) -> Option<String> {
+        let text = self.text.lock().unwrap();
+        let (_, rest) = text.split_once("listening on http://")?;
+        let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+        // Only once the line is complete.
+        (rest.len() > addr.len()).then_some(addr)
+    }
+}
+
+/// A running `reagent` child.
+pub struct Server {
+    pub child: Child,
+    /// `http://<addr>`.
+    pub base: String,
+    stdout: Output,
+    stderr: Output,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// `reagent serve` in `dir` with `env` (plus `REAGENT_BIND=127.0.0.1:0`).
+    pub async fn serve(dir: &Path, env: &[(&str, &str)]) -> Server {
+        let mut vars = vec![("REAGENT_BIND", "127.0.0.1:0")];
+        vars.extend_from_slice(env);
+        Self::start(dir, &["serve"], &vars).await
+    }
+
+    /// `reagent <args>` in `dir` with only `env`; waits until it says where it listens.
+    pub async fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        super::log::init();
+        let mut child = command(dir, args, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("reagent could not be started");
+        let (stdout, stderr) = (Output::default(), Output::default());
+        let readers = vec![
+            stdout.drain(child.stdout.take().unwrap()),
+            stderr.drain(child.stderr.take().unwrap()),
+        ];
+        let addr = super::eventually("the child's listening line", || {
+            let (stdout, stderr) = (&stdout, &stderr);
+            async move {
+                let addr = stdout.listening().or_else(|| stderr.listening());
+                let exited =
+                    stdout.closed.load(Ordering::SeqCst) && stderr.closed.load(Ordering::SeqCst);
+                assert!(
+                    addr.is_some() || !exited,
+                    "reagent exited before listening:\n{}",
+                    stderr.text.lock().unwrap()
+                );
+                addr
+            }
+        })
+        .await;
+        Server {
+            child,
+            base: format!("http://{addr}"),
+            stdout,
+            stderr,
+            readers,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Sends `signal` (e.g. `-TERM`) with `kill(1)`.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("child still running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
+    /// Waits for the child to exit.
+    pub async fn wait(&mut self) -> ExitStatus {
+        tokio::time::timeout(TIMEOUT, self.child.wait())
+            .await
+            .expect("reagent did not exit")
+            .unwrap()
+    }
+
+    /// SIGKILL, and the child is gone.
+    pub async fn kill9(&mut self) {
+        self.child.start_kill().expect("SIGKILL");
+        let status = self.wait().await;
+        assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
+    }
+
+    /// Kills the child and returns everything it wrote on stderr (its log).
+    pub async fn stop_and_log(mut self) -> String {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        for reader in self.readers.drain(..) {
+            reader.await.unwrap();
+        }
+        let log = self.stderr.text.lock().unwrap().clone();
+        log
+    }
+}
+
+/// `reagent <args>` in `dir` with a cleared environment plus `env`, killed on drop.
+pub fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env.iter().copied())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs `reagent <args>` to its end and returns what it printed.
+pub async fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let child = command(dir, args, env).output();
+    tokio::time::timeout(TIMEOUT, child)
+        .await
+        .expect("reagent did not exit")
+        .expect("reagent could not be started")
+}

@@ -1,0 +1,30 @@
+//! The one helper module of both test binaries, `tests/api` (black-box: the HTTP API through
+//! the real router, the real binary as a child process) and `tests/core` (the engine, LLM
+//! client, run manager, store and tools as a library). Each binary includes it with
+//! `#[macro_use] #[path = "../support/mod.rs"] mod support;`.
+//!
+//! - [`app`]: `TestApp`, the real router on `127.0.0.1:0` with a scripted model and test tools;
+//! - [`backends`]: a fresh SQLite or PostgreSQL database per scenario, `on_both_backends!`;
+//! - [`child`]: `Server`, the real `reagent` binary as a child process;
+//! - [`engine`]: `Harness`, one `ReActAgent` run and the events it emitted;
+//! - [`sse`]: a small SSE parser and `labels`;
+//! - [`target`]: a local HTTP server counting its requests, for the network tools;
+//! - [`tools`]: `FakeTool`, the one configurable fake tool;
+//! - [`wait`]: `eventually`, the one poll loop;
+//! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise).
+
+// Each binary uses part of the helpers.
+#![allow(dead_code, unused_imports, unused_macros)]
+
+pub mod app;
+#[macro_use]
+pub mod backends;
+pub mod child;
+pub mod engine;
+pub mod log;
+pub mod sse;
+pub mod target;
+pub mod tools;
+pub mod wait;
+
+pub use wait::eventually;

@@ -1,0 +1,121 @@
+//! A small SSE client: frames parsed from a response body (UTF-8 split across chunks
+//! handled), read to the end or until an event matches, and `labels` for comparing streams.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+/// One parsed SSE event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sse {
+    pub id: u64,
+    pub event: String,
+    pub data: Value,
+}
+
+impl Sse {
+    /// `name`, `step:type` or `answer:status`.
+    pub fn label(&self) -> String {
+        match self.event.as_str() {
+            "step" => format!("step:{}", self.data["type"].as_str().unwrap_or("?")),
+            "answer" => format!("answer:{}", self.data["status"].as_str().unwrap_or("?")),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Parses complete frames out of `buf`, leaving a partial one; comments are counted.
+pub fn parse_frames(buf: &mut String, out: &mut Vec<Sse>, comments: &mut usize) {
+    while let Some(end) = buf.find("\n\n") {
+        let frame: String = buf.drain(..end + 2).collect();
+        let (mut id, mut event, mut data) = (0, String::new(), String::new());
+        for line in frame.lines() {
+            if let Some(v) = line.strip_prefix("id: ") {
+                id = v.parse().unwrap();
+            } else if let Some(v) = line.strip_prefix("event: ") {
+                event = v.to_string();
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                data.push_str(v);
+            } else if line.starts_with(':') {
+                *comments += 1;
+            }
+        }
+        if !event.is_empty() {
+            out.push(Sse {
+                id,
+                event,
+                data: serde_json::from_str(&data).unwrap(),
+            });
+        }
+    }
+}
+
+/// Appends the text of `chunk` to `buf`. A chunk may end inside a multi-byte UTF-8 character:
+/// those bytes wait in `pending` for the next chunk.
+pub fn push_utf8(pending: &mut Vec<u8>, buf: &mut String, chunk: &[u8]) {
+    pending.extend_from_slice(chunk);
+    let valid = match std::str::from_utf8(pending) {
+        Ok(text) => text.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(e) => panic!("the SSE body is not UTF-8: {e}"),
+    };
+    buf.push_str(std::str::from_utf8(&pending[..valid]).unwrap());
+    pending.drain(..valid);
+}
+
+/// Reads a whole SSE response until it closes.
+pub async fn read_all(response: reqwest::Response) -> Vec<Sse> {
+    read_until(response, |_| false).await.0
+}
+
+/// Reads until `stop` says so (then drops the connection) or the stream ends.
+pub async fn read_until(
+    response: reqwest::Response,
+    mut stop: impl FnMut(&Sse) -> bool,
+) -> (Vec<Sse>, usize) {
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "not an event stream"
+    );
+    let mut body = response.bytes_stream();
+    let (mut buf, mut events, mut comments) = (String::new(), Vec::new(), 0);
+    // Bytes not yet decoded: a chunk may end inside a multi-byte UTF-8 character.
+    let mut pending: Vec<u8> = Vec::new();
+    let read = async {
+        while let Some(chunk) = body.next().await {
+            push_utf8(&mut pending, &mut buf, &chunk.unwrap());
+            let before = events.len();
+            parse_frames(&mut buf, &mut events, &mut comments);
+            if events[before..].iter().any(&mut stop) {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("SSE stream took too long");
+    (events, comments)
+}
+
+/// The events' labels, consecutive deltas collapsed into one (their number depends on
+/// chunking).
+pub fn labels(events: &[Sse]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in events {
+        let l = e.label();
+        if l == "answer:delta" && out.last().map(String::as_str) == Some("answer:delta") {
+            continue;
+        }
+        out.push(l);
+    }
+    out
+}
+
+/// Ids are 1, 2, 3… from the first event.
+pub fn assert_sequential(events: &[Sse]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.id, i as u64 + 1, "ids must be 1, 2, 3…");
+    }
+}
