@@ -1,14 +1,20 @@
 //! reagent: an HTTP service that runs ReAct tool-using LLM agents and streams their work over
 //! Server-Sent Events.
 //!
-//! Layout (data flows one way, top to bottom):
-//! - [`config`] — typed configuration, loaded once from `config.toml` then the environment.
+//! Layout, one entry per module, from the outside in:
+//! - [`server`] — the HTTP service: axum router and handlers, SSE, auth, JSON errors, metrics,
+//!   OpenAPI.
+//! - [`runs`] — the run manager: one task per run, its event log and subscribers, interrupts,
+//!   persistence through one shared event writer, restart recovery.
+//! - [`store`] — every SQL statement (sqlx; SQLite and PostgreSQL) behind one `Store`.
 //! - [`agent`] — the ReAct engine: loop (native and JSON modes), safeguards, hooks, context
 //!   guard, interrupts, synthesis. Pure library: no HTTP or SQL types.
-//! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`.
-//! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools.
-//! - [`testing`] — fakes shared by tests, benches and the mock provider: `ScriptedLlm` and an
-//!   in-process fake OpenAI-compatible server.
+//! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`,
+//!   the model registry.
+//! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
+//! - [`config`] — typed configuration, loaded once from `config.toml` then the environment.
+//! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
+//!   mock provider.
 
 pub mod agent;
 pub mod config;

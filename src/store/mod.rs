@@ -245,7 +245,7 @@ async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), S
 
 /// `text` as both backends can store it: NUL (U+0000) becomes U+FFFD. PostgreSQL's `text`
 /// refuses NUL, so a model answer or tool name containing one would fail to persist there
-/// (the answer lost, found by `tests/security.rs`); SQLite gets the same text so that both
+/// (the answer lost, found by `tests/api/security.rs`); SQLite gets the same text so that both
 /// backends return the same content.
 pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains('\0') {
