@@ -66,14 +66,7 @@ async fn start_run(server: &Server) -> String {
         .unwrap();
     let (seen, _) = read_until(events, |e| e.event == "start").await;
     assert_eq!(seen.last().map(|e| e.event.as_str()), Some("start"));
-    let shown: Value = client
-        .get(server.url(&format!("/api/runs/{run}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = server.get_json(&format!("/api/runs/{run}")).await;
     assert_eq!(shown["status"], "running");
     run
 }
@@ -146,14 +139,7 @@ async fn kill_9_then_restart_fails_the_run_and_replays_it() {
 
     let mut again = start(dir.path(), &db_url, &llm).await;
     let client = reqwest::Client::new();
-    let shown: Value = client
-        .get(again.url(&format!("/api/runs/{run}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = again.get_json(&format!("/api/runs/{run}")).await;
     assert_eq!(shown["status"], "failed");
     assert_eq!(shown["error"], "interrupted by server restart");
     let r = client

@@ -231,14 +231,7 @@ async fn check(store: &Store, server: &Server, accepted: &Accepted) -> usize {
         let messages = match convs.get(conv) {
             Some(m) => m.clone(),
             None => {
-                let shown: Value = client
-                    .get(format!("{}/api/conversations/{conv}", server.base))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let shown = server.get_json(&format!("/api/conversations/{conv}")).await;
                 let m: Vec<(String, String, String)> = shown["messages"]
                     .as_array()
                     .unwrap()

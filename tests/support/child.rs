@@ -115,6 +115,16 @@ impl Server {
         format!("{}{}", self.base, path)
     }
 
+    /// `GET path`, its body as JSON.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        reqwest::get(self.url(path))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Sends `signal` (e.g. `-TERM`) with `kill(1)`.
     pub fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("child still running").to_string();
