@@ -3,6 +3,7 @@
 //! always with `--nocapture`), and child processes' logs are echoed. `RUST_LOG` filters as
 //! usual (default `info`). Without `TEST_LOG` the tests are quiet.
 
+use std::io::IsTerminal;
 use std::sync::Once;
 
 /// Whether `TEST_LOG` asks for logs.
@@ -23,6 +24,7 @@ pub fn init() {
         // Another subscriber may already be set (never by these tests): keep it.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
             .with_test_writer()
             .try_init();
     });
