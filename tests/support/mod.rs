@@ -14,7 +14,7 @@
 //! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise).
 
 // Each binary uses part of the helpers.
-#![allow(dead_code, unused_imports, unused_macros)]
+#![allow(dead_code, unused_macros)]
 
 pub mod app;
 #[macro_use]
