@@ -198,7 +198,7 @@ async fn clients_that_never_read_a_long_replay_hold_little_memory() {
     let llm = FakeOpenAi::start().await.unwrap();
     // ~100,000 answer deltas: a replay of several megabytes, far more than socket buffers hold.
     llm.set_default(FakeReply::text("x".repeat(100_000)).chunk_chars(1));
-    let server = Server::start(dir.path(), &db_url, &llm).await;
+    let server = start(dir.path(), &db_url, &llm).await;
     let client = reqwest::Client::new();
     let conv: Value = client
         .post(server.url("/api/conversations"))
