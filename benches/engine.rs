@@ -116,7 +116,7 @@ fn bench_iterations(c: &mut Criterion) {
                                 model_name: None,
                             };
                             let r = agent.run(input, handles).await;
-                            assert_eq!(r.iterations as usize, ITERATIONS + 1);
+                            assert_eq!(r.outcome.iterations as usize, ITERATIONS + 1);
                             drop(rx);
                         })
                     },

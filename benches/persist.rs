@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
+use reagent::app::{App, AppOverrides};
 use reagent::config::Config;
-use reagent::server::{serve, App, AppOverrides};
+use reagent::server::serve;
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use sqlx::Connection;
 use tokio::sync::Semaphore;

@@ -2,21 +2,24 @@
 //! Server-Sent Events.
 //!
 //! Layout, one entry per module, from the outside in:
-//! - [`server`] — the HTTP service: axum router and handlers, SSE, auth, JSON errors, metrics,
-//!   OpenAPI.
-//! - [`runs`] — the run manager: one task per run, its event log and subscribers, interrupts,
-//!   persistence through one shared event writer, restart recovery.
+//! - [`server`] — the HTTP layer: routes and handlers (each extracts, makes one call, maps),
+//!   SSE, auth, JSON errors, metrics, OpenAPI.
+//! - [`runs`] — the run manager, the API handlers call: one task per run, its event log and
+//!   subscribers, interrupts, persistence through one shared event writer, restart recovery.
 //! - [`store`] — every SQL statement (sqlx; SQLite and PostgreSQL) behind one `Store`.
 //! - [`agent`] — the ReAct engine: loop (native and JSON modes), safeguards, hooks, context
 //!   guard, interrupts, synthesis. Pure library: no HTTP or SQL types.
 //! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`,
-//!   the model registry.
+//!   the model registry (filled by [`app`]).
 //! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
 //! - [`config`] — typed configuration, loaded once from `config.toml` then the environment.
+//! - [`app`] — the one place that assembles the service from a [`config::Config`] and runs it
+//!   until a shutdown signal.
 //! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
 //!   mock provider.
 
 pub mod agent;
+pub mod app;
 pub mod config;
 pub mod llm;
 pub mod runs;

@@ -9,10 +9,9 @@
 //!   ([`MockProvider`]) for load tests; it needs no configuration and prints
 //!   `mock provider listening on http://ADDR` on stdout (so `--bind 127.0.0.1:0` works).
 //!
-//! `serve` assembles the service with [`App::build`]: store (creating `./data` for the default
-//! SQLite file), restart recovery (runs left `running` become `failed`), run manager, tools and
-//! hooks, then the router. On a signal it stops accepting, cancels the runs and waits for their
-//! final state within the grace period.
+//! `serve` loads the configuration, assembles the service with [`App::build`], binds and hands
+//! over to [`App::run_until_stopped`] with the OS signals as the shutdown signal; everything
+//! about the service itself lives in [`reagent::app`].
 //!
 //! An invalid configuration prints `reagent: configuration error: <message naming the key>` and
 //! exits with status 2. Logs go to stderr (filter with `RUST_LOG`, default `info`).
@@ -23,18 +22,17 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use reagent::app::{App, AppOverrides};
 use reagent::config::Config;
-use reagent::server::{self, App, AppOverrides};
+use reagent::server;
 use reagent::testing::mock_provider::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
 
 /// jemalloc, not the system allocator: a streamed token costs the server a handful of small
-/// allocations, freed on whichever worker thread gets there, and glibc's malloc spent ~7 % of
-/// the server's CPU on them (consolidating fastbins, unlinking chunks). Measured on the held
-/// 2000 runs: server CPU -22 %, resident memory per run unchanged (BENCHMARKS.md). mimalloc
-/// saved as much CPU but held ~20 % more memory per run with its defaults. Its background
-/// thread returns freed pages to the system on an idle server too (without it, memory freed
-/// by a burst of clients stayed resident until the next allocations).
+/// allocations, freed on whichever worker thread gets there, which glibc's malloc handles
+/// slowly; jemalloc took a large share off the server's CPU at equal memory per run, mimalloc
+/// held more memory per run (BENCHMARKS.md). Its background thread returns freed pages to the
+/// system on an idle server too.
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -189,7 +187,6 @@ fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let bind = config.server.bind;
-    let grace = Duration::from_secs(config.server.shutdown_grace_s);
     for line in config.summary().lines() {
         tracing::info!("config: {line}");
     }
@@ -198,51 +195,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .context("cannot start the service")?;
     let listener =
         server::listen(bind).with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
-    let addr = listener
-        .local_addr()
-        .context("cannot read the bound address")?;
-    // Tests and scripts read this line to find the port when REAGENT_BIND uses port 0.
-    tracing::info!("reagent listening on http://{addr}");
-
-    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let shutdown = async move {
-        shutdown_signal().await;
-        tracing::info!("shutdown requested; finishing in-flight requests and runs");
-        let _ = signalled_tx.send(());
-    };
-    let limits = server::ConnectionLimits::new(
-        app.state.config.server.header_timeout_s,
-        app.state.config.server.max_connections,
-        app.state.config.server.sse_stall_s,
-    );
-    tracing::info!(
-        header_timeout_s = limits.header_timeout.as_secs(),
-        max_connections = limits.max_connections,
-        stall_timeout_s = limits.stall_timeout.as_secs(),
-        "connection limits"
-    );
-    let server = server::serve_with(listener, app.router(), limits, shutdown);
-    // Once signalled: cancel the runs (their SSE streams then end with `done`, which lets the
-    // graceful shutdown complete) and wait for their final state, within the grace period.
-    let runs = app.state.runs.clone();
-    let stop_runs = async move {
-        match signalled_rx.await {
-            Ok(()) => runs.shutdown(grace).await,
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    let deadline = async {
-        stop_runs.await;
-        // Runs are done (or the grace is spent); leave a moment for streams to flush.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
-    tokio::select! {
-        result = server => result.context("server error")?,
-        () = deadline => tracing::warn!(grace_s = grace.as_secs(), "connections still open after the runs stopped; exiting"),
-    }
-    app.shutdown(Duration::from_secs(1)).await;
-    tracing::info!("reagent stopped");
-    Ok(())
+    app.run_until_stopped(listener, shutdown_signal())
+        .await
+        .context("server error")
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM (what `docker stop` and systemd send).

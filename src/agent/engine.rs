@@ -3,42 +3,17 @@
 //! (`synthesis.rs`) — emitting every event of SPEC §4 from `start` to `done`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::events::{AgentEvent, DoneEvent, Mode, RunStatus, StartEvent};
+use super::events::{AgentEvent, Mode, RunStatus, StartEvent};
 use super::hooks::HookRunner;
-use super::interrupts::Interrupt;
-use super::run::{RunHandles, RunInput, StepRecord};
+use super::run::{AgentResult, RunHandles, RunInput};
 use super::selection::select_tools;
 use super::settings::AgentConfig;
-use super::synthesis::{emit_fallback, stream_answer};
+use super::synthesis::{fallback_tail, stream_answer, AnswerSoFar};
 use super::tool_loop::{LoopRun, LoopSetup};
-use crate::llm::{Llm, Message, Usage};
+use crate::llm::{Llm, Usage};
 use crate::tools::ToolRegistry;
-
-/// Everything a run produced.
-#[derive(Clone, Debug)]
-pub struct AgentResult {
-    pub status: RunStatus,
-    pub mode: Mode,
-    /// The loop's brief answer (or the fallback text).
-    pub brief_answer: String,
-    /// The answer the user got (synthesised, or the brief answer on fallback).
-    pub answer: String,
-    pub answer_fallback: bool,
-    pub steps: Vec<StepRecord>,
-    pub iterations: u32,
-    pub tool_calls: u32,
-    pub usage: Usage,
-    /// The loop's final message list.
-    pub messages: Vec<Message>,
-    pub error: Option<String>,
-    /// Interrupts the agent saw.
-    pub processed_interrupts: Vec<Interrupt>,
-    /// Interrupts left in the queue when it closed.
-    pub unprocessed_interrupts: Vec<Interrupt>,
-    pub elapsed: Duration,
-}
 
 /// One model, one tool set, one hook chain: a new model means a new agent (SPEC §2.1).
 pub struct ReActAgent {
@@ -139,68 +114,39 @@ impl ReActAgent {
         let mut lr = LoopRun::new(setup, &input, &handles);
         lr.usage += usage;
         lr.run().await;
-        let mut outcome = lr.finish();
+        let mut result = lr.finish();
 
         // Synthesis: skipped for a failed or cancelled run (the model is unusable or the user
         // stopped it); they stream their fallback text instead.
-        let synth = match outcome.status {
-            RunStatus::Completed | RunStatus::MaxIterations => {
-                let s = stream_answer(
-                    self.llm.as_ref(),
-                    &input.query,
-                    &outcome.steps,
-                    &outcome.brief_answer,
-                    self.config.synthesis_truncation,
-                    &events,
-                    &handles.cancel,
-                )
-                .await;
-                if handles.cancel.is_cancelled() && s.fallback {
-                    outcome.status = RunStatus::Cancelled;
-                }
-                outcome.usage += s.usage;
-                (s.answer, s.fallback)
+        if !matches!(
+            result.outcome.status,
+            RunStatus::Completed | RunStatus::MaxIterations
+        ) {
+            result.outcome.elapsed_ms = started.elapsed().as_millis() as u64;
+            for e in fallback_tail(result.outcome.clone(), AnswerSoFar::NotStarted) {
+                events.send(e);
             }
-            _ => {
-                emit_fallback(&events, &outcome.brief_answer, false, false);
-                (outcome.brief_answer.clone(), true)
-            }
-        };
-
-        let elapsed = started.elapsed();
-        events.send(AgentEvent::Done(DoneEvent {
-            status: outcome.status,
-            iterations: outcome.iterations,
-            tool_calls: outcome.tool_calls,
-            usage: outcome.usage,
-            elapsed_ms: elapsed.as_millis() as u64,
-            mode,
-            answer: synth.0.clone(),
-            error: outcome.error.clone(),
-            unprocessed_interrupts: outcome
-                .unprocessed_interrupts
-                .iter()
-                .map(|i| super::events::UnprocessedInterrupt {
-                    id: i.id.to_string(),
-                    content: i.content.clone(),
-                })
-                .collect(),
-        }));
-        AgentResult {
-            status: outcome.status,
-            mode,
-            brief_answer: outcome.brief_answer,
-            answer: synth.0,
-            answer_fallback: synth.1,
-            steps: outcome.steps,
-            iterations: outcome.iterations,
-            tool_calls: outcome.tool_calls,
-            usage: outcome.usage,
-            messages: outcome.messages,
-            error: outcome.error,
-            processed_interrupts: outcome.processed_interrupts,
-            unprocessed_interrupts: outcome.unprocessed_interrupts,
-            elapsed,
+            return result;
         }
+        let s = stream_answer(
+            self.llm.as_ref(),
+            &input.query,
+            &result.steps,
+            &result.brief_answer,
+            self.config.synthesis_truncation,
+            &events,
+            &handles.cancel,
+        )
+        .await;
+        let outcome = &mut result.outcome;
+        if handles.cancel.is_cancelled() && s.fallback {
+            outcome.status = RunStatus::Cancelled;
+        }
+        outcome.usage += s.usage;
+        outcome.answer = s.answer;
+        outcome.elapsed_ms = started.elapsed().as_millis() as u64;
+        result.answer_fallback = s.fallback;
+        events.send(AgentEvent::Done(result.outcome.clone()));
+        result
     }
 }

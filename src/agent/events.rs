@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::interrupts::Interrupt;
 use crate::llm::Usage;
 
 /// Where the engine sends events: a function called in the emitting task, in order. It must
@@ -168,25 +169,39 @@ pub enum AnswerEvent {
     Done { content: String, fallback: bool },
 }
 
-/// An interrupt left in the queue when the run ended.
+/// How a run ended, described once: the `done` event's data, and what the run manager stores
+/// as the run's final state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct UnprocessedInterrupt {
-    pub id: String,
-    pub content: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DoneEvent {
+pub struct RunOutcome {
     pub status: RunStatus,
     pub iterations: u32,
     pub tool_calls: u32,
     pub usage: Usage,
     pub elapsed_ms: u64,
     pub mode: Mode,
+    /// The answer the user got (synthesised, or the fallback text).
     pub answer: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    pub unprocessed_interrupts: Vec<UnprocessedInterrupt>,
+    /// Interrupts left in the queue when it closed (accepted, never seen by the agent).
+    pub unprocessed_interrupts: Vec<Interrupt>,
+}
+
+impl RunOutcome {
+    /// A failed run that did no work: `answer` is what the user is told, `error` the reason.
+    pub fn failed(mode: Mode, answer: impl Into<String>, error: impl Into<String>) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            iterations: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            elapsed_ms: 0,
+            mode,
+            answer: answer.into(),
+            error: Some(error.into()),
+            unprocessed_interrupts: Vec::new(),
+        }
+    }
 }
 
 /// Everything a run emits, in order.
@@ -197,7 +212,7 @@ pub enum AgentEvent {
     Step(StepEvent),
     Compact(CompactEvent),
     Answer(AnswerEvent),
-    Done(DoneEvent),
+    Done(RunOutcome),
 }
 
 /// The static SSE name for a stored event name (`"done"` for anything unknown, as
@@ -312,7 +327,7 @@ mod tests {
 
     #[test]
     fn events_round_trip_through_name_and_data() {
-        let e = AgentEvent::Done(DoneEvent {
+        let e = AgentEvent::Done(RunOutcome {
             status: RunStatus::MaxIterations,
             iterations: 3,
             tool_calls: 2,

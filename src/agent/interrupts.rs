@@ -5,10 +5,11 @@
 
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// One queued follow-up message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One queued follow-up message (as `done.unprocessed_interrupts` lists it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interrupt {
     pub id: Uuid,
     pub content: String,

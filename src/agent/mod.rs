@@ -1,6 +1,7 @@
 //! The ReAct engine (SPEC §2). [`ReActAgent::run`] takes the run's inputs and handles (event
-//! sink, interrupt queue, cancellation token) and returns an [`AgentResult`]; everything it
-//! does is visible as [`AgentEvent`]s.
+//! sink, interrupt queue, cancellation token) and returns an [`AgentResult`]: the run's
+//! [`RunOutcome`] (what `done` carries) and its trace. Everything it does is visible as
+//! [`AgentEvent`]s.
 
 pub mod action;
 pub mod artifacts;
@@ -18,8 +19,8 @@ mod settings;
 pub mod synthesis;
 mod tool_loop;
 
-pub use engine::{AgentResult, ReActAgent};
-pub use events::{AgentEvent, EventSink, Mode, RunStatus};
+pub use engine::ReActAgent;
+pub use events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus};
 pub use interrupts::{Interrupt, InterruptQueue};
-pub use run::{RunHandles, RunInput, StepRecord};
+pub use run::{AgentResult, RunHandles, RunInput, StepRecord};
 pub use settings::AgentConfig;

@@ -1,6 +1,6 @@
 //! What one run takes in and leaves behind: the query with its history ([`RunInput`]), the
-//! connections to the outside world ([`RunHandles`]) and the record of each tool call
-//! ([`StepRecord`]). Kept apart from the engine so the loop, the executor and synthesis can use
+//! connections to the outside world ([`RunHandles`]), the record of each tool call
+//! ([`StepRecord`]) and the run's result ([`AgentResult`]: its [`RunOutcome`] and trace). Kept apart from the engine so the loop, the executor and synthesis can use
 //! them without importing the engine that drives them.
 
 use std::sync::Arc;
@@ -9,8 +9,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
-use super::events::EventSink;
-use super::interrupts::InterruptQueue;
+use super::events::{EventSink, RunOutcome};
+use super::interrupts::{Interrupt, InterruptQueue};
 use crate::llm::Message;
 
 /// The query and what the agent already knows of the conversation.
@@ -47,4 +47,19 @@ pub struct StepRecord {
     pub error: bool,
     pub blocked: bool,
     pub duration_ms: u64,
+}
+
+/// Everything a run produced: how it ended (exactly what `done` said) and the engine's trace.
+#[derive(Clone, Debug)]
+pub struct AgentResult {
+    pub outcome: RunOutcome,
+    /// The loop's brief answer (or the fallback text).
+    pub brief_answer: String,
+    /// True when `outcome.answer` is the fallback text rather than a synthesised answer.
+    pub answer_fallback: bool,
+    pub steps: Vec<StepRecord>,
+    /// The loop's final message list.
+    pub messages: Vec<Message>,
+    /// Interrupts the agent saw.
+    pub processed_interrupts: Vec<Interrupt>,
 }

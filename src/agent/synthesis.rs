@@ -6,7 +6,7 @@
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, AnswerEvent, EventSink};
+use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
 use super::prompts;
 use super::run::StepRecord;
 use crate::llm::{ChatRequest, Llm, LlmError, Message, StreamEvent, Usage};
@@ -62,29 +62,47 @@ fn emit(events: &EventSink, e: AnswerEvent) {
     events.send(AgentEvent::Answer(e));
 }
 
-/// Streams `text` as the answer (the fallback path), with `reset` first when needed.
-pub fn emit_fallback(events: &EventSink, text: &str, reset: bool, started: bool) {
-    if !started {
-        emit(events, AnswerEvent::Start);
-    }
-    if reset {
-        emit(events, AnswerEvent::Reset);
+/// How much of the answer stream a client has seen when a fallback text replaces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerSoFar {
+    /// No `answer` event yet: the fallback opens the stream.
+    NotStarted,
+    /// `answer {status:"start"}` was sent, no text.
+    Started,
+    /// Deltas were sent: the client must discard them (`reset`).
+    Partial,
+}
+
+/// The `answer` events that stream `text` as a fallback answer.
+pub fn fallback_answer(text: &str, so_far: AnswerSoFar) -> Vec<AnswerEvent> {
+    let mut events = Vec::with_capacity(4);
+    match so_far {
+        AnswerSoFar::NotStarted => events.push(AnswerEvent::Start),
+        AnswerSoFar::Started => {}
+        AnswerSoFar::Partial => events.push(AnswerEvent::Reset),
     }
     if !text.is_empty() {
-        emit(
-            events,
-            AnswerEvent::Delta {
-                content: text.to_string(),
-            },
-        );
-    }
-    emit(
-        events,
-        AnswerEvent::Done {
+        events.push(AnswerEvent::Delta {
             content: text.to_string(),
-            fallback: true,
-        },
-    );
+        });
+    }
+    events.push(AnswerEvent::Done {
+        content: text.to_string(),
+        fallback: true,
+    });
+    events
+}
+
+/// The last events of a run that ends on its fallback text `outcome.answer` — failed or
+/// cancelled in the loop, a panic the run manager caught, a run a restart interrupted: the
+/// answer events, then `done` with `outcome`.
+pub fn fallback_tail(outcome: RunOutcome, so_far: AnswerSoFar) -> Vec<AgentEvent> {
+    let mut tail: Vec<AgentEvent> = fallback_answer(&outcome.answer, so_far)
+        .into_iter()
+        .map(AgentEvent::Answer)
+        .collect();
+    tail.push(AgentEvent::Done(outcome));
+    tail
 }
 
 /// Runs the streaming synthesis call and emits every `answer` event.
@@ -150,7 +168,14 @@ pub async fn stream_answer(
             if let Err(e) = &other {
                 tracing::warn!(error = %e, "answer synthesis failed; streaming the brief answer");
             }
-            emit_fallback(events, brief, !answer.is_empty(), true);
+            let so_far = if answer.is_empty() {
+                AnswerSoFar::Started
+            } else {
+                AnswerSoFar::Partial
+            };
+            for e in fallback_answer(brief, so_far) {
+                emit(events, e);
+            }
             Synthesis {
                 answer: brief.to_string(),
                 fallback: true,
@@ -168,5 +193,35 @@ mod tests {
     fn truncation_is_char_safe_and_says_how_much() {
         assert_eq!(truncate_chars("héllo", 10), "héllo");
         assert_eq!(truncate_chars("héllo", 2), "hé… [truncated 3 characters]");
+    }
+
+    #[test]
+    fn the_fallback_opens_or_resets_the_answer_as_needed() {
+        let names = |so_far| {
+            fallback_answer("sorry", so_far)
+                .into_iter()
+                .map(|e| match e {
+                    AnswerEvent::Start => "start",
+                    AnswerEvent::Reset => "reset",
+                    AnswerEvent::Delta { .. } => "delta",
+                    AnswerEvent::Done { fallback, .. } => {
+                        assert!(fallback);
+                        "done"
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(AnswerSoFar::NotStarted), ["start", "delta", "done"]);
+        assert_eq!(names(AnswerSoFar::Started), ["delta", "done"]);
+        assert_eq!(names(AnswerSoFar::Partial), ["reset", "delta", "done"]);
+        assert_eq!(fallback_answer("", AnswerSoFar::Started).len(), 1);
+    }
+
+    #[test]
+    fn the_tail_ends_with_done_carrying_the_outcome() {
+        let outcome = RunOutcome::failed(crate::agent::Mode::Json, "sorry", "boom");
+        let tail = fallback_tail(outcome.clone(), AnswerSoFar::NotStarted);
+        assert_eq!(tail.len(), 4);
+        assert_eq!(tail.last(), Some(&AgentEvent::Done(outcome)));
     }
 }

@@ -9,12 +9,12 @@ use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
 use super::context::{estimate_tool_tokens, ContextGuard};
-use super::events::{AgentEvent, EventSink, Mode, RunStatus, StepEvent};
+use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
 use super::hooks::HookRunner;
 use super::interrupts::Interrupt;
 use super::prompts;
-use super::run::{RunHandles, RunInput, StepRecord};
+use super::run::{AgentResult, RunHandles, RunInput, StepRecord};
 use super::safeguards::{CycleDetector, ReflectionCadence};
 use super::settings::AgentConfig;
 use crate::llm::{
@@ -38,20 +38,6 @@ enum Next {
     Final(String),
     /// Stop now with the status already set (cancelled).
     Stop,
-}
-
-/// The loop's result, handed back to the engine for synthesis and `done`.
-pub(super) struct LoopOutcome {
-    pub status: RunStatus,
-    pub brief_answer: String,
-    pub steps: Vec<StepRecord>,
-    pub iterations: u32,
-    pub tool_calls: u32,
-    pub usage: Usage,
-    pub messages: Vec<Message>,
-    pub error: Option<String>,
-    pub processed_interrupts: Vec<Interrupt>,
-    pub unprocessed_interrupts: Vec<Interrupt>,
 }
 
 /// What the loop takes from the agent that runs it (and nothing else of it).
@@ -224,18 +210,26 @@ impl<'a> LoopRun<'a> {
         self.unprocessed.extend(self.handles.interrupts.close());
     }
 
-    pub fn finish(self) -> LoopOutcome {
-        LoopOutcome {
-            status: self.status,
+    /// The run's result before synthesis: the brief answer stands as the answer until the
+    /// engine streams a better one.
+    pub fn finish(self) -> AgentResult {
+        AgentResult {
+            outcome: RunOutcome {
+                status: self.status,
+                iterations: self.iterations,
+                tool_calls: self.tool_calls,
+                usage: self.usage,
+                elapsed_ms: 0,
+                mode: self.mode,
+                answer: self.brief.clone(),
+                error: self.error,
+                unprocessed_interrupts: self.unprocessed,
+            },
             brief_answer: self.brief,
+            answer_fallback: true,
             steps: self.steps,
-            iterations: self.iterations,
-            tool_calls: self.tool_calls,
-            usage: self.usage,
             messages: self.messages,
-            error: self.error,
             processed_interrupts: self.processed,
-            unprocessed_interrupts: self.unprocessed,
         }
     }
 

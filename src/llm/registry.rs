@@ -1,17 +1,14 @@
 //! The model registry: one [`Llm`] per configured model, looked up by name when a run starts
-//! (SPEC §2.1: the model is bound once per run). Built from the configuration in production
-//! ([`ModelRegistry::from_config`]) or from injected fakes in tests
-//! ([`ModelRegistry::from_llms`]). Cloning is cheap: the entries are shared.
+//! (SPEC §2.1: the model is bound once per run). Built by [`ModelRegistry::from_llms`]: from the
+//! configuration's clients by the app's assembly (`crate::app`), from fakes in tests. Cloning
+//! is cheap: the entries are shared.
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Serialize;
 
-use super::openai::{OpenAiClient, OpenAiConfig};
 use super::{Abilities, Llm};
-use crate::config::{Config, ConfigError, ModelConfig};
 
 /// What clients may know about a model (`GET /api/models`): no URL, no key.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -25,20 +22,6 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     pub hints: Vec<String>,
     pub default: bool,
-}
-
-impl From<&ModelConfig> for ModelInfo {
-    fn from(m: &ModelConfig) -> Self {
-        Self {
-            name: m.name.clone(),
-            model: m.model.clone(),
-            abilities: m.abilities,
-            context_window: m.context_window,
-            max_output_tokens: m.max_output_tokens,
-            hints: m.hints.clone(),
-            default: m.default,
-        }
-    }
 }
 
 struct Inner {
@@ -61,61 +44,38 @@ impl fmt::Debug for ModelRegistry {
     }
 }
 
-/// The client settings of one configured model.
-pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
-    OpenAiConfig {
-        base_url: model.base_url.clone(),
-        api_key: model.api_key.as_ref().map(|k| k.expose().to_string()),
-        model: model.model.clone(),
-        abilities: model.abilities,
-        context_window: model.context_window,
-        max_output_tokens: model.max_output_tokens,
-        timeout: Duration::from_secs(config.llm.timeout_s),
-        max_retries: config.llm.max_retries,
-    }
+/// Why a set of models is not a registry: `key` names the configuration entry at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct RegistryError {
+    pub key: &'static str,
+    pub message: String,
 }
 
 impl ModelRegistry {
-    /// One OpenAI-compatible client per `[[models]]` entry.
-    pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
-        let mut entries = Vec::with_capacity(config.models.len());
-        for m in &config.models {
-            let client = OpenAiClient::new(openai_config(m, config))
-                .map_err(|e| {
-                    ConfigError::invalid(
-                        format!("model {:?}", m.name),
-                        format!("cannot build its client: {e}"),
-                    )
-                })?
-                .with_max_response_bytes(config.llm.max_response_bytes);
-            entries.push((ModelInfo::from(m), Arc::new(client) as Arc<dyn Llm>));
-        }
-        Self::from_llms(entries, &config.default_model)
-    }
-
     /// Any models (fakes in tests). Names must be unique and `default_name` among them; the
     /// `default` flags of the infos are set from `default_name`.
     pub fn from_llms(
         entries: Vec<(ModelInfo, Arc<dyn Llm>)>,
         default_name: &str,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, RegistryError> {
         let mut entries = entries;
         for (i, (info, _)) in entries.iter().enumerate() {
             if entries[..i]
                 .iter()
                 .any(|(other, _)| other.name == info.name)
             {
-                return Err(ConfigError::invalid(
-                    "models",
-                    format!("duplicate model name {:?}", info.name),
-                ));
+                return Err(RegistryError {
+                    key: "models",
+                    message: format!("duplicate model name {:?}", info.name),
+                });
             }
         }
         let Some(default_index) = entries.iter().position(|(i, _)| i.name == default_name) else {
-            return Err(ConfigError::invalid(
-                "default_model",
-                format!("{default_name:?} is not a configured model"),
-            ));
+            return Err(RegistryError {
+                key: "default_model",
+                message: format!("{default_name:?} is not a configured model"),
+            });
         };
         for (i, (info, _)) in entries.iter_mut().enumerate() {
             info.default = i == default_index;

@@ -1,13 +1,35 @@
-//! Runs outlive connections: the [`RunManager`] owns every running agent (one tokio task per
+//! Runs outlive connections. The [`RunManager`] owns every running agent — one tokio task per
 //! run, a cancellation token, an [`EventLog`] that SSE subscribers replay and follow, the
-//! per-conversation interrupt queues) and persists runs, events and messages through the store;
-//! one shared [`persist::EventWriter`] writes the events of all runs.
+//! per-conversation interrupt queues — and is the one API the HTTP handlers (any API) call:
+//! each handler makes one call here. Files follow a run's life:
+//!
+//! - `manager` — the [`RunManager`] and what it holds, [`RunError`], shutdown;
+//! - `start` — [`StartRun`] (a conversation, [`ConversationRef::Existing`] or
+//!   [`ConversationRef::New`], and the query), checks, model binding, the run's task spawned;
+//! - `drive` — the task: the event sink, the panic fallback, `done` and the final state written
+//!   together from the run's one [`RunOutcome`](crate::agent::RunOutcome);
+//! - `control` — commands to live runs: cancel, interrupt and recall, approval decisions;
+//! - `read` — a run's events, live or replayed from the database (`replay`: a page at a time);
+//! - `recover` — runs a crash left `running`, failed with the same fallback tail;
+//! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
+//! - `checks` — the text rules of SPEC §3.7;
+//! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
+//!   the events of all runs in shared transactions).
 
+pub mod checks;
+mod control;
+mod conversations;
+mod drive;
 pub mod log;
 pub mod manager;
 pub mod persist;
+mod read;
+mod recover;
 pub mod replay;
-pub mod setup;
+mod start;
+#[cfg(test)]
+mod tests;
 
 pub use log::{EventLog, LoggedEvent};
-pub use manager::{EventObserver, LiveRun, RunError, RunManager, StartRun};
+pub use manager::{EventObserver, LiveRun, RunError, RunManager};
+pub use start::{ConversationRef, StartRun};

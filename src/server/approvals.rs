@@ -1,6 +1,6 @@
-//! Approvals (SPEC §3.6): a reviewer answers a paused tool call. The broker knows the request's
-//! run; the run's owner must be the caller, otherwise the approval does not exist for them
-//! (404, like every other tenant boundary).
+//! Approvals (SPEC §3.6): a reviewer answers a paused tool call. The run manager knows the
+//! request's run; the run's owner must be the caller, otherwise the approval does not exist for
+//! them (404, like every other tenant boundary).
 
 use axum::extract::State;
 use axum::{Extension, Json};
@@ -9,10 +9,9 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath};
-use super::runs::check_storable;
-use super::{AppState, Owner};
-use crate::agent::hooks::approval::ApprovalInfo;
+use super::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,37 +20,27 @@ pub struct DecideBody {
     pub reason: Option<String>,
 }
 
-/// True when the approval's run belongs to `owner`.
-async fn belongs_to(
-    state: &AppState,
-    owner: &Owner,
-    info: &ApprovalInfo,
-) -> Result<bool, ApiError> {
-    let Ok(run_id) = Uuid::parse_str(&info.run_id) else {
-        return Ok(false);
-    };
-    Ok(state.store.get_run(&owner.0, run_id).await?.is_some())
-}
-
 #[utoipa::path(get, path = "/api/approvals", tag = "approvals", operation_id = "list_approvals",
     responses((status = 200, description = "The caller's pending approvals", body = Value)))]
 pub async fn list(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut items = Vec::new();
-    for (id, info) in state.approvals.list() {
-        if belongs_to(&state, &owner, &info).await? {
-            items.push(json!({
+    let items = state
+        .runs
+        .approvals_of(&owner.0)
+        .into_iter()
+        .map(|(id, info)| {
+            json!({
                 "id": id,
                 "run_id": info.run_id,
                 "conversation_id": info.conversation_id,
                 "tool": info.tool,
                 "arguments": info.arguments,
                 "requested_at": info.requested_at,
-            }));
-        }
-    }
+            })
+        })
+        .collect();
     Ok(Json(Value::Array(items)))
 }
 
@@ -66,15 +55,8 @@ pub async fn decide(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<DecideBody>,
 ) -> Result<Json<Value>, ApiError> {
-    check_storable("reason", body.reason.as_deref().unwrap_or_default())?;
-    let info = state.approvals.get(id).ok_or(ApiError::NotFound)?;
-    if !belongs_to(&state, &owner, &info).await? {
-        return Err(ApiError::NotFound);
-    }
     state
-        .approvals
-        .decide(id, body.approve, body.reason)
-        .map_err(|_| ApiError::NotFound)?;
-    tracing::info!(approval_id = %id, run_id = %info.run_id, approve = body.approve, "approval decided");
+        .runs
+        .decide_approval(&owner.0, id, body.approve, body.reason)?;
     Ok(Json(json!({"id": id, "approved": body.approve})))
 }

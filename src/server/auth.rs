@@ -6,6 +6,7 @@
 //! resources answer 404. Keys are compared in constant time against *every* configured key (no
 //! early exit), so timing reveals neither a prefix nor which key matched. Keys are never logged.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -15,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use dashmap::DashMap;
 
 use super::error::ApiError;
-use super::AppState;
 use crate::config::AuthConfig;
 
 /// The tenant a request acts for (the API-key name; `""` when auth is off).
@@ -153,15 +153,15 @@ impl RateLimiter {
 
 /// Middleware on `/api`: authenticate, rate-limit, and hand the [`Owner`] to handlers.
 pub async fn require_key(
-    State(state): State<AppState>,
+    State(auth): State<Arc<Auth>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let owner = match state.auth.authenticate(request.headers()) {
+    let owner = match auth.authenticate(request.headers()) {
         Ok(owner) => owner,
         Err(e) => return e.into_response(),
     };
-    if let Err(e) = state.auth.admit(&owner) {
+    if let Err(e) = auth.admit(&owner) {
         return e.into_response();
     }
     request.extensions_mut().insert(owner);

@@ -1,8 +1,6 @@
 //! `/api/conversations` (SPEC §3.1): create, list (keyset pages, newest first), show with
-//! messages, rename, delete (cancelling an active run first). Every store call is scoped by
-//! the caller's [`Owner`], so another tenant's conversation is simply not found.
-
-use std::time::Duration;
+//! messages, rename, delete (the run manager cancels an active run first). Every call is
+//! scoped by the caller's [`Owner`], so another tenant's conversation is simply not found.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -12,13 +10,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use super::runs::check_at_most;
-use super::{AppState, Owner};
-use crate::store::{Conversation, NewConversation, Store, StoredMessage};
-
-/// How long `DELETE` waits for a cancelled run to write its final state.
-const CANCEL_WAIT: Duration = Duration::from_secs(5);
+use super::state::AppState;
+use crate::store::{Conversation, NewConversation, StoredMessage};
 /// Page size when `limit` is absent.
 const DEFAULT_PAGE: u32 = 50;
 
@@ -66,73 +61,15 @@ pub struct ConversationDetail {
     pub messages: Vec<StoredMessage>,
 }
 
-/// Longest conversation title (a list entry, not a document).
-pub const MAX_TITLE_CHARS: usize = 200;
-
-/// Checks a new conversation's model and tools against what is configured.
-fn validate(state: &AppState, body: &CreateConversation) -> Result<(), ApiError> {
-    let title = body.title.as_deref().unwrap_or_default();
-    check_at_most("title", title, MAX_TITLE_CHARS)?;
-    // Every run sends it in full and it is pinned: one as large as the query limit is already
-    // a quarter of a 128k-token window.
-    check_at_most(
-        "system_prompt",
-        body.system_prompt.as_deref().unwrap_or_default(),
-        state.config.server.max_query_chars,
-    )?;
-    if let Some(model) = &body.model {
-        if state.models.get(model).is_none() {
-            return Err(ApiError::invalid(format!("unknown model '{model}'")));
+impl From<CreateConversation> for NewConversation {
+    fn from(body: CreateConversation) -> Self {
+        NewConversation {
+            title: body.title,
+            model: body.model,
+            system_prompt: body.system_prompt,
+            tools: body.tools,
         }
     }
-    if let Some(tools) = &body.tools {
-        let known = state.runs.tools();
-        if let Some(bad) = tools.iter().find(|t| known.get(t).is_none()) {
-            return Err(ApiError::invalid(format!("unknown tool '{bad}'")));
-        }
-    }
-    Ok(())
-}
-
-/// Creates a conversation of `owner`.
-pub async fn create_for(
-    state: &AppState,
-    owner: &Owner,
-    body: CreateConversation,
-) -> Result<Conversation, ApiError> {
-    let new = validated(state, body)?;
-    Ok(state.store.create_conversation(&owner.0, new).await?)
-}
-
-/// A validated new conversation of `owner`, not stored yet (`POST /api/chat` stores it with
-/// its first run).
-pub fn draft_for(
-    state: &AppState,
-    owner: &Owner,
-    body: CreateConversation,
-) -> Result<Conversation, ApiError> {
-    let new = validated(state, body)?;
-    Ok(Store::draft_conversation(&owner.0, new))
-}
-
-/// The request body checked by [`validate`], as the store's input.
-fn validated(state: &AppState, body: CreateConversation) -> Result<NewConversation, ApiError> {
-    validate(state, &body)?;
-    Ok(NewConversation {
-        title: body.title,
-        model: body.model,
-        system_prompt: body.system_prompt,
-        tools: body.tools,
-    })
-}
-
-/// The caller's conversation or 404.
-pub async fn owned(state: &AppState, owner: &Owner, id: Uuid) -> Result<Conversation, ApiError> {
-    state
-        .store
-        .get_conversation(&owner.0, id)
-        .await?
-        .ok_or(ApiError::NotFound)
 }
 
 #[utoipa::path(post, path = "/api/conversations", tag = "conversations",
@@ -144,7 +81,10 @@ pub async fn create(
     Extension(owner): Extension<Owner>,
     ApiJson(body): ApiJson<CreateConversation>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let conversation = create_for(&state, &owner, body).await?;
+    let conversation = state
+        .runs
+        .create_conversation(&owner.0, body.into())
+        .await?;
     Ok((StatusCode::CREATED, Json(conversation)))
 }
 
@@ -175,7 +115,7 @@ pub async fn show(
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
-    let conversation = owned(&state, &owner, id).await?;
+    let conversation = state.runs.owned(&owner.0, id).await?;
     let messages = state.store.list_messages(id).await?;
     Ok(Json(ConversationDetail {
         conversation,
@@ -195,13 +135,11 @@ pub async fn rename(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<RenameConversation>,
 ) -> Result<Json<Conversation>, ApiError> {
-    check_at_most("title", &body.title, MAX_TITLE_CHARS)?;
-    state
-        .store
+    let renamed = state
+        .runs
         .rename_conversation(&owner.0, id, &body.title)
-        .await?
-        .map(Json)
-        .ok_or(ApiError::NotFound)
+        .await?;
+    Ok(Json(renamed))
 }
 
 #[utoipa::path(delete, path = "/api/conversations/{id}", tag = "conversations",
@@ -213,27 +151,6 @@ pub async fn remove(
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let conversation = owned(&state, &owner, id).await?;
-    cancel_and_wait(&state, &owner, conversation.id).await;
-    if state.store.delete_conversation(&owner.0, id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound)
-    }
-}
-
-/// Cancels the conversation's active run and waits (bounded) until its log closes, so the
-/// run does not write into rows that are about to be deleted.
-async fn cancel_and_wait(state: &AppState, owner: &Owner, conversation_id: Uuid) {
-    let Some(run_id) = state.runs.active_run_of(conversation_id) else {
-        return;
-    };
-    state.runs.cancel_conversation(conversation_id);
-    let Some(live) = state.runs.live_run(&owner.0, run_id) else {
-        return;
-    };
-    let wait = async move { live.finished().await };
-    if tokio::time::timeout(CANCEL_WAIT, wait).await.is_err() {
-        tracing::warn!(%run_id, "cancelled run did not stop before its conversation was deleted");
-    }
+    state.runs.delete_conversation(&owner.0, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

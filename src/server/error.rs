@@ -118,6 +118,8 @@ impl From<RunError> for ApiError {
                 Self::Conflict("the interrupt was already delivered to the agent".into())
             }
             RunError::UnknownModel(name) => Self::invalid(format!("unknown model '{name}'")),
+            RunError::Invalid(message) => Self::invalid(message),
+            RunError::Internal(message) => Self::Internal(message),
             RunError::ShuttingDown => Self::Unavailable("server is shutting down".into()),
             RunError::Store(e) => e.into(),
         }

@@ -2,23 +2,14 @@
 //! global one, so tests can build several apps in one process and each `/metrics` shows only
 //! its own numbers. Recording goes through `metrics::with_local_recorder`.
 //!
-//! Sources: LLM calls, latency and tokens come from [`MeteredLlm`], a wrapper around every
-//! model of the registry; run outcomes and tool calls from the run manager's event observer
-//! ([`Metrics::run_observer`], called with each typed event as the run emits it); SSE
-//! subscribers from a guard held by each stream; active runs are read from the run manager when
-//! `/metrics` renders.
+//! Sources, wired by [`crate::app`]: LLM calls, latency and tokens from a wrapper around every
+//! model of the registry; runs, outcomes and tool calls from the run manager's event observer;
+//! SSE subscribers from a guard held by each stream; active runs are read from the run manager
+//! when `/metrics` renders.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use async_trait::async_trait;
-use futures::StreamExt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
-
-use crate::agent::events::{AgentEvent, StepEvent};
-use crate::llm::registry::ModelRegistry;
-use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
-use crate::runs::EventObserver;
 
 /// The app's metrics. Cheap to clone.
 #[derive(Clone)]
@@ -107,43 +98,6 @@ impl Metrics {
             metrics: self.clone(),
         }
     }
-
-    /// The observer the run manager calls with every event of every run: counts tool calls
-    /// (`tool_end` steps) and outcomes (`done`). It runs in the emitting task, on typed events,
-    /// so the counters never lag behind the stream and nothing is parsed or kept.
-    pub fn run_observer(&self) -> EventObserver {
-        let me = self.clone();
-        Arc::new(move |ev: &AgentEvent| match ev {
-            AgentEvent::Step(StepEvent::ToolEnd {
-                tool,
-                error,
-                duration_ms,
-                ..
-            }) => me.tool_call(tool, *error, *duration_ms),
-            AgentEvent::Done(done) => me.run_finished(done.status.as_str()),
-            _ => {}
-        })
-    }
-
-    /// The same registry with every model wrapped in a [`MeteredLlm`].
-    pub fn meter_models(&self, models: &ModelRegistry) -> ModelRegistry {
-        let entries = models
-            .infos()
-            .into_iter()
-            .filter_map(|info| {
-                let llm = models.get(&info.name)?;
-                let metered = Arc::new(MeteredLlm {
-                    inner: llm,
-                    name: info.name.clone(),
-                    metrics: self.clone(),
-                }) as Arc<dyn Llm>;
-                Some((info, metered))
-            })
-            .collect();
-        // The names and default come from a valid registry, so this cannot fail; keep the
-        // unmetered one if it somehow does.
-        ModelRegistry::from_llms(entries, models.default_name()).unwrap_or_else(|_| models.clone())
-    }
 }
 
 /// Decrements the subscriber gauge when the SSE stream is dropped (client gone or run over).
@@ -155,76 +109,6 @@ impl Drop for SubscriberGuard {
     fn drop(&mut self) {
         self.metrics
             .with(|| metrics::gauge!("reagent_sse_subscribers").decrement(1.0));
-    }
-}
-
-/// Records calls, latency and tokens of the model it wraps.
-pub struct MeteredLlm {
-    inner: Arc<dyn Llm>,
-    name: String,
-    metrics: Metrics,
-}
-
-#[async_trait]
-impl Llm for MeteredLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn abilities(&self) -> Abilities {
-        self.inner.abilities()
-    }
-    fn context_window(&self) -> u32 {
-        self.inner.context_window()
-    }
-    fn max_output_tokens(&self) -> u32 {
-        self.inner.max_output_tokens()
-    }
-
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let started = Instant::now();
-        let result = self.inner.chat(request).await;
-        let secs = started.elapsed().as_secs_f64();
-        match &result {
-            Ok(r) => self.metrics.llm_call(
-                &self.name,
-                secs,
-                true,
-                r.usage.prompt_tokens,
-                r.usage.completion_tokens,
-            ),
-            Err(_) => self.metrics.llm_call(&self.name, secs, false, 0, 0),
-        }
-        result
-    }
-
-    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let started = Instant::now();
-        let stream = match self.inner.stream_chat(request).await {
-            Ok(s) => s,
-            Err(e) => {
-                let secs = started.elapsed().as_secs_f64();
-                self.metrics.llm_call(&self.name, secs, false, 0, 0);
-                return Err(e);
-            }
-        };
-        let metrics = self.metrics.clone();
-        let name = self.name.clone();
-        // Latency of a stream is its full duration; tokens come from its usage event.
-        let metered = stream.map(move |item| {
-            match &item {
-                Ok(StreamEvent::Usage(u)) => metrics.llm_call(
-                    &name,
-                    started.elapsed().as_secs_f64(),
-                    true,
-                    u.prompt_tokens,
-                    u.completion_tokens,
-                ),
-                Err(_) => metrics.llm_call(&name, started.elapsed().as_secs_f64(), false, 0, 0),
-                _ => {}
-            }
-            item
-        });
-        Ok(Box::pin(metered))
     }
 }
 

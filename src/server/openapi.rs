@@ -14,7 +14,8 @@ use axum::Json;
 use serde_json::{json, Value};
 use utoipa::OpenApi;
 
-use super::{approvals, conversations, ops, runs, AppState};
+use super::state::AppState;
+use super::{approvals, conversations, ops, runs};
 
 #[derive(OpenApi)]
 #[openapi(

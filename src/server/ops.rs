@@ -11,8 +11,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiPath};
-use super::{AppState, Owner};
+use super::state::AppState;
 use crate::llm::registry::ModelInfo;
 use crate::tools::ToolSource;
 

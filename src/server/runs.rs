@@ -1,7 +1,7 @@
 //! Runs and interrupts (SPEC §3.2, §3.3): start (202 or SSE by `Accept`), the one-request
 //! `POST /api/chat`, status, event replay/follow, cancel, and the interrupt queue. Handlers
-//! validate the input, call the [`crate::runs::RunManager`] and map the result; the run itself
-//! belongs to the manager, so a vanished SSE client never stops it.
+//! parse the request, make one call to the [`crate::runs::RunManager`] (which checks it, and
+//! owns the run, so a vanished SSE client never stops it) and map the result.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -12,13 +12,13 @@ use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::conversations::{draft_for, owned, CreateConversation};
+use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::sse::{resume_point, sse_response, wants_event_stream};
-use super::{AppState, Owner};
+use super::state::AppState;
 use crate::agent::Mode;
-use crate::runs::{LiveRun, StartRun};
-use crate::store::{Conversation, RunRow};
+use crate::runs::{ConversationRef, LiveRun, StartRun};
+use crate::store::RunRow;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,37 +88,6 @@ fn trimmed_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::
         .map_err(|_| serde::de::Error::custom("after must be a non-negative integer"))
 }
 
-/// Non-empty, at most `max` characters (SPEC §3.7), and storable ([`check_storable`]).
-pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
-    check_storable(field, text)?;
-    if text.trim().is_empty() {
-        return Err(ApiError::invalid(format!("{field} must not be empty")));
-    }
-    check_at_most(field, text, max)
-}
-
-/// At most `max` characters and storable; may be empty.
-pub fn check_at_most(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
-    check_storable(field, text)?;
-    if text.chars().count() > max {
-        return Err(ApiError::invalid(format!(
-            "{field} is longer than {max} characters"
-        )));
-    }
-    Ok(())
-}
-
-/// Text the service stores must not contain NUL (U+0000): PostgreSQL's `text` cannot hold
-/// it, so it would fail there as a 500 while SQLite took it; refused on both as a 400.
-pub fn check_storable(field: &str, text: &str) -> Result<(), ApiError> {
-    if text.contains('\0') {
-        return Err(ApiError::invalid(format!(
-            "{field} must not contain NUL (U+0000) characters"
-        )));
-    }
-    Ok(())
-}
-
 /// `auto`/absent → the engine decides; `native`/`json` force a mode.
 pub fn parse_mode(mode: Option<&str>) -> Result<Option<Mode>, ApiError> {
     match mode {
@@ -129,52 +98,6 @@ pub fn parse_mode(mode: Option<&str>) -> Result<Option<Mode>, ApiError> {
             "unknown mode '{other}' (expected auto, native or json)"
         ))),
     }
-}
-
-/// Validates and starts a run of `conversation`.
-async fn launch(
-    state: &AppState,
-    owner: &Owner,
-    conversation: &Conversation,
-    request: StartRun,
-) -> Result<std::sync::Arc<LiveRun>, ApiError> {
-    launch_run(state, owner, conversation, request, false).await
-}
-
-/// [`launch`]; with `new_conversation`, `conversation` is a draft stored with the run.
-async fn launch_run(
-    state: &AppState,
-    owner: &Owner,
-    conversation: &Conversation,
-    request: StartRun,
-    new_conversation: bool,
-) -> Result<std::sync::Arc<LiveRun>, ApiError> {
-    check_text("query", &request.query, state.config.server.max_query_chars)?;
-    if request.max_iterations == Some(0) {
-        return Err(ApiError::invalid("max_iterations must be at least 1"));
-    }
-    // Starting a run takes several awaits (history, run row) after the conversation's slot is
-    // taken. A client that hangs up makes hyper drop this handler's future; if that happened
-    // mid-start, the slot stayed taken and the run row `running` with no task behind it, so the
-    // conversation answered 409 until a restart. The start therefore runs in its own task,
-    // which the request cannot cancel: once begun, a run is fully started (and counted).
-    let (state, owner, conversation) = (state.clone(), owner.0.clone(), conversation.clone());
-    let start = tokio::spawn(async move {
-        let live = if new_conversation {
-            state
-                .runs
-                .start_in_new(&owner, &conversation, request)
-                .await?
-        } else {
-            state.runs.start(&owner, &conversation, request).await?
-        };
-        tracing::info!(run_id = %live.id, conversation_id = %live.conversation_id, "run started");
-        state.metrics.run_started();
-        Ok::<_, ApiError>(live)
-    });
-    start
-        .await
-        .map_err(|e| ApiError::Internal(format!("the run start task failed: {e}")))?
 }
 
 /// The live run's stream from its first event.
@@ -201,15 +124,14 @@ pub async fn start(
     headers: HeaderMap,
     ApiJson(body): ApiJson<StartRunBody>,
 ) -> Result<Response, ApiError> {
-    let mode = parse_mode(body.mode.as_deref())?;
-    let conversation = owned(&state, &owner, id).await?;
     let request = StartRun {
+        conversation: ConversationRef::Existing(id),
         query: body.query,
         model: body.model,
-        mode,
+        mode: parse_mode(body.mode.as_deref())?,
         max_iterations: body.max_iterations,
     };
-    let live = launch(&state, &owner, &conversation, request).await?;
+    let live = state.runs.start(&owner.0, request).await?;
     if wants_event_stream(&headers) {
         return Ok(stream_of(&state, &live));
     }
@@ -231,28 +153,17 @@ pub async fn chat(
     Extension(owner): Extension<Owner>,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
-    let mode = parse_mode(body.mode.as_deref())?;
-    check_text("query", &body.query, state.config.server.max_query_chars)?;
     // A new conversation is stored with its first run, in one transaction.
-    let (conversation, new_conversation) = match body.conversation_id {
-        Some(id) => (owned(&state, &owner, id).await?, false),
-        None => {
-            let title: String = body.query.trim().chars().take(80).collect();
-            let new = CreateConversation {
-                title: Some(title),
-                model: body.model.clone(),
-                ..CreateConversation::default()
-            };
-            (draft_for(&state, &owner, new)?, true)
-        }
+    let conversation = match body.conversation_id {
+        Some(id) => ConversationRef::Existing(id),
+        None => ConversationRef::titled_after(&body.query, body.model.clone()),
     };
     let request = StartRun {
-        query: body.query,
+        mode: parse_mode(body.mode.as_deref())?,
         model: body.model,
-        mode,
-        max_iterations: None,
+        ..StartRun::new(conversation, body.query)
     };
-    let live = launch_run(&state, &owner, &conversation, request, new_conversation).await?;
+    let live = state.runs.start(&owner.0, request).await?;
     Ok(stream_of(&state, &live))
 }
 
@@ -301,7 +212,6 @@ pub async fn cancel(
     ApiPath(run_id): ApiPath<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
     state.runs.cancel(&owner.0, run_id).await?;
-    tracing::info!(%run_id, "run cancellation requested");
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"run_id": run_id, "cancelling": true})),
@@ -321,13 +231,7 @@ pub async fn interrupt(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<InterruptBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    check_text(
-        "content",
-        &body.content,
-        state.config.server.max_query_chars,
-    )?;
-    owned(&state, &owner, id).await?;
-    let (interrupt_id, run_id) = state.runs.interrupt(id, body.content).await?;
+    let (interrupt_id, run_id) = state.runs.interrupt(&owner.0, id, body.content).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"id": interrupt_id, "run_id": run_id})),
@@ -345,23 +249,13 @@ pub async fn recall(
     Extension(owner): Extension<Owner>,
     ApiPath((id, interrupt_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&state, &owner, id).await?;
-    state.runs.recall(id, interrupt_id).await?;
+    state.runs.recall(&owner.0, id, interrupt_id).await?;
     Ok(Json(json!({"recalled": true})))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn text_limits() {
-        assert!(check_text("query", "hi", 5).is_ok());
-        assert!(check_text("query", "  \n", 5).is_err());
-        assert!(check_text("query", "ééééé", 5).is_ok());
-        assert!(check_text("query", "éééééé", 5).is_err());
-        assert!(check_text("query", "a\0b", 5).is_err());
-    }
 
     #[test]
     fn max_iterations_accepts_whole_floats_only() {

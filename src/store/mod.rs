@@ -88,8 +88,8 @@ pub struct Store {
     /// SQLite file databases: every write goes through this pool of ONE connection, kept open.
     /// In WAL mode a connection drops its whole page cache when another connection has written
     /// since its last transaction; with writes spread over the read pool, every pooled
-    /// connection kept refilling its cache (up to 2 MB each) with the event tables' pages —
-    /// ~20 KiB of resident memory per run at 1000 streams (BENCHMARKS.md). `None` otherwise
+    /// connection kept refilling its cache with the event tables' pages, which showed as
+    /// resident memory per run (BENCHMARKS.md). `None` otherwise
     /// (PostgreSQL; an in-memory SQLite database, which has one connection).
     writer: Option<SqlitePool>,
     /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).

@@ -28,11 +28,11 @@ async fn immediate_final_answer_runs_one_iteration_and_one_streamed_synthesis() 
         "Capital of France?",
     )
     .await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!(r.iterations, 1);
-    assert_eq!(r.tool_calls, 0);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!(r.outcome.iterations, 1);
+    assert_eq!(r.outcome.tool_calls, 0);
     assert_eq!(r.brief_answer, "Paris.");
-    assert_eq!(r.answer, "The capital is Paris.");
+    assert_eq!(r.outcome.answer, "The capital is Paris.");
     let kinds: Vec<CallKind> = llm.requests().iter().map(|(k, _)| *k).collect();
     assert_eq!(kinds, [CallKind::Chat, CallKind::Stream]);
     assert_eq!(
@@ -60,8 +60,8 @@ async fn native_one_tool_then_answer() {
         .text("It is 42.");
     let tool = FakeTool::new("lookup", "42");
     let (r, ev) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!((r.iterations, r.tool_calls), (2, 1));
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!((r.outcome.iterations, r.outcome.tool_calls), (2, 1));
     assert_eq!(tool.seen(), vec![json!({"x": "a"})]);
     let reqs = llm.chat_requests();
     assert_eq!(reqs[0].tool_choice, Some(ToolChoice::Auto));
@@ -100,8 +100,8 @@ async fn json_one_tool_then_answer() {
         .text(&format!("Sure:\n```json\n{}\n```", json_final("42")));
     let tool = FakeTool::new("lookup", "42");
     let (r, ev) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!(r.mode, Mode::Json);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!(r.outcome.mode, Mode::Json);
     assert_eq!(r.brief_answer, "42");
     assert_eq!(tool.seen(), vec![json!({"x": "a"})]);
     let reqs = llm.chat_requests();
@@ -145,7 +145,7 @@ async fn native_parallel_calls_run_concurrently_and_results_follow_in_call_order
         "took {:?}",
         t0.elapsed()
     );
-    assert_eq!(r.tool_calls, 3);
+    assert_eq!(r.outcome.tool_calls, 3);
     let msgs = &llm.chat_requests()[1].messages;
     let n = msgs.len();
     let assistant = &msgs[n - 4];
@@ -170,8 +170,8 @@ async fn json_invalid_then_valid_retries_once_with_reformat_request() {
     let llm = Arc::new(ScriptedLlm::json());
     llm.text("I think the answer is 4").text(&json_final("4"));
     let (r, _) = run_simple(llm.clone(), registry(vec![]), "2+2?").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!(r.iterations, 2);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!(r.outcome.iterations, 2);
     assert_eq!(r.brief_answer, "4");
     let second = &llm.chat_requests()[1];
     let last = second.messages.last().unwrap();
@@ -191,8 +191,8 @@ async fn json_invalid_twice_uses_the_raw_second_reply_as_brief_answer() {
     let llm = Arc::new(ScriptedLlm::json());
     llm.text("not json").text("still not json, but an answer");
     let (r, ev) = run_simple(llm.clone(), registry(vec![]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!(r.iterations, 2);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!(r.outcome.iterations, 2);
     assert_eq!(r.brief_answer, "still not json, but an answer");
     assert!(matches!(ev.last(), Some(AgentEvent::Done(_))));
 }
@@ -273,7 +273,7 @@ async fn tool_failures_become_error_observations_and_the_run_completes() {
     let t0 = Instant::now();
     let (r, ev) = run_simple(llm.clone(), tools, "q").await;
     assert!(t0.elapsed() < Duration::from_secs(10));
-    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
     let obs: Vec<String> = llm.chat_requests()[1]
         .messages
         .iter()
@@ -317,8 +317,8 @@ async fn max_iterations_gives_a_step_summary_and_status() {
         cfg,
     );
     let (r, ev) = h.run("q").await;
-    assert_eq!(r.status, RunStatus::MaxIterations);
-    assert_eq!(r.iterations, 3);
+    assert_eq!(r.outcome.status, RunStatus::MaxIterations);
+    assert_eq!(r.outcome.iterations, 3);
     assert!(
         r.brief_answer.contains("limit of 3 iterations"),
         "{}",
@@ -347,7 +347,7 @@ async fn synthesis_failure_before_any_delta_falls_back_to_the_brief_answer() {
     llm.text("brief");
     llm.push_stream(Turn::Fail(LlmError::Timeout(1)));
     let (r, ev) = run_simple(llm, registry(vec![]), "q").await;
-    assert_eq!(r.answer, "brief");
+    assert_eq!(r.outcome.answer, "brief");
     assert!(r.answer_fallback);
     assert_eq!(
         names(&ev),
@@ -371,7 +371,7 @@ async fn synthesis_failure_after_deltas_resets_then_falls_back() {
         Some(LlmError::Stream("cut".into())),
     ));
     let (r, ev) = run_simple(llm, registry(vec![]), "q").await;
-    assert_eq!(r.answer, "brief");
+    assert_eq!(r.outcome.answer, "brief");
     assert_eq!(
         names(&ev),
         [
@@ -448,7 +448,7 @@ async fn usage_sums_every_call_of_the_run() {
     let (r, ev) = run_simple(llm.clone(), registry(tools), "q").await;
     assert_eq!(llm.requests().len(), 4);
     assert_eq!(
-        r.usage,
+        r.outcome.usage,
         Usage {
             prompt_tokens: 40,
             completion_tokens: 20,
@@ -456,7 +456,7 @@ async fn usage_sums_every_call_of_the_run() {
             llm_calls: 4
         }
     );
-    assert!(matches!(ev.last(), Some(AgentEvent::Done(d)) if d.usage == r.usage));
+    assert!(matches!(ev.last(), Some(AgentEvent::Done(d)) if d.usage == r.outcome.usage));
 }
 
 #[tokio::test]
@@ -481,7 +481,7 @@ async fn cancel_during_a_slow_tool_gives_synthetic_results_and_cancelled_status(
     let t0 = Instant::now();
     let (r, ev) = h.run("q").await;
     assert!(t0.elapsed() < Duration::from_secs(5));
-    assert_eq!(r.status, RunStatus::Cancelled);
+    assert_eq!(r.outcome.status, RunStatus::Cancelled);
     // History stays valid: the assistant tool_calls message is followed by both results.
     let n = r.messages.len();
     assert_eq!(r.messages[n - 3].tool_calls.len(), 2);
@@ -506,9 +506,9 @@ async fn llm_failure_fails_the_run_with_an_answer() {
         body: "boom".into(),
     }));
     let (r, ev) = run_simple(llm, registry(vec![]), "q").await;
-    assert_eq!(r.status, RunStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("500"));
-    assert!(r.answer.contains("could not complete"));
+    assert_eq!(r.outcome.status, RunStatus::Failed);
+    assert!(r.outcome.error.as_deref().unwrap().contains("500"));
+    assert!(r.outcome.answer.contains("could not complete"));
     assert_eq!(
         names(&ev),
         [

@@ -78,8 +78,13 @@ async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
 }
 
 fn assert_script(result: &AgentResult, k: usize, mock: &MockProvider, answer: &str) {
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    assert_eq!(result.tool_calls as usize, k);
+    assert_eq!(
+        result.outcome.status,
+        RunStatus::Completed,
+        "{:?}",
+        result.outcome.error
+    );
+    assert_eq!(result.outcome.tool_calls as usize, k);
     let tools: Vec<&str> = result.steps.iter().map(|s| s.tool.as_str()).collect();
     assert_eq!(tools, vec!["calculator"; k]);
     // `<i>+1` with i = tool results so far: the calculator really saw 0+1, 1+1, 2+1.
@@ -102,9 +107,9 @@ async fn tool_script_drives_a_native_agent_to_k_calls_then_the_answer() {
     let answer = cfg.answer_text();
     let mock = start(cfg).await;
     let result = run_agent(client(&mock, Abilities::default(), 0), None).await;
-    assert_eq!(result.mode, Mode::Native);
+    assert_eq!(result.outcome.mode, Mode::Native);
     assert_script(&result, 3, &mock, &answer);
-    assert!(result.usage.prompt_tokens > 0 && result.usage.completion_tokens > 0);
+    assert!(result.outcome.usage.prompt_tokens > 0 && result.outcome.usage.completion_tokens > 0);
 }
 
 #[tokio::test]
@@ -117,7 +122,7 @@ async fn tool_script_drives_a_json_mode_agent_to_k_calls_then_the_answer() {
     let answer = cfg.answer_text();
     let mock = start(cfg).await;
     let result = run_agent(client(&mock, Abilities::text_only(), 0), None).await;
-    assert_eq!(result.mode, Mode::Json);
+    assert_eq!(result.outcome.mode, Mode::Json);
     assert_script(&result, 2, &mock, &answer);
 }
 

@@ -13,7 +13,7 @@ use reagent::llm::registry::{ModelInfo, ModelRegistry};
 use reagent::llm::{Abilities, Llm};
 use reagent::runs::manager::LiveRun;
 use reagent::runs::manager::RESTART_ERROR;
-use reagent::runs::{EventObserver, RunError, RunManager, StartRun};
+use reagent::runs::{ConversationRef, EventObserver, RunError, RunManager, StartRun};
 use reagent::store::{Conversation, NewConversation, NewRun, Store, StoredEvent};
 use reagent::testing::{ScriptedLlm, Turn};
 use reagent::tools::ToolRegistry;
@@ -76,11 +76,8 @@ async fn fixture_observed(
     }
 }
 
-fn query(q: &str) -> StartRun {
-    StartRun {
-        query: q.into(),
-        ..StartRun::default()
-    }
+fn query(conv: &Conversation, q: &str) -> StartRun {
+    StartRun::new(ConversationRef::Existing(conv.id), q)
 }
 
 impl Fixture {
@@ -91,7 +88,7 @@ impl Fixture {
             .create_conversation(owner, NewConversation::default())
             .await
             .unwrap();
-        let live = self.runs.start(owner, &conv, query(q)).await.unwrap();
+        let live = self.runs.start(owner, query(&conv, q)).await.unwrap();
         (conv, live)
     }
 }
@@ -161,19 +158,23 @@ async fn one_active_run_per_conversation_and_interrupts_need_one() {
         .await
         .unwrap();
     assert!(matches!(
-        f.runs.interrupt(conv.id, "early".into()).await,
+        f.runs.interrupt("", conv.id, "early".into()).await,
         Err(RunError::NoActiveRun)
     ));
     assert!(
         f.store.list_messages(conv.id).await.unwrap().is_empty(),
         "nothing stored"
     );
-    let live = f.runs.start("", &conv, query("first")).await.unwrap();
+    let live = f.runs.start("", query(&conv, "first")).await.unwrap();
     assert!(matches!(
-        f.runs.start("", &conv, query("second")).await,
+        f.runs.start("", query(&conv, "second")).await,
         Err(RunError::Active)
     ));
-    let (iid, run_id) = f.runs.interrupt(conv.id, "also this".into()).await.unwrap();
+    let (iid, run_id) = f
+        .runs
+        .interrupt("", conv.id, "also this".into())
+        .await
+        .unwrap();
     assert_eq!(run_id, live.id);
     let events: Vec<_> = live.log.subscribe(0).events.collect().await;
     let done = &events.last().unwrap().data;
@@ -184,7 +185,7 @@ async fn one_active_run_per_conversation_and_interrupts_need_one() {
     assert!(stored.iter().any(|m| m.id == iid && m.kind == "interrupt"));
     // The conversation is free again once `done` was emitted.
     f.llm.text("again");
-    assert!(f.runs.start("", &conv, query("third")).await.is_ok());
+    assert!(f.runs.start("", query(&conv, "third")).await.is_ok());
 }
 
 #[tokio::test]
@@ -273,7 +274,7 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
     assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
     // The conversation accepts a new run.
     f.llm.text("ok");
-    assert!(f.runs.start("", &conv, query("again")).await.is_ok());
+    assert!(f.runs.start("", query(&conv, "again")).await.is_ok());
 }
 
 /// A model whose every call panics: a bug in the engine or a provider client.
@@ -332,7 +333,7 @@ async fn a_panic_inside_the_agent_still_ends_the_run_as_failed_with_an_answer() 
     assert_eq!(stored.len(), events.len(), "every event persisted");
     assert_eq!(f.runs.active_runs(), 0);
     // The conversation is free for the next run.
-    assert!(f.runs.start("alice", &conv, query("again")).await.is_ok());
+    assert!(f.runs.start("alice", query(&conv, "again")).await.is_ok());
 }
 
 /// The run manager's observer (what `/metrics` counts from) sees each event the log takes,

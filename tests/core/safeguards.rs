@@ -77,14 +77,14 @@ async fn garbage_selection_keeps_all_fifteen() {
     }
     llm.text("ok");
     let (r, ev) = run_simple(llm.clone(), registry(many_tools(15)), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.outcome.status, RunStatus::Completed);
     assert_eq!(llm.chat_requests().last().unwrap().tools.len(), 15);
     assert!(matches!(
         selection_event(&ev),
         Some(StepEvent::Selection { fallback: true, .. })
     ));
     assert_eq!(
-        r.usage.llm_calls, 7,
+        r.outcome.usage.llm_calls, 7,
         "5 selection attempts + loop + synthesis"
     );
 }
@@ -282,7 +282,7 @@ async fn checklist_resumes_the_loop_when_the_llm_calls_a_tool() {
     )
     .await;
     assert_eq!(r.brief_answer, "final after more work");
-    assert_eq!(r.tool_calls, 4);
+    assert_eq!(r.outcome.tool_calls, 4);
     assert_eq!(llm.chat_requests().len(), 6, "checklist only once");
     assert_eq!(llm.remaining(), 0);
 }
@@ -434,7 +434,12 @@ async fn context_overflow_error_forces_one_compaction_and_retry() {
     .text("summary") // may be consumed by the forced compaction's summary call
     .text("answer after compaction");
     let (r, ev) = run_simple(llm.clone(), registry(vec![]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    assert_eq!(
+        r.outcome.status,
+        RunStatus::Completed,
+        "{:?}",
+        r.outcome.error
+    );
     assert!(ev.iter().any(|e| matches!(e, AgentEvent::Compact(_))));
 
     let llm = Arc::new(ScriptedLlm::native());
@@ -444,7 +449,7 @@ async fn context_overflow_error_forces_one_compaction_and_retry() {
         )));
     }
     let (r, _) = run_simple(llm.clone(), registry(vec![]), "q").await;
-    assert_eq!(r.status, RunStatus::Failed, "only one forced retry");
+    assert_eq!(r.outcome.status, RunStatus::Failed, "only one forced retry");
 }
 
 #[tokio::test]
@@ -464,8 +469,8 @@ async fn pinned_content_over_the_budget_fails_the_run_instead_of_compacting_ever
     let tool = FakeTool::new("big", "small result");
     let h = Harness::new(llm.clone(), registry(vec![tool]), Default::default(), cfg);
     let (r, ev) = h.run("the question").await;
-    assert_eq!(r.status, RunStatus::Failed);
-    let error = r.error.clone().unwrap_or_default();
+    assert_eq!(r.outcome.status, RunStatus::Failed);
+    let error = r.outcome.error.clone().unwrap_or_default();
     assert!(error.contains("500-token budget"), "{error}");
     let compacts = ev
         .iter()
@@ -475,7 +480,11 @@ async fn pinned_content_over_the_budget_fails_the_run_instead_of_compacting_ever
         compacts, 1,
         "one compaction that made no progress, then stop"
     );
-    assert!(r.answer.contains("context budget"), "{}", r.answer);
+    assert!(
+        r.outcome.answer.contains("context budget"),
+        "{}",
+        r.outcome.answer
+    );
     assert!(
         llm.chat_requests().len() <= 2,
         "no loop call after the failed compaction"
@@ -588,8 +597,8 @@ async fn native_final_answer_discarded_when_interrupts_arrived() {
     });
     let (r, _) = h.run("q").await;
     assert_eq!(r.brief_answer, "with follow-up");
-    assert_eq!(r.iterations, 2);
-    assert!(r.unprocessed_interrupts.is_empty());
+    assert_eq!(r.outcome.iterations, 2);
+    assert!(r.outcome.unprocessed_interrupts.is_empty());
 }
 
 #[tokio::test]
@@ -635,7 +644,7 @@ async fn recalled_interrupt_never_reaches_the_llm_and_leftovers_are_reported() {
         .messages
         .iter()
         .all(|m| !m.content.contains("recalled")));
-    assert!(r1.unprocessed_interrupts.is_empty());
+    assert!(r1.outcome.unprocessed_interrupts.is_empty());
     let (r2, ev) = h2.run("q").await;
     let pushed = pusher.await.unwrap();
     // The final answer was discarded for it, but no iteration was left: reported unprocessed
@@ -643,7 +652,7 @@ async fn recalled_interrupt_never_reaches_the_llm_and_leftovers_are_reported() {
     let seen = r2
         .processed_interrupts
         .iter()
-        .chain(r2.unprocessed_interrupts.iter())
+        .chain(r2.outcome.unprocessed_interrupts.iter())
         .any(|i| i.id == pushed.id);
     assert!(seen);
     assert!(matches!(ev.last(), Some(AgentEvent::Done(_))));

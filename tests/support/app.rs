@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reagent::app::{App, AppOverrides};
 use reagent::config::Config;
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
 use reagent::llm::{Abilities, Llm};
-use reagent::server::{serve, App, AppOverrides};
+use reagent::server::serve;
 use reagent::testing::scripted::ScriptedLlm;
 use reagent::tools::{Tool, ToolRegistry};
 use serde_json::{json, Value};

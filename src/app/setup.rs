@@ -1,6 +1,7 @@
-//! Builds the run machinery's parts from the configuration: the engine settings, the tool
-//! registry (built-ins plus `[[tools.http]]`) and the hook chain. Kept apart from `main` so the
-//! binary and the integration tests assemble the service the same way.
+//! The service's parts built from the configuration: the model registry (one
+//! OpenAI-compatible client per `[[models]]`), the engine settings, the tool registry
+//! (built-ins plus `[[tools.http]]`) and the hook chain. The only place that reads
+//! configuration sections into the lower layers' own types.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,10 @@ use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::builtin::{build_hooks, AuditSink, HookDeps};
 use crate::agent::hooks::HookRunner;
 use crate::agent::AgentConfig;
-use crate::config::{Config, ReactConfig};
+use crate::config::{Config, ConfigError, ModelConfig, ReactConfig};
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::registry::{ModelInfo, ModelRegistry};
+use crate::llm::Llm;
 use crate::tools::builtin::builtin_registry;
 use crate::tools::http_request::HttpRequestOptions;
 use crate::tools::http_tool::HttpTool;
@@ -23,6 +27,51 @@ pub enum SetupError {
     Tool { name: String, message: String },
     #[error("{0}")]
     Hooks(String),
+}
+
+/// One OpenAI-compatible client per `[[models]]` entry.
+pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
+    let mut entries = Vec::with_capacity(config.models.len());
+    for m in &config.models {
+        let client = OpenAiClient::new(openai_config(m, config))
+            .map_err(|e| {
+                ConfigError::invalid(
+                    format!("model {:?}", m.name),
+                    format!("cannot build its client: {e}"),
+                )
+            })?
+            .with_max_response_bytes(config.llm.max_response_bytes);
+        entries.push((model_info(m), Arc::new(client) as Arc<dyn Llm>));
+    }
+    ModelRegistry::from_llms(entries, &config.default_model)
+        .map_err(|e| ConfigError::invalid(e.key, e.message))
+}
+
+/// What clients may know about a configured model (no URL, no key).
+fn model_info(m: &ModelConfig) -> ModelInfo {
+    ModelInfo {
+        name: m.name.clone(),
+        model: m.model.clone(),
+        abilities: m.abilities,
+        context_window: m.context_window,
+        max_output_tokens: m.max_output_tokens,
+        hints: m.hints.clone(),
+        default: m.default,
+    }
+}
+
+/// The client settings of one configured model.
+pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
+    OpenAiConfig {
+        base_url: model.base_url.clone(),
+        api_key: model.api_key.as_ref().map(|k| k.expose().to_string()),
+        model: model.model.clone(),
+        abilities: model.abilities,
+        context_window: model.context_window,
+        max_output_tokens: model.max_output_tokens,
+        timeout: Duration::from_secs(config.llm.timeout_s),
+        max_retries: config.llm.max_retries,
+    }
 }
 
 /// The engine settings of `[react]` / `REACT_*` (SPEC §6).

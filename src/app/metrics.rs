@@ -1,0 +1,123 @@
+//! How the service's parts report to [`Metrics`]: every model of the registry wrapped in a
+//! [`MeteredLlm`] (calls, latency, tokens), and the run manager's event observer (runs started
+//! and finished, tool calls), which sees each typed event as the run emits it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use crate::agent::events::{AgentEvent, StepEvent};
+use crate::llm::registry::ModelRegistry;
+use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
+use crate::runs::EventObserver;
+use crate::server::Metrics;
+
+/// The observer the run manager calls with every event of every run: counts runs (`start`),
+/// tool calls (`tool_end` steps) and outcomes (`done`). It runs in the emitting task, on typed
+/// events, so the counters never lag behind the stream and nothing is parsed or kept.
+pub fn run_observer(metrics: &Metrics) -> EventObserver {
+    let me = metrics.clone();
+    Arc::new(move |ev: &AgentEvent| match ev {
+        AgentEvent::Start(_) => me.run_started(),
+        AgentEvent::Step(StepEvent::ToolEnd {
+            tool,
+            error,
+            duration_ms,
+            ..
+        }) => me.tool_call(tool, *error, *duration_ms),
+        AgentEvent::Done(done) => me.run_finished(done.status.as_str()),
+        _ => {}
+    })
+}
+
+/// The same registry with every model wrapped in a [`MeteredLlm`].
+pub fn meter_models(metrics: &Metrics, models: &ModelRegistry) -> ModelRegistry {
+    let entries = models
+        .infos()
+        .into_iter()
+        .filter_map(|info| {
+            let llm = models.get(&info.name)?;
+            let metered = Arc::new(MeteredLlm {
+                inner: llm,
+                name: info.name.clone(),
+                metrics: metrics.clone(),
+            }) as Arc<dyn Llm>;
+            Some((info, metered))
+        })
+        .collect();
+    // The names and default come from a valid registry, so this cannot fail; keep the
+    // unmetered one if it somehow does.
+    ModelRegistry::from_llms(entries, models.default_name()).unwrap_or_else(|_| models.clone())
+}
+
+/// Records calls, latency and tokens of the model it wraps.
+pub struct MeteredLlm {
+    inner: Arc<dyn Llm>,
+    name: String,
+    metrics: Metrics,
+}
+
+#[async_trait]
+impl Llm for MeteredLlm {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn abilities(&self) -> Abilities {
+        self.inner.abilities()
+    }
+    fn context_window(&self) -> u32 {
+        self.inner.context_window()
+    }
+    fn max_output_tokens(&self) -> u32 {
+        self.inner.max_output_tokens()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let started = Instant::now();
+        let result = self.inner.chat(request).await;
+        let secs = started.elapsed().as_secs_f64();
+        match &result {
+            Ok(r) => self.metrics.llm_call(
+                &self.name,
+                secs,
+                true,
+                r.usage.prompt_tokens,
+                r.usage.completion_tokens,
+            ),
+            Err(_) => self.metrics.llm_call(&self.name, secs, false, 0, 0),
+        }
+        result
+    }
+
+    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let started = Instant::now();
+        let stream = match self.inner.stream_chat(request).await {
+            Ok(s) => s,
+            Err(e) => {
+                let secs = started.elapsed().as_secs_f64();
+                self.metrics.llm_call(&self.name, secs, false, 0, 0);
+                return Err(e);
+            }
+        };
+        let metrics = self.metrics.clone();
+        let name = self.name.clone();
+        // Latency of a stream is its full duration; tokens come from its usage event.
+        let metered = stream.map(move |item| {
+            match &item {
+                Ok(StreamEvent::Usage(u)) => metrics.llm_call(
+                    &name,
+                    started.elapsed().as_secs_f64(),
+                    true,
+                    u.prompt_tokens,
+                    u.completion_tokens,
+                ),
+                Err(_) => metrics.llm_call(&name, started.elapsed().as_secs_f64(), false, 0, 0),
+                _ => {}
+            }
+            item
+        });
+        Ok(Box::pin(metered))
+    }
+}

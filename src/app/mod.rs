@@ -1,0 +1,181 @@
+//! The one place that assembles the service and runs it. [`App::build`] turns a [`Config`]
+//! into the running parts — store (migrated), model registry (metered), tools, hooks, the run
+//! manager (after restart recovery), auth — held in the handlers' [`AppState`];
+//! [`App::run_until_stopped`] serves the router until a shutdown signal, then stops the runs
+//! within the grace period and closes the store. `main` and the integration tests build the
+//! service the same way; [`AppOverrides`] only swaps the model clients and tools for fakes.
+//!
+//! Files: `setup` (configuration sections into the lower layers' types), `metrics` (how the
+//! models and runs report to [`Metrics`](crate::server::Metrics)).
+
+mod metrics;
+pub mod setup;
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::agent::hooks::approval::ApprovalBroker;
+use crate::agent::hooks::builtin::AuditSink;
+use crate::config::{Config, ConfigError};
+use crate::llm::registry::ModelRegistry;
+use crate::runs::{RunError, RunManager};
+use crate::server::audit::StoreAudit;
+use crate::server::{self, sse, AppState, Auth, Metrics};
+use crate::store::{Store, StoreError};
+use crate::tools::ToolRegistry;
+use setup::{agent_config, hook_runner, model_registry, tool_registry, SetupError};
+
+/// What tests may swap; `None` means "as configured".
+#[derive(Default)]
+pub struct AppOverrides {
+    /// Model clients (fakes); the configuration's `[[models]]` otherwise.
+    pub models: Option<ModelRegistry>,
+    /// Tools; built-ins plus `[[tools.http]]` otherwise.
+    pub tools: Option<ToolRegistry>,
+    pub keep_alive: Option<Duration>,
+    /// Longest wait before events reach the database (the run manager's default otherwise).
+    pub flush_interval: Option<Duration>,
+}
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Setup(#[from] SetupError),
+    #[error("restart recovery failed: {0}")]
+    Recover(#[from] RunError),
+}
+
+/// The assembled service.
+pub struct App {
+    pub state: AppState,
+}
+
+impl App {
+    /// Connects the store (migrating it), marks runs a previous process left `running` as
+    /// failed, and builds the run manager with the configured models, tools and hooks.
+    pub async fn build(config: Config, overrides: AppOverrides) -> Result<App, BuildError> {
+        let store = Store::connect(&config.server.database_url).await?;
+        let metrics = Metrics::new();
+        let models = match overrides.models {
+            Some(m) => m,
+            None => model_registry(&config)?,
+        };
+        let models = metrics::meter_models(&metrics, &models);
+        let http = reqwest::Client::new();
+        let tools = match overrides.tools {
+            Some(t) => t,
+            None => tool_registry(&config, &http)?,
+        };
+        let approvals = Arc::new(ApprovalBroker::new());
+        let audit = Arc::new(StoreAudit(store.clone())) as Arc<dyn AuditSink>;
+        let hooks = hook_runner(&config, &tools, approvals.clone(), Some(audit), &http)?;
+        let compact = config
+            .react
+            .compact_model
+            .as_deref()
+            .and_then(|name| models.get(name));
+        let mut manager = RunManager::new(
+            store.clone(),
+            models.clone(),
+            tools,
+            hooks,
+            agent_config(&config.react),
+            compact,
+        );
+        if let Some(interval) = overrides.flush_interval {
+            manager.flush_interval = interval;
+        }
+        manager.max_query_chars = config.server.max_query_chars;
+        manager.approvals = approvals;
+        manager.observer = Some(metrics::run_observer(&metrics));
+        let runs = Arc::new(manager);
+        let recovered = runs.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(
+                runs = recovered,
+                "marked runs left running by a previous process as failed"
+            );
+        }
+        let auth = Arc::new(Auth::new(&config.auth, config.server.rate_limit_per_minute));
+        Ok(App {
+            state: AppState {
+                config: Arc::new(config),
+                store,
+                runs,
+                models,
+                metrics,
+                auth,
+                keep_alive: overrides.keep_alive.unwrap_or(sse::DEFAULT_KEEP_ALIVE),
+            },
+        })
+    }
+
+    pub fn router(&self) -> Router {
+        server::router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `signal` completes; then stops accepting, cancels the runs
+    /// (their SSE streams end with `done`, which lets the open requests complete) and waits
+    /// for their final state within `server.shutdown_grace_s`, and closes the store.
+    pub async fn run_until_stopped(
+        &self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let grace = Duration::from_secs(self.state.config.server.shutdown_grace_s);
+        // Tests and scripts read this line to find the port when REAGENT_BIND uses port 0.
+        tracing::info!("reagent listening on http://{}", listener.local_addr()?);
+        let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            signal.await;
+            tracing::info!("shutdown requested; finishing in-flight requests and runs");
+            let _ = signalled_tx.send(());
+        };
+        let limits = server::ConnectionLimits::new(
+            self.state.config.server.header_timeout_s,
+            self.state.config.server.max_connections,
+            self.state.config.server.sse_stall_s,
+        );
+        tracing::info!(
+            header_timeout_s = limits.header_timeout.as_secs(),
+            max_connections = limits.max_connections,
+            stall_timeout_s = limits.stall_timeout.as_secs(),
+            "connection limits"
+        );
+        let serving = server::serve_with(listener, self.router(), limits, shutdown);
+        let runs = self.state.runs.clone();
+        let deadline = async move {
+            match signalled_rx.await {
+                Ok(()) => runs.shutdown(grace).await,
+                Err(_) => std::future::pending::<()>().await,
+            }
+            // Runs are done (or the grace is spent); leave a moment for streams to flush.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        tokio::select! {
+            result = serving => result?,
+            () = deadline => tracing::warn!(grace_s = grace.as_secs(), "connections still open after the runs stopped; exiting"),
+        }
+        self.shutdown(Duration::from_secs(1)).await;
+        tracing::info!("reagent stopped");
+        Ok(())
+    }
+
+    /// Stops runs (cancelling the active ones, waiting up to `grace` for their final state)
+    /// and closes the database pool.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.state.runs.shutdown(grace).await;
+        self.state.store.close().await;
+    }
+}

@@ -1,0 +1,96 @@
+//! Conversations as the run manager sees them: created only with models and tools it can run,
+//! and deleted only once their active run has stopped writing.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::checks::{check_at_most, MAX_TITLE_CHARS};
+use super::manager::{RunError, RunManager};
+use crate::store::{Conversation, NewConversation, Store};
+
+/// How long a delete waits for a cancelled run to write its final state.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+impl RunManager {
+    /// Stores a new conversation of `owner`'s once [`RunManager::check_conversation`] passes.
+    pub async fn create_conversation(
+        &self,
+        owner: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, RunError> {
+        self.check_conversation(&new)?;
+        Ok(self.store.create_conversation(owner, new).await?)
+    }
+
+    /// A checked new conversation of `owner`'s, not stored yet (a run stores it with itself).
+    pub(super) fn draft_conversation(
+        &self,
+        owner: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, RunError> {
+        self.check_conversation(&new)?;
+        Ok(Store::draft_conversation(owner, new))
+    }
+
+    /// A new conversation's text must be storable and bounded, its model and tools configured.
+    fn check_conversation(&self, new: &NewConversation) -> Result<(), RunError> {
+        let title = new.title.as_deref().unwrap_or_default();
+        check_at_most("title", title, MAX_TITLE_CHARS)?;
+        // Every run sends it in full and it is pinned: one as large as the query limit is
+        // already a quarter of a 128k-token window.
+        check_at_most(
+            "system_prompt",
+            new.system_prompt.as_deref().unwrap_or_default(),
+            self.max_query_chars,
+        )?;
+        if let Some(model) = &new.model {
+            if self.models.get(model).is_none() {
+                return Err(RunError::UnknownModel(model.clone()));
+            }
+        }
+        if let Some(tools) = &new.tools {
+            if let Some(bad) = tools.iter().find(|t| self.tools.get(t).is_none()) {
+                return Err(RunError::Invalid(format!("unknown tool '{bad}'")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames `owner`'s conversation; `NotFound` for another tenant's.
+    pub async fn rename_conversation(
+        &self,
+        owner: &str,
+        id: Uuid,
+        title: &str,
+    ) -> Result<Conversation, RunError> {
+        check_at_most("title", title, MAX_TITLE_CHARS)?;
+        self.store
+            .rename_conversation(owner, id, title)
+            .await?
+            .ok_or(RunError::NotFound)
+    }
+
+    /// Deletes `owner`'s conversation, cancelling its active run first and waiting (bounded)
+    /// for the run's final write, so the run does not write into rows being deleted.
+    pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<(), RunError> {
+        self.owned(owner, id).await?;
+        if let Some(live) = self
+            .active_run_of(id)
+            .and_then(|run_id| self.live_run(owner, run_id))
+        {
+            live.cancel.cancel();
+            if tokio::time::timeout(CANCEL_WAIT, live.finished())
+                .await
+                .is_err()
+            {
+                tracing::warn!(run_id = %live.id, "cancelled run did not stop before its conversation was deleted");
+            }
+        }
+        if self.store.delete_conversation(owner, id).await? {
+            Ok(())
+        } else {
+            Err(RunError::NotFound)
+        }
+    }
+}

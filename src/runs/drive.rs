@@ -1,0 +1,179 @@
+//! Driving a run: the run's task runs the agent with a sink that appends each event to the
+//! run's [`EventLog`](super::log::EventLog) from the emitting task, catches a panic into the
+//! same fallback tail a failed run ends with, and finishes the run: `done` and the final state,
+//! both from the run's one [`RunOutcome`], are written in one transaction before `done` becomes
+//! visible.
+
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::manager::{LiveRun, RunManager};
+use super::persist::EventWriter;
+use crate::agent::artifacts::ArtifactSink;
+use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
+use crate::agent::{
+    AgentEvent, EventSink, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunOutcome,
+};
+use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
+
+/// What a client reads when the engine panicked.
+const PANIC_ANSWER: &str = "Sorry, the run failed because of an internal error.";
+
+/// The run's `done` as the sink took it: the outcome, its serialised data and its event id.
+struct Done {
+    outcome: RunOutcome,
+    data: String,
+    seq: u64,
+}
+
+/// The stored final state of a run that ended with `outcome`. With `answer_in` (conversation,
+/// run) the answer is kept as the conversation's next message; a recovered run keeps none, so
+/// the apology does not become history.
+pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>) -> FinalState {
+    let answer =
+        answer_in
+            .filter(|_| !outcome.answer.is_empty())
+            .map(|(conversation_id, run_id)| NewMessage {
+                id: None,
+                conversation_id,
+                role: "assistant".into(),
+                kind: "answer".into(),
+                content: outcome.answer.clone(),
+                run_id: Some(run_id),
+            });
+    FinalState {
+        finish: RunFinish {
+            status: outcome.status,
+            iterations: outcome.iterations,
+            tool_calls: outcome.tool_calls,
+            usage: outcome.usage,
+            error: outcome.error.clone(),
+        },
+        answer,
+    }
+}
+
+impl RunManager {
+    /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
+    /// persisted with the run's final state first, then appended and the log closed.
+    pub(super) async fn drive(
+        self: Arc<Self>,
+        live: Arc<LiveRun>,
+        agent: ReActAgent,
+        input: RunInput,
+        queue: Arc<InterruptQueue>,
+    ) {
+        let writer = self.writer();
+        writer.register(live.id, live.log.clone());
+        let (sink, done_rx) = self.sink(&live, &writer);
+        let handles = RunHandles {
+            events: sink.clone(),
+            interrupts: queue,
+            cancel: live.cancel.clone(),
+            artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
+        };
+        // The outcome reaches the manager through `done`, as it reaches clients; the trace the
+        // engine returns is not kept. A panic inside the engine must still end the stream
+        // truthfully.
+        let ran = std::panic::AssertUnwindSafe(agent.run(input, handles))
+            .catch_unwind()
+            .await;
+        if let Err(panic) = ran {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %msg, "the agent panicked");
+            let outcome = RunOutcome::failed(Mode::Json, PANIC_ANSWER, "internal error");
+            for ev in fallback_tail(outcome, AnswerSoFar::NotStarted) {
+                sink.send(ev);
+            }
+        }
+        drop(sink);
+        match done_rx.await {
+            Ok(done) => self.finish(&writer, &live, done).await,
+            Err(_) => {
+                // Cannot happen (a `done` is always sent above); still flush what there is.
+                live.log.close();
+                if let Err(e) = writer.finish(live.id, None).await {
+                    tracing::error!(error = %e, "could not persist the run's last events");
+                }
+                self.release(&live);
+            }
+        }
+        self.live.remove(&live.id);
+        live.done.cancel();
+    }
+
+    /// The run's event sink: every event but `done` goes into the log (and to the observer);
+    /// the first `done` seals the log and is handed to [`RunManager::drive`], nothing after it
+    /// is kept.
+    fn sink(
+        &self,
+        live: &LiveRun,
+        writer: &Arc<EventWriter>,
+    ) -> (EventSink, oneshot::Receiver<Done>) {
+        let (done_tx, done_rx) = oneshot::channel::<Done>();
+        let done_tx = Mutex::new(Some(done_tx));
+        let log = live.log.clone();
+        let writer = writer.clone();
+        let observer = self.observer.clone();
+        // The observer sees exactly what the log takes: not a second `done`, nothing after it.
+        let observe = move |ev: &AgentEvent| {
+            if let Some(observe) = &observer {
+                observe(ev);
+            }
+        };
+        let sink = EventSink::new(move |ev: AgentEvent| {
+            let data = ev.data_json();
+            if !matches!(ev, AgentEvent::Done(_)) {
+                if log.append(ev.name(), data) {
+                    writer.notify();
+                    observe(&ev);
+                }
+                return;
+            }
+            let Some(seq) = log.seal() else { return };
+            observe(&ev);
+            let tx = done_tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let (Some(tx), AgentEvent::Done(outcome)) = (tx, ev) {
+                let _ = tx.send(Done { outcome, data, seq });
+            }
+        });
+        (sink, done_rx)
+    }
+
+    /// Persists the run's remaining events, `done`, the terminal state and the answer in one
+    /// transaction (through the shared writer) before `done` becomes visible, so a client that
+    /// reads `done` and asks for the run (or starts another, or replays the events from the
+    /// database) sees it finished and complete.
+    async fn finish(&self, writer: &EventWriter, live: &LiveRun, done: Done) {
+        let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
+        let event = StoredEvent {
+            seq: done.seq as i64,
+            name: "done".to_string(),
+            data: done.data.clone(),
+        };
+        match writer.finish(live.id, Some((event, state))).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(run_id = %live.id, "the run was already finished in the database")
+            }
+            Err(e) => {
+                tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
+            }
+        }
+        self.release(live);
+        live.log.close_with("done", done.data);
+    }
+
+    /// Frees the conversation for its next run.
+    fn release(&self, live: &LiveRun) {
+        self.queues.remove(&live.conversation_id);
+        self.active.remove(&live.conversation_id);
+    }
+}

@@ -1,0 +1,61 @@
+//! Reading a run's events: a live run's log followed until `done` (with what the log has
+//! already released read back from the database), a finished run's replayed from the database
+//! a page at a time (`replay`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use uuid::Uuid;
+
+use super::log::LoggedEvent;
+use super::manager::{LiveRun, RunError, RunManager};
+use super::replay::stored_events;
+
+impl RunManager {
+    /// The run's events after `after`: live ones follow until `done`, finished ones replay
+    /// from the database.
+    pub async fn events(
+        &self,
+        owner: &str,
+        run_id: Uuid,
+        after: u64,
+    ) -> Result<BoxStream<'static, Arc<LoggedEvent>>, RunError> {
+        if let Some(live) = self.live.get(&run_id).map(|l| l.clone()) {
+            if live.owner != owner {
+                return Err(RunError::NotFound);
+            }
+            return Ok(self.live_events(&live, after));
+        }
+        if self.store.get_run(owner, run_id).await?.is_none() {
+            return Err(RunError::NotFound);
+        }
+        Ok(stored_events(self.store.clone(), run_id, after, u64::MAX))
+    }
+
+    /// A live run's events after `after`, following until `done`. Events the log has already
+    /// released (persisted, and read by every reader then) come from the database first; if
+    /// that read fails the stream ends there (a client resumes with `Last-Event-ID`) rather
+    /// than skip ids.
+    pub fn live_events(&self, live: &LiveRun, after: u64) -> BoxStream<'static, Arc<LoggedEvent>> {
+        let sub = live.log.subscribe(after);
+        let Some((from, to)) = sub.missing else {
+            return sub.events;
+        };
+        // The stored part ends early only when a read fails: then nothing live may follow it,
+        // or ids would be skipped.
+        let older = stored_events(self.store.clone(), live.id, from, to);
+        let complete = Arc::new(AtomicU64::new(from));
+        let seen = complete.clone();
+        let older = older.inspect(move |e| seen.store(e.id, Ordering::Relaxed));
+        let rest = stream::once(async move {
+            if complete.load(Ordering::Relaxed) >= to {
+                sub.events
+            } else {
+                stream::empty().boxed()
+            }
+        })
+        .flatten();
+        older.chain(rest).boxed()
+    }
+}

@@ -1,0 +1,78 @@
+//! Restart recovery: runs a previous process left `running` are failed, their logs closed
+//! with the same fallback tail as any failed run, so replays end truthfully.
+
+use super::drive::final_state;
+use super::manager::{RunError, RunManager, RESTART_ERROR};
+use crate::agent::events::StartEvent;
+use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
+use crate::agent::{AgentEvent, Mode, RunOutcome};
+use crate::store::{RunBatch, RunRow, StoredEvent};
+
+impl RunManager {
+    /// Marks runs left `running` by a previous process as failed; returns how many.
+    pub async fn recover(&self) -> Result<usize, RunError> {
+        let stale = self.store.running_runs().await?;
+        for run in &stale {
+            self.recover_one(run).await?;
+        }
+        Ok(stale.len())
+    }
+
+    async fn recover_one(&self, run: &RunRow) -> Result<(), RunError> {
+        let events = self.store.list_events(run.id, 0).await?;
+        let mut seq = events.last().map(|e| e.seq).unwrap_or(0);
+        let so_far = if events.iter().any(|e| e.name == "answer") {
+            AnswerSoFar::Partial
+        } else {
+            AnswerSoFar::NotStarted
+        };
+        let mode = if run.mode == "native" {
+            Mode::Native
+        } else {
+            Mode::Json
+        };
+        let outcome = RunOutcome {
+            iterations: run.iterations,
+            tool_calls: run.tool_calls,
+            usage: run.usage,
+            ..RunOutcome::failed(
+                mode,
+                format!("Sorry, this run was {RESTART_ERROR} before it finished."),
+                RESTART_ERROR,
+            )
+        };
+        let state = final_state(&outcome, None);
+        let mut tail = Vec::new();
+        if events.is_empty() {
+            // Killed before its first write: the replay must still begin with `start`.
+            tail.push(AgentEvent::Start(StartEvent {
+                run_id: run.id.to_string(),
+                conversation_id: run.conversation_id.to_string(),
+                model: run.model.clone(),
+                mode,
+            }));
+        }
+        tail.extend(fallback_tail(outcome, so_far));
+        let stored: Vec<StoredEvent> = tail
+            .iter()
+            .map(|e| {
+                seq += 1;
+                StoredEvent {
+                    seq,
+                    name: e.name().to_string(),
+                    data: e.data_json(),
+                }
+            })
+            .collect();
+        // Tail and terminal state in one transaction: a crash during recovery leaves the run
+        // `running` with its log untouched, and the next start recovers it again.
+        self.store
+            .write_runs(&[RunBatch {
+                run_id: run.id,
+                events: stored,
+                finish: Some(state),
+            }])
+            .await?;
+        Ok(())
+    }
+}

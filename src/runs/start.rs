@@ -1,0 +1,241 @@
+//! Starting a run: [`StartRun`] is what any API asks for (the conversation, existing or new,
+//! and the query); [`RunManager::start`] checks it, takes the conversation's one run slot,
+//! binds the model ([`ModelRegistry::resolve`](crate::llm::registry::ModelRegistry::resolve)),
+//! reads the history, stores the run with its query and spawns the run's task (`drive`).
+
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::checks::check_text;
+use super::log::EventLog;
+use super::manager::{LiveRun, RunError, RunManager};
+use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
+use crate::llm::Message;
+use crate::store::{Conversation, NewConversation, NewMessage, NewRun};
+
+/// Which conversation a run belongs to.
+#[derive(Clone, Debug)]
+pub enum ConversationRef {
+    /// A stored conversation of the caller's.
+    Existing(Uuid),
+    /// A new conversation, checked like `POST /api/conversations` and stored with its first
+    /// run in one transaction: nothing is stored if the start fails.
+    New(NewConversation),
+}
+
+impl ConversationRef {
+    /// A new conversation titled after the query's first 80 characters (`POST /api/chat`).
+    pub fn titled_after(query: &str, model: Option<String>) -> Self {
+        Self::New(NewConversation {
+            title: Some(query.trim().chars().take(80).collect()),
+            model,
+            ..NewConversation::default()
+        })
+    }
+}
+
+/// What a client asked for.
+#[derive(Clone, Debug)]
+pub struct StartRun {
+    pub conversation: ConversationRef,
+    pub query: String,
+    /// A configured model name; the conversation's model, else the default, when absent.
+    pub model: Option<String>,
+    /// A forced mode; the engine decides when absent.
+    pub mode: Option<Mode>,
+    pub max_iterations: Option<u32>,
+}
+
+impl StartRun {
+    /// A run of `query` in `conversation`, everything else as configured.
+    pub fn new(conversation: ConversationRef, query: impl Into<String>) -> Self {
+        Self {
+            conversation,
+            query: query.into(),
+            model: None,
+            mode: None,
+            max_iterations: None,
+        }
+    }
+}
+
+impl RunManager {
+    /// Checks and starts a run of `owner`'s: 400-style `Invalid`/`UnknownModel`, `NotFound`
+    /// for another tenant's conversation, `Active` if the conversation already has a run.
+    ///
+    /// Starting takes several awaits (history, run row) after the conversation's slot is
+    /// taken. If the caller's future were dropped midway (a client hanging up makes hyper drop
+    /// the handler's), the slot would stay taken with no task behind it; so the start runs in
+    /// its own task, which the caller cannot cancel: once begun, a run is fully started.
+    pub async fn start(
+        self: &Arc<Self>,
+        owner: &str,
+        request: StartRun,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        let (me, owner) = (self.clone(), owner.to_string());
+        tokio::spawn(async move { me.start_now(&owner, request).await })
+            .await
+            .map_err(|e| RunError::Internal(format!("the run start task failed: {e}")))?
+    }
+
+    async fn start_now(
+        self: &Arc<Self>,
+        owner: &str,
+        request: StartRun,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        check_text("query", &request.query, self.max_query_chars)?;
+        if request.max_iterations == Some(0) {
+            return Err(RunError::Invalid(
+                "max_iterations must be at least 1".into(),
+            ));
+        }
+        let (conv, is_new) = match &request.conversation {
+            ConversationRef::Existing(id) => (self.owned(owner, *id).await?, false),
+            ConversationRef::New(new) => (self.draft_conversation(owner, new.clone())?, true),
+        };
+        if self.shutdown.is_cancelled() {
+            return Err(RunError::ShuttingDown);
+        }
+        let run_id = Uuid::new_v4();
+        match self.active.entry(conv.id) {
+            Entry::Occupied(_) => return Err(RunError::Active),
+            Entry::Vacant(v) => {
+                v.insert(run_id);
+            }
+        }
+        match self.prepare(owner, &conv, &request, run_id, is_new).await {
+            Ok((agent, input)) => {
+                let live = self.launch(owner, &conv, run_id, agent, input);
+                tracing::info!(run_id = %live.id, conversation_id = %conv.id, "run started");
+                Ok(live)
+            }
+            Err(e) => {
+                self.active.remove(&conv.id);
+                Err(e)
+            }
+        }
+    }
+
+    /// `owner`'s conversation, or `NotFound`.
+    pub async fn owned(&self, owner: &str, id: Uuid) -> Result<Conversation, RunError> {
+        self.store
+            .get_conversation(owner, id)
+            .await?
+            .ok_or(RunError::NotFound)
+    }
+
+    /// The run's live state and its task (the run's slot is already taken).
+    fn launch(
+        self: &Arc<Self>,
+        owner: &str,
+        conv: &Conversation,
+        run_id: Uuid,
+        agent: ReActAgent,
+        input: RunInput,
+    ) -> Arc<LiveRun> {
+        let queue = Arc::new(InterruptQueue::new());
+        self.queues.insert(conv.id, queue.clone());
+        let live = Arc::new(LiveRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: owner.to_string(),
+            log: Arc::new(EventLog::new()),
+            cancel: self.shutdown.child_token(),
+            done: CancellationToken::new(),
+        });
+        self.live.insert(run_id, live.clone());
+        let (me, l) = (self.clone(), live.clone());
+        // Every log line of the run carries its ids.
+        let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv.id);
+        self.tracker
+            .spawn(async move { me.drive(l, agent, input, queue).await }.instrument(span));
+        live
+    }
+
+    /// The run's agent and input; the run and its query are stored (with the conversation
+    /// when it is new).
+    async fn prepare(
+        &self,
+        owner: &str,
+        conv: &Conversation,
+        req: &StartRun,
+        run_id: Uuid,
+        is_new: bool,
+    ) -> Result<(ReActAgent, RunInput), RunError> {
+        let asked = req.model.as_deref().or(conv.model.as_deref());
+        let (model, llm) = self
+            .models
+            .resolve(asked)
+            .ok_or_else(|| RunError::UnknownModel(asked.unwrap_or_default().to_string()))?;
+        let tools = match &conv.tools {
+            Some(names) => self.tools.filtered(names),
+            None => self.tools.clone(),
+        };
+        let mut cfg = self.base.clone();
+        if req.mode.is_some() {
+            cfg.mode = req.mode;
+        }
+        if let Some(m) = req.max_iterations {
+            cfg.max_iterations = m;
+        }
+        if conv.system_prompt.is_some() {
+            cfg.system_prompt = conv.system_prompt.clone();
+        }
+        let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg);
+        if let Some(c) = &self.compact_llm {
+            agent = agent.with_compact_llm(c.clone());
+        }
+        let history = if is_new {
+            Vec::new()
+        } else {
+            self.history(conv.id).await?
+        };
+        let run = NewRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: owner.to_string(),
+            mode: agent.mode().as_str().to_string(),
+            model: model.name.clone(),
+        };
+        let query = NewMessage {
+            id: None,
+            conversation_id: conv.id,
+            role: "user".into(),
+            kind: "query".into(),
+            content: req.query.clone(),
+            run_id: Some(run_id),
+        };
+        if is_new {
+            self.store
+                .create_conversation_with_run(conv, run, query)
+                .await?;
+        } else {
+            self.store.create_run_with_query(run, query).await?;
+        }
+        let input = RunInput {
+            run_id: run_id.to_string(),
+            conversation_id: conv.id.to_string(),
+            query: req.query.clone(),
+            history,
+            model_name: Some(model.name),
+        };
+        Ok((agent, input))
+    }
+
+    /// The conversation's earlier turns as the model reads them.
+    async fn history(&self, conversation_id: Uuid) -> Result<Vec<Message>, RunError> {
+        let stored = self.store.list_messages(conversation_id).await?;
+        Ok(stored
+            .into_iter()
+            .map(|m| match (m.role.as_str(), m.kind.as_str()) {
+                ("assistant", _) => Message::assistant(m.content),
+                (_, "interrupt") => Message::user(format!("(follow-up) {}", m.content)),
+                _ => Message::user(m.content),
+            })
+            .collect())
+    }
+}
