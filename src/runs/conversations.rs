@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::checks::{check_at_most, MAX_TITLE_CHARS};
 use super::manager::{RunError, RunManager};
-use crate::store::{Conversation, NewConversation, Store};
+use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 
 /// How long a delete waits for a cancelled run to write its final state.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -55,6 +55,17 @@ impl RunManager {
             }
         }
         Ok(())
+    }
+
+    /// `owner`'s conversation with its messages, oldest first.
+    pub async fn conversation_with_messages(
+        &self,
+        owner: &str,
+        id: Uuid,
+    ) -> Result<(Conversation, Vec<StoredMessage>), RunError> {
+        let conversation = self.owned(owner, id).await?;
+        let messages = self.store.list_messages(id).await?;
+        Ok((conversation, messages))
     }
 
     /// Renames `owner`'s conversation; `NotFound` for another tenant's.

@@ -115,8 +115,7 @@ pub async fn show(
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
-    let conversation = state.runs.owned(&owner.0, id).await?;
-    let messages = state.store.list_messages(id).await?;
+    let (conversation, messages) = state.runs.conversation_with_messages(&owner.0, id).await?;
     Ok(Json(ConversationDetail {
         conversation,
         messages,
