@@ -17,10 +17,9 @@ use super::{ConversationRef, LiveRun, RunError, RunManager, StartRun};
 use crate::agent::hooks::approval::ApprovalInfo;
 use crate::agent::hooks::HookRunner;
 use crate::agent::{AgentConfig, AgentEvent, RunOutcome, RunStatus};
-use crate::llm::registry::{ModelInfo, ModelRegistry};
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError};
 use crate::store::{NewConversation, NewRun, Store, StoredEvent};
-use crate::testing::scripted::response;
+use crate::testing::scripted::{response, single_model};
 use crate::testing::{ScriptedLlm, Turn};
 use crate::tools::ToolRegistry;
 
@@ -40,18 +39,9 @@ async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
     let store = Store::connect(&url).await.unwrap();
-    let info = ModelInfo {
-        name: "default".into(),
-        model: "scripted".into(),
-        abilities: Abilities::default(),
-        context_window: 128_000,
-        max_output_tokens: 4096,
-        hints: vec![],
-        default: true,
-    };
     let mut manager = RunManager::new(
         store.clone(),
-        ModelRegistry::single(info, model),
+        single_model(model),
         ToolRegistry::new(),
         HookRunner::default(),
         AgentConfig::default(),

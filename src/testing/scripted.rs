@@ -4,12 +4,13 @@
 //! script streams a default answer.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream;
 
+use crate::llm::registry::{ModelInfo, ModelRegistry};
 use crate::llm::{
     Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, ToolCall, Usage,
 };
@@ -145,6 +146,20 @@ impl ScriptedLlm {
     pub fn remaining(&self) -> usize {
         self.lock().chat.len()
     }
+}
+
+/// A registry of one default model, `default`, served by `llm`: what run-manager tests need.
+pub fn single_model(llm: Arc<dyn Llm>) -> ModelRegistry {
+    let info = ModelInfo {
+        name: "default".into(),
+        model: "scripted".into(),
+        abilities: Abilities::default(),
+        context_window: 128_000,
+        max_output_tokens: 4096,
+        hints: vec![],
+        default: true,
+    };
+    ModelRegistry::single(info, llm)
 }
 
 /// A response with the scripted usage.

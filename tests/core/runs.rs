@@ -9,12 +9,12 @@ use futures::{FutureExt, StreamExt};
 use reagent::agent::events::AgentEvent;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, RunStatus};
-use reagent::llm::registry::{ModelInfo, ModelRegistry};
-use reagent::llm::{Abilities, Llm};
+use reagent::llm::Llm;
 use reagent::runs::manager::LiveRun;
 use reagent::runs::manager::RESTART_ERROR;
 use reagent::runs::{ConversationRef, EventObserver, RunError, RunManager, StartRun};
 use reagent::store::{Conversation, NewConversation, NewRun, Store, StoredEvent};
+use reagent::testing::scripted::single_model;
 use reagent::testing::{ScriptedLlm, Turn};
 use reagent::tools::ToolRegistry;
 use uuid::Uuid;
@@ -48,16 +48,7 @@ async fn fixture_observed(
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = Store::connect(&url).await.unwrap();
-    let info = ModelInfo {
-        name: "default".into(),
-        model: "scripted".into(),
-        abilities: Abilities::default(),
-        context_window: 128_000,
-        max_output_tokens: 4096,
-        hints: vec![],
-        default: true,
-    };
-    let models = ModelRegistry::single(info, model);
+    let models = single_model(model);
     let mut manager = RunManager::new(
         store.clone(),
         models,
