@@ -12,7 +12,10 @@
 //! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`,
 //!   the model registry (filled by [`app`]).
 //! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
-//! - [`config`] — typed configuration, loaded once from `config.toml` then the environment.
+//! - [`config`] — typed configuration, loaded once from `config.toml` then the environment;
+//!   imports only `domain`.
+//! - [`domain`] — the values every layer shares (run status, mode, message role and kind, SSE
+//!   event names, artifact references, model abilities); imports nothing of the crate.
 //! - [`app`] — the one place that assembles the service from a [`config::Config`] and runs it
 //!   until a shutdown signal.
 //! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
@@ -21,6 +24,7 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+pub mod domain;
 pub mod llm;
 pub mod runs;
 pub mod server;

@@ -6,18 +6,14 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use uuid::Uuid;
 
-use super::events::ArtifactRef;
+pub use crate::domain::artifact_url;
+use crate::domain::ArtifactRef;
 use crate::tools::Artifact;
 
 #[async_trait]
 pub trait ArtifactSink: Send + Sync {
     /// Stores the artifact of `run_id` and returns how clients reach it.
     async fn store(&self, run_id: &str, artifact: Artifact) -> Result<ArtifactRef, String>;
-}
-
-/// The URL clients fetch an artifact from (SPEC §3.4).
-pub fn artifact_url(id: &str) -> String {
-    format!("/api/artifacts/{id}")
 }
 
 /// An in-memory sink.

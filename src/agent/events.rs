@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::interrupts::Interrupt;
+pub use crate::domain::{ArtifactRef, EventName, Mode, RunStatus};
 use crate::llm::Usage;
 
 /// Where the engine sends events: a function called in the emitting task, in order. It must
@@ -46,56 +47,6 @@ impl std::fmt::Debug for EventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("EventSink")
     }
-}
-
-/// Which loop protocol a run uses (SPEC §2.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Native,
-    Json,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Native => "native",
-            Mode::Json => "json",
-        }
-    }
-}
-
-/// How a run ended (`done.status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Running,
-    Completed,
-    MaxIterations,
-    Cancelled,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Completed => "completed",
-            RunStatus::MaxIterations => "max_iterations",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
-
-/// An artifact as announced in `tool_end`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ArtifactRef {
-    pub id: String,
-    pub name: String,
-    pub mime_type: String,
-    pub size: usize,
-    pub url: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -218,24 +169,22 @@ pub enum AgentEvent {
 /// The static SSE name for a stored event name (`"done"` for anything unknown, as
 /// [`AgentEvent::from_parts`] reads it).
 pub fn static_name(name: &str) -> &'static str {
-    match name {
-        "start" => "start",
-        "step" => "step",
-        "compact" => "compact",
-        "answer" => "answer",
-        _ => "done",
-    }
+    EventName::from_stored(name).as_str()
 }
 
 impl AgentEvent {
     /// The SSE `event:` name.
     pub fn name(&self) -> &'static str {
+        self.event_name().as_str()
+    }
+
+    pub fn event_name(&self) -> EventName {
         match self {
-            AgentEvent::Start(_) => "start",
-            AgentEvent::Step(_) => "step",
-            AgentEvent::Compact(_) => "compact",
-            AgentEvent::Answer(_) => "answer",
-            AgentEvent::Done(_) => "done",
+            AgentEvent::Start(_) => EventName::Start,
+            AgentEvent::Step(_) => EventName::Step,
+            AgentEvent::Compact(_) => EventName::Compact,
+            AgentEvent::Answer(_) => EventName::Answer,
+            AgentEvent::Done(_) => EventName::Done,
         }
     }
 
@@ -270,12 +219,12 @@ impl AgentEvent {
 
     /// Rebuilds an event from its stored name and data (event logs read back from storage).
     pub fn from_parts(name: &str, data: &str) -> Result<AgentEvent, serde_json::Error> {
-        Ok(match name {
-            "start" => AgentEvent::Start(serde_json::from_str(data)?),
-            "step" => AgentEvent::Step(serde_json::from_str(data)?),
-            "compact" => AgentEvent::Compact(serde_json::from_str(data)?),
-            "answer" => AgentEvent::Answer(serde_json::from_str(data)?),
-            _ => AgentEvent::Done(serde_json::from_str(data)?),
+        Ok(match EventName::from_stored(name) {
+            EventName::Start => AgentEvent::Start(serde_json::from_str(data)?),
+            EventName::Step => AgentEvent::Step(serde_json::from_str(data)?),
+            EventName::Compact => AgentEvent::Compact(serde_json::from_str(data)?),
+            EventName::Answer => AgentEvent::Answer(serde_json::from_str(data)?),
+            EventName::Done => AgentEvent::Done(serde_json::from_str(data)?),
         })
     }
 }

@@ -8,6 +8,7 @@ use super::checks::{check_storable, check_text};
 use super::manager::{RunError, RunManager};
 use crate::agent::hooks::approval::ApprovalInfo;
 use crate::agent::interrupts::Recall;
+use crate::domain::{MessageKind, MessageRole};
 use crate::store::NewMessage;
 
 impl RunManager {
@@ -54,8 +55,8 @@ impl RunManager {
             .add_message(NewMessage {
                 id: Some(id),
                 conversation_id,
-                role: "user".into(),
-                kind: "interrupt".into(),
+                role: MessageRole::User,
+                kind: MessageKind::Interrupt,
                 content: content.clone(),
                 run_id: Some(run_id),
             })

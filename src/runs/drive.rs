@@ -17,6 +17,7 @@ use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
     AgentEvent, EventSink, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunOutcome,
 };
+use crate::domain::{EventName, MessageKind, MessageRole};
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
 /// What a client reads when the engine panicked.
@@ -39,8 +40,8 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
             .map(|(conversation_id, run_id)| NewMessage {
                 id: None,
                 conversation_id,
-                role: "assistant".into(),
-                kind: "answer".into(),
+                role: MessageRole::Assistant,
+                kind: MessageKind::Answer,
                 content: outcome.answer.clone(),
                 run_id: Some(run_id),
             });
@@ -155,7 +156,7 @@ impl RunManager {
         let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
         let event = StoredEvent {
             seq: done.seq as i64,
-            name: "done".to_string(),
+            name: EventName::Done.as_str().to_string(),
             data: done.data.clone(),
         };
         match writer.finish(live.id, Some((event, state))).await {
@@ -168,7 +169,7 @@ impl RunManager {
             }
         }
         self.release(live);
-        live.log.close_with("done", done.data);
+        live.log.close_with(EventName::Done.as_str(), done.data);
     }
 
     /// Frees the conversation for its next run.

@@ -5,7 +5,8 @@ use super::drive::final_state;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
 use crate::agent::events::StartEvent;
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
-use crate::agent::{AgentEvent, Mode, RunOutcome};
+use crate::agent::{AgentEvent, RunOutcome};
+use crate::domain::EventName;
 use crate::store::{RunBatch, RunRow, StoredEvent};
 
 impl RunManager {
@@ -21,16 +22,15 @@ impl RunManager {
     async fn recover_one(&self, run: &RunRow) -> Result<(), RunError> {
         let events = self.store.list_events(run.id, 0).await?;
         let mut seq = events.last().map(|e| e.seq).unwrap_or(0);
-        let so_far = if events.iter().any(|e| e.name == "answer") {
+        let answer_started = events
+            .iter()
+            .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
+        let so_far = if answer_started {
             AnswerSoFar::Partial
         } else {
             AnswerSoFar::NotStarted
         };
-        let mode = if run.mode == "native" {
-            Mode::Native
-        } else {
-            Mode::Json
-        };
+        let mode = run.mode;
         let outcome = RunOutcome {
             iterations: run.iterations,
             tool_calls: run.tool_calls,

@@ -14,6 +14,7 @@ use super::checks::check_text;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
+use crate::domain::{MessageKind, MessageRole};
 use crate::llm::Message;
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun};
 
@@ -198,14 +199,14 @@ impl RunManager {
             id: run_id,
             conversation_id: conv.id,
             owner: owner.to_string(),
-            mode: agent.mode().as_str().to_string(),
+            mode: agent.mode(),
             model: model.name.clone(),
         };
         let query = NewMessage {
             id: None,
             conversation_id: conv.id,
-            role: "user".into(),
-            kind: "query".into(),
+            role: MessageRole::User,
+            kind: MessageKind::Query,
             content: req.query.clone(),
             run_id: Some(run_id),
         };
@@ -231,9 +232,9 @@ impl RunManager {
         let stored = self.store.list_messages(conversation_id).await?;
         Ok(stored
             .into_iter()
-            .map(|m| match (m.role.as_str(), m.kind.as_str()) {
-                ("assistant", _) => Message::assistant(m.content),
-                (_, "interrupt") => Message::user(format!("(follow-up) {}", m.content)),
+            .map(|m| match (m.role, m.kind) {
+                (MessageRole::Assistant, _) => Message::assistant(m.content),
+                (_, MessageKind::Interrupt) => Message::user(format!("(follow-up) {}", m.content)),
                 _ => Message::user(m.content),
             })
             .collect())

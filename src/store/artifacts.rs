@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::models::{now, uuid};
 use super::{with_pool, with_writer, Store, StoreError, StoredArtifact};
-use crate::agent::artifacts::{artifact_url, ArtifactSink};
-use crate::agent::events::ArtifactRef;
+use crate::agent::artifacts::ArtifactSink;
+use crate::domain::{artifact_url, ArtifactRef};
 use crate::tools::Artifact;
 
 #[derive(sqlx::FromRow)]

@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use super::models::{now, opt_uuid, time, uuid};
+use super::models::{now, opt_uuid, text, time, uuid};
 use super::{
     with_pool, with_writer, Conversation, NewConversation, NewMessage, Store, StoreError,
     StoredMessage,
@@ -66,8 +66,8 @@ impl MessageRecord {
         Ok(StoredMessage {
             id: uuid(&self.id)?,
             conversation_id: uuid(&self.conversation_id)?,
-            role: self.role,
-            kind: self.kind,
+            role: text(&self.role)?,
+            kind: text(&self.kind)?,
             content: self.content,
             run_id: opt_uuid(self.run_id.as_deref())?,
             created_at: time(self.created_at)?,

@@ -29,7 +29,7 @@ use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_
 use super::models::{now, time, to_i64, uuid};
 use super::runs::FINISH_RUN_SQL;
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
-use crate::agent::events::RunStatus;
+use crate::domain::RunStatus;
 
 /// Rows per INSERT statement: 5 binds each keeps us far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.

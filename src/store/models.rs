@@ -10,7 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::agent::events::RunStatus;
+use crate::domain::{MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
 use crate::llm::Usage;
 
 /// A conversation, serialised as SPEC §3.1 (plus `system_prompt` and `tools`).
@@ -38,15 +38,14 @@ pub struct NewConversation {
     pub tools: Option<Vec<String>>,
 }
 
-/// One turn of a conversation: `role` is `user`|`assistant`, `kind` is
-/// `query`|`interrupt`|`answer`.
+/// One turn of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StoredMessage {
     pub id: Uuid,
     #[serde(skip)]
     pub conversation_id: Uuid,
-    pub role: String,
-    pub kind: String,
+    pub role: MessageRole,
+    pub kind: MessageKind,
     pub content: String,
     pub run_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
@@ -57,8 +56,8 @@ pub struct NewMessage {
     /// A caller-chosen id (an interrupt keeps the id it was accepted under); new when `None`.
     pub id: Option<Uuid>,
     pub conversation_id: Uuid,
-    pub role: String,
-    pub kind: String,
+    pub role: MessageRole,
+    pub kind: MessageKind,
     pub content: String,
     pub run_id: Option<Uuid>,
 }
@@ -68,7 +67,7 @@ pub struct NewRun {
     pub id: Uuid,
     pub conversation_id: Uuid,
     pub owner: String,
-    pub mode: String,
+    pub mode: Mode,
     pub model: String,
 }
 
@@ -108,7 +107,7 @@ pub struct RunRow {
     #[serde(skip)]
     pub owner: String,
     pub status: RunStatus,
-    pub mode: String,
+    pub mode: Mode,
     pub model: String,
     pub iterations: u32,
     pub tool_calls: u32,
@@ -173,15 +172,15 @@ pub(crate) fn opt_uuid(text: Option<&str>) -> Result<Option<Uuid>, StoreError> {
     text.map(uuid).transpose()
 }
 
-pub(crate) fn status(text: &str) -> Result<RunStatus, StoreError> {
-    Ok(match text {
-        "running" => RunStatus::Running,
-        "completed" => RunStatus::Completed,
-        "max_iterations" => RunStatus::MaxIterations,
-        "cancelled" => RunStatus::Cancelled,
-        "failed" => RunStatus::Failed,
-        other => return Err(StoreError::Corrupt(format!("bad run status: {other:?}"))),
-    })
+/// A stored enum column (status, mode, role, kind) read back as its value; text the enum does
+/// not know means the row was not written by us.
+pub(crate) fn text<T: std::str::FromStr<Err = UnknownValue>>(text: &str) -> Result<T, StoreError> {
+    text.parse()
+        .map_err(|e: UnknownValue| StoreError::Corrupt(format!("bad {}: {:?}", e.what, e.text)))
+}
+
+pub(crate) fn status(raw: &str) -> Result<RunStatus, StoreError> {
+    text(raw)
 }
 
 /// Counters are unsigned in the API and signed 64-bit in SQL; clamp rather than wrap.
@@ -221,6 +220,15 @@ mod tests {
             assert_eq!(status(s.as_str()).unwrap(), s);
         }
         assert!(matches!(status("done"), Err(StoreError::Corrupt(_))));
+        assert!(matches!(
+            text::<MessageRole>("system"),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert_eq!(
+            text::<MessageKind>("interrupt").unwrap(),
+            MessageKind::Interrupt
+        );
+        assert_eq!(text::<Mode>("json").unwrap(), Mode::Json);
         assert!(matches!(uuid("nope"), Err(StoreError::Corrupt(_))));
         assert!(matches!(time(i64::MAX), Err(StoreError::Corrupt(_))));
     }

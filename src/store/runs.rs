@@ -12,11 +12,11 @@ use super::conversations::{
     bind_conversation, bind_message, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
     TOUCH_CONVERSATION_SQL,
 };
-use super::models::{now, status, time, to_i64, to_u32, to_u64, uuid};
+use super::models::{now, status, text, time, to_i64, to_u32, to_u64, uuid};
 use super::{
     with_pool, with_writer, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError,
 };
-use crate::agent::events::RunStatus;
+use crate::domain::RunStatus;
 use crate::llm::Usage;
 
 /// A run start: its run, its query, and its conversation when that is new too.
@@ -59,7 +59,7 @@ impl RunRecord {
             conversation_id: uuid(&self.conversation_id)?,
             owner: self.owner,
             status: status(&self.status)?,
-            mode: self.mode,
+            mode: text(&self.mode)?,
             model: self.model,
             iterations: to_u32(self.iterations),
             tool_calls: to_u32(self.tool_calls),

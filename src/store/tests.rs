@@ -36,7 +36,7 @@ async fn sqlite_writes_all_go_through_the_writer_connection() {
             id: run,
             conversation_id: conv.id,
             owner: "o".into(),
-            mode: "native".into(),
+            mode: crate::domain::Mode::Native,
             model: "m".into(),
         })
         .await

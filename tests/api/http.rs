@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use reagent::agent::RunStatus;
+use reagent::domain::Mode;
 use reagent::llm::Role;
 use reagent::store::{NewConversation, NewRun, StoredEvent};
 use reagent::testing::scripted::ScriptedLlm;
@@ -348,7 +349,7 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
             id: killed,
             conversation_id: c.id,
             owner: String::new(),
-            mode: "native".into(),
+            mode: Mode::Native,
             model: "scripted".into(),
         })
         .await

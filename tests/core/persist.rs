@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reagent::agent::events::RunStatus;
+use reagent::domain::{MessageKind, MessageRole, Mode};
 use reagent::llm::Usage;
 use reagent::runs::persist::{EventWriter, PersistError};
 use reagent::runs::EventLog;
@@ -54,14 +55,14 @@ async fn new_run(store: &Store) -> (Uuid, Uuid) {
                 id: run,
                 conversation_id: conv,
                 owner: String::new(),
-                mode: "json".into(),
+                mode: Mode::Json,
                 model: "m".into(),
             },
             NewMessage {
                 id: None,
                 conversation_id: conv,
-                role: "user".into(),
-                kind: "query".into(),
+                role: MessageRole::User,
+                kind: MessageKind::Query,
                 content: "q".into(),
                 run_id: Some(run),
             },
@@ -83,8 +84,8 @@ fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
         answer: Some(NewMessage {
             id: None,
             conversation_id: conv,
-            role: "assistant".into(),
-            kind: "answer".into(),
+            role: MessageRole::Assistant,
+            kind: MessageKind::Answer,
             content: answer.into(),
             run_id: Some(run),
         }),
@@ -137,7 +138,7 @@ async fn many_runs(store: Store) {
             .await
             .unwrap()
             .into_iter()
-            .filter(|m| m.kind == "answer")
+            .filter(|m| m.kind == MessageKind::Answer)
             .collect();
         assert_eq!(answers.len(), 1);
     }
@@ -244,7 +245,7 @@ async fn once(store: Store) {
         .await
         .unwrap()
         .into_iter()
-        .filter(|m| m.kind == "answer")
+        .filter(|m| m.kind == MessageKind::Answer)
         .map(|m| m.content)
         .collect();
     assert_eq!(answers, ["first"]);
@@ -272,12 +273,13 @@ fn follow(writer: &EventWriter, run: Uuid) -> Arc<EventLog> {
 async fn failing(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
-    // Its answer breaks a CHECK constraint: its final write fails on every attempt.
+    // Its answer names a conversation that does not exist, which breaks a foreign key: its
+    // final write fails on every attempt.
     let (bad_conv, bad_run) = new_run(&store).await;
     let _bad_log = follow(&writer, bad_run);
     let mut bad_state = final_state(bad_conv, bad_run, "b");
     if let Some(answer) = bad_state.answer.as_mut() {
-        answer.role = "robot".into();
+        answer.conversation_id = Uuid::new_v4();
     }
     let (conv, run) = new_run(&store).await;
     let _log = follow(&writer, run);

@@ -9,6 +9,7 @@ use futures::{FutureExt, StreamExt};
 use reagent::agent::events::AgentEvent;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, RunStatus};
+use reagent::domain::{MessageKind, Mode};
 use reagent::llm::Llm;
 use reagent::runs::manager::LiveRun;
 use reagent::runs::manager::RESTART_ERROR;
@@ -173,7 +174,9 @@ async fn one_active_run_per_conversation_and_interrupts_need_one() {
     let step_seen = events.iter().any(|e| e.data.contains(&iid.to_string()));
     assert!(step_seen || done.contains(&iid.to_string()));
     let stored = f.store.list_messages(conv.id).await.unwrap();
-    assert!(stored.iter().any(|m| m.id == iid && m.kind == "interrupt"));
+    assert!(stored
+        .iter()
+        .any(|m| m.id == iid && m.kind == MessageKind::Interrupt));
     // The conversation is free again once `done` was emitted.
     f.llm.text("again");
     assert!(f.runs.start("", query(&conv, "third")).await.is_ok());
@@ -233,7 +236,7 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
             id: run_id,
             conversation_id: conv.id,
             owner: "".into(),
-            mode: "native".into(),
+            mode: Mode::Native,
             model: "default".into(),
         })
         .await

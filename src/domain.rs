@@ -1,0 +1,157 @@
+//! The values every layer shares: how a run ended ([`RunStatus`]), which loop protocol it used
+//! ([`Mode`]), the artifacts it announced ([`ArtifactRef`]), the role and kind of a stored
+//! conversation turn ([`MessageRole`], [`MessageKind`]) and the SSE `event:` names
+//! ([`EventName`]). The engine emits them, the store keeps them, the server sends them; this
+//! module depends on nothing else in the crate, so none of those layers has to import another
+//! to name them.
+//!
+//! Each enum's text (its JSON, its stored column and its SSE name) is written once, in the
+//! table of [`text_enum!`]; serialisation and parsing both read that table.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Text that names none of an enum's values (`what` says which enum).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what}: {text:?}")]
+pub struct UnknownValue {
+    pub what: &'static str,
+    pub text: String,
+}
+
+/// Declares a fieldless enum together with its one text table: `as_str`, `FromStr`,
+/// `Display`, and serde as that text (unknown text is serde's usual "unknown variant" error).
+macro_rules! text_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident ($what:literal) {
+            $( $(#[$vmeta:meta])* $variant:ident => $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            const TEXTS: &'static [&'static str] = &[$($text),+];
+
+            /// The text used on the wire and in storage.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownValue;
+            fn from_str(text: &str) -> Result<Self, UnknownValue> {
+                match text {
+                    $( $text => Ok($name::$variant), )+
+                    _ => Err(UnknownValue { what: $what, text: text.to_string() }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                text.parse()
+                    .map_err(|_| serde::de::Error::unknown_variant(&text, $name::TEXTS))
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Which loop protocol a run uses (SPEC §2.2).
+    pub enum Mode ("mode") {
+        Native => "native",
+        Json => "json",
+    }
+}
+
+text_enum! {
+    /// How a run ended (`done.status`); `Running` until it has.
+    pub enum RunStatus ("run status") {
+        Running => "running",
+        Completed => "completed",
+        MaxIterations => "max_iterations",
+        Cancelled => "cancelled",
+        Failed => "failed",
+    }
+}
+
+text_enum! {
+    /// Who wrote a stored conversation turn.
+    pub enum MessageRole ("message role") {
+        User => "user",
+        Assistant => "assistant",
+    }
+}
+
+text_enum! {
+    /// What a stored conversation turn is: the run's query, a follow-up sent while it ran, or
+    /// its answer.
+    pub enum MessageKind ("message kind") {
+        Query => "query",
+        Interrupt => "interrupt",
+        Answer => "answer",
+    }
+}
+
+text_enum! {
+    /// The SSE `event:` names of SPEC §4, the one table every producer and reader of event
+    /// names matches against.
+    pub enum EventName ("event name") {
+        Start => "start",
+        Step => "step",
+        Compact => "compact",
+        Answer => "answer",
+        Done => "done",
+    }
+}
+
+impl EventName {
+    /// The name of a stored event, read leniently: anything unknown reads as `done` (a run's
+    /// log ends there, so a reader never waits on a name it does not know).
+    pub fn from_stored(name: &str) -> EventName {
+        name.parse().unwrap_or(EventName::Done)
+    }
+}
+
+/// An artifact as announced in `tool_end`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    pub id: String,
+    pub name: String,
+    pub mime_type: String,
+    pub size: usize,
+    pub url: String,
+}
+
+/// The URL clients fetch an artifact from (SPEC §3.4).
+pub fn artifact_url(id: &str) -> String {
+    format!("/api/artifacts/{id}")
+}
+
+#[cfg(test)]
+mod tests;
