@@ -7,9 +7,15 @@
 //! configurations in code and never touch the process environment; [`Config::load`] is the thin
 //! wrapper `main` uses.
 //!
-//! Layout of this module: the types and the loading pipeline live here, `env` overlays the
-//! environment, `models` resolves the model list (default model, `LLM_*` overrides, keys),
-//! `validate` checks the merged result, `summary` renders it without secrets.
+//! Layout of this module: the types and the loading pipeline live here, `sections` holds the
+//! sections with their defaults (the one home of each), `hooks` the `[[hooks]]` entries and
+//! their one rule set, `env` overlays the environment, `models` resolves the model list
+//! (default model, `LLM_*` overrides, keys), `validate` checks the merged result, `summary`
+//! renders it without secrets.
+//!
+//! A bottom layer: config imports only [`crate::domain`]. The modules above take their
+//! settings from it (the engine runs on [`ReactConfig`], the hook builder on [`HookPlan`], the
+//! HTTP tool on [`HttpToolSpec`]); anything else is mapped where the service is assembled.
 //!
 //! File layout: the top-level key `default_model = "name"` (it must come before the first
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
@@ -18,6 +24,7 @@
 //! errors, so typos fail loudly instead of being silently ignored.
 
 mod env;
+pub mod hooks;
 mod models;
 mod sections;
 mod summary;
@@ -25,19 +32,17 @@ mod summary;
 mod tests;
 mod validate;
 
+pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
 pub use sections::{
-    redact_url, ApiKey, AuthConfig, LlmConfig, ModelConfig, ReactConfig, Secret, ServerConfig,
-    ToolsConfig,
+    redact_url, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
+    ServerConfig, ToolsConfig,
 };
-pub use validate::HOOK_KINDS;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-
-use crate::agent::hooks::HookSpec;
 
 /// The default listen address (SPEC §6).
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";

@@ -148,6 +148,55 @@ pub struct ArtifactRef {
     pub url: String,
 }
 
+/// What a model can do beyond plain text; a `[[models]]` entry's `abilities`, read by the
+/// client and the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Abilities {
+    pub tool_call: bool,
+    pub json_mode: bool,
+    pub tool_choice: bool,
+}
+
+impl Default for Abilities {
+    fn default() -> Self {
+        Self {
+            tool_call: true,
+            json_mode: true,
+            tool_choice: true,
+        }
+    }
+}
+
+impl Abilities {
+    /// A model that can only produce text.
+    pub fn text_only() -> Self {
+        Self {
+            tool_call: false,
+            json_mode: false,
+            tool_choice: false,
+        }
+    }
+}
+
+/// The default cap on one model response's size (16 MiB), `LLM_MAX_RESPONSE_BYTES`.
+pub const DEFAULT_LLM_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The prompt budget of a model (SPEC §2.10): its context window minus what it keeps for its
+/// output, at least one token. The context guard, compaction and the configuration all use this.
+pub fn prompt_budget(context_window: u32, max_output_tokens: u32) -> u32 {
+    context_window.saturating_sub(max_output_tokens).max(1)
+}
+
+/// Equal length and bytes, examining every byte (only the length leaks, as usual): how API
+/// keys are compared, so timing reveals no prefix.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
 /// The URL clients fetch an artifact from (SPEC §3.4).
 pub fn artifact_url(id: &str) -> String {
     format!("/api/artifacts/{id}")

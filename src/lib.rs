@@ -18,6 +18,7 @@
 //!   event names, artifact references, model abilities); imports nothing of the crate.
 //! - [`app`] — the one place that assembles the service from a [`config::Config`] and runs it
 //!   until a shutdown signal.
+//! - [`net`] — the listening socket the server and the test fakes share.
 //! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
 //!   mock provider.
 
@@ -26,6 +27,7 @@ pub mod app;
 pub mod config;
 pub mod domain;
 pub mod llm;
+pub mod net;
 pub mod runs;
 pub mod server;
 pub mod store;

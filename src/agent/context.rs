@@ -14,6 +14,7 @@ use std::io;
 use crate::llm::{ChatRequest, Llm, Message, Role, ToolDefinition, Usage};
 
 use super::events::CompactEvent;
+use crate::domain::prompt_budget;
 
 /// Tokens a provider adds around each message (role markers, separators). OpenAI documents ~3–4.
 pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
@@ -162,8 +163,7 @@ impl ContextGuard {
 
     /// The default budget of SPEC §2.10: the model's context window minus its max output tokens.
     pub fn for_llm(llm: &dyn Llm) -> Self {
-        let budget = llm.context_window().saturating_sub(llm.max_output_tokens());
-        Self::new(budget as usize)
+        Self::new(prompt_budget(llm.context_window(), llm.max_output_tokens()) as usize)
     }
 
     pub fn with_keep_recent(mut self, keep_recent: usize) -> Self {
@@ -325,7 +325,7 @@ async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String>, Usage) {
 /// Bytes of transcript the summary model can take: about three quarters of its input budget at
 /// 4 bytes per token, so a very long history cannot make the summary call itself overflow.
 fn transcript_budget(llm: &dyn Llm) -> usize {
-    let input_tokens = llm.context_window().saturating_sub(llm.max_output_tokens()) as usize;
+    let input_tokens = prompt_budget(llm.context_window(), llm.max_output_tokens()) as usize;
     (input_tokens.saturating_mul(3)).max(SUMMARY_MESSAGE_BYTES * 2)
 }
 

@@ -22,6 +22,10 @@ pub struct ReActAgent {
     tools: ToolRegistry,
     hooks: Arc<HookRunner>,
     config: AgentConfig,
+    /// A mode asked for explicitly; native falls back to JSON when the model cannot do it.
+    mode: Option<Mode>,
+    /// The role part of the system prompt; the default role when `None`.
+    system_prompt: Option<String>,
 }
 
 impl ReActAgent {
@@ -37,7 +41,21 @@ impl ReActAgent {
             tools,
             hooks: Arc::new(hooks),
             config,
+            mode: None,
+            system_prompt: None,
         }
+    }
+
+    /// Asks for a mode (SPEC §2.2); `None` lets the model's abilities decide.
+    pub fn with_mode(mut self, mode: Option<Mode>) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The role part of the system prompt (a conversation's `system_prompt`).
+    pub fn with_system_prompt(mut self, prompt: Option<String>) -> Self {
+        self.system_prompt = prompt;
+        self
     }
 
     /// Uses another model for context compaction only (SPEC §2.1 `compact_model`).
@@ -53,7 +71,7 @@ impl ReActAgent {
     /// The mode this agent's runs use (SPEC §2.2).
     pub fn mode(&self) -> Mode {
         let native_ok = self.config.use_native_tools && self.llm.abilities().tool_call;
-        match self.config.mode {
+        match self.mode {
             Some(Mode::Json) => Mode::Json,
             _ if native_ok => Mode::Native,
             _ => Mode::Json,
@@ -62,10 +80,8 @@ impl ReActAgent {
 
     /// The prompt budget the context guard enforces.
     pub fn context_budget(&self) -> usize {
-        self.config.context_budget_tokens.unwrap_or_else(|| {
-            (self.llm.context_window() as usize)
-                .saturating_sub(self.llm.max_output_tokens() as usize)
-        })
+        let (window, output) = (self.llm.context_window(), self.llm.max_output_tokens());
+        self.config.context_budget_for(window, output) as usize
     }
 
     /// Runs one query to completion, emitting `start` … `done`. Never panics on LLM or tool
@@ -85,10 +101,10 @@ impl ReActAgent {
         }));
 
         let mut usage = Usage::default();
-        let tools = if self.tools.len() > self.config.tool_selection_threshold {
+        let tools = if self.tools.len() > self.config.tool_selection_threshold as usize {
             let selection = tokio::select! {
                 _ = handles.cancel.cancelled() => None,
-                s = select_tools(self.llm.as_ref(), &input.query, &self.tools, self.config.tool_selection_max) => Some(s),
+                s = select_tools(self.llm.as_ref(), &input.query, &self.tools, self.config.tool_selection_max as usize) => Some(s),
             };
             match selection {
                 Some(s) => {
@@ -104,6 +120,7 @@ impl ReActAgent {
 
         let setup = LoopSetup {
             config: &self.config,
+            system_prompt: self.system_prompt.as_deref(),
             llm: &self.llm,
             compact_llm: &self.compact_llm,
             hooks: self.hooks.clone(),

@@ -4,6 +4,7 @@
 //! `tool_calls` message is always followed by exactly its results.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -43,6 +44,8 @@ enum Next {
 /// What the loop takes from the agent that runs it (and nothing else of it).
 pub(super) struct LoopSetup<'a> {
     pub config: &'a AgentConfig,
+    /// The role part of the system prompt; the default role when `None`.
+    pub system_prompt: Option<&'a str>,
     pub llm: &'a Arc<dyn Llm>,
     /// The model context compaction uses.
     pub compact_llm: &'a Arc<dyn Llm>,
@@ -88,6 +91,7 @@ impl<'a> LoopRun<'a> {
     pub fn new(setup: LoopSetup<'a>, input: &RunInput, handles: &'a RunHandles) -> Self {
         let LoopSetup {
             config: cfg,
+            system_prompt,
             llm,
             compact_llm,
             hooks,
@@ -95,10 +99,7 @@ impl<'a> LoopRun<'a> {
             mode,
             tools,
         } = setup;
-        let role = cfg
-            .system_prompt
-            .as_deref()
-            .unwrap_or(prompts::DEFAULT_ROLE);
+        let role = system_prompt.unwrap_or(prompts::DEFAULT_ROLE);
         let defs = tools.definitions();
         let (system, tool_defs) = match mode {
             Mode::Native => (prompts::native_system_prompt(role), defs),
@@ -120,7 +121,7 @@ impl<'a> LoopRun<'a> {
             executor: Executor {
                 tools,
                 hooks,
-                default_timeout: cfg.tool_timeout,
+                default_timeout: Duration::from_secs(cfg.tool_timeout_s),
                 events: handles.events.clone(),
                 run_id: input.run_id.clone(),
                 conversation_id: input.conversation_id.clone(),

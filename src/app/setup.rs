@@ -74,23 +74,9 @@ pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
     }
 }
 
-/// The engine settings of `[react]` / `REACT_*` (SPEC §6).
+/// The engine settings of `[react]` / `REACT_*` (SPEC §6): the section itself.
 pub fn agent_config(react: &ReactConfig) -> AgentConfig {
-    AgentConfig {
-        max_iterations: react.max_iterations,
-        tool_selection_threshold: react.tool_selection_threshold as usize,
-        tool_selection_max: react.tool_selection_max as usize,
-        self_reflection_interval: react.self_reflection_interval,
-        cycle_detection_threshold: react.cycle_detection_threshold,
-        completion_check: react.completion_check,
-        completion_check_min_tools: react.completion_check_min_tools,
-        synthesis_truncation: react.synthesis_truncation,
-        context_budget_tokens: react.context_budget_tokens.map(|t| t as usize),
-        use_native_tools: react.use_native_tools,
-        mode: None,
-        tool_timeout: Duration::from_secs(react.tool_timeout_s),
-        system_prompt: None,
-    }
+    react.clone()
 }
 
 /// Built-in tools plus the configured HTTP tools.

@@ -1,15 +1,16 @@
 //! The sections of the configuration (`[server]`, `[auth]`, `[llm]`, `[[models]]`, `[react]`,
 //! `[tools]`) with their SPEC §6 defaults, and [`Secret`], which keeps keys out of `Debug`.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use super::{DEFAULT_BASE_URL, DEFAULT_DATABASE_URL, DEFAULT_MODEL};
-use crate::llm::Abilities;
-use crate::tools::http_tool::HttpToolSpec;
+use crate::domain::{constant_time_eq, prompt_budget, Abilities, DEFAULT_LLM_MAX_RESPONSE_BYTES};
 
 /// A secret string (API key). Its `Debug` never shows the value, so configs can be logged.
 #[derive(Clone, PartialEq, Eq, Default, Deserialize)]
@@ -133,13 +134,12 @@ impl AuthConfig {
     pub fn enabled(&self) -> bool {
         !self.keys.is_empty()
     }
-    /// The tenant name owning `key`, if any. Like [`crate::server::Auth`], compares in
+    /// The tenant name owning `key`, if any. Like the server's key check, compares in
     /// constant time against every key (no early exit), so timing reveals no prefix.
     pub fn tenant_for(&self, key: &str) -> Option<&str> {
         let mut found = None;
         for k in &self.keys {
-            let same =
-                crate::server::auth::constant_time_eq(k.key.expose().as_bytes(), key.as_bytes());
+            let same = constant_time_eq(k.key.expose().as_bytes(), key.as_bytes());
             if same && found.is_none() {
                 found = Some(k.name.as_str());
             }
@@ -166,7 +166,7 @@ impl Default for LlmConfig {
         Self {
             timeout_s: 120,
             max_retries: 3,
-            max_response_bytes: crate::llm::openai::DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: DEFAULT_LLM_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -301,8 +301,40 @@ impl ReactConfig {
     /// The context budget for a run on a model with these limits (§2.10).
     pub fn context_budget_for(&self, context_window: u32, max_output_tokens: u32) -> u32 {
         self.context_budget_tokens
-            .unwrap_or_else(|| context_window.saturating_sub(max_output_tokens).max(1))
+            .unwrap_or_else(|| prompt_budget(context_window, max_output_tokens))
     }
+}
+
+/// One `[[tools.http]]` entry, exactly as written in `config.toml`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HttpToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+    pub url: String,
+    #[serde(default = "default_method")]
+    pub method: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default = "default_timeout_s")]
+    pub timeout_s: u64,
+    #[serde(default)]
+    pub writes: bool,
+    #[serde(default)]
+    pub requires_approval: bool,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+fn default_method() -> String {
+    "POST".into()
+}
+fn default_timeout_s() -> u64 {
+    30
 }
 
 /// `[tools]`. `Debug` shows HTTP tools without their header values (often credentials).

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use super::*;
-use crate::llm::Abilities;
+use crate::domain::Abilities;
 
 fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
@@ -432,10 +432,7 @@ fn http_tools_and_hooks_are_parsed() {
         ("read_only", -10)
     );
     assert_eq!(c.hooks[0].tools.as_deref(), Some("create_*"));
-    assert_eq!(
-        c.hooks[1].policy,
-        crate::agent::hooks::FailurePolicy::FailClosed
-    );
+    assert_eq!(c.hooks[1].policy, super::FailurePolicy::FailClosed);
     assert_eq!(c.hooks[1].timeout_ms, Some(2000));
 }
 

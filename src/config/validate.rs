@@ -6,22 +6,11 @@
 use std::collections::HashSet;
 use std::fmt::Debug;
 
-use globset::Glob;
-
 use super::env::integer_expectation;
 use super::{Config, ConfigError, FileConfig};
 
 /// Names taken by the built-in tools (SPEC §6); an HTTP tool cannot shadow them.
 const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "http_request"];
-/// The hook kinds of SPEC §2.6.
-pub const HOOK_KINDS: &[&str] = &[
-    "read_only",
-    "approval",
-    "audit",
-    "rate_limit",
-    "truncate_result",
-    "webhook",
-];
 const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 pub(super) fn database_url(key: &str, raw: &str) -> Result<(), ConfigError> {
@@ -50,7 +39,7 @@ pub(super) fn http_url(key: &str, raw: &str) -> Result<(), ConfigError> {
     }
 }
 
-fn at_least<T: PartialOrd + Copy + Debug + From<u8>>(
+pub(super) fn at_least<T: PartialOrd + Copy + Debug + From<u8>>(
     key: &str,
     v: T,
     min: T,
@@ -198,51 +187,9 @@ fn http_tools(f: &FileConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// `[[hooks]]` follow the one rule set of [`super::hooks`].
 fn hooks(f: &FileConfig) -> Result<(), ConfigError> {
-    for (i, h) in f.hooks.iter().enumerate() {
-        let key = |field: &str| format!("hooks[{i}].{field}");
-        if !HOOK_KINDS.contains(&h.kind.as_str()) {
-            return Err(ConfigError::invalid(
-                key("kind"),
-                format!(
-                    "unknown hook kind {:?} (expected one of {})",
-                    h.kind,
-                    HOOK_KINDS.join(", ")
-                ),
-            ));
-        }
-        if let Some(glob) = &h.tools {
-            Glob::new(glob).map_err(|e| {
-                ConfigError::invalid(key("tools"), format!("bad glob {glob:?}: {e}"))
-            })?;
-        }
-        if let Some(ms) = h.timeout_ms {
-            at_least(&key("timeout_ms"), ms, 1)?;
-        }
-        match (h.kind.as_str(), &h.url) {
-            ("webhook", None) => {
-                return Err(ConfigError::invalid(
-                    key("url"),
-                    "a webhook hook needs a url",
-                ))
-            }
-            ("webhook", Some(url)) => http_url(&key("url"), url)?,
-            _ => {}
-        }
-        if let Some(n) = h.max_calls {
-            at_least(&key("max_calls"), n, 1)?;
-        }
-        if let Some(n) = h.window_s {
-            at_least(&key("window_s"), n, 1)?;
-        }
-        if let Some(n) = h.max_chars {
-            at_least(&key("max_chars"), n, 1)?;
-        }
-        if let Some(n) = h.approval_timeout_s {
-            at_least(&key("approval_timeout_s"), n, 1)?;
-        }
-    }
-    Ok(())
+    super::hooks::plan_hooks(&f.hooks).map(|_| ())
 }
 
 /// Cross references that only make sense once the environment is applied.

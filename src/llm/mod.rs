@@ -213,33 +213,7 @@ pub enum StreamEvent {
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
 
 /// What a model can do; drives mode choice (SPEC §2.2) and the structured-output chain (§5.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Abilities {
-    pub tool_call: bool,
-    pub json_mode: bool,
-    pub tool_choice: bool,
-}
-
-impl Default for Abilities {
-    fn default() -> Self {
-        Self {
-            tool_call: true,
-            json_mode: true,
-            tool_choice: true,
-        }
-    }
-}
-
-impl Abilities {
-    /// A model that can only produce text.
-    pub fn text_only() -> Self {
-        Self {
-            tool_call: false,
-            json_mode: false,
-            tool_choice: false,
-        }
-    }
-}
+pub use crate::domain::Abilities;
 
 /// Every way an LLM call can fail. Never a panic.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]

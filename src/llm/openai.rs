@@ -44,8 +44,8 @@ use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Str
 /// A stream may last at most this many times the per-call timeout in total.
 pub const STREAM_TOTAL_FACTOR: u32 = 4;
 
-/// The default cap on one response's size (16 MiB).
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// The default cap on one response's size.
+pub use crate::domain::DEFAULT_LLM_MAX_RESPONSE_BYTES as DEFAULT_MAX_RESPONSE_BYTES;
 
 /// Everything needed to talk to one model of one OpenAI-compatible provider.
 #[derive(Clone, Debug)]

@@ -177,16 +177,12 @@ impl RunManager {
             None => self.tools.clone(),
         };
         let mut cfg = self.base.clone();
-        if req.mode.is_some() {
-            cfg.mode = req.mode;
-        }
         if let Some(m) = req.max_iterations {
             cfg.max_iterations = m;
         }
-        if conv.system_prompt.is_some() {
-            cfg.system_prompt = conv.system_prompt.clone();
-        }
-        let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg);
+        let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg)
+            .with_mode(req.mode)
+            .with_system_prompt(conv.system_prompt.clone());
         if let Some(c) = &self.compact_llm {
             agent = agent.with_compact_llm(c.clone());
         }

@@ -106,14 +106,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .then_some(token.trim())
 }
 
-/// Equal length and bytes, examining every byte (only the length leaks, as usual).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
-}
+pub use crate::domain::constant_time_eq;
 
 /// A token bucket per tenant: `per_minute` burst, refilled continuously.
 pub struct RateLimiter {

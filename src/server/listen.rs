@@ -22,10 +22,7 @@ use tower::ServiceExt;
 use super::error::ApiError;
 use super::stall::StallGuard;
 
-/// The accept queue asked of the kernel (which caps it at `net.core.somaxconn`). tokio's
-/// `TcpListener::bind` asks for 1024, which overflowed when thousands of clients connected at
-/// once: the kernel dropped their SYNs and they retried after 1 s and 3 s.
-pub const LISTEN_BACKLOG: u32 = 4096;
+pub use crate::net::{listen, LISTEN_BACKLOG};
 
 /// Connections past the cap that still get an answer (`/healthz`, or 503) before the server
 /// starts closing new ones unanswered.
@@ -87,19 +84,6 @@ fn nofile_limit() -> Option<usize> {
 #[cfg(not(unix))]
 fn nofile_limit() -> Option<usize> {
     None
-}
-
-/// A listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's `bind`).
-pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    #[cfg(unix)]
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
 }
 
 /// [`serve_with`] and the default [`ConnectionLimits`].

@@ -176,7 +176,7 @@ impl MockProvider {
         cfg.validate()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // Thousands of the server's pooled connections can open at once.
-        let listener = crate::server::listen(cfg.bind)?;
+        let listener = crate::net::listen(cfg.bind)?;
         let addr = listener.local_addr()?;
         let tokens = answer_tokens(cfg.answer_tokens);
         let shared = Arc::new(Shared {

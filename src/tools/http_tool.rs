@@ -9,50 +9,17 @@
 //! The SSRF guard does NOT apply here: these URLs are written by the operator, not chosen by
 //! the model, and pointing a tool at an internal service is their very purpose. Bodies are
 //! still capped at [`MAX_HTTP_TOOL_RESPONSE_BYTES`].
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
 use super::http_request::{describe, read_capped};
 use super::{Artifact, Tool, ToolError, ToolOutput, ToolSource};
-
-/// One `[[tools.http]]` entry, exactly as written in `config.toml`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HttpToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments (an object schema).
-    #[serde(default = "empty_object_schema")]
-    pub parameters: Value,
-    pub url: String,
-    #[serde(default = "default_method")]
-    pub method: String,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    #[serde(default = "default_timeout_s")]
-    pub timeout_s: u64,
-    #[serde(default)]
-    pub writes: bool,
-    #[serde(default)]
-    pub requires_approval: bool,
-}
-
-fn empty_object_schema() -> Value {
-    serde_json::json!({"type": "object", "properties": {}})
-}
-fn default_method() -> String {
-    "POST".into()
-}
-fn default_timeout_s() -> u64 {
-    30
-}
+pub use crate::config::HttpToolSpec;
 
 /// Largest body an HTTP tool may return; text beyond it is cut, documents beyond it refused
 /// (a cut HTML document would be broken).

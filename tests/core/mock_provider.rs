@@ -54,11 +54,10 @@ async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
         self_reflection_interval: 0,
         cycle_detection_threshold: 0,
         completion_check: false,
-        mode,
         ..AgentConfig::default()
     };
     let tools = ToolRegistry::new().with(Arc::new(Calculator));
-    let agent = ReActAgent::new(Arc::new(llm), tools, HookRunner::default(), cfg);
+    let agent = ReActAgent::new(Arc::new(llm), tools, HookRunner::default(), cfg).with_mode(mode);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
         events: tx.into(),

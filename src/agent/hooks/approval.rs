@@ -20,7 +20,7 @@ use super::{Hook, HookContext, HookError, PreVerdict};
 use crate::agent::events::{AgentEvent, StepEvent};
 
 /// How long a run waits for a reviewer when the configuration does not say (SPEC §3.6).
-pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
+pub use crate::config::hooks::DEFAULT_APPROVAL_TIMEOUT;
 
 /// What a reviewer (and the server's tenancy check) needs to know about a pending request.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -12,8 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use super::config::{
-    build_hooks, validate_specs, HookConfigError, HookDeps, APPROVAL_TIMEOUT_MARGIN,
-    DEFAULT_HOOK_TIMEOUT,
+    build_hooks, HookConfigError, HookDeps, APPROVAL_TIMEOUT_MARGIN, DEFAULT_HOOK_TIMEOUT,
 };
 use super::{Hook, HookContext, HookError, PostContext, PostVerdict, PreVerdict};
 
@@ -268,6 +267,7 @@ mod tests {
     use crate::agent::hooks::{
         FailurePolicy, HookEntry, HookRunner, HookSpec, PostOutcome, PreOutcome,
     };
+    use crate::config::plan_hooks;
     use serde_json::json;
 
     type Log = Arc<Mutex<Vec<&'static str>>>;
@@ -629,12 +629,13 @@ mod tests {
         let ok = json!({"kind": "read_only"});
         assert_eq!(
             build_err(json!([ok, ok, {"kind": "webhook"}])),
-            "hooks[2]: kind \"webhook\" needs url"
+            "hooks[2].url: a webhook hook needs a url"
         );
-        assert!(build_err(json!([{"kind": "nope"}])).starts_with("hooks[0]: unknown kind \"nope\""));
-        assert_eq!(
-            build_err(json!([{"kind": "rate_limit", "max_calls": 0, "window_s": 1}])),
-            "hooks[0].max_calls: must be greater than 0"
+        assert!(build_err(json!([{"kind": "nope"}]))
+            .starts_with("hooks[0].kind: unknown hook kind \"nope\""));
+        assert!(
+            build_err(json!([{"kind": "rate_limit", "max_calls": 0, "window_s": 1}]))
+                .starts_with("invalid value 0 for hooks[0].max_calls: "),
         );
         assert_eq!(
             build_err(json!([{"kind": "rate_limit", "max_calls": 3}])),
@@ -654,14 +655,14 @@ mod tests {
         )
         .starts_with("hooks[0].timeout_ms: "));
         assert!(build_err(json!([{"kind": "read_only", "timeout_ms": 0}]))
-            .starts_with("hooks[0].timeout_ms: "));
-        assert!(validate_specs(&specs(json!([{"kind": "truncate_result"}]))).is_err());
+            .starts_with("invalid value 0 for hooks[0].timeout_ms: "));
+        assert!(plan_hooks(&specs(json!([{"kind": "truncate_result"}]))).is_err());
     }
 
     #[test]
     fn audit_without_a_sink_fails_validation_passes() {
         let s = specs(json!([{"kind": "read_only"}, {"kind": "audit"}]));
-        assert_eq!(validate_specs(&s), Ok(()));
+        assert!(plan_hooks(&s).is_ok());
         assert_eq!(
             build_hooks(&s, &deps(false), false).err(),
             Some(HookConfigError::NoAuditSink { index: 1 })
@@ -681,7 +682,7 @@ mod tests {
             {"kind": "webhook", "url": "http://127.0.0.1:9/hook", "tools": "never_*"},
             {"kind": "audit", "priority": 1},
         ]));
-        assert_eq!(validate_specs(&s), Ok(()));
+        assert!(plan_hooks(&s).is_ok());
         let sink = Arc::new(MemoryAuditSink::new());
         let d = HookDeps {
             audit: Some(sink.clone()),

@@ -1,12 +1,10 @@
-//! [`build_hooks`]: turns the `[[hooks]]` entries of `config.toml` into a [`HookRunner`], and
-//! [`validate_specs`], which checks them without building anything so configuration loading can
-//! reject a bad file at start-up with a message naming the entry and the field.
+//! [`build_hooks`]: turns the `[[hooks]]` entries of `config.toml` into a [`HookRunner`]. The
+//! entries are checked by the configuration's one rule set ([`crate::config::plan_hooks`]);
+//! this module only builds what a checked entry describes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use globset::Glob;
 
 use super::approval::{ApprovalBroker, ApprovalHook, DEFAULT_APPROVAL_TIMEOUT};
 use super::builtin::{AuditHook, AuditSink, RateLimitHook, ReadOnlyHook, TruncateResultHook};
@@ -15,173 +13,22 @@ use super::{
     FailurePolicy, Hook, HookContext, HookEntry, HookError, HookRunner, HookSpec, PostContext,
     PostVerdict, PreVerdict,
 };
-
-/// How much longer than its approval timeout the runner lets the approval hook run, so the
-/// hook's own "approval timed out" verdict wins over a generic hook timeout.
-pub const APPROVAL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
-
-/// Default per-hook timeout when `timeout_ms` is absent.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_millis(5000);
+pub use crate::config::hooks::{APPROVAL_TIMEOUT_MARGIN, DEFAULT_HOOK_TIMEOUT};
+use crate::config::{plan_hooks, HookKind, HookPlan};
 
 /// A `[[hooks]]` entry that cannot be used. Messages name the entry (0-based, as in the file's
-/// array order) and the field, e.g. `hooks[2]: kind "webhook" needs url`.
+/// array order) and the field, e.g. `hooks[2].url: a webhook hook needs a url`.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum HookConfigError {
-    #[error("hooks[{index}]: unknown kind \"{kind}\" (expected read_only, approval, audit, rate_limit, truncate_result or webhook)")]
-    UnknownKind { index: usize, kind: String },
-    #[error("hooks[{index}]: kind \"{kind}\" needs {field}")]
-    Missing {
-        index: usize,
-        kind: String,
-        field: &'static str,
-    },
-    #[error("hooks[{index}]: {field} does not apply to kind \"{kind}\"")]
-    Unused {
-        index: usize,
-        kind: String,
-        field: &'static str,
-    },
-    #[error("hooks[{index}].{field}: {message}")]
-    Invalid {
-        index: usize,
-        field: &'static str,
-        message: String,
-    },
+    /// The entry breaks a rule of [`plan_hooks`]; the text is the configuration error's.
+    #[error("{0}")]
+    Invalid(String),
     /// Audit hooks must not silently record nothing: with no sink, start-up fails. Pass
     /// [`TracingAuditSink`] to audit into the log instead of the store.
+    ///
+    /// [`TracingAuditSink`]: super::builtin::TracingAuditSink
     #[error("hooks[{index}]: kind \"audit\" needs an audit sink and none is available")]
     NoAuditSink { index: usize },
-}
-
-/// What each hook kind is made of once its spec is checked.
-enum Kind {
-    ReadOnly,
-    Approval { timeout: Duration },
-    Audit,
-    RateLimit { max_calls: u32, window: Duration },
-    Truncate { max_chars: usize },
-    Webhook { url: String },
-}
-
-/// A checked spec: everything [`build_hooks`] needs, no dependency yet.
-struct Checked {
-    kind: Kind,
-    timeout: Duration,
-}
-
-/// Which kind-specific fields a spec set, to reject the ones its kind ignores (usually a typo
-/// or a misplaced line that would otherwise be silently ignored).
-fn kind_fields(spec: &HookSpec) -> [(&'static str, bool); 5] {
-    [
-        ("url", spec.url.is_some()),
-        ("max_calls", spec.max_calls.is_some()),
-        ("window_s", spec.window_s.is_some()),
-        ("max_chars", spec.max_chars.is_some()),
-        ("approval_timeout_s", spec.approval_timeout_s.is_some()),
-    ]
-}
-
-fn check(index: usize, spec: &HookSpec) -> Result<Checked, HookConfigError> {
-    let kind = spec.kind.as_str();
-    let missing = |field| HookConfigError::Missing {
-        index,
-        kind: kind.to_string(),
-        field,
-    };
-    let invalid = |field, message: &str| HookConfigError::Invalid {
-        index,
-        field,
-        message: message.to_string(),
-    };
-    let (checked_kind, own_fields): (Kind, &[&str]) = match kind {
-        "read_only" => (Kind::ReadOnly, &[]),
-        "audit" => (Kind::Audit, &[]),
-        "approval" => {
-            let secs = spec
-                .approval_timeout_s
-                .unwrap_or(DEFAULT_APPROVAL_TIMEOUT.as_secs());
-            if secs == 0 {
-                return Err(invalid("approval_timeout_s", "must be greater than 0"));
-            }
-            let timeout = Duration::from_secs(secs);
-            (Kind::Approval { timeout }, &["approval_timeout_s"])
-        }
-        "rate_limit" => {
-            let max_calls = spec.max_calls.ok_or_else(|| missing("max_calls"))?;
-            if max_calls == 0 {
-                return Err(invalid("max_calls", "must be greater than 0"));
-            }
-            let window_s = spec.window_s.ok_or_else(|| missing("window_s"))?;
-            if window_s == 0 {
-                return Err(invalid("window_s", "must be greater than 0"));
-            }
-            let window = Duration::from_secs(window_s);
-            (
-                Kind::RateLimit { max_calls, window },
-                &["max_calls", "window_s"],
-            )
-        }
-        "truncate_result" => {
-            let max_chars = spec.max_chars.ok_or_else(|| missing("max_chars"))?;
-            if max_chars == 0 {
-                return Err(invalid("max_chars", "must be greater than 0"));
-            }
-            (Kind::Truncate { max_chars }, &["max_chars"])
-        }
-        "webhook" => {
-            let url = spec.url.clone().ok_or_else(|| missing("url"))?;
-            match url::Url::parse(&url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-                Ok(_) => return Err(invalid("url", "must be an http or https URL")),
-                Err(e) => return Err(invalid("url", &format!("not a valid URL ({e})"))),
-            }
-            (Kind::Webhook { url }, &["url"])
-        }
-        _ => {
-            return Err(HookConfigError::UnknownKind {
-                index,
-                kind: kind.to_string(),
-            })
-        }
-    };
-    if let Some((field, _)) = kind_fields(spec)
-        .into_iter()
-        .find(|(field, set)| *set && !own_fields.contains(field))
-    {
-        return Err(HookConfigError::Unused {
-            index,
-            kind: kind.to_string(),
-            field,
-        });
-    }
-    if let Some(glob) = &spec.tools {
-        Glob::new(glob).map_err(|e| invalid("tools", &e.kind().to_string()))?;
-    }
-    let timeout = match (spec.timeout_ms, &checked_kind) {
-        (Some(0), _) => return Err(invalid("timeout_ms", "must be greater than 0")),
-        (Some(ms), Kind::Approval { timeout }) if Duration::from_millis(ms) <= *timeout => {
-            return Err(invalid(
-                "timeout_ms",
-                "must be longer than approval_timeout_s, or the wait for a reviewer is cut short",
-            ))
-        }
-        (Some(ms), _) => Duration::from_millis(ms),
-        (None, Kind::Approval { timeout }) => *timeout + APPROVAL_TIMEOUT_MARGIN,
-        (None, _) => DEFAULT_HOOK_TIMEOUT,
-    };
-    Ok(Checked {
-        kind: checked_kind,
-        timeout,
-    })
-}
-
-/// Checks every `[[hooks]]` entry without building anything (for configuration validation at
-/// start-up). An `audit` entry passes here; whether a sink exists is [`build_hooks`]' concern.
-pub fn validate_specs(specs: &[HookSpec]) -> Result<(), HookConfigError> {
-    specs
-        .iter()
-        .enumerate()
-        .try_for_each(|(i, spec)| check(i, spec).map(|_| ()))
 }
 
 /// What built hooks need from the rest of the process.
@@ -224,48 +71,15 @@ pub fn build_hooks(
     deps: &HookDeps,
     any_tool_requires_approval: bool,
 ) -> Result<HookRunner, HookConfigError> {
-    let mut entries = Vec::with_capacity(specs.len() + 1);
-    for (index, spec) in specs.iter().enumerate() {
-        let checked = check(index, spec)?;
-        let hook: Arc<dyn Hook> = match checked.kind {
-            Kind::ReadOnly => Arc::new(ReadOnlyHook),
-            Kind::Audit => {
-                let sink = deps
-                    .audit
-                    .clone()
-                    .ok_or(HookConfigError::NoAuditSink { index })?;
-                Arc::new(AuditHook::new(sink))
-            }
-            Kind::Approval { timeout } => {
-                Arc::new(ApprovalHook::new(Arc::clone(&deps.approvals), timeout))
-            }
-            Kind::RateLimit { max_calls, window } => {
-                Arc::new(RateLimitHook::new(max_calls, window))
-            }
-            Kind::Truncate { max_chars } => Arc::new(TruncateResultHook::new(max_chars)),
-            Kind::Webhook { url } => Arc::new(WebhookHook::new(url, deps.http.clone())),
-        };
-        let hook = match &spec.name {
-            Some(name) if !name.trim().is_empty() => Arc::new(Named {
-                name: name.trim().to_string(),
-                inner: hook,
-            }) as Arc<dyn Hook>,
-            _ => hook,
-        };
-        let mut entry = HookEntry::new(hook)
-            .priority(spec.priority)
-            .timeout(checked.timeout)
-            .policy(spec.policy);
-        if let Some(glob) = &spec.tools {
-            entry = entry.filter(glob).map_err(|e| HookConfigError::Invalid {
-                index,
-                field: "tools",
-                message: e.kind().to_string(),
-            })?;
-        }
-        entries.push(entry);
+    let plans = plan_hooks(specs).map_err(|e| HookConfigError::Invalid(e.to_string()))?;
+    let mut entries = Vec::with_capacity(plans.len() + 1);
+    for (index, plan) in plans.iter().enumerate() {
+        entries.push(entry(index, plan, deps)?);
     }
-    if any_tool_requires_approval && !specs.iter().any(|s| s.kind == "approval") {
+    let has_approval = plans
+        .iter()
+        .any(|p| matches!(p.kind, HookKind::Approval { .. }));
+    if any_tool_requires_approval && !has_approval {
         let hook = ApprovalHook::new(Arc::clone(&deps.approvals), DEFAULT_APPROVAL_TIMEOUT);
         entries.push(
             HookEntry::new(Arc::new(hook))
@@ -275,4 +89,44 @@ pub fn build_hooks(
         );
     }
     Ok(HookRunner::new(entries))
+}
+
+/// The hook a checked entry describes, with its placement.
+fn entry(index: usize, plan: &HookPlan, deps: &HookDeps) -> Result<HookEntry, HookConfigError> {
+    let hook: Arc<dyn Hook> = match &plan.kind {
+        HookKind::ReadOnly => Arc::new(ReadOnlyHook),
+        HookKind::Audit => {
+            let sink = deps
+                .audit
+                .clone()
+                .ok_or(HookConfigError::NoAuditSink { index })?;
+            Arc::new(AuditHook::new(sink))
+        }
+        HookKind::Approval { timeout } => {
+            Arc::new(ApprovalHook::new(Arc::clone(&deps.approvals), *timeout))
+        }
+        HookKind::RateLimit { max_calls, window } => {
+            Arc::new(RateLimitHook::new(*max_calls, *window))
+        }
+        HookKind::Truncate { max_chars } => Arc::new(TruncateResultHook::new(*max_chars)),
+        HookKind::Webhook { url } => Arc::new(WebhookHook::new(url.clone(), deps.http.clone())),
+    };
+    let hook = match &plan.name {
+        Some(name) => Arc::new(Named {
+            name: name.clone(),
+            inner: hook,
+        }) as Arc<dyn Hook>,
+        None => hook,
+    };
+    let entry = HookEntry::new(hook)
+        .priority(plan.priority)
+        .timeout(plan.timeout)
+        .policy(plan.policy);
+    match &plan.tools {
+        // The glob compiled when the plan was checked.
+        Some(glob) => entry
+            .filter(glob)
+            .map_err(|e| HookConfigError::Invalid(format!("hooks[{index}].tools: {e}"))),
+        None => Ok(entry),
+    }
 }

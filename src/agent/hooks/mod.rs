@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use globset::{Glob, GlobMatcher};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::events::EventSink;
+/// The `[[hooks]]` entries and the failure policy are configuration values.
+pub use crate::config::{FailurePolicy, HookSpec};
 
 /// What a hook sees about a tool call.
 #[derive(Clone, Debug)]
@@ -82,17 +83,6 @@ pub trait Hook: Send + Sync {
     async fn post_tool_use(&self, _ctx: &PostContext) -> Result<PostVerdict, HookError> {
         Ok(PostVerdict::Keep)
     }
-}
-
-/// What happens when a hook errors or times out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailurePolicy {
-    /// Ignore the failure: the call goes on as if the hook had allowed it.
-    #[default]
-    FailOpen,
-    /// Treat the failure as a block (Pre) or an error observation (Post).
-    FailClosed,
 }
 
 /// A hook with its placement.
@@ -227,41 +217,4 @@ impl HookRunner {
             error,
         }
     }
-}
-
-/// One `[[hooks]]` entry of `config.toml`. `kind` picks a built-in hook; the other fields are
-/// the placement and the kind's own settings.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HookSpec {
-    /// `read_only`, `approval`, `audit`, `rate_limit`, `truncate_result` or `webhook`.
-    pub kind: String,
-    /// A name for logs; defaults to the kind.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Tool-name glob; all tools when absent.
-    #[serde(default)]
-    pub tools: Option<String>,
-    #[serde(default)]
-    pub priority: i32,
-    /// Default 5000 (the approval hook defaults to its approval timeout instead).
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    #[serde(default)]
-    pub policy: FailurePolicy,
-    /// `webhook`: the URL to POST the context to.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// `rate_limit`: calls allowed per tool per window.
-    #[serde(default)]
-    pub max_calls: Option<u32>,
-    /// `rate_limit`: the window in seconds.
-    #[serde(default)]
-    pub window_s: Option<u64>,
-    /// `truncate_result`: the observation cap in characters.
-    #[serde(default)]
-    pub max_chars: Option<usize>,
-    /// `approval`: how long to wait for a decision (default 120).
-    #[serde(default)]
-    pub approval_timeout_s: Option<u64>,
 }
