@@ -3,6 +3,7 @@
 //! commands (cancel, interrupt and recall, approvals) checked against the live run's owner,
 //! the final state stored from the same outcome as `done`, the panic tail, and recovery.
 
+use crate::domain::{MessageKind, Mode};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,7 +215,7 @@ async fn interrupts_are_checked_and_a_pending_one_can_be_recalled() {
     assert!(matches!(foreign, Err(RunError::NotFound)), "{foreign:?}");
     let (iid, run_id) = f.runs.interrupt("alice", conv, "hi".into()).await.unwrap();
     assert_eq!(run_id, live.id);
-    let stored = |kind: &'static str| {
+    let stored = |kind: MessageKind| {
         let store = f.store.clone();
         async move {
             store
@@ -225,12 +226,15 @@ async fn interrupts_are_checked_and_a_pending_one_can_be_recalled() {
                 .any(|m| m.kind == kind)
         }
     };
-    assert!(stored("interrupt").await, "persisted before accepted");
+    assert!(
+        stored(MessageKind::Interrupt).await,
+        "persisted before accepted"
+    );
     let foreign = f.runs.recall("bob", conv, iid).await;
     assert!(matches!(foreign, Err(RunError::NotFound)), "{foreign:?}");
     f.runs.recall("alice", conv, iid).await.unwrap();
     assert!(
-        !stored("interrupt").await,
+        !stored(MessageKind::Interrupt).await,
         "a recalled interrupt is not kept"
     );
     // Recalled, so never accepted: unknown now.
@@ -298,7 +302,7 @@ async fn the_stored_final_state_is_the_outcome_done_carried() {
         .await
         .unwrap()
         .into_iter()
-        .filter(|m| m.kind == "answer")
+        .filter(|m| m.kind == MessageKind::Answer)
         .map(|m| m.content)
         .collect();
     assert_eq!(answers, std::slice::from_ref(&outcome.answer));
@@ -377,7 +381,7 @@ impl Fixture {
             id: run_id,
             conversation_id: conv,
             owner: "".into(),
-            mode: "json".into(),
+            mode: Mode::Json,
             model: "default".into(),
         };
         self.store.create_run(run).await.unwrap();
