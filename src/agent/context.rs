@@ -8,134 +8,34 @@
 //! messages alone are still too big the largest non-pinned contents are cut. Every step keeps the
 //! provider protocol intact: an assistant `tool_calls` message always stays directly followed by
 //! its tool results ([`is_well_formed`]). Compaction never fails; it degrades.
+//!
+//! Layout: `estimate` holds the token estimate and the protocol check, `summary` the summary
+//! call and its prompt; this file decides what is kept, summarised or cut.
 
-use std::io;
+mod estimate;
+mod summary;
 
-use crate::llm::{ChatRequest, Llm, Message, Role, ToolDefinition, Usage};
+pub use estimate::{
+    estimate_message_tokens, estimate_tokens, estimate_tool_tokens, is_well_formed,
+    MESSAGE_OVERHEAD_TOKENS, TOOL_OVERHEAD_TOKENS,
+};
 
 use super::events::CompactEvent;
 use crate::domain::prompt_budget;
+use crate::llm::{Llm, Message, Role, ToolDefinition, Usage};
+use estimate::message_tokens;
+use summary::{cut, summarise};
+#[cfg(test)]
+use {estimate::json_len, summary::SUMMARY_MESSAGE_BYTES};
 
-/// Tokens a provider adds around each message (role markers, separators). OpenAI documents ~3–4.
-pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
-/// Tokens a provider adds around each tool definition (`{"type":"function","function":…}`).
-pub const TOOL_OVERHEAD_TOKENS: usize = 8;
 /// The instruction of the summary prompt that keeps the agent's train of thought alive across a
 /// compaction: without it summaries keep the facts but lose *why* the agent was doing what it did.
 pub const REASONING_HINT: &str = "Preserve the most recent reasoning chain";
 /// Appended to a content cut by the shrinking step, so the model knows it lost something.
 pub const TRUNCATION_MARKER: &str = "\n[… truncated]";
 
-/// Each tool result is cut to this many bytes in the summary prompt: the summary needs what a
-/// result said, not all of it, and the prompt must stay well below the context window.
-const SUMMARY_TOOL_RESULT_BYTES: usize = 2_000;
-/// Each other message (and the hint's reasoning chain) is cut to this many bytes in the prompt.
-const SUMMARY_MESSAGE_BYTES: usize = 4_000;
 /// The shrinking step leaves at least this many bytes of a message it cuts.
 const MIN_KEPT_BYTES: usize = 256;
-
-const SUMMARY_SYSTEM_PROMPT: &str = "You compress the working history of a tool-using AI agent \
-so that it can continue its task with a smaller context. Write a faithful, compact summary of \
-the transcript you are given: the facts found, the tool results that matter (keep exact \
-figures, names, identifiers and URLs), what was tried and failed and why, and the questions \
-still open. Do not invent anything and do not answer the user's task yourself. Plain text, no \
-preamble.";
-
-/// Estimated prompt tokens of these messages plus these tool definitions.
-///
-/// No tokenizer is available, so this is the usual documented estimate (about 4 bytes of English
-/// or JSON per token, see [`estimate_message_tokens`] and [`estimate_tool_tokens`]). It errs on
-/// the generous side for English and under-counts dense scripts (CJK); the provider's typed
-/// "context length exceeded" error and the engine's forced compaction cover the difference.
-pub fn estimate_tokens(messages: &[Message], tools: &[ToolDefinition]) -> usize {
-    estimate_message_tokens(messages) + estimate_tool_tokens(tools)
-}
-
-/// Estimated tokens of the messages alone: for each message,
-/// `ceil(bytes / 4) + MESSAGE_OVERHEAD_TOKENS`, where `bytes` counts what a provider receives —
-/// the content, the tool-call ids, names and raw arguments, and a tool message's `tool_call_id`.
-/// `reasoning_content` is not counted: it is never sent back to the provider.
-///
-/// Runs before every loop LLM call, so it allocates nothing and is linear in the history.
-pub fn estimate_message_tokens(messages: &[Message]) -> usize {
-    messages.iter().map(message_tokens).sum()
-}
-
-/// Estimated tokens of the tool definitions: for each tool,
-/// `ceil((name + description + JSON length of the parameters schema) / 4) + TOOL_OVERHEAD_TOKENS`.
-///
-/// The tool set is fixed for a run, so callers compute this once and pass it to
-/// [`ContextGuard::over_budget_with_tool_tokens`]. The schema length is measured by serialising
-/// into a byte counter, not into a string.
-pub fn estimate_tool_tokens(tools: &[ToolDefinition]) -> usize {
-    tools
-        .iter()
-        .map(|t| {
-            let bytes = t.name.len() + t.description.len() + json_len(&t.parameters);
-            bytes.div_ceil(4) + TOOL_OVERHEAD_TOKENS
-        })
-        .sum()
-}
-
-fn message_tokens(m: &Message) -> usize {
-    let calls: usize = m
-        .tool_calls
-        .iter()
-        .map(|c| c.id.len() + c.name.len() + c.arguments.len())
-        .sum();
-    let id = m.tool_call_id.as_deref().map_or(0, str::len);
-    (m.content.len() + calls + id).div_ceil(4) + MESSAGE_OVERHEAD_TOKENS
-}
-
-/// Length of the compact JSON text of `value`, without building the text.
-fn json_len(value: &serde_json::Value) -> usize {
-    struct Counter(usize);
-    impl io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Serialising a `Value` into a writer that never fails cannot fail; 0 would only under-count.
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => 0,
-    }
-}
-
-/// True when the history respects the provider protocol: every assistant message with
-/// `tool_calls` is followed directly by one `tool` message per call (any order, nothing in
-/// between), and every `tool` message answers a call of that assistant message. Providers
-/// reject anything else, so the engine may `debug_assert!` it before each call.
-pub fn is_well_formed(messages: &[Message]) -> bool {
-    // Call ids of the last assistant `tool_calls` message still waiting for their result.
-    let mut pending: Vec<&str> = Vec::new();
-    for m in messages {
-        if m.role == Role::Tool {
-            let Some(id) = m.tool_call_id.as_deref() else {
-                return false;
-            };
-            match pending.iter().position(|p| *p == id) {
-                Some(i) => {
-                    pending.swap_remove(i);
-                }
-                None => return false,
-            }
-            continue;
-        }
-        if !pending.is_empty() {
-            return false;
-        }
-        if m.role == Role::Assistant {
-            pending.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
-        }
-    }
-    pending.is_empty()
-}
 
 /// The result of one compaction.
 #[derive(Clone, Debug)]
@@ -300,136 +200,6 @@ fn split(messages: &[Message], keep_recent: usize) -> Parts {
         summarised,
         tail_start,
     }
-}
-
-/// One summary call. `None` when it failed or said nothing; the usage is the call's (zero when
-/// it failed, since a failed call reports none).
-async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String>, Usage) {
-    let request = ChatRequest::new(vec![
-        Message::system(SUMMARY_SYSTEM_PROMPT),
-        Message::user(summary_prompt(old, transcript_budget(llm))),
-    ]);
-    match llm.chat(request).await {
-        Ok(response) => {
-            let text = response.content.trim();
-            let text = (!text.is_empty()).then(|| text.to_string());
-            (text, response.usage)
-        }
-        Err(error) => {
-            tracing::warn!(%error, messages = old.len(), "summary call failed; truncating history");
-            (None, Usage::default())
-        }
-    }
-}
-
-/// Bytes of transcript the summary model can take: about three quarters of its input budget at
-/// 4 bytes per token, so a very long history cannot make the summary call itself overflow.
-fn transcript_budget(llm: &dyn Llm) -> usize {
-    let input_tokens = prompt_budget(llm.context_window(), llm.max_output_tokens()) as usize;
-    (input_tokens.saturating_mul(3)).max(SUMMARY_MESSAGE_BYTES * 2)
-}
-
-/// The user prompt of the summary call: the old messages rendered as plain text (structured
-/// tool messages outside their pairing would break provider ordering rules), then the hint with
-/// the last assistant turn of the summarised part as the chain to keep. A transcript longer than
-/// `max_transcript` bytes loses its middle: the start holds the task's first findings and the
-/// end the latest state, the two things a continuation needs most.
-fn summary_prompt(old: &[&Message], max_transcript: usize) -> String {
-    let mut transcript = String::new();
-    for m in old {
-        render_message(&mut transcript, m, old);
-        transcript.push('\n');
-    }
-    let mut out = format!(
-        "Transcript of {} earlier messages of the agent's run:\n\n",
-        old.len()
-    );
-    if transcript.len() > max_transcript {
-        let head = cut(&transcript, max_transcript / 3);
-        let tail = cut_front(&transcript, max_transcript - head.len());
-        let omitted = transcript.len() - head.len() - tail.len();
-        out.push_str(head);
-        out.push_str(&format!(
-            "\n[… {omitted} bytes of the transcript omitted …]\n"
-        ));
-        out.push_str(tail);
-    } else {
-        out.push_str(&transcript);
-    }
-    out.push_str(&format!(
-        "\n{REASONING_HINT}: keep the agent's latest line of thought below nearly verbatim at the \
-         end of your summary, so that it can continue exactly where it stopped.\n"
-    ));
-    if let Some(last) = old.iter().rev().find(|m| m.role == Role::Assistant) {
-        out.push_str("\nLatest reasoning chain:\n");
-        if let Some(reasoning) = last.reasoning_content.as_deref() {
-            out.push_str(cut(reasoning, SUMMARY_MESSAGE_BYTES));
-            out.push('\n');
-        }
-        render_message(&mut out, last, old);
-    }
-    out.push_str("\nWrite the summary now.");
-    out
-}
-
-fn render_message(out: &mut String, m: &Message, context: &[&Message]) {
-    match m.role {
-        Role::Tool => {
-            let id = m.tool_call_id.as_deref().unwrap_or("");
-            let name = context
-                .iter()
-                .flat_map(|c| c.tool_calls.iter())
-                .find(|c| c.id == id)
-                .map_or("unknown tool", |c| c.name.as_str());
-            out.push_str(&format!("tool result ({name}): "));
-            push_cut(out, &m.content, SUMMARY_TOOL_RESULT_BYTES);
-        }
-        role => {
-            out.push_str(match role {
-                Role::System => "system: ",
-                Role::User => "user: ",
-                _ => "assistant: ",
-            });
-            push_cut(out, &m.content, SUMMARY_MESSAGE_BYTES);
-            for c in &m.tool_calls {
-                out.push_str(&format!("\n  called {}(", c.name));
-                push_cut(out, &c.arguments, SUMMARY_TOOL_RESULT_BYTES);
-                out.push(')');
-            }
-        }
-    }
-}
-
-fn push_cut(out: &mut String, text: &str, max: usize) {
-    let kept = cut(text, max);
-    out.push_str(kept);
-    if kept.len() < text.len() {
-        out.push_str(TRUNCATION_MARKER);
-    }
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-/// The longest suffix of `text` of at most `max` bytes that starts on a char boundary.
-fn cut_front(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }
 
 /// Cuts the largest non-pinned, non-system contents from `first..` (tool results first, then
