@@ -184,6 +184,8 @@ impl Config {
         };
         // File values are checked under their file names before the environment hides them.
         validate::file(&file)?;
+        // `[[hooks]]` follow the one rule set of `hooks` (which the hook builder reads too).
+        hooks::plan_hooks(&file.hooks)?;
         env::apply(&mut file, env)?;
         let (models, default_model) =
             models::resolve(file.models, file.default_model.as_deref(), env)?;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::hooks::approval::ApprovalBroker;
-use crate::agent::hooks::builtin::{build_hooks, AuditSink, HookDeps};
+use crate::agent::hooks::builtin::AuditSink;
+use crate::agent::hooks::config::{build_hooks, HookDeps};
 use crate::agent::hooks::HookRunner;
 use crate::agent::AgentConfig;
 use crate::config::{Config, ConfigError, ModelConfig, ReactConfig};

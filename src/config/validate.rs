@@ -112,8 +112,7 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
     )?;
 
     models(f)?;
-    http_tools(f)?;
-    hooks(f)
+    http_tools(f)
 }
 
 fn models(f: &FileConfig) -> Result<(), ConfigError> {
@@ -185,11 +184,6 @@ fn http_tools(f: &FileConfig) -> Result<(), ConfigError> {
         at_least(&key("timeout_s"), t.timeout_s, 1)?;
     }
     Ok(())
-}
-
-/// `[[hooks]]` follow the one rule set of [`super::hooks`].
-fn hooks(f: &FileConfig) -> Result<(), ConfigError> {
-    super::hooks::plan_hooks(&f.hooks).map(|_| ())
 }
 
 /// Cross references that only make sense once the environment is applied.

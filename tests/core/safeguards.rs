@@ -461,13 +461,14 @@ async fn pinned_content_over_the_budget_fails_the_run_instead_of_compacting_ever
     }
     let cfg = AgentConfig {
         context_budget_tokens: Some(500),
-        // ~2,500 tokens that compaction must keep: the system prompt is never summarised.
-        system_prompt: Some("You are a careful agent. ".repeat(400)),
         completion_check: false,
         ..AgentConfig::default()
     };
     let tool = FakeTool::new("big", "small result");
-    let h = Harness::new(llm.clone(), registry(vec![tool]), Default::default(), cfg);
+    let mut h = Harness::new(llm.clone(), registry(vec![tool]), Default::default(), cfg);
+    // ~2,500 tokens that compaction must keep: the system prompt is never summarised.
+    let agent = Arc::try_unwrap(h.agent).unwrap_or_else(|_| unreachable!("not shared yet"));
+    h.agent = Arc::new(agent.with_system_prompt(Some("You are a careful agent. ".repeat(400))));
     let (r, ev) = h.run("the question").await;
     assert_eq!(r.outcome.status, RunStatus::Failed);
     let error = r.outcome.error.clone().unwrap_or_default();

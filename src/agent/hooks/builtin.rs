@@ -1,6 +1,6 @@
 //! The built-in hooks of SPEC §2.6 (`read_only`, `rate_limit`, `truncate_result`, `audit`; the
 //! `webhook` and `approval` kinds live in their own modules). Building them from `[[hooks]]` is
-//! `config.rs`'s job; its items are re-exported here for the callers that import them from here.
+//! `config.rs`'s job.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -11,9 +11,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use super::config::{
-    build_hooks, HookConfigError, HookDeps, APPROVAL_TIMEOUT_MARGIN, DEFAULT_HOOK_TIMEOUT,
-};
 use super::{Hook, HookContext, HookError, PostContext, PostVerdict, PreVerdict};
 
 /// Blocks every tool marked as writing: the organisation-wide read-only switch.

@@ -1,6 +1,7 @@
 use super::*;
 use crate::agent::events::{AgentEvent, StepEvent};
 use crate::agent::hooks::approval::ApprovalBroker;
+use crate::agent::hooks::config::{build_hooks, HookConfigError, HookDeps};
 use crate::agent::hooks::{
     FailurePolicy, HookEntry, HookRunner, HookSpec, PostOutcome, PreOutcome,
 };
