@@ -2,6 +2,11 @@
 //! sink, interrupt queue, cancellation token) and returns an [`AgentResult`]: the run's
 //! [`RunOutcome`] (what `done` carries) and its trace. Everything it does is visible as
 //! [`AgentEvent`]s.
+//!
+//! Layout: `engine` drives a run through `tool_loop` (which runs calls through `executor`) and
+//! `synthesis`; `run` holds what a run takes in and records, `settings` the engine's settings
+//! (the `[react]` section). The values shared with other layers (status, mode, artifact
+//! references, event names) come from [`crate::domain`]; no file here imports `engine`.
 
 pub mod action;
 pub mod artifacts;
