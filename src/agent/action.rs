@@ -2,10 +2,17 @@
 //! its free text into an [`Action`], tolerating the usual deviations: prose or fences around the
 //! object (via `extract_json`), a missing or unknown `type` (a final answer), a missing
 //! `tool_args` (`{}`), `tool_args` sent as a JSON string.
+//!
+//! Small models often write the action in another agent framework's dialect instead, so an
+//! object without our `type` is also read through the common aliases: the name from `tool`,
+//! `tool_name`, `name` or `action`, the arguments from `args`, `tool_args`, `arguments`,
+//! `action_input` or `parameters`, and `{"action": "Final Answer", "action_input": …}` as a
+//! final answer. An aliased name is a call only when it names a tool of the run; otherwise the
+//! object stays a final answer, as any object without a `type` always was.
 
 use serde_json::{Map, Value};
 
-use crate::llm::extract_json;
+use crate::llm::{extract_json, ToolDefinition};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
@@ -20,6 +27,17 @@ pub enum Action {
     },
 }
 
+/// Where the tool's name may be, most specific first.
+const NAME_KEYS: [&str; 4] = ["tool_name", "tool", "name", "action"];
+/// Where the arguments may be, most specific first.
+const ARGS_KEYS: [&str; 5] = [
+    "tool_args",
+    "args",
+    "arguments",
+    "action_input",
+    "parameters",
+];
+
 fn text_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
     match obj.get(key)? {
         Value::Null => None,
@@ -28,26 +46,36 @@ fn text_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
-/// `None` when no JSON object can be found (the loop asks for a reformat).
-pub fn parse_action(content: &str) -> Option<Action> {
+fn first_text(obj: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| text_field(obj, k))
+}
+
+fn first_value<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).filter(|v| !v.is_null()))
+}
+
+/// `None` when no JSON object can be found (the loop asks for a reformat). `tools` are the
+/// run's tools: aliased names are checked against them, and a bare string of arguments is
+/// given to a tool that takes exactly one parameter.
+pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
     let value = extract_json(content)?;
     let obj = value.as_object()?;
-    let reasoning = text_field(obj, "reasoning").unwrap_or_default();
+    let reasoning = first_text(obj, &["reasoning", "thought"]).unwrap_or_default();
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "tool_call" {
-        let tool_name = text_field(obj, "tool_name").filter(|n| !n.trim().is_empty())?;
-        let tool_args = match obj.get("tool_args") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(Value::String(s)) => {
-                serde_json::from_str::<Value>(s).unwrap_or(Value::Object(Map::new()))
-            }
-            Some(v) => v.clone(),
-        };
+        let tool_name = first_text(obj, &NAME_KEYS).filter(|n| !n.trim().is_empty())?;
+        let tool_args = arguments(first_value(obj, &ARGS_KEYS), definition(tools, &tool_name));
         return Some(Action::ToolCall {
             reasoning,
             tool_name,
             tool_args,
         });
+    }
+    if kind != "final_answer" {
+        if let Some(action) = aliased(obj, tools, &reasoning) {
+            return Some(action);
+        }
     }
     let answer = text_field(obj, "answer")
         .or_else(|| text_field(obj, "content"))
@@ -60,3 +88,74 @@ pub fn parse_action(content: &str) -> Option<Action> {
         });
     Some(Action::FinalAnswer { reasoning, answer })
 }
+
+/// An action written with the aliases, or `None` when the object names neither a final answer
+/// nor a tool of the run.
+fn aliased(obj: &Map<String, Value>, tools: &[ToolDefinition], reasoning: &str) -> Option<Action> {
+    let name = NAME_KEYS
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))?
+        .trim();
+    let args = first_value(obj, &ARGS_KEYS);
+    if is_final_answer(name) {
+        let answer = match args {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => text_field(obj, "answer")?,
+        };
+        return Some(Action::FinalAnswer {
+            reasoning: reasoning.to_string(),
+            answer,
+        });
+    }
+    let def = definition(tools, name)?;
+    Some(Action::ToolCall {
+        reasoning: reasoning.to_string(),
+        tool_name: def.name.clone(),
+        tool_args: arguments(args, Some(def)),
+    })
+}
+
+/// "Final Answer", "final_answer", "finish"…: the names frameworks use to stop.
+fn is_final_answer(name: &str) -> bool {
+    let norm: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    matches!(norm.as_str(), "finalanswer" | "final" | "finish" | "answer")
+}
+
+fn definition<'a>(tools: &'a [ToolDefinition], name: &str) -> Option<&'a ToolDefinition> {
+    tools.iter().find(|d| d.name == name)
+}
+
+/// The arguments object: missing is `{}`, a JSON string is parsed, and a plain value for a
+/// tool with exactly one parameter becomes that parameter (`"action_input": "2+2"`).
+fn arguments(raw: Option<&Value>, def: Option<&ToolDefinition>) -> Value {
+    let raw = match raw {
+        None => return Value::Object(Map::new()),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => return v,
+            _ => Value::String(s.clone()),
+        },
+        Some(v @ Value::Object(_)) => return v.clone(),
+        Some(v) => v.clone(),
+    };
+    match def.and_then(single_parameter) {
+        Some(p) => Value::Object(Map::from_iter([(p, raw)])),
+        // The string case kept its old meaning ("{}"); other values go to the tool as sent.
+        None if raw.is_string() => Value::Object(Map::new()),
+        None => raw,
+    }
+}
+
+fn single_parameter(def: &ToolDefinition) -> Option<String> {
+    let props = def.parameters.get("properties")?.as_object()?;
+    (props.len() == 1)
+        .then(|| props.keys().next().cloned())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests;

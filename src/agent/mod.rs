@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod artifacts;
+pub mod call_ids;
 pub mod context;
 pub mod engine;
 pub mod events;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
+use super::call_ids::CallIds;
 use super::context::{estimate_tool_tokens, ContextGuard};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -18,6 +19,7 @@ use super::prompts;
 use super::run::{AgentResult, RunHandles, RunInput, StepRecord};
 use super::safeguards::{CycleDetector, ReflectionCadence};
 use super::settings::AgentConfig;
+use crate::llm::content_calls::parse_content_calls;
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition,
     Usage,
@@ -69,6 +71,10 @@ pub(super) struct LoopRun<'a> {
     tool_defs: Arc<[ToolDefinition]>,
     /// Estimated tokens of `tool_defs`, computed once per run.
     tool_tokens: usize,
+    /// The run's tools as described in the JSON-mode prompt (aliased names are checked
+    /// against them).
+    json_tools: Arc<[ToolDefinition]>,
+    call_ids: CallIds,
     executor: Executor,
     guard: ContextGuard,
     messages: Vec<Message>,
@@ -101,9 +107,13 @@ impl<'a> LoopRun<'a> {
         } = setup;
         let role = system_prompt.unwrap_or(prompts::DEFAULT_ROLE);
         let defs = tools.definitions();
-        let (system, tool_defs) = match mode {
-            Mode::Native => (prompts::native_system_prompt(role), defs),
-            Mode::Json => (prompts::json_system_prompt(role, &defs), Arc::default()),
+        let (system, tool_defs, json_tools) = match mode {
+            Mode::Native => (prompts::native_system_prompt(role), defs, Arc::default()),
+            Mode::Json => (
+                prompts::json_system_prompt(role, &defs),
+                Arc::default(),
+                defs,
+            ),
         };
         let mut messages = Vec::with_capacity(input.history.len() + 8);
         messages.push(Message::system(system));
@@ -118,6 +128,8 @@ impl<'a> LoopRun<'a> {
             mode,
             tool_tokens: estimate_tool_tokens(&tool_defs),
             tool_defs,
+            json_tools,
+            call_ids: CallIds::default(),
             executor: Executor {
                 tools,
                 hooks,
@@ -434,7 +446,12 @@ impl<'a> LoopRun<'a> {
         } else {
             r.content.clone()
         };
-        if r.tool_calls.is_empty() {
+        let written = if r.tool_calls.is_empty() {
+            self.calls_in_content(&r.content)
+        } else {
+            None
+        };
+        if r.tool_calls.is_empty() && written.is_none() {
             let answer = reasoning;
             self.messages.push(Message::assistant(answer.clone()));
             if self.drain_interrupts() {
@@ -447,21 +464,23 @@ impl<'a> LoopRun<'a> {
             }
             return Next::Final(answer);
         }
+        // Calls recovered from the content are stored in the normal form, without the text
+        // they were written in, so the history reads to the provider as its own tool calls.
+        let (content, mut calls, reasoning) = match written {
+            Some(calls) => (
+                String::new(),
+                calls,
+                r.reasoning_content.unwrap_or_default(),
+            ),
+            None => (r.content, r.tool_calls, reasoning),
+        };
         self.emit(StepEvent::Thinking {
             iteration: self.iterations,
             reasoning,
         });
-        let mut calls = r.tool_calls.clone();
-        for (n, c) in calls.iter_mut().enumerate() {
-            if c.id.is_empty() {
-                c.id = format!("call_{}_{}", self.iterations, n + 1);
-            }
-        }
-        crate::llm::stream::dedupe_call_ids(&mut calls);
-        self.messages.push(Message::assistant_tool_calls(
-            r.content.clone(),
-            calls.clone(),
-        ));
+        self.call_ids.assign(self.iterations, &mut calls);
+        self.messages
+            .push(Message::assistant_tool_calls(content, calls.clone()));
         let pending = calls
             .iter()
             .map(|c| PendingCall {
@@ -486,11 +505,21 @@ impl<'a> LoopRun<'a> {
         Next::Continue
     }
 
+    /// Tool calls the model wrote as text (SPEC §2.3), when they name only tools of the run.
+    fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
+        if self.tool_defs.is_empty() {
+            return None;
+        }
+        let calls = parse_content_calls(content, |name| self.executor.tools.get(name).is_some())?;
+        tracing::debug!(calls = calls.len(), "tool calls recovered from the content");
+        Some(calls)
+    }
+
     async fn json_step(&mut self, r: ChatResponse) -> Next {
         let content = r.content.clone();
         self.messages.push(Message::assistant(content.clone()));
         let interrupted = self.drain_interrupts();
-        let Some(action) = parse_action(&content) else {
+        let Some(action) = parse_action(&content, &self.json_tools) else {
             if self.last_parse_failed && !interrupted {
                 return Next::Final(content);
             }
@@ -526,7 +555,7 @@ impl<'a> LoopRun<'a> {
                     reasoning,
                 });
                 let call = PendingCall {
-                    call_id: format!("call_{}_1", self.iterations),
+                    call_id: self.call_ids.next(self.iterations),
                     tool: tool_name,
                     arguments: Ok(tool_args),
                 };

@@ -5,6 +5,7 @@
 //! Provider JSON never leaves `openai.rs`: everything above this module speaks [`Message`],
 //! [`ChatRequest`] and [`ChatResponse`].
 
+pub mod content_calls;
 pub mod json;
 pub mod openai;
 mod openai_wire;

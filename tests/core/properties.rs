@@ -82,14 +82,14 @@ proptest! {
 
     #[test]
     fn action_parser_never_panics(s in prop_oneof![".*", jsonish()]) {
-        let _ = parse_action(&s);
+        let _ = parse_action(&s, &[]);
     }
 
     #[test]
     fn a_wellformed_tool_call_survives_prose_around_it(prefix in "[a-zA-Z .,]{0,40}", name in "[a-z_]{1,12}", n in any::<i64>()) {
         let body = json!({"type": "tool_call", "reasoning": "r", "tool_name": name, "tool_args": {"n": n}});
         let text = format!("{prefix}\n{body}\nthanks");
-        match parse_action(&text) {
+        match parse_action(&text, &[]) {
             Some(Action::ToolCall { tool_name, tool_args, .. }) => {
                 prop_assert_eq!(tool_name, name);
                 prop_assert_eq!(tool_args, json!({"n": n}));

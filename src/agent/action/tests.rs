@@ -1,0 +1,139 @@
+use serde_json::{json, Value};
+
+use super::{parse_action, Action};
+use crate::llm::ToolDefinition;
+
+fn tools() -> Vec<ToolDefinition> {
+    let def = |name: &str, params: Value| ToolDefinition {
+        name: name.into(),
+        description: String::new(),
+        parameters: params,
+    };
+    vec![
+        def(
+            "calculator",
+            json!({"type": "object", "properties": {"expression": {"type": "string"}}}),
+        ),
+        def(
+            "http_request",
+            json!({"type": "object", "properties": {"url": {}, "method": {}}}),
+        ),
+    ]
+}
+
+fn parse(content: &str) -> Option<Action> {
+    parse_action(content, &tools())
+}
+
+fn call(name: &str, args: Value) -> (String, Value) {
+    (name.to_string(), args)
+}
+
+/// The `(tool, arguments)` of a tool-call action; panics on anything else.
+fn tool_call(content: &str) -> (String, Value) {
+    match parse(content) {
+        Some(Action::ToolCall {
+            tool_name,
+            tool_args,
+            ..
+        }) => (tool_name, tool_args),
+        other => panic!("{content:?} parsed as {other:?}, not a tool call"),
+    }
+}
+
+fn final_answer(content: &str) -> String {
+    match parse(content) {
+        Some(Action::FinalAnswer { answer, .. }) => answer,
+        other => panic!("{content:?} parsed as {other:?}, not a final answer"),
+    }
+}
+
+#[test]
+fn the_canonical_shapes() {
+    let c = r#"{"type": "tool_call", "reasoning": "r", "tool_name": "calculator", "tool_args": {"expression": "1"}}"#;
+    assert_eq!(tool_call(c), call("calculator", json!({"expression": "1"})));
+    let c = r#"{"type": "final_answer", "reasoning": "r", "answer": "42"}"#;
+    assert_eq!(final_answer(c), "42");
+    // An explicit tool_call keeps an unknown name: the executor answers with the tool list.
+    let c = r#"{"type": "tool_call", "tool_name": "nope"}"#;
+    assert_eq!(tool_call(c), call("nope", json!({})));
+    assert_eq!(parse("no json here"), None);
+}
+
+#[test]
+fn every_name_alias_with_every_args_alias() {
+    for name_key in ["tool", "tool_name", "name", "action"] {
+        for args_key in [
+            "args",
+            "tool_args",
+            "arguments",
+            "action_input",
+            "parameters",
+        ] {
+            let c = json!({ name_key: "calculator", args_key: {"expression": "2*3"} }).to_string();
+            assert_eq!(
+                tool_call(&c),
+                call("calculator", json!({"expression": "2*3"})),
+                "{c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn aliases_inside_an_explicit_tool_call() {
+    let c = r#"{"type": "tool_call", "name": "calculator", "arguments": {"expression": "4"}}"#;
+    assert_eq!(tool_call(c), call("calculator", json!({"expression": "4"})));
+}
+
+#[test]
+fn langchain_style_actions() {
+    // A JSON string of arguments, and a bare input for a one-parameter tool.
+    let c = r#"{"action": "calculator", "action_input": "{\"expression\": \"5\"}"}"#;
+    assert_eq!(tool_call(c), call("calculator", json!({"expression": "5"})));
+    let c = r#"{"thought": "multiply", "action": "calculator", "action_input": "1234 * 5678"}"#;
+    assert_eq!(
+        tool_call(c),
+        call("calculator", json!({"expression": "1234 * 5678"}))
+    );
+    match parse(c) {
+        Some(Action::ToolCall { reasoning, .. }) => assert_eq!(reasoning, "multiply"),
+        other => panic!("{other:?}"),
+    }
+    // Two parameters: a bare string cannot be placed, the tool gets `{}` and says what it needs.
+    let c = r#"{"action": "http_request", "action_input": "http://x"}"#;
+    assert_eq!(tool_call(c), call("http_request", json!({})));
+}
+
+#[test]
+fn final_answer_aliases() {
+    let c = r#"{"action": "Final Answer", "action_input": "It is 7006652."}"#;
+    assert_eq!(final_answer(c), "It is 7006652.");
+    let c = r#"{"action": "final_answer", "action_input": {"value": 3}}"#;
+    assert_eq!(final_answer(c), r#"{"value":3}"#);
+    let c = r#"{"tool": "finish", "answer": "done"}"#;
+    assert_eq!(final_answer(c), "done");
+}
+
+#[test]
+fn an_aliased_name_that_is_no_tool_stays_a_final_answer() {
+    let c = r#"{"name": "web_search", "arguments": {"q": "x"}}"#;
+    assert_eq!(final_answer(c), c);
+    let c = r#"{"name": "Alice", "answer": "Alice is 30."}"#;
+    assert_eq!(final_answer(c), "Alice is 30.");
+    // A type we know wins over the aliases.
+    let c = r#"{"type": "final_answer", "action": "calculator", "answer": "7"}"#;
+    assert_eq!(final_answer(c), "7");
+}
+
+#[test]
+fn aliases_in_prose_or_fences_are_found_as_before() {
+    let c = "Let me compute.\n```json\n{\"tool\": \"calculator\", \"args\": {\"expression\": \"9\"}}\n```";
+    assert_eq!(tool_call(c), call("calculator", json!({"expression": "9"})));
+}
+
+#[test]
+fn a_code_sample_containing_name_is_an_answer() {
+    let c = "Use a dict:\n```python\nperson = {\"name\": \"Bob\", \"age\": 3}\n```";
+    assert_eq!(final_answer(c), c);
+}

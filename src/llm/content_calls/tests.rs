@@ -1,0 +1,159 @@
+use serde_json::{json, Value};
+
+use super::parse_content_calls;
+
+fn known(name: &str) -> bool {
+    matches!(name, "calculator" | "current_time")
+}
+
+/// The recovered calls as `(name, arguments)`, or `None` when the content stays text.
+fn parse(content: &str) -> Option<Vec<(String, Value)>> {
+    parse_content_calls(content, known).map(|calls| {
+        calls
+            .into_iter()
+            .map(|c| {
+                assert!(c.id.is_empty(), "ids are the loop's to generate");
+                let args = serde_json::from_str(&c.arguments).expect("arguments are JSON");
+                (c.name, args)
+            })
+            .collect()
+    })
+}
+
+fn calc(expr: &str) -> (String, Value) {
+    ("calculator".to_string(), json!({ "expression": expr }))
+}
+
+#[test]
+fn bare_object_with_object_arguments() {
+    // The reply Qwen2.5-Coder-0.5B gives under llama.cpp --jinja (issue 22).
+    let c = r#"{"name": "calculator", "arguments": {"expression": "1234 * 5678"}}"#;
+    assert_eq!(parse(c), Some(vec![calc("1234 * 5678")]));
+}
+
+#[test]
+fn bare_object_with_string_arguments_or_parameters() {
+    let c = r#"{"name": "calculator", "arguments": "{\"expression\": \"2+2\"}"}"#;
+    assert_eq!(parse(c), Some(vec![calc("2+2")]));
+    let c = r#"{"name": "calculator", "parameters": {"expression": "3"}}"#;
+    assert_eq!(parse(c), Some(vec![calc("3")]));
+    let c = r#"{"name": "current_time", "arguments": ""}"#;
+    assert_eq!(parse(c), Some(vec![("current_time".into(), json!({}))]));
+}
+
+#[test]
+fn openai_function_wrapper() {
+    let c = r#"{"type": "function", "id": "x", "function": {"name": "calculator", "arguments": "{\"expression\": \"1\"}"}}"#;
+    assert_eq!(parse(c), Some(vec![calc("1")]));
+}
+
+#[test]
+fn list_of_calls_in_order() {
+    let c = r#"[{"name": "calculator", "arguments": {"expression": "1"}},
+               {"name": "current_time", "arguments": {}}]"#;
+    assert_eq!(
+        parse(c),
+        Some(vec![calc("1"), ("current_time".into(), json!({}))])
+    );
+}
+
+#[test]
+fn tool_calls_object() {
+    let c = r#"{"tool_calls": [{"name": "calculator", "arguments": {"expression": "5"}}]}"#;
+    assert_eq!(parse(c), Some(vec![calc("5")]));
+    let c = r#"{"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6\"}"}}]}"#;
+    assert_eq!(parse(c), Some(vec![calc("6")]));
+}
+
+#[test]
+fn hermes_blocks_one_several_and_unclosed() {
+    let c = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"7\"}}\n</tool_call>";
+    assert_eq!(parse(c), Some(vec![calc("7")]));
+    let c = "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}</tool_call>\n\
+             <tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2\"}}</tool_call>";
+    assert_eq!(parse(c), Some(vec![calc("1"), calc("2")]));
+    let c = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"8\"}}";
+    assert_eq!(parse(c), Some(vec![calc("8")]));
+}
+
+#[test]
+fn mistral_json_and_args_forms() {
+    let c = r#"[TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "9"}}]"#;
+    assert_eq!(parse(c), Some(vec![calc("9")]));
+    let c = r#"[TOOL_CALLS]calculator[ARGS]{"expression": "10"}"#;
+    assert_eq!(parse(c), Some(vec![calc("10")]));
+    let c = r#"[TOOL_CALLS]calculator[ARGS]{"expression": "1"}[TOOL_CALLS]current_time[ARGS]{}"#;
+    assert_eq!(
+        parse(c),
+        Some(vec![calc("1"), ("current_time".into(), json!({}))])
+    );
+}
+
+#[test]
+fn a_fence_that_is_the_whole_content() {
+    let c = "```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"11\"}}\n```";
+    assert_eq!(parse(c), Some(vec![calc("11")]));
+    let c = "  ```\n<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"12\"}}</tool_call>\n```  ";
+    assert_eq!(parse(c), Some(vec![calc("12")]));
+}
+
+#[test]
+fn json_naming_an_unknown_tool_stays_text() {
+    assert_eq!(
+        parse(r#"{"name": "web_search", "arguments": {"q": "x"}}"#),
+        None
+    );
+    // One unknown name spoils the whole list: nothing half-executes.
+    let c = r#"[{"name": "calculator", "arguments": {"expression": "1"}},
+               {"name": "nope", "arguments": {}}]"#;
+    assert_eq!(parse(c), None);
+    assert_eq!(
+        parse("<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>"),
+        None
+    );
+    assert_eq!(parse("[TOOL_CALLS]nope[ARGS]{}"), None);
+}
+
+#[test]
+fn json_inside_prose_stays_text() {
+    let c = r#"I will call {"name": "calculator", "arguments": {"expression": "1"}} now."#;
+    assert_eq!(parse(c), None);
+    let c = "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}</tool_call> The answer is 1.";
+    assert_eq!(parse(c), None);
+    let c =
+        "Sure:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}\n```";
+    assert_eq!(parse(c), None);
+}
+
+#[test]
+fn a_code_sample_containing_name_stays_text() {
+    let c = "```python\nperson = {\"name\": \"calculator\", \"arguments\": {}}\nprint(person)\n```";
+    assert_eq!(parse(c), None);
+    let c = "```json\n{\"name\": \"calculator\", \"arguments\": {}}\n```\nand\n```json\n{}\n```";
+    assert_eq!(parse(c), None);
+}
+
+#[test]
+fn objects_that_are_answers_stay_text() {
+    // A name with other keys, no arguments, arguments that are not an object, or empty lists.
+    for c in [
+        r#"{"name": "calculator", "version": "1.0", "arguments": {}}"#,
+        r#"{"name": "calculator"}"#,
+        r#"{"name": "calculator", "arguments": [1, 2]}"#,
+        r#"{"name": "calculator", "arguments": "not json"}"#,
+        r#"{"name": 3, "arguments": {}}"#,
+        r#"{"answer": "42"}"#,
+        r#"[]"#,
+        r#"{"tool_calls": []}"#,
+        r#"{"tool_calls": [{"name": "calculator", "arguments": {}}], "content": "hi"}"#,
+        r#""calculator""#,
+        "42",
+        "",
+        "The answer is 7006652.",
+        "[TOOL_CALLS]",
+        "[TOOL_CALLS] not json",
+        "<tool_call>not json</tool_call>",
+    ] {
+        assert_eq!(parse(c), None, "{c:?} must stay text");
+    }
+}
