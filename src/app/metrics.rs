@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::agent::events::{AgentEvent, StepEvent};
+use crate::llm::content_calls::parse_content_calls;
 use crate::llm::registry::ModelRegistry;
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
 use crate::runs::EventObserver;
@@ -76,16 +77,26 @@ impl Llm for MeteredLlm {
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
+        let tools = request.tools.clone();
         let result = self.inner.chat(request).await;
         let secs = started.elapsed().as_secs_f64();
         match &result {
-            Ok(r) => self.metrics.llm_call(
-                &self.name,
-                secs,
-                true,
-                r.usage.prompt_tokens,
-                r.usage.completion_tokens,
-            ),
+            Ok(r) => {
+                self.metrics.llm_call(
+                    &self.name,
+                    secs,
+                    true,
+                    r.usage.prompt_tokens,
+                    r.usage.completion_tokens,
+                );
+                // The same test the loop applies to a native response without tool_calls.
+                if r.tool_calls.is_empty() && !tools.is_empty() {
+                    let known = |n: &str| tools.iter().any(|t| t.name == n);
+                    if let Some(calls) = parse_content_calls(&r.content, known) {
+                        self.metrics.content_tool_calls(&self.name, calls.len());
+                    }
+                }
+            }
             Err(_) => self.metrics.llm_call(&self.name, secs, false, 0, 0),
         }
         result

@@ -2,8 +2,8 @@
 //! global one, so tests can build several apps in one process and each `/metrics` shows only
 //! its own numbers. Recording goes through `metrics::with_local_recorder`.
 //!
-//! Sources, wired by [`crate::app`]: LLM calls, latency and tokens from a wrapper around every
-//! model of the registry; runs, outcomes and tool calls from the run manager's event observer;
+//! Sources, wired by [`crate::app`]: LLM calls, latency, tokens and tool calls written in the
+//! content from a wrapper around every model of the registry; runs, outcomes and tool calls from the run manager's event observer;
 //! SSE subscribers from a guard held by each stream; active runs are read from the run manager
 //! when `/metrics` renders.
 
@@ -91,6 +91,16 @@ impl Metrics {
         });
     }
 
+    /// Tool calls a model wrote in its content instead of `tool_calls`, which the loop
+    /// recovers (SPEC §2.3): operators see which models need it.
+    pub fn content_tool_calls(&self, model: &str, calls: usize) {
+        let model = model.to_string();
+        self.with(|| {
+            metrics::counter!("reagent_llm_content_tool_calls_total", "model" => model)
+                .increment(calls as u64)
+        });
+    }
+
     /// A guard counting one SSE subscriber while it lives.
     pub fn sse_subscriber(&self) -> SubscriberGuard {
         self.with(|| metrics::gauge!("reagent_sse_subscribers").increment(1.0));
@@ -150,6 +160,38 @@ mod tests {
             .join()
             .unwrap();
         assert!(!outside.contains("reagent_tokio_alive_tasks"), "{outside}");
+    }
+
+    #[tokio::test]
+    async fn calls_written_in_the_content_are_counted_only_for_known_tools() {
+        use crate::llm::ToolDefinition;
+        use crate::testing::ScriptedLlm;
+        let m = Metrics::new();
+        let scripted = Arc::new(ScriptedLlm::native());
+        scripted
+            .text(r#"[{"name": "calculator", "arguments": {}}, {"name": "calculator", "arguments": {}}]"#)
+            .text(r#"{"name": "web_search", "arguments": {}}"#)
+            .text(r#"{"name": "calculator", "arguments": {}}"#);
+        let llm = MeteredLlm {
+            inner: scripted,
+            name: "small".into(),
+            metrics: m.clone(),
+        };
+        let mut with_tools = ChatRequest::new(vec![]);
+        with_tools.tools = Arc::from(vec![ToolDefinition {
+            name: "calculator".into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+        }]);
+        llm.chat(with_tools.clone()).await.unwrap();
+        llm.chat(with_tools).await.unwrap();
+        // Without tools in the request (JSON mode, compaction) nothing is a native call.
+        llm.chat(ChatRequest::new(vec![])).await.unwrap();
+        let text = m.render(0);
+        assert!(
+            text.contains("reagent_llm_content_tool_calls_total{model=\"small\"} 2\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -614,6 +614,33 @@ async fn delete_cancels_the_active_run(db: String) {
 }
 
 #[tokio::test]
+async fn a_call_written_in_the_content_runs_and_is_counted_by_model() {
+    // Issue 22: a small model prints the call as text; the run executes it and /metrics says
+    // which model needed the recovery. A reply that names no tool is not counted.
+    let app = TestApp::spawn().await;
+    app.llm
+        .text(r#"{"name": "echo", "arguments": {"text": "hi"}}"#)
+        .text(r#"{"name": "web_search", "arguments": {}}"#);
+    let conv = app.create_conversation(None).await;
+    let run = app.start_run(&conv, json!({"query": "q"}), None).await;
+    let events = app.events(&run, None).await;
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.label() == "step:tool_end")
+        .map(|e| &e.data)
+        .collect();
+    assert_eq!(ends.len(), 1, "{events:?}");
+    assert_eq!(ends[0]["tool"], "echo");
+    assert_eq!(ends[0]["call_id"], "call_1_1");
+    assert_eq!(ends[0]["observation"], r#"echo: {"text":"hi"}"#);
+    let metrics = app.get("/metrics", None).await.text().await.unwrap();
+    assert!(
+        metrics.contains("reagent_llm_content_tool_calls_total{model=\"scripted\"} 1\n"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn ops_endpoints() {
     let app = TestApp::spawn().await;
     app.llm.tool_calls(&[("c1", "echo", "{}")]);
