@@ -522,12 +522,12 @@ fn example_config_file_is_valid_when_uncommented() {
         .join("\n");
     let c = load(Some(&uncommented), &[("OPENAI_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.default_model, "openai");
-    assert_eq!(c.models.len(), 2);
+    assert_eq!(c.models.len(), 4);
     assert_eq!(c.tools.http.len(), 1);
     let kinds: Vec<&str> = c.hooks.iter().map(|h| h.kind.as_str()).collect();
     assert_eq!(kinds, HOOK_KINDS);
     assert!(c.auth.enabled());
-    assert_eq!(c.react.compact_model.as_deref(), Some("local"));
+    assert_eq!(c.react.compact_model.as_deref(), Some("llamacpp"));
 }
 
 #[test]
