@@ -31,19 +31,28 @@ pub fn extract_json_body(data: &[u8]) {
 }
 
 /// SPEC §2.3 JSON mode: never panics; a tool call has a non-blank name and object-or-other
-/// JSON arguments; a final answer always has text when the reply had text.
+/// JSON arguments; a call written with the aliases names a tool of the run; a final answer
+/// always has text when the reply had text.
 pub fn action_body(data: &[u8]) {
+    const NAME_KEYS: [&str; 4] = ["tool_name", "tool", "name", "action"];
     let text = String::from_utf8_lossy(data);
-    match parse_action(&text) {
+    let tools = [reagent::llm::ToolDefinition {
+        name: "calculator".into(),
+        description: String::new(),
+        parameters: serde_json::json!({"type": "object", "properties": {"expression": {}}}),
+    }];
+    let found = extract_json(&text);
+    match parse_action(&text, &tools) {
         // No action although there is an object: only a tool call without a usable name
         // (the loop then asks for a reformat).
         None => {
-            if let Some(obj) = extract_json(&text) {
-                let named = obj
-                    .get("tool_name")
-                    .filter(|n| !n.is_null())
-                    .map(|n| n.as_str().is_none_or(|s| !s.trim().is_empty()))
-                    .unwrap_or(false);
+            if let Some(obj) = found {
+                let named = NAME_KEYS.iter().any(|k| {
+                    obj.get(*k)
+                        .filter(|n| !n.is_null())
+                        .map(|n| n.as_str().is_none_or(|s| !s.trim().is_empty()))
+                        .unwrap_or(false)
+                });
                 assert!(
                     obj["type"] == "tool_call" && !named,
                     "an object was found but no action: {obj}"
@@ -52,6 +61,11 @@ pub fn action_body(data: &[u8]) {
         }
         Some(Action::ToolCall { tool_name, .. }) => {
             assert!(!tool_name.trim().is_empty(), "a tool call without a name");
+            let explicit = found.is_some_and(|o| o["type"] == "tool_call");
+            assert!(
+                explicit || tool_name == "calculator",
+                "an aliased call to '{tool_name}', which is no tool of the run"
+            );
         }
         Some(Action::FinalAnswer { .. }) => {}
     }

@@ -46,8 +46,11 @@ fn text_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
+/// The first of `keys` holding non-blank text.
 fn first_text(obj: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| text_field(obj, k))
+    keys.iter()
+        .filter_map(|k| text_field(obj, k))
+        .find(|s| !s.trim().is_empty())
 }
 
 fn first_value<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
@@ -64,7 +67,7 @@ pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
     let reasoning = first_text(obj, &["reasoning", "thought"]).unwrap_or_default();
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "tool_call" {
-        let tool_name = first_text(obj, &NAME_KEYS).filter(|n| !n.trim().is_empty())?;
+        let tool_name = first_text(obj, &NAME_KEYS)?;
         let tool_args = arguments(first_value(obj, &ARGS_KEYS), definition(tools, &tool_name));
         return Some(Action::ToolCall {
             reasoning,
