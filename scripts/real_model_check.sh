@@ -61,7 +61,9 @@ build_server() {
     nice -n 10 "$VENV/bin/cmake" --build "$build" --target llama-server -j "$JOBS" \
         >"$CACHE/build.log" 2>&1 || { tail -40 "$CACHE/build.log"; exit 1; }
     cp "$build/bin/llama-server" "$SERVER_BIN.tmp" && mv "$SERVER_BIN.tmp" "$SERVER_BIN"
-    say "llama-server built in $(($(now) - started)) s"
+    # `times`' second line: CPU used by this script's children so far, the figure that says
+    # how long the build takes on an idle machine (wall time = CPU / cores).
+    say "llama-server built in $(($(now) - started)) s (children's CPU user/sys: $(times | tail -1))"
 }
 
 assemble_model() {
