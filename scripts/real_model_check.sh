@@ -11,7 +11,8 @@
 # against its sha256. A cold run builds for minutes; a warm one starts in seconds.
 #
 # By hand: scripts/real_model_check.sh   (builds target/debug/reagent if needed)
-# Env: REAGENT_BIN (reagent binary), LLAMA_JOBS (build jobs, default 2), KEEP_LOGS=1.
+# Env: REAGENT_BIN (reagent binary), LLAMA_JOBS (build jobs, default 2), LLAMA_THREADS
+# (inference threads, default 2), KEEP_LOGS=1 (keep the servers' logs).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -127,8 +128,11 @@ fi
 say "ready after $(($(now) - T0)) s"
 
 LLAMA_PORT=$(free_port)
+# -n caps every reply: at temperature 0 this model can ramble for the whole window after a tool
+# result, and one call at a few tokens per second on a busy machine would outlast any timeout.
 "$SERVER_BIN" -m "$MODEL" --host 127.0.0.1 --port "$LLAMA_PORT" --jinja \
-    --temp 0 --seed 42 -c 4096 -np 1 -t 2 --no-webui >"$WORK/llama.log" 2>&1 &
+    --temp 0 --seed 42 -n 128 -c 4096 -np 1 -t "${LLAMA_THREADS:-2}" --no-webui \
+    >"$WORK/llama.log" 2>&1 &
 LLAMA_PID=$!
 wait_http "http://127.0.0.1:$LLAMA_PORT/health" "$LLAMA_PID" 120 ||
     { tail -30 "$WORK/llama.log"; say "llama-server did not start"; exit 1; }
@@ -140,6 +144,9 @@ default_model = "qwen-local"
 bind = "127.0.0.1:$REAGENT_PORT"
 database_url = "sqlite://$WORK/reagent.db"
 data_dir = "$WORK/data"
+[llm]
+timeout_s = 300
+max_retries = 0
 [[models]]
 name = "qwen-local"
 base_url = "http://127.0.0.1:$LLAMA_PORT/v1"
@@ -148,7 +155,7 @@ abilities = { tool_call = true, json_mode = true, tool_choice = true }
 context_window = 4096
 max_output_tokens = 512
 [react]
-max_iterations = 4
+max_iterations = 3
 EOF
 env -u LLM_BASE_URL -u LLM_MODEL -u LLM_API_KEY -u OPENAI_API_KEY -u DATABASE_URL \
     -u REAGENT_BIND -u REACT_MAX_ITERATIONS REAGENT_CONFIG="$WORK/config.toml" \
