@@ -5,6 +5,7 @@
 //!
 //! - [`engine`], [`safeguards`]: `ReActAgent::run` and its safeguards (selection, reflection,
 //!   cycles, checklist, hooks, context guard, interrupts);
+//! - [`recovery`]: tool calls written in the content, JSON-mode aliases, run-unique call ids;
 //! - [`llm_client`]: the real client against the in-process fake server;
 //! - [`mock_provider`]: `reagent mock-provider` through the real client;
 //! - [`runs`]: `RunManager` on a real SQLite file;
@@ -24,6 +25,7 @@ mod llm_client;
 mod mock_provider;
 mod persist;
 mod properties;
+mod recovery;
 mod runs;
 mod safeguards;
 mod store;

@@ -2,11 +2,10 @@
 //! tool calls written in the content in native mode, the action aliases of JSON mode, the
 //! near-misses that must stay answers in both, and `call_id` unique within a run.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::support::engine::*;
+use crate::support::tools::{registry, FakeTool};
 use reagent::agent::events::{AgentEvent, StepEvent};
 use reagent::agent::RunStatus;
 use reagent::llm::Role;
