@@ -132,3 +132,6 @@ impl Llm for MeteredLlm {
         Ok(Box::pin(metered))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,8 +30,8 @@ async fn native_a_call_written_as_content_runs_and_is_stored_as_tool_calls() {
         .text("It is 42.");
     let tool = FakeTool::new("lookup", "42");
     let (r, ev) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!((r.iterations, r.tool_calls), (2, 1));
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!((r.outcome.iterations, r.outcome.tool_calls), (2, 1));
     assert_eq!(tool.seen(), vec![json!({"x": "a"})]);
     assert_eq!(r.brief_answer, "It is 42.");
     assert_eq!(call_ids(&ev), ["call_1_1"]);
@@ -60,7 +60,7 @@ async fn native_hermes_blocks_run_as_parallel_calls() {
     .text("done");
     let (a, b) = (FakeTool::new("a", "A"), FakeTool::new("b", "B"));
     let (r, ev) = run_simple(llm.clone(), registry(vec![a.clone(), b.clone()]), "q").await;
-    assert_eq!((r.iterations, r.tool_calls), (2, 2));
+    assert_eq!((r.outcome.iterations, r.outcome.tool_calls), (2, 2));
     assert_eq!(a.seen(), vec![json!({"x": "1"})]);
     assert_eq!(b.seen(), vec![json!({"x": "2"})]);
     assert_eq!(call_ids(&ev), ["call_1_1", "call_1_2"]);
@@ -78,8 +78,12 @@ async fn native_near_misses_stay_the_final_answer() {
         llm.text(content);
         let tool = FakeTool::new("lookup", "42");
         let (r, _) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-        assert_eq!(r.status, RunStatus::Completed, "{content}");
-        assert_eq!((r.iterations, r.tool_calls), (1, 0), "{content}");
+        assert_eq!(r.outcome.status, RunStatus::Completed, "{content}");
+        assert_eq!(
+            (r.outcome.iterations, r.outcome.tool_calls),
+            (1, 0),
+            "{content}"
+        );
         assert_eq!(r.brief_answer, content);
         assert_eq!(tool.call_count(), 0, "{content}");
     }
@@ -93,8 +97,8 @@ async fn json_mode_action_aliases_drive_the_loop() {
         .text(r#"{"action": "Final Answer", "action_input": "It is 42."}"#);
     let tool = FakeTool::new("lookup", "42");
     let (r, ev) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-    assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!((r.iterations, r.tool_calls), (3, 2));
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!((r.outcome.iterations, r.outcome.tool_calls), (3, 2));
     // FakeTool has the one parameter `x`: a bare action_input goes there.
     assert_eq!(tool.seen(), vec![json!({"x": "a"}), json!({"x": "b"})]);
     assert_eq!(r.brief_answer, "It is 42.");
@@ -111,7 +115,11 @@ async fn json_mode_near_misses_stay_the_final_answer() {
         llm.text(content);
         let tool = FakeTool::new("lookup", "42");
         let (r, _) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-        assert_eq!((r.iterations, r.tool_calls), (1, 0), "{content}");
+        assert_eq!(
+            (r.outcome.iterations, r.outcome.tool_calls),
+            (1, 0),
+            "{content}"
+        );
         assert_eq!(r.brief_answer, content);
         assert_eq!(tool.call_count(), 0, "{content}");
     }
@@ -131,7 +139,7 @@ async fn a_provider_id_reused_in_a_later_iteration_is_renamed() {
         .text("done");
     let tool = FakeTool::new("lookup", "42");
     let (r, ev) = run_simple(llm.clone(), registry(vec![tool]), "q").await;
-    assert_eq!(r.tool_calls, 4);
+    assert_eq!(r.outcome.tool_calls, 4);
     let ids = ["call_0", "call_0_2", "call_0_3", "call_0_4"];
     assert_eq!(call_ids(&ev), ids);
     let ends: Vec<String> = tool_ends(&ev)

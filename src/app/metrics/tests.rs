@@ -1,0 +1,38 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::llm::{ChatRequest, ToolDefinition};
+use crate::server::Metrics;
+use crate::testing::ScriptedLlm;
+
+#[tokio::test]
+async fn calls_written_in_the_content_are_counted_only_for_known_tools() {
+    let m = Metrics::new();
+    let scripted = Arc::new(ScriptedLlm::native());
+    scripted
+        .text(
+            r#"[{"name": "calculator", "arguments": {}}, {"name": "calculator", "arguments": {}}]"#,
+        )
+        .text(r#"{"name": "web_search", "arguments": {}}"#)
+        .text(r#"{"name": "calculator", "arguments": {}}"#);
+    let llm = MeteredLlm {
+        inner: scripted,
+        name: "small".into(),
+        metrics: m.clone(),
+    };
+    let mut with_tools = ChatRequest::new(vec![]);
+    with_tools.tools = Arc::from(vec![ToolDefinition {
+        name: "calculator".into(),
+        description: String::new(),
+        parameters: serde_json::json!({}),
+    }]);
+    llm.chat(with_tools.clone()).await.unwrap();
+    llm.chat(with_tools).await.unwrap();
+    // Without tools in the request (JSON mode, compaction) nothing is a native call.
+    llm.chat(ChatRequest::new(vec![])).await.unwrap();
+    let text = m.render(0);
+    assert!(
+        text.contains("reagent_llm_content_tool_calls_total{model=\"small\"} 2\n"),
+        "{text}"
+    );
+}
