@@ -11,9 +11,12 @@
 //!   `Retry-After: 0`, sent at once;
 //! - otherwise, after `latency` (time to first byte), a **non-streamed** request that carries
 //!   `tools` gets one tool call while it holds fewer than `tool_iterations` `tool` messages since
-//!   its last user message, then the final text; one **without** `tools` (JSON mode, SPEC §2.2)
-//!   gets `{"type":"tool_call",…}` while it holds fewer than `tool_iterations` `Observation:`
-//!   user messages since its last other user message, then `{"type":"final_answer",…}`;
+//!   the run's query, then the final text; one **without** `tools` (JSON mode, SPEC §2.2) gets
+//!   `{"type":"tool_call",…}` while it holds fewer than `tool_iterations` `Observation:` user
+//!   messages since the query, then `{"type":"final_answer",…}`. The query is the last user
+//!   message that the engine did not write: self-reflection, cycle warnings, the completion
+//!   checklist and interrupts do not restart the count, so the default configuration makes
+//!   exactly `tool_iterations` tool calls per run;
 //! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
 //!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
@@ -26,7 +29,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -273,33 +276,76 @@ struct MockMessage {
 }
 
 impl MockMessage {
+    fn text(&self) -> Option<&str> {
+        self.content.as_ref().and_then(Value::as_str)
+    }
+
     fn is_observation(&self) -> bool {
+        self.role == "user" && self.text().is_some_and(|c| c.starts_with("Observation:"))
+    }
+
+    /// A user message the engine wrote into the run (self-reflection, cycle warning, completion
+    /// checklist, re-format request, interrupt, JSON-mode observation, context summary) rather
+    /// than the query that started it.
+    fn is_engine_note(&self) -> bool {
         self.role == "user"
-            && self
-                .content
-                .as_ref()
-                .and_then(Value::as_str)
-                .is_some_and(|c| c.starts_with("Observation:"))
+            && self.text().is_some_and(|text| {
+                ENGINE_NOTES.iter().any(|p| text.starts_with(p.as_str()))
+                    || CONTEXT_NOTES.iter().any(|p| text.contains(p))
+            })
     }
 }
 
-/// Native mode: `tool` messages after the last user message.
-fn tool_results(messages: &[MockMessage]) -> usize {
-    messages
-        .iter()
-        .rev()
-        .take_while(|m| m.role != "user")
-        .filter(|m| m.role == "tool")
-        .count()
+/// How the engine's own user messages begin, taken from the prompt texts themselves (the part
+/// before their first variable), so a wording change cannot silently break the count.
+static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    use crate::agent::prompts;
+    let fixed = |f: fn(&str) -> String| common_prefix(&f("a"), &f("b"));
+    vec![
+        fixed(prompts::reflection),
+        fixed(|t| prompts::cycle_warning(t, 3)),
+        fixed(prompts::observation),
+        common_prefix(
+            &prompts::interrupt_message(&["a".into()]),
+            &prompts::interrupt_message(&["a".into(), "b".into()]),
+        ),
+        prompts::COMPLETION_CHECK.to_string(),
+        prompts::REFORMAT_REQUEST.to_string(),
+    ]
+});
+
+/// The notes context compaction leaves in place of what it removed (`agent/context.rs`).
+const CONTEXT_NOTES: [&str; 3] = [
+    "[Context summary of ",
+    " earlier messages were removed to fit the context window]",
+    " long messages were truncated to fit the context window]",
+];
+
+fn common_prefix(a: &str, b: &str) -> String {
+    a.chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect()
 }
 
-/// JSON mode: `Observation:` user messages after the last other user message.
-fn observations(messages: &[MockMessage]) -> usize {
-    messages
+/// The run's tool results so far: `tool` messages (native) or `Observation:` user messages (JSON
+/// mode) after the run's query, the last user message the engine did not write. Counting from
+/// the last user message of any kind restarted the script after every safeguard message.
+fn results_since_query(messages: &[MockMessage], native: bool) -> usize {
+    let start = messages
         .iter()
-        .rev()
-        .take_while(|m| m.role != "user" || m.is_observation())
-        .filter(|m| m.is_observation())
+        .rposition(|m| m.role == "user" && !m.is_engine_note())
+        .map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter(|m| {
+            if native {
+                m.role == "tool"
+            } else {
+                m.is_observation()
+            }
+        })
         .count()
 }
 
@@ -338,11 +384,7 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         return stream_answer(shared, model, first_byte, prompt_tokens, include_usage);
     }
     let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
-    let done = if native {
-        tool_results(&request.messages)
-    } else {
-        observations(&request.messages)
-    };
+    let done = results_since_query(&request.messages, native);
     let first_byte = match cfg.first_call_latency {
         Some(first) if done == 0 => first_byte - cfg.latency + first,
         _ => first_byte,

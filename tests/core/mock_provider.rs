@@ -4,6 +4,7 @@
 //! and the binary starts, answers and stops on SIGTERM. Everything is in-process on port 0
 //! except the binary test; timing assertions are lower bounds only.
 
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,6 +124,67 @@ async fn tool_script_drives_a_json_mode_agent_to_k_calls_then_the_answer() {
     let result = run_agent(client(&mock, Abilities::text_only(), 0), None).await;
     assert_eq!(result.outcome.mode, Mode::Json);
     assert_script(&result, 2, &mock, &answer);
+}
+
+/// The pair BENCHMARKS.md documents — `mock-provider --tool-iterations K` behind a plain
+/// `reagent serve` — through the real service with the default `[react]` settings: the
+/// completion checklist (after 3 tools), self-reflection (every 6) and the cycle detector add
+/// their messages to the run, and the mock must still count the run's tool results since its
+/// query, so the run makes exactly K tool calls (it made 49, up to the iteration cap, when those
+/// messages reset its count). A second turn in the same conversation starts from zero again.
+#[tokio::test]
+async fn documented_pair_does_k_tool_iterations_with_the_default_configuration() {
+    for (k, mode) in [(3, "native"), (8, "native"), (3, "json"), (7, "json")] {
+        let mock = start(MockConfig {
+            tool_iterations: k,
+            answer_tokens: 4,
+            ..MockConfig::default()
+        })
+        .await;
+        let app = crate::support::app::TestApp::with(crate::support::app::Options {
+            config_models: true,
+            env: vec![
+                ("LLM_BASE_URL", mock.base_url()),
+                ("LLM_MAX_RETRIES", "0".into()),
+            ],
+            extra_tools: vec![Arc::new(Calculator)],
+            ..crate::support::app::Options::default()
+        })
+        .await;
+        let conv = app.create_conversation(None).await;
+        for turn in 0..2 {
+            let run = app
+                .start_run(
+                    &conv,
+                    serde_json::json!({"query": "count", "mode": mode}),
+                    None,
+                )
+                .await;
+            let events = app.events(&run, None).await;
+            let done = events.last().expect("events");
+            assert_eq!(done.event, "done");
+            assert_eq!(
+                done.data["status"], "completed",
+                "k={k} {mode}: {:?}",
+                done.data
+            );
+            assert_eq!(done.data["tool_calls"], k, "k={k} {mode} turn {turn}");
+            let observations: Vec<&str> = events
+                .iter()
+                .filter(|e| e.event == "step" && e.data["type"] == "tool_end")
+                .map(|e| e.data["observation"].as_str().unwrap_or_default())
+                .collect();
+            let expected: Vec<String> = (1..=k).map(|i| i.to_string()).collect();
+            assert_eq!(observations, expected, "k={k} {mode} turn {turn}");
+            // K tool iterations, the answer, and at most one more after the checklist.
+            let iterations = done.data["iterations"].as_u64().unwrap_or_default();
+            assert!(
+                iterations <= k as u64 + 2,
+                "k={k} {mode}: {iterations} iterations"
+            );
+        }
+        app.stop().await;
+    }
 }
 
 fn calculator_definition() -> ToolDefinition {
