@@ -108,6 +108,9 @@ pub(super) fn apply(
         validate::database_url("DATABASE_URL", raw)?;
         file.server.database_url = raw.to_string();
     }
+    if let Some(raw) = get(env, "REAGENT_STATIC_DIR") {
+        file.server.static_dir = Some(raw.into());
+    }
     if let Some(raw) = get(env, "REAGENT_API_KEYS") {
         file.auth.keys = api_keys(raw)?;
     }

@@ -47,8 +47,9 @@ pub struct ServerConfig {
     pub max_query_chars: usize,
     /// Requests per API key per minute; unlimited when absent.
     pub rate_limit_per_minute: Option<u32>,
-    /// The browser UI's files (SPEC §7).
-    pub static_dir: PathBuf,
+    /// `REAGENT_STATIC_DIR`: a folder to serve the browser UI from (SPEC §3.4, for UI
+    /// development); `None` serves the files compiled into the binary.
+    pub static_dir: Option<PathBuf>,
     /// Where the SQLite database and artifacts live by default.
     pub data_dir: PathBuf,
     /// How long shutdown waits for in-flight requests and runs before exiting anyway.
@@ -72,7 +73,7 @@ impl Default for ServerConfig {
             max_body_bytes: 1024 * 1024,
             max_query_chars: 100_000,
             rate_limit_per_minute: None,
-            static_dir: "static".into(),
+            static_dir: None,
             data_dir: "data".into(),
             shutdown_grace_s: 10,
             header_timeout_s: 30,

@@ -14,6 +14,10 @@ impl Config {
         let s = &self.server;
         let _ = writeln!(out, "bind: {}", s.bind);
         let _ = writeln!(out, "database: {}", redact_url(&s.database_url));
+        let _ = match &s.static_dir {
+            None => writeln!(out, "ui: compiled into the binary"),
+            Some(dir) => writeln!(out, "ui: folder {} (REAGENT_STATIC_DIR)", dir.display()),
+        };
         let _ = writeln!(
             out,
             "limits: body {} bytes, query {} chars, rate limit {}",

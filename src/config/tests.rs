@@ -39,6 +39,9 @@ fn defaults_with_nothing_set() {
     assert_eq!(c.server.database_url, "sqlite://data/reagent.db");
     assert_eq!(c.server.max_body_bytes, 1024 * 1024);
     assert_eq!(c.server.max_query_chars, 100_000);
+    // The UI compiled into the binary, whatever the working directory (SPEC §3.4).
+    assert_eq!(c.server.static_dir, None);
+    assert!(c.summary().contains("ui: compiled into the binary"));
     assert!(!c.auth.enabled());
     assert_eq!((c.llm.timeout_s, c.llm.max_retries), (120, 3));
     assert_eq!(c.models.len(), 1);
@@ -105,6 +108,11 @@ fn every_spec_variable_is_read() {
         }),
         ("DATABASE_URL", "postgres://db/x", |c| {
             c.server.database_url == "postgres://db/x"
+        }),
+        ("REAGENT_STATIC_DIR", "ui/dev", |c| {
+            c.server.static_dir.as_deref() == Some(std::path::Path::new("ui/dev"))
+                && c.summary()
+                    .contains("ui: folder ui/dev (REAGENT_STATIC_DIR)")
         }),
         ("LLM_BASE_URL", "http://localhost:11434/v1", |c| {
             default_model(c).base_url == "http://localhost:11434/v1"

@@ -96,7 +96,21 @@ impl RunManager {
         }
         drop(sink);
         match done_rx.await {
-            Ok(done) => self.finish(&writer, &live, done).await,
+            Ok(done) => {
+                let d = &done.outcome;
+                tracing::info!(
+                    status = %d.status.as_str(),
+                    iterations = d.iterations,
+                    tool_calls = d.tool_calls,
+                    prompt_tokens = d.usage.prompt_tokens,
+                    completion_tokens = d.usage.completion_tokens,
+                    total_tokens = d.usage.total_tokens,
+                    llm_calls = d.usage.llm_calls,
+                    elapsed_ms = d.elapsed_ms,
+                    "run finished"
+                );
+                self.finish(&writer, &live, done).await
+            }
             Err(_) => {
                 // Cannot happen (a `done` is always sent above); still flush what there is.
                 live.log.close();

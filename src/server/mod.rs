@@ -20,15 +20,15 @@ pub mod runs;
 pub mod sse;
 pub mod stall;
 mod state;
+pub mod statics;
 
 use axum::extract::DefaultBodyLimit;
-use axum::handler::HandlerWithoutStateExt;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::services::ServeDir;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tower_http::LatencyUnit;
 
 pub use auth::{Auth, Owner};
 pub use error::ApiError;
@@ -71,9 +71,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
 
 /// The application's routes and layers.
 pub fn router(state: AppState) -> Router {
-    let statics = ServeDir::new(&state.config.server.static_dir)
-        .call_fallback_on_method_not_allowed(true)
-        .not_found_service(error::not_found.into_service());
+    let statics = statics::service(state.config.server.static_dir.as_deref());
     Router::new()
         .nest("/api", api_routes(&state))
         .route("/healthz", get(ops::healthz))
@@ -83,6 +81,27 @@ pub fn router(state: AppState) -> Router {
         .fallback_service(statics)
         .layer(DefaultBodyLimit::max(state.config.server.max_body_bytes))
         .layer(CatchPanicLayer::custom(error::panic_response))
-        .layer(TraceLayer::new_for_http())
+        .layer(access_log())
         .with_state(state)
+}
+
+/// One info line per request when its response starts: method and path (from the span),
+/// status and latency. Bodies and headers (keys) are never logged; an SSE stream is logged when
+/// it opens, with the latency to its headers.
+fn access_log() -> TraceLayer<
+    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
+    impl Fn(&axum::http::Request<axum::body::Body>) -> tracing::Span + Clone,
+    (),
+    DefaultOnResponse,
+> {
+    TraceLayer::new_for_http()
+        .make_span_with(|request: &axum::http::Request<axum::body::Body>| {
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+        })
+        .on_request(())
+        .on_response(
+            DefaultOnResponse::new()
+                .level(tracing::Level::INFO)
+                .latency_unit(LatencyUnit::Millis),
+        )
 }

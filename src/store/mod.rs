@@ -193,6 +193,26 @@ impl Store {
 
 /// Opens (creating file and parent directory when missing) a SQLite database in WAL mode: the
 /// pool, and for a file database the one-connection writer pool (see `Store::writer`).
+/// Where `database_url` keeps its data, for the start-up log: the SQLite file as an absolute
+/// path (a relative URL is relative to the working directory, which is easy to forget), else
+/// the URL without its password.
+pub fn location(url: &str) -> String {
+    if !url.starts_with("sqlite:") {
+        return crate::config::redact_url(url);
+    }
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return "SQLite in memory (nothing is kept after exit)".into();
+    }
+    match SqliteConnectOptions::from_str(url) {
+        Ok(options) => {
+            let file = options.get_filename();
+            let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+            format!("SQLite file {}", file.display())
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
 async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), StoreError> {
     let options = SqliteConnectOptions::from_str(url)
         .map_err(|e| StoreError::Connect(e.to_string()))?

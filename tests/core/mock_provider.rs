@@ -4,7 +4,6 @@
 //! and the binary starts, answers and stops on SIGTERM. Everything is in-process on port 0
 //! except the binary test; timing assertions are lower bounds only.
 
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

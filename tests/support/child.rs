@@ -150,6 +150,11 @@ impl Server {
         assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
     }
 
+    /// What the child wrote on stderr (its log) so far.
+    pub fn log(&self) -> String {
+        self.stderr.text.lock().unwrap().clone()
+    }
+
     /// Kills the child and returns everything it wrote on stderr (its log).
     pub async fn stop_and_log(mut self) -> String {
         let _ = self.child.start_kill();
