@@ -175,11 +175,12 @@ fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
         let provider = MockProvider::start(cfg)
             .await
             .with_context(|| format!("cannot start the mock provider on {bind}"))?;
+        let stop = shutdown_signal();
         // Scripts and tests read this line (stdout) to find the port when binding port 0.
         println!("mock provider listening on http://{}", provider.addr());
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        shutdown_signal().await;
+        stop.await;
         provider.shutdown().await;
         Ok(())
     })
@@ -190,6 +191,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     for line in config.summary().lines() {
         tracing::info!("config: {line}");
     }
+    // Relative paths depend on the working directory: say where the data and the UI really are.
+    tracing::info!(
+        "database: {}",
+        reagent::store::location(&config.server.database_url)
+    );
+    tracing::info!(
+        "ui: {}",
+        server::statics::describe(config.server.static_dir.as_deref())
+    );
     let app = App::build(config, AppOverrides::default())
         .await
         .context("cannot start the service")?;
@@ -200,30 +210,36 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .context("server error")
 }
 
-/// Completes on Ctrl-C or, on Unix, SIGTERM (what `docker stop` and systemd send).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Completes on Ctrl-C or, on Unix, SIGTERM (what `docker stop` and systemd send). The SIGTERM
+/// handler is installed when this is called, not when the future is first polled: a test that
+/// signals right after the "listening" line was otherwise sometimes killed by the default action.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sigterm) => {
-                sigterm.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
+    let sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        let ctrl_c = async {
+            if let Err(e) = tokio::signal::ctrl_c().await {
+                tracing::error!(error = %e, "cannot listen for Ctrl-C");
                 std::future::pending::<()>().await;
             }
+        };
+        #[cfg(unix)]
+        let terminate = async {
+            match sigterm {
+                Ok(mut sigterm) => {
+                    sigterm.recv().await;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen for SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            () = ctrl_c => {},
+            () = terminate => {},
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
     }
 }
