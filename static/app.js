@@ -27,6 +27,11 @@ function setStatus(text, isError = false) {
 
 function setWorking(view) {
   state.active = view && !view.done ? view : null;
+  // "Stopping…" belongs to the run that was working; it ends with it.
+  if (!state.active && status.dataset.stopping) {
+    delete status.dataset.stopping;
+    setStatus('');
+  }
   stopButton.hidden = !state.active;
   $('send').textContent = state.active ? 'Send follow-up' : 'Send';
   input.placeholder = state.active
@@ -47,8 +52,24 @@ async function loadList() {
       button.type = 'button';
       button.className = 'conv';
       button.dataset.id = conv.id;
-      button.textContent = conv.title || 'Untitled';
-      if (conv.active_run_id) button.classList.add('working');
+      // The title is cut with an ellipsis; the time and the working dot stay visible beside it.
+      const title = document.createElement('span');
+      title.className = 'conv-title';
+      title.textContent = conv.title || 'Untitled';
+      const when = document.createElement('time');
+      when.className = 'conv-time muted';
+      when.dateTime = conv.created_at;
+      when.textContent = shortTime(conv.created_at);
+      when.title = new Date(conv.created_at).toLocaleString();
+      button.title = `${title.textContent} — ${when.title}`;
+      button.append(title, when);
+      if (conv.active_run_id) {
+        button.classList.add('working');
+        const dot = document.createElement('span');
+        dot.className = 'working-dot';
+        dot.setAttribute('aria-label', 'working');
+        button.append(dot);
+      }
       if (state.conversation?.id === conv.id) button.classList.add('current');
       button.addEventListener('click', () => {
         location.hash = `#/c/${conv.id}`;
@@ -60,6 +81,18 @@ async function loadList() {
   } catch (e) {
     $('list-status').textContent = `Could not load conversations: ${e.message}`;
   }
+}
+
+/** "14:05" today, "3 Mar 14:05" this year, "3 Mar 2025" before: enough to tell titles apart. */
+function shortTime(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const now = new Date();
+  const time = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  if (d.toDateString() === now.toDateString()) return time;
+  const day = d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' });
+  if (d.getFullYear() === now.getFullYear()) return `${day} ${time}`;
+  return d.toLocaleDateString(undefined, { day: 'numeric', month: 'short', year: 'numeric' });
 }
 
 async function newConversation(title) {
@@ -91,7 +124,7 @@ async function openConversation(id) {
   setWorking(null);
   setStatus('');
   thread.replaceChildren();
-  document.body.classList.remove('show-sidebar');
+  showSidebar(false);
   let conv;
   try {
     conv = await api('GET', `/api/conversations/${encodeURIComponent(id)}`);
@@ -300,7 +333,11 @@ stopButton.addEventListener('click', async () => {
   stopButton.disabled = true;
   try {
     await api('POST', `/api/runs/${encodeURIComponent(view.runId)}/cancel`);
-    setStatus('Stopping…');
+    // `done` may already have arrived while the cancel was on its way.
+    if (state.active === view) {
+      setStatus('Stopping…');
+      status.dataset.stopping = 'true';
+    }
   } catch (e) {
     // 409: it finished on its own meanwhile.
     if (!(e instanceof ApiError && e.status === 409)) setStatus(`Could not stop: ${e.message}`, true);
@@ -345,8 +382,18 @@ $('delete-conv').addEventListener('click', async () => {
   }
 });
 
+// The narrow-screen drawer: ☰ opens it; a tap on the backdrop beside it, or Escape, closes it.
+function showSidebar(open) {
+  document.body.classList.toggle('show-sidebar', open);
+  $('backdrop').hidden = !open;
+}
+
 $('toggle-sidebar').addEventListener('click', () => {
-  document.body.classList.toggle('show-sidebar');
+  showSidebar(!document.body.classList.contains('show-sidebar'));
+});
+$('backdrop').addEventListener('click', () => showSidebar(false));
+document.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Escape' && document.body.classList.contains('show-sidebar')) showSidebar(false);
 });
 
 function route() {

@@ -1,6 +1,8 @@
 // One run in the thread: turns SSE events (SPEC §4) into DOM. A RunView is fed every event of
 // its run exactly once — it drops ids it has already applied — so replaying after a reload or
-// resuming after a dropped connection can never duplicate a card or answer text.
+// resuming after a dropped connection can never duplicate a card or answer text. Tool cards are
+// keyed by iteration and call id: a provider may reuse an id in a later iteration, and that call
+// is a new card, placed where it happened (below a follow-up drained before it).
 //
 // Trust: tool arguments, observations, reasoning and interrupt texts are inserted with
 // textContent; only the answer is HTML, and only after marked + DOMPurify.
@@ -62,6 +64,31 @@ export class RunView {
     this.answer.hidden = true;
     this.footer = el('footer', 'run-footer muted', 'working…');
     this.root.append(this.meta, this.steps, this.answer, this.footer);
+    this.activity('starting');
+  }
+
+  /** While the run works, the footer says what it is doing (from the events streamed so far). */
+  activity(text) {
+    if (this.done || this.footer.dataset.status) return;
+    this.footer.textContent = text;
+    this.footer.dataset.activity = 'true';
+  }
+
+  /** The next LLM call of the loop: the one after the last iteration seen. */
+  waitingForModel(iteration) {
+    this.iteration = Math.max(this.iteration || 0, iteration || 0);
+    this.activity(`iteration ${this.iteration + 1} · waiting for the model`);
+  }
+
+  /** What the tools of the current iteration are doing, or the next LLM call once they ended. */
+  toolActivity(iteration) {
+    const running = [...this.cards.values()].filter((c) => c.dataset.state === 'running');
+    if (!running.length) {
+      this.waitingForModel(iteration);
+      return;
+    }
+    const names = [...new Set(running.map((c) => c.querySelector('.tool-name').textContent))];
+    this.activity(`iteration ${iteration ?? this.iteration ?? 1} · running ${names.join(', ')}`);
   }
 
   /** Applies one SSE event; events at or below the last applied id are ignored. */
@@ -76,6 +103,7 @@ export class RunView {
         this.runId = data.run_id;
         this.root.dataset.runId = data.run_id;
         this.meta.textContent = [data.model, data.mode && `${data.mode} mode`].filter(Boolean).join(' · ');
+        this.waitingForModel(0);
         break;
       case 'step':
         this.step(data);
@@ -102,12 +130,15 @@ export class RunView {
     switch (data.type) {
       case 'thinking':
         if (data.reasoning) this.steps.append(el('p', 'thinking muted', data.reasoning));
+        this.activity(`iteration ${data.iteration ?? ''} · calling tools`);
         break;
       case 'tool_start':
-        this.card(data.call_id, data.tool, data.arguments);
+        this.card(data.iteration, data.call_id, data.tool, data.arguments);
+        this.toolActivity(data.iteration);
         break;
       case 'tool_end':
         this.toolEnd(data);
+        this.toolActivity(data.iteration);
         break;
       case 'selection': {
         const text = `tool selection: ${(data.selected || []).length} of ${data.total_tools} tools` +
@@ -120,30 +151,33 @@ export class RunView {
         break;
       case 'approval_required':
         this.approval(data);
+        this.activity(`waiting for your approval of ${data.tool}`);
         break;
       default:
         break;
     }
   }
 
-  card(callId, tool, args) {
-    let card = this.cards.get(callId);
+  card(iteration, callId, tool, args) {
+    const key = `${iteration ?? ''}:${callId ?? ''}`;
+    let card = this.cards.get(key);
     if (card) return card;
     card = el('details', 'tool-card');
     card.dataset.callId = callId || '';
+    if (iteration !== undefined && iteration !== null) card.dataset.iteration = String(iteration);
     card.dataset.state = 'running';
     const summary = el('summary');
     summary.append(el('span', 'tool-name', tool || 'tool'), el('span', 'tool-status', 'running…'));
     const body = el('div', 'tool-body');
     body.append(el('h4', null, 'Arguments'), el('pre', 'tool-args', pretty(args ?? {})));
     card.append(summary, body);
-    this.cards.set(callId, card);
+    this.cards.set(key, card);
     this.steps.append(card);
     return card;
   }
 
   toolEnd(data) {
-    const card = this.card(data.call_id, data.tool, undefined);
+    const card = this.card(data.iteration, data.call_id, data.tool, undefined);
     const state = data.blocked ? 'blocked' : data.error ? 'error' : 'ok';
     card.dataset.state = state;
     card.querySelector('.tool-status').textContent =
@@ -247,6 +281,7 @@ export class RunView {
       case 'start':
       case 'reset':
         this.answerText = '';
+        this.activity('writing the answer');
         break;
       case 'delta':
         this.answerText += data.content || '';
@@ -260,7 +295,8 @@ export class RunView {
       default:
         return;
     }
-    this.answer.hidden = false;
+    // No empty box before the first delta: the answer appears with its first text.
+    this.answer.hidden = !this.answerText;
     this.answer.innerHTML = renderMarkdown(this.answerText);
   }
 
@@ -287,6 +323,7 @@ export class RunView {
       formatMs(data.elapsed_ms),
     ];
     this.footer.textContent = parts.filter(Boolean).join(' · ');
+    delete this.footer.dataset.activity;
     this.footer.dataset.status = data.status || '';
     if (data.error) this.footer.append(el('div', 'error', data.error));
     const left = data.unprocessed_interrupts || [];
@@ -295,6 +332,7 @@ export class RunView {
 
   /** Shown when the stream could not be resumed; the run may still be going on the server. */
   lost(message) {
+    delete this.footer.dataset.activity;
     this.footer.textContent = message;
     this.footer.dataset.status = 'disconnected';
   }

@@ -145,16 +145,24 @@ function binaryPath() {
   return path.join(target, 'debug', 'reagent');
 }
 
-/** Starts `reagent serve` in a temp dir (cleared env, temp SQLite, static/ of this repo). */
+/**
+ * Starts `reagent serve` in a temp dir (cleared env, temp SQLite). It serves the UI compiled
+ * into the binary, as shipped; `REAGENT_STATIC_DIR=static` in the environment tests the files
+ * of the checkout instead, without a rebuild (UI development).
+ */
 export async function startReagent(llmBase, extraEnv = {}) {
   const bin = binaryPath();
   if (!existsSync(bin)) throw new Error(`${bin} not found: run \`cargo build\` first`);
   const dir = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-'));
   const config = path.join(dir, 'config.toml');
-  writeFileSync(config, `[server]\nstatic_dir = ${JSON.stringify(path.join(REPO, 'static'))}\n`);
+  writeFileSync(config, '');
+  const staticDir = process.env.REAGENT_STATIC_DIR
+    ? { REAGENT_STATIC_DIR: path.resolve(REPO, process.env.REAGENT_STATIC_DIR) }
+    : {};
   const child = spawn(bin, ['serve'], {
     cwd: dir,
     env: {
+      ...staticDir,
       REAGENT_BIND: '127.0.0.1:0',
       REAGENT_CONFIG: config,
       DATABASE_URL: `sqlite://${path.join(dir, 'reagent.db')}`,
@@ -270,3 +278,23 @@ export function startProxy(target) {
     });
   });
 }
+
+// ---- page helpers ---------------------------------------------------------------------------
+
+/** Opens the UI (unless `page` already shows it), starts a conversation, sends `query`. */
+export async function ask(browser, base, query, page) {
+  if (!page) {
+    page = await browser.context.newPage();
+    await page.goto(`${base}/`);
+  }
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.click('#new-conv');
+  await page.waitForSelector('#delete-conv:not([disabled])');
+  await page.fill('#input', query);
+  await page.press('#input', 'Enter');
+  await page.waitForSelector('.run');
+  return page;
+}
+
+/** Waits for the run footer to show `status`. */
+export const footer = (page, status) => page.waitForSelector(`.run-footer[data-status="${status}"]`);

@@ -9,7 +9,9 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { REPO, startBrowser, startMockLlm, startProxy, startReagent } from './support.mjs';
+import {
+  REPO, ask as askIn, footer, startBrowser, startMockLlm, startProxy, startReagent,
+} from './support.mjs';
 
 const SCENARIO_TIMEOUT = 45000;
 
@@ -26,22 +28,7 @@ after(async () => {
   await llm?.close();
 });
 
-/** Opens the UI (unless `page` already shows it), starts a conversation, sends `query`. */
-async function ask(base, query, page) {
-  if (!page) {
-    page = await browser.context.newPage();
-    await page.goto(`${base}/`);
-  }
-  await page.waitForSelector('body[data-ready="true"]');
-  await page.click('#new-conv');
-  await page.waitForSelector('#delete-conv:not([disabled])');
-  await page.fill('#input', query);
-  await page.press('#input', 'Enter');
-  await page.waitForSelector('.run');
-  return page;
-}
-
-const footer = (page, status) => page.waitForSelector(`.run-footer[data-status="${status}"]`);
+const ask = (base, query, page) => askIn(browser, base, query, page);
 
 describe('reagent UI, auth off', () => {
   let server;

@@ -1,0 +1,155 @@
+// The UI details a newcomer tripped over (issue 16, items 2 and 9), in headless Chromium against
+// the real binary: tool cards stay separate when a provider repeats call ids across iterations,
+// and calls after a follow-up are shown below it; "Stopping…" clears once the run is cancelled;
+// the narrow-screen drawer closes on a tap beside it; the page loads without a failed request
+// (favicon); no empty answer box before the first delta; the footer says what the agent is
+// doing between LLM calls; the conversation list shows a time and the working dot beside
+// ellipsised titles.
+//
+// Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ask, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+
+const SCENARIO_TIMEOUT = 45000;
+
+let llm;
+let browser;
+let server;
+
+before(async () => {
+  llm = await startMockLlm();
+  browser = await startBrowser();
+  server = await startReagent(llm.base);
+});
+
+after(async () => {
+  await server?.stop();
+  await browser?.close();
+  await llm?.close();
+});
+
+/** An SSE body (SPEC §4) from `[event, data]` pairs, ids from 1. */
+function sseBody(events) {
+  return events.map(([event, data], i) => `id: ${i + 1}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+}
+
+describe('reagent UI details', () => {
+  test('cards stay separate when call ids repeat, and calls after a follow-up show below it', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    // The run's stream as a provider that reuses `call_1` in every iteration would produce it
+    // (the server may rename repeats; the UI must not depend on it).
+    await page.route('**/api/conversations/*/runs', (route) => {
+      const conversation = route.request().url().split('/').at(-2);
+      const step = (data) => ['step', data];
+      const body = sseBody([
+        ['start', { run_id: '00000000-0000-4000-8000-000000000001', conversation_id: conversation, model: 'mock', mode: 'native' }],
+        step({ type: 'thinking', iteration: 1, reasoning: '' }),
+        step({ type: 'tool_start', iteration: 1, call_id: 'call_1', tool: 'calculator', arguments: { expression: '6*7' } }),
+        step({ type: 'tool_end', iteration: 1, call_id: 'call_1', tool: 'calculator', observation: '42', error: false, blocked: false, duration_ms: 1, artifacts: [] }),
+        step({ type: 'interrupt', iteration: 1, ids: ['i-1'], contents: ['and the weekday?'] }),
+        step({ type: 'thinking', iteration: 2, reasoning: '' }),
+        step({ type: 'tool_start', iteration: 2, call_id: 'call_1', tool: 'current_time', arguments: { timezone: 'UTC' } }),
+        step({ type: 'tool_end', iteration: 2, call_id: 'call_1', tool: 'current_time', observation: 'Tuesday', error: false, blocked: false, duration_ms: 1, artifacts: [] }),
+        ['answer', { status: 'start' }],
+        ['answer', { status: 'delta', content: '42, on a Tuesday.' }],
+        ['answer', { status: 'done', content: '42, on a Tuesday.', fallback: false }],
+        ['done', { status: 'completed', iterations: 3, tool_calls: 2, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, llm_calls: 3 }, elapsed_ms: 5, mode: 'native', answer: '42, on a Tuesday.', unprocessed_interrupts: [] }],
+      ]);
+      return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+    });
+    await page.goto(`${server.base}/`);
+    await ask(browser, server.base, 'repeat my ids', page);
+    await footer(page, 'completed');
+    assert.deepEqual(await page.locator('.tool-card .tool-name').allTextContents(), ['calculator', 'current_time']);
+    assert.deepEqual(await page.locator('.tool-card .tool-observation').allTextContents(), ['42', 'Tuesday']);
+    const order = await page.locator('.run-steps > *').evaluateAll((els) =>
+      els.map((e) => (e.classList.contains('tool-card') ? e.querySelector('.tool-name').textContent : e.className)));
+    assert.deepEqual(order, ['calculator', 'interrupt drained', 'current_time']);
+    await page.close();
+  });
+
+  test('"Stopping…" clears once the run is cancelled', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await ask(browser, server.base, 'slow: stop me');
+    await page.waitForSelector('.run[data-run-id]');
+    await page.click('#stop');
+    await footer(page, 'cancelled');
+    await page.waitForSelector('#stop', { state: 'hidden' });
+    assert.equal(await page.locator('#composer-status').textContent(), '');
+    await page.close();
+  });
+
+  test('the narrow-screen drawer closes on a tap beside it', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${server.base}/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.click('#toggle-sidebar');
+    await page.waitForSelector('body.show-sidebar');
+    const box = await page.locator('#sidebar').boundingBox();
+    assert.ok(box.x >= 0 && box.x + box.width < 380, `drawer on screen: ${JSON.stringify(box)}`);
+    await page.mouse.click(385, 600);
+    await page.waitForFunction(() => !document.body.classList.contains('show-sidebar'));
+    assert.ok((await page.locator('#sidebar').boundingBox()).x < 0, 'the drawer slid away');
+    await page.close();
+  });
+
+  test('the page loads without a failed request, favicon included', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    const failed = [];
+    page.on('response', (r) => {
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('requestfailed', (r) => failed.push(`failed ${r.url()}`));
+    await page.goto(`${server.base}/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.deepEqual(failed, []);
+    // Headless Chromium does not fetch icons; a browser fetches the declared one (else
+    // /favicon.ico, which was a 404 on every load).
+    const href = await page.evaluate(() => document.querySelector('link[rel~="icon"]')?.href);
+    assert.ok(href, 'an icon is declared');
+    const icon = await page.request.get(href);
+    assert.equal(icon.status(), 200);
+    assert.match(icon.headers()['content-type'], /^image\//);
+    await page.close();
+  });
+
+  test('no empty answer box before the first delta', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.base}/`);
+    const hidden = await page.evaluate(async () => {
+      const { RunView } = await import('/run.js');
+      const view = new RunView('r');
+      view.apply({ id: 1, event: 'answer', data: { status: 'start' } });
+      const before = view.answer.hidden;
+      view.apply({ id: 2, event: 'answer', data: { status: 'delta', content: 'Hi' } });
+      return [before, view.answer.hidden];
+    });
+    assert.deepEqual(hidden, [true, false]);
+    await page.close();
+  });
+
+  test('between LLM calls the footer says what the agent is doing', { timeout: SCENARIO_TIMEOUT }, async () => {
+    // The mock's first loop reply takes 1.5 s for a "slow" query.
+    const page = await ask(browser, server.base, 'slow: show your work');
+    await page.waitForSelector('.run-footer:has-text("iteration 1 · waiting for the model")');
+    await page.waitForSelector('.run-footer:has-text("iteration 2 · waiting for the model")');
+    await page.waitForSelector('.run-footer:has-text("writing the answer")');
+    await footer(page, 'completed');
+    await page.close();
+  });
+
+  test('the list shows a time beside each title and the working dot beside a long one', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const long = `slow: ${'a very long title that cannot fit the sidebar '.repeat(3)}`;
+    const page = await ask(browser, server.base, long);
+    const item = page.locator('#conv-list .conv.current.working');
+    await item.waitFor();
+    assert.match(await item.locator('.conv-time').textContent(), /\d{1,2}:\d{2}/);
+    const dot = await item.locator('.working-dot').boundingBox();
+    const button = await item.boundingBox();
+    assert.ok(dot && dot.width > 0 && dot.x + dot.width <= button.x + button.width, 'the dot is inside the row, visible');
+    await footer(page, 'completed');
+    await page.close();
+  });
+});
