@@ -269,7 +269,8 @@ impl Store {
         Ok((items, next))
     }
 
-    /// Sets the title (and bumps `updated_at`); `None` when missing or not `owner`'s.
+    /// Sets the title; `None` when missing or not `owner`'s. `updated_at` (the list's order) is
+    /// left alone: a rename is not activity, and bumping it moved the conversation to the top.
     pub async fn rename_conversation(
         &self,
         owner: &str,
@@ -277,18 +278,14 @@ impl Store {
         title: &str,
     ) -> Result<Option<Conversation>, StoreError> {
         let _turn = self.write_turn().await;
-        let (_, micros) = now();
         let changed = with_writer!(self, |pool| {
-            sqlx::query(
-                "UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 AND owner = $4",
-            )
-            .bind(title)
-            .bind(micros)
-            .bind(id.to_string())
-            .bind(owner)
-            .execute(pool)
-            .await?
-            .rows_affected()
+            sqlx::query("UPDATE conversations SET title = $1 WHERE id = $2 AND owner = $3")
+                .bind(title)
+                .bind(id.to_string())
+                .bind(owner)
+                .execute(pool)
+                .await?
+                .rows_affected()
         });
         if changed == 0 {
             return Ok(None);

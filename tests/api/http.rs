@@ -576,6 +576,25 @@ async fn conversations_crud_and_pagination(db: String) {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["title"], "renamed");
     assert!(body["active_run_id"].is_null());
+    // Renaming is not activity: the list (newest activity first) keeps its order, so the
+    // renamed conversation does not jump to the top under the user's cursor.
+    let listed: Value = app
+        .get("/api/conversations", None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids, [b.as_str(), a.as_str()]);
+    assert_eq!(
+        listed["items"][1]["updated_at"],
+        page2["items"][0]["updated_at"]
+    );
     let r = app
         .post("/api/conversations", json!({"model": "nope"}), None)
         .await;

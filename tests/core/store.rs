@@ -159,7 +159,10 @@ async fn conversations_crud_and_isolation(store: &Store) {
         .unwrap()
         .unwrap();
     assert_eq!(renamed.title.as_deref(), Some("second"));
-    assert!(renamed.updated_at >= created.updated_at);
+    assert_eq!(
+        renamed.updated_at, created.updated_at,
+        "a rename is not activity"
+    );
     assert_eq!(renamed.created_at, created.created_at);
 
     assert!(store.delete_conversation(&alice, created.id).await.unwrap());
