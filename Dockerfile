@@ -1,11 +1,13 @@
 # reagent: multi-stage build. The builder compiles a release binary; the runtime image holds
-# only the binary, the UI files and the default configuration, and runs as a non-root user.
+# only the binary (the UI is compiled into it) and the default configuration, and runs as a
+# non-root user.
 FROM rust:1-bookworm AS builder
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY benches ./benches
+COPY static ./static
 RUN cargo build --release --locked --bin reagent
 
 FROM debian:bookworm-slim
@@ -17,7 +19,6 @@ RUN apt-get update \
     && chown reagent:reagent /data
 WORKDIR /app
 COPY --from=builder /src/target/release/reagent /usr/local/bin/reagent
-COPY static ./static
 COPY config.toml ./config.toml
 ENV REAGENT_BIND=0.0.0.0:8080 \
     DATABASE_URL=sqlite:///data/reagent.db \
