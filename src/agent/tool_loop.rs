@@ -193,7 +193,8 @@ impl<'a> LoopRun<'a> {
                     self.status = RunStatus::Failed;
                     self.error = Some(e.to_string());
                     self.brief = format!(
-                        "Sorry, I could not complete this request: the language model failed ({e})."
+                        "Sorry, I could not complete this request: {}",
+                        e.user_message()
                     );
                     break;
                 }

@@ -240,6 +240,42 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// One plain sentence for the person who asked: what failed and what to set. The details
+    /// (provider JSON, the error chain) stay in `done.error` and the logs.
+    pub fn user_message(&self) -> String {
+        match self {
+            LlmError::Status {
+                status: status @ (401 | 403),
+                ..
+            } => format!(
+                "the model provider refused the API key (HTTP {status}). Set LLM_API_KEY (or \
+                 the model's api_key_env) to a valid key for LLM_BASE_URL."
+            ),
+            LlmError::Status { status: 404, .. } => "the model provider does not know this \
+                 model or URL (HTTP 404). Check LLM_MODEL and LLM_BASE_URL."
+                .into(),
+            LlmError::Status { status: 429, .. } => {
+                "the model provider is limiting requests (HTTP 429). Try again in a moment.".into()
+            }
+            LlmError::Status { status, .. } => format!(
+                "the model provider answered with an error (HTTP {status}). Try again in a moment."
+            ),
+            LlmError::Connect(_) => "the model provider could not be reached. Check \
+                 LLM_BASE_URL (and LLM_API_KEY) and the network."
+                .into(),
+            LlmError::Timeout(s) => {
+                format!("the model provider did not answer within {s} s (LLM_TIMEOUT_S).")
+            }
+            LlmError::ContextLengthExceeded(_) => {
+                "the conversation is too long for the model's context window.".into()
+            }
+            LlmError::Stream(_) | LlmError::InvalidResponse(_) => {
+                "the model provider sent a response that could not be read.".into()
+            }
+            LlmError::Cancelled => "the request was cancelled.".into(),
+        }
+    }
+
     /// Worth retrying: 429/500/502/503/504, connection errors and timeouts.
     pub fn is_retryable(&self) -> bool {
         match self {

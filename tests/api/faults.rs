@@ -236,6 +236,16 @@ async fn a_non_retryable_status_fails_at_once() {
     let d = check_end(&app, &run, &events, "failed").await;
     assert!(d["error"].as_str().unwrap().contains("401"), "{d}");
     assert_eq!(fake.request_count(), 1);
+    // The answer says in one plain sentence what failed and what to set; the provider's JSON
+    // stays in `done.error`.
+    let answer = d["answer"].as_str().unwrap();
+    assert!(answer.contains("refused the API key"), "{answer}");
+    assert!(answer.contains("LLM_API_KEY"), "{answer}");
+    assert!(
+        !answer.contains("bad key") && !answer.contains('{'),
+        "{answer}"
+    );
+    assert!(d["error"].as_str().unwrap().contains("bad key"), "{d}");
 }
 
 #[tokio::test]
@@ -251,6 +261,12 @@ async fn connection_refused_fails_the_run_with_a_clear_error() {
     assert!(
         d["error"].as_str().unwrap().contains("could not reach"),
         "{d}"
+    );
+    let answer = d["answer"].as_str().unwrap();
+    assert!(answer.contains("LLM_BASE_URL"), "{answer}");
+    assert!(
+        !answer.contains("127.0.0.1"),
+        "details stay in done.error: {answer}"
     );
 }
 
