@@ -137,8 +137,10 @@ impl RunManager {
         let log = live.log.clone();
         let writer = writer.clone();
         let observer = self.observer.clone();
+        let progress = live.progress.clone();
         // The observer sees exactly what the log takes: not a second `done`, nothing after it.
         let observe = move |ev: &AgentEvent| {
+            progress.observe(ev);
             if let Some(observe) = &observer {
                 observe(ev);
             }

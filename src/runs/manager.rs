@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::log::EventLog;
 use super::persist::EventWriter;
+use super::progress::Progress;
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::HookRunner;
 use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
@@ -43,6 +44,8 @@ pub struct LiveRun {
     pub cancel: CancellationToken,
     /// Fired once the run's final state and every event are written (see [`LiveRun::finished`]).
     pub(super) done: CancellationToken,
+    /// Its counters so far, from its events.
+    pub progress: Arc<Progress>,
 }
 
 impl std::fmt::Debug for LiveRun {

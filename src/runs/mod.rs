@@ -23,6 +23,7 @@ mod drive;
 pub mod log;
 pub mod manager;
 pub mod persist;
+pub mod progress;
 mod read;
 mod recover;
 pub mod replay;

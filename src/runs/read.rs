@@ -11,8 +11,22 @@ use uuid::Uuid;
 use super::log::LoggedEvent;
 use super::manager::{LiveRun, RunError, RunManager};
 use super::replay::stored_events;
+use crate::store::RunRow;
 
 impl RunManager {
+    /// The run as stored, with a live run's counters so far.
+    pub async fn run(&self, owner: &str, run_id: Uuid) -> Result<RunRow, RunError> {
+        let mut row = self
+            .store
+            .get_run(owner, run_id)
+            .await?
+            .ok_or(RunError::NotFound)?;
+        if let Some(live) = self.live.get(&run_id).map(|l| l.clone()) {
+            live.progress.apply(&mut row);
+        }
+        Ok(row)
+    }
+
     /// The run's events after `after`: live ones follow until `done`, finished ones replay
     /// from the database.
     pub async fn events(

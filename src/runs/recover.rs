@@ -3,6 +3,7 @@
 
 use super::drive::final_state;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
+use super::progress::Progress;
 use crate::agent::events::StartEvent;
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, RunOutcome};
@@ -31,9 +32,11 @@ impl RunManager {
             AnswerSoFar::NotStarted
         };
         let mode = run.mode;
+        // The row's counters are written at the end: a crashed run's are in its events.
+        let progress = Progress::of_stored(&events);
         let outcome = RunOutcome {
-            iterations: run.iterations,
-            tool_calls: run.tool_calls,
+            iterations: run.iterations.max(progress.iterations()),
+            tool_calls: run.tool_calls.max(progress.tool_calls()),
             usage: run.usage,
             ..RunOutcome::failed(
                 mode,

@@ -147,6 +147,7 @@ impl RunManager {
             log: Arc::new(EventLog::new()),
             cancel: self.shutdown.child_token(),
             done: CancellationToken::new(),
+            progress: Arc::default(),
         });
         self.live.insert(run_id, live.clone());
         let (me, l) = (self.clone(), live.clone());

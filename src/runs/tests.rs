@@ -460,3 +460,38 @@ async fn recovery_fails_running_rows_with_the_fallback_tail() {
     );
     assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
 }
+
+#[tokio::test]
+async fn a_recovered_run_keeps_the_counters_its_events_show() {
+    let f = fixture().await;
+    let tool_start = |i: u32, id: &str| {
+        format!(
+            r#"{{"type":"tool_start","iteration":{i},"call_id":"{id}","tool":"t","arguments":{{}}}}"#
+        )
+    };
+    let (first, second) = (tool_start(1, "a"), tool_start(2, "b"));
+    let (_, run_id) = f
+        .left_running(&[
+            ("start", "{}"),
+            (
+                "step",
+                r#"{"type":"thinking","iteration":1,"reasoning":""}"#,
+            ),
+            ("step", &first),
+            (
+                "step",
+                r#"{"type":"thinking","iteration":2,"reasoning":""}"#,
+            ),
+            ("step", &second),
+        ])
+        .await;
+    f.runs.recover().await.unwrap();
+    let row = f.store.get_run("", run_id).await.unwrap().unwrap();
+    assert_eq!((row.iterations, row.tool_calls), (2, 2));
+    let done = f.store.list_events(run_id, 0).await.unwrap();
+    let done = done.last().unwrap();
+    let Ok(AgentEvent::Done(outcome)) = AgentEvent::from_parts(&done.name, &done.data) else {
+        panic!("the log ends with done: {done:?}");
+    };
+    assert_eq!((outcome.iterations, outcome.tool_calls), (2, 2));
+}

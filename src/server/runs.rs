@@ -176,12 +176,7 @@ pub async fn show(
     Extension(owner): Extension<Owner>,
     ApiPath(run_id): ApiPath<Uuid>,
 ) -> Result<Json<RunRow>, ApiError> {
-    state
-        .store
-        .get_run(&owner.0, run_id)
-        .await?
-        .map(Json)
-        .ok_or(ApiError::NotFound)
+    Ok(Json(state.runs.run(&owner.0, run_id).await?))
 }
 
 #[utoipa::path(get, path = "/api/runs/{run_id}/events", tag = "runs",

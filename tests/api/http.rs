@@ -217,6 +217,19 @@ async fn cancel_during_a_slow_tool_ends_cancelled(db: String) {
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
     app.wait_for(&run, |e| e.label() == "step:tool_start").await;
+    // Mid-run, the run shows its counters so far (they were 0 until the end).
+    let live: Value = app
+        .get(&format!("/api/runs/{run}"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(live["status"], "running");
+    assert_eq!(
+        (live["iterations"].as_u64(), live["tool_calls"].as_u64()),
+        (Some(1), Some(1)),
+        "{live}"
+    );
     // A second run on the busy conversation is refused.
     let r = app
         .post(
