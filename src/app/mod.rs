@@ -66,6 +66,9 @@ impl App {
     /// failed, and builds the run manager with the configured models, tools and hooks.
     pub async fn build(config: Config, overrides: AppOverrides) -> Result<App, BuildError> {
         let store = Store::connect(&config.server.database_url).await?;
+        if let Some(warning) = setup::key_warning(&config) {
+            tracing::warn!("{warning}");
+        }
         let metrics = Metrics::new();
         let models = match overrides.models {
             Some(m) => m,

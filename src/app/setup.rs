@@ -120,3 +120,31 @@ pub fn hook_runner(
     let needs_approval = tools.iter().any(|t| t.requires_approval());
     build_hooks(&config.hooks, &deps, needs_approval).map_err(|e| SetupError::Hooks(e.to_string()))
 }
+
+/// What start-up should warn about the default model: no key for a provider that is not on
+/// this machine (every run would fail with an authentication error), naming what to set.
+pub fn key_warning(config: &Config) -> Option<String> {
+    let model = config.default_model_config()?;
+    if model.api_key.is_some() || is_local(&model.base_url) {
+        return None;
+    }
+    let variable = model.api_key_env.as_deref().unwrap_or("LLM_API_KEY");
+    Some(format!(
+        "the default model '{}' has no API key and its base URL {} is not local: runs will \
+         fail until {variable} is set (or LLM_BASE_URL points at a local server)",
+        model.name, model.base_url
+    ))
+}
+
+/// A base URL on this machine (llama.cpp, Ollama, vLLM usually need no key).
+fn is_local(base_url: &str) -> bool {
+    let Ok(url) = url::Url::parse(base_url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified() || ip.is_private(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        None => false,
+    }
+}

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::setup::{model_registry, openai_config};
+use super::setup::{key_warning, model_registry, openai_config};
 use crate::config::Config;
 
 #[test]
@@ -47,4 +47,33 @@ fn infos_serialize_without_secrets() {
         !text.contains("sk-secret") && !text.contains("internal.example"),
         "{text}"
     );
+}
+
+#[test]
+fn start_up_warns_about_a_missing_key_only_for_a_remote_default_model() {
+    let load = |pairs: &[(&str, &str)]| {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::load_from(None, &env).unwrap()
+    };
+    let warning = key_warning(&load(&[])).expect("api.openai.com without a key");
+    assert!(warning.contains("LLM_API_KEY"), "{warning}");
+    assert!(warning.contains("https://api.openai.com/v1"), "{warning}");
+    assert_eq!(key_warning(&load(&[("LLM_API_KEY", "sk-x")])), None);
+    for local in [
+        "http://127.0.0.1:8081/v1",
+        "http://localhost:11434/v1",
+        "http://[::1]:8000/v1",
+        "http://192.168.1.5:8000/v1",
+    ] {
+        assert_eq!(
+            key_warning(&load(&[("LLM_BASE_URL", local)])),
+            None,
+            "{local}"
+        );
+    }
+    let remote = key_warning(&load(&[("LLM_BASE_URL", "https://example.com/v1")]));
+    assert!(remote.is_some());
 }
