@@ -12,7 +12,40 @@ use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 /// How long a delete waits for a cancelled run to write its final state.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
+/// While it lives, no run can start in the conversation.
+struct DeletingMark<'a> {
+    runs: &'a RunManager,
+    id: Uuid,
+}
+
+impl<'a> DeletingMark<'a> {
+    fn new(runs: &'a RunManager, id: Uuid) -> Self {
+        runs.deleting.insert(id, ());
+        Self { runs, id }
+    }
+}
+
+impl Drop for DeletingMark<'_> {
+    fn drop(&mut self) {
+        self.runs.deleting.remove(&self.id);
+    }
+}
+
 impl RunManager {
+    /// Cancels the conversation's active run and waits for its final write. A start that took
+    /// the slot but has not launched its run yet is waited for, then cancelled.
+    async fn stop_active_run(&self, owner: &str, id: Uuid) {
+        while let Some(run_id) = self.active_run_of(id) {
+            match self.live_run(owner, run_id) {
+                Some(live) => {
+                    live.cancel.cancel();
+                    live.finished().await;
+                }
+                None => tokio::time::sleep(Duration::from_millis(2)).await,
+            }
+        }
+    }
+
     /// Stores a new conversation of `owner`'s once [`RunManager::check_conversation`] passes.
     pub async fn create_conversation(
         &self,
@@ -86,17 +119,12 @@ impl RunManager {
     /// for the run's final write, so the run does not write into rows being deleted.
     pub async fn delete_conversation(&self, owner: &str, id: Uuid) -> Result<(), RunError> {
         self.owned(owner, id).await?;
-        if let Some(live) = self
-            .active_run_of(id)
-            .and_then(|run_id| self.live_run(owner, run_id))
+        let _marked = DeletingMark::new(self, id);
+        if tokio::time::timeout(CANCEL_WAIT, self.stop_active_run(owner, id))
+            .await
+            .is_err()
         {
-            live.cancel.cancel();
-            if tokio::time::timeout(CANCEL_WAIT, live.finished())
-                .await
-                .is_err()
-            {
-                tracing::warn!(run_id = %live.id, "cancelled run did not stop before its conversation was deleted");
-            }
+            tracing::warn!(conversation_id = %id, "its run did not stop before the conversation was deleted");
         }
         if self.store.delete_conversation(owner, id).await? {
             Ok(())

@@ -101,6 +101,8 @@ pub struct RunManager {
     pub(super) live: DashMap<Uuid, Arc<LiveRun>>,
     /// conversation → its active run.
     pub(super) active: DashMap<Uuid, Uuid>,
+    /// Conversations being deleted: no run may start in them.
+    pub(super) deleting: DashMap<Uuid, ()>,
     pub(super) queues: DashMap<Uuid, Arc<InterruptQueue>>,
     pub(super) tracker: TaskTracker,
     pub(super) shutdown: CancellationToken,
@@ -140,6 +142,7 @@ impl RunManager {
             compact_llm,
             live: DashMap::new(),
             active: DashMap::new(),
+            deleting: DashMap::new(),
             queues: DashMap::new(),
             tracker: TaskTracker::new(),
             shutdown: CancellationToken::new(),

@@ -108,6 +108,12 @@ impl RunManager {
                 v.insert(run_id);
             }
         }
+        // Checked after taking the slot: a delete marks first and then looks at the slot, so
+        // either this start sees the mark or the delete sees (and stops) this run.
+        if self.deleting.contains_key(&conv.id) {
+            self.active.remove(&conv.id);
+            return Err(RunError::NotFound);
+        }
         match self.prepare(owner, &conv, &request, run_id, is_new).await {
             Ok((agent, input)) => {
                 let live = self.launch(owner, &conv, run_id, agent, input);
@@ -116,6 +122,13 @@ impl RunManager {
             }
             Err(e) => {
                 self.active.remove(&conv.id);
+                // Deleted between the read above and the run's insert (a foreign-key error).
+                if matches!(e, RunError::Store(_))
+                    && !is_new
+                    && self.owned(owner, conv.id).await.is_err()
+                {
+                    return Err(RunError::NotFound);
+                }
                 Err(e)
             }
         }

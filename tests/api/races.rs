@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::app::{Options, TestApp};
+use crate::support::eventually;
 use crate::support::sse::{read_all, Sse};
 
 on_both_backends!(
@@ -30,6 +31,7 @@ on_both_backends!(
     cancel_vs_completion,
     two_runs_started_at_once,
     recall_vs_drain,
+    start_vs_delete,
 );
 
 /// Rounds per race. Each round is a whole run through HTTP and the database.
@@ -426,4 +428,49 @@ async fn an_interrupt_during_the_last_iteration_is_reported_unprocessed() {
         1,
         "still persisted"
     );
+}
+
+/// Starting a run while its conversation is deleted: the start is 202 or 404, never a 500, and
+/// a run that did start is stopped by the delete (no run left going on a deleted conversation).
+async fn start_vs_delete(db: String) {
+    let (app, fake) = app(&db).await;
+    let (mut started, mut refused) = (0, 0);
+    for round in 0..ROUNDS {
+        fake.push(FakeReply::tool_calls(vec![("g", "gate", "{}")]));
+        let conv = app.create_conversation(None).await;
+        let start = async {
+            jitter(round, 0).await;
+            app.post(
+                &format!("/api/conversations/{conv}/runs"),
+                json!({"query": "go"}),
+                None,
+            )
+            .await
+        };
+        let delete = async {
+            jitter(round, 1).await;
+            app.delete(&format!("/api/conversations/{conv}"), None)
+                .await
+        };
+        let (s, d) = tokio::join!(start, delete);
+        let status = s.status().as_u16();
+        let body: Value = s.json().await.unwrap();
+        assert_eq!(d.status().as_u16(), 204, "round {round}");
+        match status {
+            202 => started += 1,
+            404 => {
+                assert_eq!(body["error"]["code"], "not_found", "round {round}");
+                refused += 1;
+            }
+            other => panic!("round {round}: start answered {other}: {body}"),
+        }
+        // Whatever won, nothing keeps running on the deleted conversation.
+        eventually("no run left active after the delete", || async {
+            app.app.state.runs.active_runs() == 0
+        })
+        .await;
+        app.gate.release();
+    }
+    eprintln!("start vs delete: {started} started then stopped, {refused} refused");
+    assert_eq!(started + refused, ROUNDS);
 }
