@@ -265,6 +265,7 @@ async function startRun(query) {
   }
   loadList();
   await follow(view, response, signal);
+  await followNext(view, signal);
   if (!view.runId && !signal.aborted) {
     // The stream broke before `start`: learn the run id from the conversation and resume.
     try {
@@ -278,6 +279,28 @@ async function startRun(query) {
     } catch {
       view.lost('connection lost — reload the page to resume');
     }
+  }
+}
+
+/** Follows the runs the server started with late follow-ups (`done.next_run_id`), each as a
+ * turn of its own whose question is those follow-ups. */
+async function followNext(view, signal) {
+  let current = view;
+  while (current.done && current.nextRunId && !signal.aborted) {
+    // The server joins, in order, what the loop never read and what came after it closed.
+    const parts = new Map(current.unprocessed.map((i) => [String(i.id), i.content]));
+    for (const q of current.root.querySelectorAll('.interrupt.queued')) {
+      if (!parts.has(q.dataset.interruptId)) parts.set(q.dataset.interruptId, q.querySelector('.interrupt-text').textContent);
+      q.remove();
+    }
+    const query = [...parts.values()].join('\n\n');
+    thread.append(userBubble(query));
+    const next = new RunView(current.nextRunId);
+    thread.append(next.root);
+    setWorking(next);
+    scrollDown();
+    await follow(next, null, signal);
+    current = next;
   }
 }
 

@@ -310,8 +310,11 @@ export class RunView {
         card.querySelector('.tool-status').textContent = 'did not finish';
       }
     }
+    // Late follow-ups became the next run's query (SPEC §3.8): the page follows it.
+    this.nextRunId = data.next_run_id || null;
+    this.unprocessed = data.unprocessed_interrupts || [];
     for (const item of this.root.querySelectorAll('.interrupt.queued')) {
-      item.querySelector('.badge').textContent = 'not read by the agent';
+      item.querySelector('.badge').textContent = this.nextRunId ? 'answered next' : 'not read by the agent';
     }
     if (!this.answerText && data.answer) this.answerEvent({ status: 'done', content: data.answer });
     const usage = data.usage || {};

@@ -136,6 +136,9 @@ pub struct RunOutcome {
     pub error: Option<String>,
     /// Interrupts left in the queue when it closed (accepted, never seen by the agent).
     pub unprocessed_interrupts: Vec<Interrupt>,
+    /// The run the server started with the follow-ups that came too late for this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_id: Option<String>,
 }
 
 impl RunOutcome {
@@ -151,6 +154,7 @@ impl RunOutcome {
             answer: answer.into(),
             error: Some(error.into()),
             unprocessed_interrupts: Vec::new(),
+            next_run_id: None,
         }
     }
 }

@@ -238,6 +238,7 @@ impl<'a> LoopRun<'a> {
                 answer: self.brief.clone(),
                 error: self.error,
                 unprocessed_interrupts: self.unprocessed,
+                next_run_id: None,
             },
             brief_answer: self.brief,
             answer_fallback: true,

@@ -11,6 +11,15 @@ use crate::agent::interrupts::Recall;
 use crate::domain::{MessageKind, MessageRole};
 use crate::store::NewMessage;
 
+/// An accepted follow-up: `next_run` when it came after the loop closed and will be the query
+/// of the run started when this one ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepted {
+    pub id: Uuid,
+    pub run_id: Uuid,
+    pub next_run: bool,
+}
+
 impl RunManager {
     /// Cancels a run of this owner. `Finished` when it is no longer running.
     pub async fn cancel(&self, owner: &str, run_id: Uuid) -> Result<(), RunError> {
@@ -38,7 +47,7 @@ impl RunManager {
         owner: &str,
         conversation_id: Uuid,
         content: String,
-    ) -> Result<(Uuid, Uuid), RunError> {
+    ) -> Result<Accepted, RunError> {
         check_text("content", &content, self.max_query_chars)?;
         self.owned(owner, conversation_id).await?;
         let (Some(queue), Some(run_id)) = (
@@ -47,9 +56,9 @@ impl RunManager {
         ) else {
             return Err(RunError::NoActiveRun);
         };
-        if !queue.is_open() {
+        let Some(live) = self.live_run(owner, run_id) else {
             return Err(RunError::NoActiveRun);
-        }
+        };
         let id = Uuid::new_v4();
         self.store
             .add_message(NewMessage {
@@ -61,12 +70,24 @@ impl RunManager {
                 run_id: Some(run_id),
             })
             .await?;
-        if queue.push_with_id(id, content).is_err() {
-            // The loop ended meanwhile: not accepted, so not kept.
-            self.store.delete_message(conversation_id, id).await?;
-            return Err(RunError::NoActiveRun);
+        if queue.push_with_id(id, content.clone()).is_ok() {
+            return Ok(Accepted {
+                id,
+                run_id,
+                next_run: false,
+            });
         }
-        Ok((id, run_id))
+        // The loop has closed (the answer is streaming): the next run's query.
+        if live.follow_ups.push(id, content) {
+            return Ok(Accepted {
+                id,
+                run_id,
+                next_run: true,
+            });
+        }
+        // The run ended meanwhile: not accepted, so not kept.
+        self.store.delete_message(conversation_id, id).await?;
+        Err(RunError::NoActiveRun)
     }
 
     /// Recalls a pending interrupt of `owner`'s conversation.
@@ -77,8 +98,13 @@ impl RunManager {
         interrupt_id: Uuid,
     ) -> Result<(), RunError> {
         self.owned(owner, conversation_id).await?;
+        let late = self
+            .active_run_of(conversation_id)
+            .and_then(|run_id| self.live_run(owner, run_id))
+            .is_some_and(|live| live.follow_ups.recall(interrupt_id));
         let queue = self.queues.get(&conversation_id).map(|q| q.clone());
-        match queue.map(|q| q.recall(interrupt_id)) {
+        let recalled = late || queue.is_some_and(|q| q.recall(interrupt_id) == Recall::Recalled);
+        match recalled.then_some(Recall::Recalled) {
             Some(Recall::Recalled) => {
                 self.store
                     .delete_message(conversation_id, interrupt_id)

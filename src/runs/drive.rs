@@ -12,12 +12,13 @@ use uuid::Uuid;
 
 use super::manager::{LiveRun, RunManager};
 use super::persist::EventWriter;
+use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
     AgentEvent, EventSink, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunOutcome,
 };
-use crate::domain::{EventName, MessageKind, MessageRole};
+use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
 /// What a client reads when the engine panicked.
@@ -109,7 +110,7 @@ impl RunManager {
                     elapsed_ms = d.elapsed_ms,
                     "run finished"
                 );
-                self.finish(&writer, &live, done).await
+                self.finish(&writer, &live, done).await;
             }
             Err(_) => {
                 // Cannot happen (a `done` is always sent above); still flush what there is.
@@ -168,7 +169,8 @@ impl RunManager {
     /// transaction (through the shared writer) before `done` becomes visible, so a client that
     /// reads `done` and asks for the run (or starts another, or replays the events from the
     /// database) sees it finished and complete.
-    async fn finish(&self, writer: &EventWriter, live: &LiveRun, done: Done) {
+    async fn finish(self: &Arc<Self>, writer: &EventWriter, live: &LiveRun, done: Done) {
+        let (done, next) = self.plan_next_run(live, done);
         let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
         let event = StoredEvent {
             seq: done.seq as i64,
@@ -185,7 +187,40 @@ impl RunManager {
             }
         }
         self.release(live);
+        // Started before `done` becomes visible, so a client following `next_run_id` finds it.
+        if let Some(next) = next {
+            if let Err(e) = self.start(&live.owner, next).await {
+                tracing::warn!(error = %e, "could not start the run of the late follow-ups (they stay in the conversation)");
+            }
+        }
         live.log.close_with(EventName::Done.as_str(), done.data);
+    }
+
+    /// Late follow-ups (and interrupts the loop never saw) become the query of a next run,
+    /// announced in `done.next_run_id` — unless the user stopped this run or the server stops.
+    fn plan_next_run(&self, live: &LiveRun, mut done: Done) -> (Done, Option<StartRun>) {
+        let mut items: Vec<(Uuid, String)> = done
+            .outcome
+            .unprocessed_interrupts
+            .iter()
+            .map(|i| (i.id, i.content.clone()))
+            .collect();
+        items.extend(live.follow_ups.close());
+        let stopped = done.outcome.status == RunStatus::Cancelled || self.shutdown.is_cancelled();
+        if items.is_empty() || stopped {
+            return (done, None);
+        }
+        let id = Uuid::new_v4();
+        let query: Vec<&str> = items.iter().map(|(_, c)| c.as_str()).collect();
+        let mut next = StartRun::new(
+            ConversationRef::Existing(live.conversation_id),
+            query.join("\n\n"),
+        );
+        next.id = Some(id);
+        next.replaces = items.iter().map(|(i, _)| *i).collect();
+        done.outcome.next_run_id = Some(id.to_string());
+        done.data = AgentEvent::Done(done.outcome.clone()).data_json();
+        (done, Some(next))
     }
 
     /// Frees the conversation for its next run.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::persist::EventWriter;
 use super::progress::Progress;
@@ -46,6 +47,8 @@ pub struct LiveRun {
     pub(super) done: CancellationToken,
     /// Its counters so far, from its events.
     pub progress: Arc<Progress>,
+    /// Follow-ups that came after the loop closed: the next run's query.
+    pub(super) follow_ups: FollowUps,
 }
 
 impl std::fmt::Debug for LiveRun {

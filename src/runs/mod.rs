@@ -20,6 +20,7 @@ pub mod checks;
 mod control;
 mod conversations;
 mod drive;
+pub mod follow_up;
 pub mod log;
 pub mod manager;
 pub mod persist;
@@ -31,6 +32,7 @@ mod start;
 #[cfg(test)]
 mod tests;
 
+pub use control::Accepted;
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
 pub use start::{ConversationRef, StartRun};

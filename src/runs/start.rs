@@ -11,6 +11,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::checks::check_text;
+use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
@@ -49,6 +50,11 @@ pub struct StartRun {
     /// A forced mode; the engine decides when absent.
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
+    /// The run's id, when it was announced before the run started (a `done.next_run_id`).
+    pub id: Option<Uuid>,
+    /// Stored follow-ups this run's query is made of: they leave the history it reads, and the
+    /// conversation, once its query is stored.
+    pub replaces: Vec<Uuid>,
 }
 
 impl StartRun {
@@ -60,6 +66,8 @@ impl StartRun {
             model: None,
             mode: None,
             max_iterations: None,
+            id: None,
+            replaces: Vec::new(),
         }
     }
 }
@@ -101,7 +109,7 @@ impl RunManager {
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
         }
-        let run_id = Uuid::new_v4();
+        let run_id = request.id.unwrap_or_else(Uuid::new_v4);
         match self.active.entry(conv.id) {
             Entry::Occupied(_) => return Err(RunError::Active),
             Entry::Vacant(v) => {
@@ -161,6 +169,7 @@ impl RunManager {
             cancel: self.shutdown.child_token(),
             done: CancellationToken::new(),
             progress: Arc::default(),
+            follow_ups: FollowUps::default(),
         });
         self.live.insert(run_id, live.clone());
         let (me, l) = (self.clone(), live.clone());
@@ -203,7 +212,7 @@ impl RunManager {
         let history = if is_new {
             Vec::new()
         } else {
-            self.history(conv.id).await?
+            self.history(conv.id, &req.replaces).await?
         };
         let run = NewRun {
             id: run_id,
@@ -227,6 +236,9 @@ impl RunManager {
         } else {
             self.store.create_run_with_query(run, query).await?;
         }
+        for id in &req.replaces {
+            self.store.delete_message(conv.id, *id).await?;
+        }
         let input = RunInput {
             run_id: run_id.to_string(),
             conversation_id: conv.id.to_string(),
@@ -238,10 +250,15 @@ impl RunManager {
     }
 
     /// The conversation's earlier turns as the model reads them.
-    async fn history(&self, conversation_id: Uuid) -> Result<Vec<Message>, RunError> {
+    async fn history(
+        &self,
+        conversation_id: Uuid,
+        leave_out: &[Uuid],
+    ) -> Result<Vec<Message>, RunError> {
         let stored = self.store.list_messages(conversation_id).await?;
         Ok(stored
             .into_iter()
+            .filter(|m| !leave_out.contains(&m.id))
             .map(|m| match (m.role, m.kind) {
                 (MessageRole::Assistant, _) => Message::assistant(m.content),
                 (_, MessageKind::Interrupt) => Message::user(format!("(follow-up) {}", m.content)),

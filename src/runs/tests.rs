@@ -213,7 +213,9 @@ async fn interrupts_are_checked_and_a_pending_one_can_be_recalled() {
     assert!(matches!(empty, Err(RunError::Invalid(_))), "{empty:?}");
     let foreign = f.runs.interrupt("bob", conv, "hi".into()).await;
     assert!(matches!(foreign, Err(RunError::NotFound)), "{foreign:?}");
-    let (iid, run_id) = f.runs.interrupt("alice", conv, "hi".into()).await.unwrap();
+    let accepted = f.runs.interrupt("alice", conv, "hi".into()).await.unwrap();
+    let (iid, run_id) = (accepted.id, accepted.run_id);
+    assert!(!accepted.next_run);
     assert_eq!(run_id, live.id);
     let stored = |kind: MessageKind| {
         let store = f.store.clone();

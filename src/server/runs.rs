@@ -125,11 +125,10 @@ pub async fn start(
     ApiJson(body): ApiJson<StartRunBody>,
 ) -> Result<Response, ApiError> {
     let request = StartRun {
-        conversation: ConversationRef::Existing(id),
-        query: body.query,
         model: body.model,
         mode: parse_mode(body.mode.as_deref())?,
         max_iterations: body.max_iterations,
+        ..StartRun::new(ConversationRef::Existing(id), body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;
     if wants_event_stream(&headers) {
@@ -216,7 +215,7 @@ pub async fn cancel(
 #[utoipa::path(post, path = "/api/conversations/{id}/interrupt", tag = "runs",
     params(("id" = Uuid, Path, description = "Conversation id")),
     request_body = InterruptBody,
-    responses((status = 202, description = "`{id, run_id}`", body = Value),
+    responses((status = 202, description = "`{id, run_id}`, with `next_run: true` when the loop has closed (the answer streams): it becomes the query of the next run", body = Value),
               (status = 400, description = "Empty or too long content"),
               (status = 404, description = "Unknown conversation"),
               (status = 409, description = "`no_active_run`")))]
@@ -226,11 +225,12 @@ pub async fn interrupt(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<InterruptBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (interrupt_id, run_id) = state.runs.interrupt(&owner.0, id, body.content).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": interrupt_id, "run_id": run_id})),
-    ))
+    let accepted = state.runs.interrupt(&owner.0, id, body.content).await?;
+    let mut body = json!({"id": accepted.id, "run_id": accepted.run_id});
+    if accepted.next_run {
+        body["next_run"] = json!(true);
+    }
+    Ok((StatusCode::ACCEPTED, Json(body)))
 }
 
 #[utoipa::path(delete, path = "/api/conversations/{id}/interrupt/{interrupt_id}", tag = "runs",

@@ -32,6 +32,7 @@ on_both_backends!(
     two_runs_started_at_once,
     recall_vs_drain,
     start_vs_delete,
+    follow_ups_during_the_answer_become_the_next_run,
 );
 
 /// Rounds per race. Each round is a whole run through HTTP and the database.
@@ -181,36 +182,69 @@ async fn interrupt_vs_loop_end(db: String) {
         let (_, mut outcomes) = tokio::join!(release, futures::future::join_all(sends));
         outcomes.push(early);
         let events = app.events(&run, None).await;
-        // And one certainly after the end: refused, not stored.
+        // What this run could not take (unprocessed, or sent after its loop closed) is the
+        // query of the next run the server started (SPEC §3.8).
+        let next_id = done(&events)["next_run_id"].as_str().map(str::to_string);
+        let next_query = match next_id.as_deref() {
+            Some(next) => {
+                let next_events = app.events(next, None).await;
+                assert_eq!(done(&next_events)["status"], "completed");
+                let queries = messages(&app, &conv, "query").await;
+                let q = queries
+                    .iter()
+                    .find(|m| m["run_id"] == next)
+                    .expect("its query");
+                q["content"].as_str().unwrap().to_string()
+            }
+            None => String::new(),
+        };
+        // And one certainly after the end (of the next run too): refused, not stored.
         let late = app.interrupt(&conv, "<late>").await;
         assert_eq!(late.status(), 409, "the run is over: it must refuse");
         let (seen, unprocessed) = interrupt_fates(&events);
-        let stored = messages(&app, &conv, "interrupt").await;
+        let mut stored = messages(&app, &conv, "interrupt").await;
+        stored.retain(|m| m["run_id"] == run.as_str());
         let stored_ids: HashSet<&str> = stored.iter().map(|m| m["id"].as_str().unwrap()).collect();
-        let mut accepted = 0;
+        let (mut accepted, mut to_next) = (0, 0);
         for (status, body, content) in &outcomes {
+            if *status == 202 && body["run_id"] != run.as_str() {
+                // Sent after the next run had started: that run's interrupt, never lost either.
+                assert_eq!(body["run_id"].as_str(), next_id.as_deref(), "round {round}");
+                assert!(model_saw(&fake, content), "round {round}: {content} lost");
+                continue;
+            }
             match status {
                 202 => {
                     accepted += 1;
                     let id = body["id"].as_str().unwrap();
-                    assert_eq!(body["run_id"], run.as_str());
                     let n_seen = seen.iter().filter(|s| *s == id).count();
                     let n_unprocessed = unprocessed.iter().filter(|s| *s == id).count();
+                    let late = usize::from(body["next_run"] == true);
                     assert_eq!(
-                        n_seen + n_unprocessed,
+                        n_seen + n_unprocessed + late,
                         1,
-                        "round {round}: interrupt {id} seen {n_seen}× and unprocessed {n_unprocessed}×"
+                        "round {round}: interrupt {id} seen {n_seen}×, unprocessed {n_unprocessed}×, late {late}×"
                     );
                     if n_seen == 1 {
                         assert!(
                             model_saw(&fake, content),
                             "drained but the model never saw it"
                         );
+                        assert!(
+                            stored_ids.contains(id),
+                            "round {round}: accepted but not persisted"
+                        );
+                    } else {
+                        to_next += 1;
+                        assert!(
+                            next_query.contains(content.as_str()),
+                            "round {round}: {content} is not in the next run's query {next_query:?}"
+                        );
+                        assert!(
+                            model_saw(&fake, content),
+                            "the next run never asked about it"
+                        );
                     }
-                    assert!(
-                        stored_ids.contains(id),
-                        "round {round}: accepted but not persisted"
-                    );
                 }
                 409 => {
                     refused_total += 1;
@@ -221,10 +255,10 @@ async fn interrupt_vs_loop_end(db: String) {
         }
         assert_eq!(
             stored.len(),
-            accepted,
-            "round {round}: refused interrupts are not kept"
+            accepted - to_next,
+            "round {round}: refused interrupts are not kept, the next run's are its query"
         );
-        assert_eq!(seen.len() + unprocessed.len(), accepted);
+        assert_eq!(seen.len() + to_next, accepted);
         accepted_total += accepted;
         unprocessed_total += unprocessed.len();
         let status = done(&events)["status"].as_str().unwrap().to_string();
@@ -423,11 +457,18 @@ async fn an_interrupt_during_the_last_iteration_is_reported_unprocessed() {
     assert!(seen.is_empty(), "{seen:?}");
     assert_eq!(unprocessed, vec![id]);
     assert_eq!(done(&events)["status"], "max_iterations");
-    assert_eq!(
-        messages(&app, &conv, "interrupt").await.len(),
-        1,
-        "still persisted"
-    );
+    // Never lost: it is the query of the run the server started next (SPEC §3.8).
+    let next = done(&events)["next_run_id"]
+        .as_str()
+        .expect("a next run")
+        .to_string();
+    let next_events = app.events(&next, None).await;
+    assert_eq!(done(&next_events)["status"], "completed");
+    let queries = messages(&app, &conv, "query").await;
+    assert_eq!(queries.len(), 2);
+    assert_eq!(queries[1]["content"], "<too late>");
+    assert_eq!(queries[1]["run_id"], next.as_str());
+    assert!(messages(&app, &conv, "interrupt").await.is_empty());
 }
 
 /// Starting a run while its conversation is deleted: the start is 202 or 404, never a 500, and
@@ -473,4 +514,53 @@ async fn start_vs_delete(db: String) {
     }
     eprintln!("start vs delete: {started} started then stopped, {refused} refused");
     assert_eq!(started + refused, ROUNDS);
+}
+
+/// Follow-ups sent while the answer streams (the loop has closed its queue) are accepted with
+/// `next_run: true`, joined in order into the query of a run the server starts when the current
+/// one ends, announced as `done.next_run_id`; nothing the user wrote is lost or stored twice.
+async fn follow_ups_during_the_answer_become_the_next_run(db: String) {
+    let (app, fake) = app(&db).await;
+    fake.push(FakeReply::text(FINAL));
+    // The answer takes a while: the window in which the follow-ups arrive.
+    fake.push(FakeReply::text("first answer").delay(1500));
+    let conv = app.create_conversation(None).await;
+    let run = app.start_run(&conv, json!({"query": "go"}), None).await;
+    app.wait_for(&run, |e| e.label() == "answer:start").await;
+    for content in ["and also this", "and that"] {
+        let r = app.interrupt(&conv, content).await;
+        assert_eq!(r.status(), 202);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["next_run"], true, "{body}");
+        assert_eq!(body["run_id"], run.as_str());
+    }
+    let events = app.events(&run, None).await;
+    let first = done(&events);
+    assert_eq!(first["status"], "completed");
+    let next = first["next_run_id"]
+        .as_str()
+        .expect("done names the next run")
+        .to_string();
+    let next_events = app.events(&next, None).await;
+    assert_eq!(done(&next_events)["status"], "completed");
+    let queries = messages(&app, &conv, "query").await;
+    let texts: Vec<&str> = queries
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["go", "and also this\n\nand that"]);
+    assert_eq!(queries[1]["run_id"], next.as_str());
+    assert!(
+        messages(&app, &conv, "interrupt").await.is_empty(),
+        "not stored twice"
+    );
+    // The next run's model request has the follow-ups as its query, once.
+    let joined = "and also this\n\nand that";
+    let seen = fake
+        .requests()
+        .iter()
+        .filter(|r| r.to_string().contains("and also this"))
+        .count();
+    assert!(seen >= 1, "the next run asked the model about {joined:?}");
+    assert_eq!(app.app.state.runs.active_runs(), 0);
 }

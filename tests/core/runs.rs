@@ -162,11 +162,12 @@ async fn one_active_run_per_conversation_and_interrupts_need_one() {
         f.runs.start("", query(&conv, "second")).await,
         Err(RunError::Active)
     ));
-    let (iid, run_id) = f
+    let accepted = f
         .runs
         .interrupt("", conv.id, "also this".into())
         .await
         .unwrap();
+    let (iid, run_id) = (accepted.id, accepted.run_id);
     assert_eq!(run_id, live.id);
     let events: Vec<_> = live.log.subscribe(0).events.collect().await;
     let done = &events.last().unwrap().data;

@@ -70,6 +70,39 @@ describe('reagent UI details', () => {
     await page.close();
   });
 
+  test('a follow-up the run could not take becomes the next turn, which the page follows', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    const next = '00000000-0000-4000-8000-000000000022';
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, llm_calls: 1 };
+    const answer = (text) => [['answer', { status: 'start' }], ['answer', { status: 'delta', content: text }], ['answer', { status: 'done', content: text, fallback: false }]];
+    await page.route('**/api/conversations/*/runs', (route) => {
+      const conversation = route.request().url().split('/').at(-2);
+      const body = sseBody([
+        ['start', { run_id: '00000000-0000-4000-8000-000000000021', conversation_id: conversation, model: 'mock', mode: 'native' }],
+        ...answer('first answer'),
+        ['done', { status: 'max_iterations', iterations: 1, tool_calls: 0, usage, elapsed_ms: 5, mode: 'native', answer: 'first answer', unprocessed_interrupts: [{ id: 'i-9', content: 'and one more thing' }], next_run_id: next }],
+      ]);
+      return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+    });
+    await page.route(`**/api/runs/${next}/events`, (route) => route.fulfill({
+      status: 200,
+      headers: { 'Content-Type': 'text/event-stream' },
+      body: sseBody([
+        ['start', { run_id: next, conversation_id: 'c', model: 'mock', mode: 'native' }],
+        ...answer('second answer'),
+        ['done', { status: 'completed', iterations: 1, tool_calls: 0, usage, elapsed_ms: 5, mode: 'native', answer: 'second answer', unprocessed_interrupts: [] }],
+      ]),
+    }));
+    await page.goto(`${server.base}/`);
+    await ask(browser, server.base, 'first question', page);
+    await page.locator('section.run[data-state="completed"]').waitFor();
+    const bubbles = await page.locator('.message.user.query').allTextContents();
+    assert.deepEqual(bubbles.map((b) => b.trim()), ['first question', 'and one more thing']);
+    const answers = await page.locator('.answer').allTextContents();
+    assert.deepEqual(answers.map((a) => a.trim()), ['first answer', 'second answer']);
+    await page.close();
+  });
+
   test('"Stopping…" clears once the run is cancelled', { timeout: SCENARIO_TIMEOUT }, async () => {
     const page = await ask(browser, server.base, 'slow: stop me');
     await page.waitForSelector('.run[data-run-id]');

@@ -53,6 +53,7 @@ fn events_round_trip_through_name_and_data() {
         answer: "a".into(),
         error: None,
         unprocessed_interrupts: vec![],
+        next_run_id: None,
     });
     let v: Value = serde_json::from_str(&e.data_json()).unwrap();
     assert_eq!(v["status"], "max_iterations");
