@@ -424,8 +424,20 @@ function route() {
   if (match) openConversation(match[1]);
 }
 
+/** A hint when the server says its default model cannot be called without a key. */
+async function checkModels() {
+  try {
+    const models = await api('GET', '/api/models');
+    const fallback = models.find((m) => m.default) || models[0];
+    $('key-hint').hidden = !fallback?.needs_key;
+  } catch {
+    // Auth not given yet, or the server is away: nothing to hint about.
+  }
+}
+
 window.addEventListener('hashchange', route);
 showHeader();
+checkModels();
 loadList().then(() => {
   route();
   document.body.dataset.ready = 'true';

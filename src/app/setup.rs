@@ -58,6 +58,7 @@ fn model_info(m: &ModelConfig) -> ModelInfo {
         max_output_tokens: m.max_output_tokens,
         hints: m.hints.clone(),
         default: m.default,
+        needs_key: m.api_key.is_none() && !is_local(&m.base_url),
     }
 }
 

@@ -42,6 +42,7 @@ fn infos_serialize_without_secrets() {
     assert_eq!(json[0]["default"], true);
     assert_eq!(json[0]["context_window"], 128_000);
     assert_eq!(json[0]["abilities"]["tool_call"], true);
+    assert_eq!(json[0]["needs_key"], false, "a key is set");
     let text = json.to_string();
     assert!(
         !text.contains("sk-secret") && !text.contains("internal.example"),
@@ -76,4 +77,18 @@ fn start_up_warns_about_a_missing_key_only_for_a_remote_default_model() {
     }
     let remote = key_warning(&load(&[("LLM_BASE_URL", "https://example.com/v1")]));
     assert!(remote.is_some());
+}
+
+#[test]
+fn models_say_when_a_remote_default_model_has_no_key() {
+    let config = Config::load_from(None, &HashMap::new()).unwrap();
+    let json = serde_json::to_value(model_registry(&config).unwrap().infos()).unwrap();
+    assert_eq!(json[0]["needs_key"], true, "api.openai.com without a key");
+    let env = HashMap::from([(
+        "LLM_BASE_URL".to_string(),
+        "http://127.0.0.1:8081/v1".to_string(),
+    )]);
+    let config = Config::load_from(None, &env).unwrap();
+    let json = serde_json::to_value(model_registry(&config).unwrap().infos()).unwrap();
+    assert_eq!(json[0]["needs_key"], false, "a local server needs none");
 }

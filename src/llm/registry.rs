@@ -22,6 +22,9 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     pub hints: Vec<String>,
     pub default: bool,
+    /// No API key is configured although the provider is not on this machine: its calls will
+    /// be refused (the UI shows a hint).
+    pub needs_key: bool,
 }
 
 struct Inner {

@@ -158,6 +158,7 @@ pub fn single_model(llm: Arc<dyn Llm>) -> ModelRegistry {
         max_output_tokens: 4096,
         hints: vec![],
         default: true,
+        needs_key: false,
     };
     ModelRegistry::single(info, llm)
 }

@@ -103,6 +103,22 @@ describe('reagent UI details', () => {
     await page.close();
   });
 
+  test('a hint says what to set when the default model has no key', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.base}/`);
+    await page.waitForFunction(() => document.body.dataset.ready === 'true');
+    assert.equal(await page.locator('#key-hint').isVisible(), false, 'a key is set: no hint');
+    const keyless = await startReagent('https://api.example.com/v1', { LLM_API_KEY: '' });
+    try {
+      await page.goto(`${keyless.base}/`);
+      await page.locator('#key-hint').waitFor({ state: 'visible' });
+      assert.match(await page.locator('#key-hint').textContent(), /LLM_API_KEY/);
+    } finally {
+      await keyless.stop();
+      await page.close();
+    }
+  });
+
   test('"Stopping…" clears once the run is cancelled', { timeout: SCENARIO_TIMEOUT }, async () => {
     const page = await ask(browser, server.base, 'slow: stop me');
     await page.waitForSelector('.run[data-run-id]');

@@ -75,6 +75,7 @@ pub fn scripted_info(abilities: Abilities) -> ModelInfo {
         max_output_tokens: 4096,
         hints: vec![],
         default: true,
+        needs_key: false,
     }
 }
 

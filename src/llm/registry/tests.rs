@@ -10,6 +10,7 @@ fn info(name: &str, model: &str) -> ModelInfo {
         max_output_tokens: 100,
         hints: vec!["fast".into()],
         default: false,
+        needs_key: false,
     }
 }
 
