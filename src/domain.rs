@@ -1,9 +1,9 @@
 //! The values every layer shares: how a run ended ([`RunStatus`]), which loop protocol it used
-//! ([`Mode`]), the artifacts it announced ([`ArtifactRef`]), the role and kind of a stored
-//! conversation turn ([`MessageRole`], [`MessageKind`]) and the SSE `event:` names
-//! ([`EventName`]). The engine emits them, the store keeps them, the server sends them; this
-//! module depends on nothing else in the crate, so none of those layers has to import another
-//! to name them.
+//! ([`Mode`]) and which engine ([`Engine`]), the artifacts it announced ([`ArtifactRef`]), the
+//! role and kind of a stored conversation turn ([`MessageRole`], [`MessageKind`]) and the SSE
+//! `event:` names ([`EventName`]). The engine emits them, the store keeps them, the server sends
+//! them; this module depends on nothing else in the crate, so none of those layers has to import
+//! another to name them.
 //!
 //! Each enum's text (its JSON, its stored column and its SSE name) is written once, in the
 //! table of [`text_enum!`]; serialisation and parsing both read that table.
@@ -86,6 +86,16 @@ text_enum! {
     pub enum Mode ("mode") {
         Native => "native",
         Json => "json",
+    }
+}
+
+text_enum! {
+    /// Which engine runs a run (SPEC §9): one ReAct loop, a planned graph of ReAct steps, or
+    /// one structured call that picks between them.
+    pub enum Engine ("engine") {
+        React => "react",
+        Dag => "dag",
+        Auto => "auto",
     }
 }
 

@@ -21,6 +21,7 @@ where
 #[test]
 fn every_value_round_trips_as_its_text() {
     round_trips(Mode::ALL);
+    round_trips(Engine::ALL);
     round_trips(RunStatus::ALL);
     round_trips(MessageRole::ALL);
     round_trips(MessageKind::ALL);
