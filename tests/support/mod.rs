@@ -11,7 +11,8 @@
 //! - [`target`]: a local HTTP server counting its requests, for the network tools;
 //! - [`tools`]: `FakeTool`, the one configurable fake tool;
 //! - [`wait`]: `eventually`, the one poll loop;
-//! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise).
+//! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise);
+//! - [`peers`]: where `scripts/peers.sh` installed the real MCP servers and OpenAI clients.
 
 // Each binary uses part of the helpers.
 #![allow(dead_code, unused_macros)]
@@ -22,6 +23,7 @@ pub mod backends;
 pub mod child;
 pub mod engine;
 pub mod log;
+pub mod peers;
 pub mod sse;
 pub mod target;
 pub mod tools;
