@@ -113,11 +113,12 @@ impl RunManager {
                 self.finish(&writer, &live, done).await;
             }
             Err(_) => {
-                // Cannot happen (a `done` is always sent above); still flush what there is.
-                live.log.close();
+                // Cannot happen (a `done` is always sent above); still flush what there is
+                // (before closing: readers see only what is stored or reserved).
                 if let Err(e) = writer.finish(live.id, None).await {
                     tracing::error!(error = %e, "could not persist the run's last events");
                 }
+                live.log.close();
                 self.release(&live);
             }
         }

@@ -12,6 +12,12 @@
 //! [`EventLog::release`], which drops the events at or below both the persisted id and every
 //! pin. With no pin at all nothing is released. A reader that wants ids below what is still
 //! held ([`Subscription::missing`]) reads them from the database first.
+//!
+//! Event ids: readers only see ids up to the log's *ceiling*, the highest id whose reservation
+//! is committed (`runs.event_ceiling`, raised by the event writer a block ahead of use, see
+//! [`EventLog::raise_ceiling`]). Events are streamed before they are stored, so after a crash
+//! some ids a client saw may be missing from the database; recovery numbers its tail above the
+//! committed ceiling, and so no id ever names two different events.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -49,6 +55,8 @@ struct Inner {
     /// Ordinary appends are refused (see [`EventLog::seal`]).
     sealed: bool,
     closed: bool,
+    /// Readers see ids up to here only (the reservation committed so far).
+    ceiling: u64,
 }
 
 impl Inner {
@@ -56,12 +64,16 @@ impl Inner {
         self.base + self.events.len() as u64 + 1
     }
 
-    /// Events with id > `after` still held (ids at or below `base` are gone).
+    /// Events with id > `after` still held (ids at or below `base` are gone) and visible
+    /// (at or below the ceiling).
     fn since(&self, after: u64) -> Vec<Arc<LoggedEvent>> {
-        let start = after
-            .saturating_sub(self.base)
-            .min(self.events.len() as u64) as usize;
-        self.events.range(start..).cloned().collect()
+        let held = self.events.len() as u64;
+        let start = after.saturating_sub(self.base).min(held) as usize;
+        let end = self.ceiling.saturating_sub(self.base).min(held) as usize;
+        if start >= end {
+            return Vec::new();
+        }
+        self.events.range(start..end).cloned().collect()
     }
 }
 
@@ -109,12 +121,49 @@ impl Default for EventLog {
 }
 
 impl EventLog {
+    /// A log whose readers see every event at once (no id reservation: for logs that are not a
+    /// stored run's, and tests).
     pub fn new() -> Self {
+        Self::with_ceiling(u64::MAX)
+    }
+
+    /// A log whose readers see ids up to `ceiling` until [`Self::raise_ceiling`] says more
+    /// are reserved.
+    pub fn with_ceiling(ceiling: u64) -> Self {
         Self {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                ceiling,
+                ..Inner::default()
+            }),
             version: watch::channel(0).0,
             closing: Notify::new(),
         }
+    }
+
+    /// The highest id readers may see.
+    pub fn ceiling(&self) -> u64 {
+        self.lock().ceiling
+    }
+
+    /// Ids up to `ceiling` are reserved in a committed write: readers may see them now. Never
+    /// lowers the ceiling.
+    pub fn raise_ceiling(&self, ceiling: u64) {
+        let raised = {
+            let mut g = self.lock();
+            let raised = ceiling > g.ceiling;
+            g.ceiling = g.ceiling.max(ceiling);
+            raised
+        };
+        if raised {
+            self.version.send_modify(|_| {});
+        }
+    }
+
+    /// Every event with id > `after` still held, visible or not: what the writer stores.
+    pub fn pending(&self, after: u64) -> Vec<Arc<LoggedEvent>> {
+        let g = self.lock();
+        let start = after.saturating_sub(g.base).min(g.events.len() as u64) as usize;
+        g.events.range(start..).cloned().collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -399,6 +448,26 @@ mod tests {
         assert_eq!(names, [(1, "start"), (2, "done")]);
         log.close_with("done", "{}".into());
         assert_eq!(log.len(), 2, "a closed log takes nothing more");
+    }
+
+    #[tokio::test]
+    async fn readers_see_ids_up_to_the_ceiling_only() {
+        let log = Arc::new(EventLog::with_ceiling(2));
+        for _ in 0..4 {
+            log.append("step", "{}".into());
+        }
+        assert_eq!(log.since(0).0.len(), 2);
+        assert_eq!(log.pending(0).len(), 4, "the writer sees everything");
+        let mut sub = log.subscribe(0).events;
+        assert_eq!(sub.next().await.map(|e| e.id), Some(1));
+        assert_eq!(sub.next().await.map(|e| e.id), Some(2));
+        let waiting = tokio::spawn(async move { sub.next().await.map(|e| e.id) });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "id 3 is not reserved yet");
+        log.raise_ceiling(1);
+        assert_eq!(log.ceiling(), 2, "never lowered");
+        log.raise_ceiling(3);
+        assert_eq!(waiting.await.unwrap(), Some(3));
     }
 
     #[tokio::test]

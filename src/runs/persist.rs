@@ -14,6 +14,10 @@
 //!   the run's last events, so `done` is the last stored event, a finished run's log is complete,
 //!   and a run is never `finished` in the database without its `done` (nor the reverse);
 //! - the terminal state is written at most once (the SQL only updates a `running` row);
+//! - event ids are reserved ahead of use: when a run's log has used half of its committed
+//!   block, the next transaction also raises `runs.event_ceiling` to [`EVENT_ID_BLOCK`] above
+//!   its last id, and only after that commit may readers see ids up to it (ids are streamed
+//!   before they are stored; recovery continues above the ceiling, so no id names two events);
 //! - memory: the writer holds a cursor per run and at most [`MAX_ROWS_PER_TICK`] events per
 //!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
 //!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
@@ -27,7 +31,7 @@ use tokio::sync::{oneshot, Notify};
 use uuid::Uuid;
 
 use super::log::EventLog;
-use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent};
+use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent, EVENT_ID_BLOCK};
 
 /// Most event rows committed in one transaction; the rest wait for the next tick.
 pub const MAX_ROWS_PER_TICK: usize = 20_000;
@@ -74,9 +78,19 @@ struct Planned {
     run_id: Uuid,
     batch: RunBatch,
     last_seq: u64,
+    /// The event-id ceiling this write commits (readers may see up to it afterwards).
+    raise: Option<u64>,
     closes: bool,
     /// The run's last write failed: it is written on its own so it cannot fail the others'.
     suspect: bool,
+}
+
+/// The ceiling a run's next write must commit: a new block above its last id once half of the
+/// committed one is used (so in a steady stream readers never wait for it), else `None`.
+fn next_ceiling(log: &EventLog) -> Option<u64> {
+    let (ceiling, last) = (log.ceiling(), log.len() as u64);
+    let block = EVENT_ID_BLOCK as u64;
+    (ceiling != u64::MAX && last + block / 2 > ceiling).then_some(last + block)
 }
 
 /// The shared writer. [`EventWriter::run`] is its task; runs [`register`](Self::register),
@@ -217,7 +231,8 @@ impl EventWriter {
                 break;
             }
             let Some(t) = st.runs.get(&id) else { continue };
-            let (pending, _) = t.log.since(t.written);
+            let pending = t.log.pending(t.written);
+            let raise = next_ceiling(&t.log);
             let take = pending.len().min(budget);
             let all = take == pending.len();
             let mut events: Vec<StoredEvent> = pending[..take]
@@ -239,7 +254,7 @@ impl EventWriter {
                     finish = Some(c.state.clone());
                 }
             }
-            if events.is_empty() && !closes {
+            if events.is_empty() && !closes && raise.is_none() {
                 continue;
             }
             planned.push(Planned {
@@ -247,9 +262,11 @@ impl EventWriter {
                 batch: RunBatch {
                     run_id: id,
                     events,
+                    ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
                     finish,
                 },
                 last_seq,
+                raise,
                 closes,
                 suspect: t.failures > 0,
             });
@@ -316,6 +333,12 @@ impl EventWriter {
         };
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
+        if p.closes {
+            // Everything the log will ever hold is stored (`done` is appended after this).
+            t.log.raise_ceiling(u64::MAX);
+        } else if let Some(c) = p.raise {
+            t.log.raise_ceiling(c);
+        }
         // Persisted: the log may drop what every reader in memory has read too.
         t.log.release(t.written);
         if p.closes {

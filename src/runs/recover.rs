@@ -1,10 +1,11 @@
 //! Restart recovery: runs a previous process left `running` are failed, their logs closed
-//! with the same fallback tail as any failed run, so replays end truthfully.
+//! with the same fallback tail as any failed run, so replays end truthfully. The tail's ids
+//! start above the run's committed event-id ceiling, never at an id a client may have seen.
 
 use super::drive::final_state;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
 use super::progress::Progress;
-use crate::agent::events::StartEvent;
+use crate::agent::events::{AnswerEvent, StartEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, RunOutcome};
 use crate::domain::EventName;
@@ -22,7 +23,13 @@ impl RunManager {
 
     async fn recover_one(&self, run: &RunRow) -> Result<(), RunError> {
         let events = self.store.list_events(run.id, 0).await?;
-        let mut seq = events.last().map(|e| e.seq).unwrap_or(0);
+        // Above every id clients may have seen (some never stored): an id never names two
+        // events, at the price of a gap in the ids where the crash was.
+        let ceiling = self.store.event_ceiling(run.id).await?;
+        let stored_up_to = events.last().map(|e| e.seq).unwrap_or(0);
+        let mut seq = stored_up_to.max(ceiling);
+        // Clients may have seen events that were never stored, an answer's deltas among them.
+        let unstored_seen = ceiling > stored_up_to;
         let answer_started = events
             .iter()
             .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
@@ -55,7 +62,15 @@ impl RunManager {
                 mode,
             }));
         }
-        tail.extend(fallback_tail(outcome, so_far));
+        let answer_tail = fallback_tail(outcome, so_far);
+        let opens_answer = so_far == AnswerSoFar::NotStarted;
+        for (i, ev) in answer_tail.into_iter().enumerate() {
+            tail.push(ev);
+            if i == 0 && opens_answer && unstored_seen {
+                // After the fallback's `start`: discards whatever answer a client may have seen.
+                tail.push(AgentEvent::Answer(AnswerEvent::Reset));
+            }
+        }
         let stored: Vec<StoredEvent> = tail
             .iter()
             .map(|e| {
@@ -73,6 +88,7 @@ impl RunManager {
             .write_runs(&[RunBatch {
                 run_id: run.id,
                 events: stored,
+                ceiling: None,
                 finish: Some(state),
             }])
             .await?;

@@ -17,7 +17,7 @@ use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
 use crate::domain::{MessageKind, MessageRole};
 use crate::llm::Message;
-use crate::store::{Conversation, NewConversation, NewMessage, NewRun};
+use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
 
 /// Which conversation a run belongs to.
 #[derive(Clone, Debug)]
@@ -165,7 +165,8 @@ impl RunManager {
             id: run_id,
             conversation_id: conv.id,
             owner: owner.to_string(),
-            log: Arc::new(EventLog::new()),
+            // The run's row was committed with its first block of ids reserved.
+            log: Arc::new(EventLog::with_ceiling(EVENT_ID_BLOCK as u64)),
             cancel: self.shutdown.child_token(),
             done: CancellationToken::new(),
             progress: Arc::default(),

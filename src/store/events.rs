@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
-use super::runs::FINISH_RUN_SQL;
+use super::runs::{FINISH_RUN_SQL, RAISE_CEILING_SQL};
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
 use crate::domain::RunStatus;
 
@@ -248,7 +248,7 @@ impl Store {
 
     /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
     /// every event row (multi-row INSERTs across runs; already stored `(run, seq)` and the rows of
-    /// runs that no longer exist skipped),
+    /// runs that no longer exist skipped), the raised event-id ceilings,
     /// then each terminal state with its answer message. A run's terminal state and its `done`
     /// event therefore become durable together or not at all. Returns, per batch, whether its
     /// terminal state was written by this call (`false` when it had none or the run was no
@@ -268,6 +268,15 @@ impl Store {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_rows(chunk).build().execute(&mut *tx).await?;
+            }
+            for (batch, run_id) in batches.iter().zip(&ids) {
+                if let Some(ceiling) = batch.ceiling {
+                    sqlx::query(RAISE_CEILING_SQL)
+                        .bind(ceiling)
+                        .bind(run_id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
                 let Some(fin) = &batch.finish else { continue };

@@ -34,7 +34,7 @@ use sqlx::sqlite::{
 pub use error::StoreError;
 pub use models::{
     AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,
-    RunRow, StoredArtifact, StoredEvent, StoredMessage,
+    RunRow, StoredArtifact, StoredEvent, StoredMessage, EVENT_ID_BLOCK,
 };
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");

@@ -82,13 +82,21 @@ pub struct RunFinish {
 }
 
 /// What the shared event writer commits for one run in one transaction: the run's next
-/// events (ascending, contiguous with what is stored) and, at its end, its terminal state.
+/// events (ascending, contiguous with what is stored), a raised event-id ceiling when the run
+/// needs its next block of ids, and, at its end, its terminal state.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunBatch {
     pub run_id: Uuid,
     pub events: Vec<StoredEvent>,
+    /// Raises `runs.event_ceiling` to this (never lowers it), see [`EVENT_ID_BLOCK`].
+    pub ceiling: Option<i64>,
     pub finish: Option<FinalState>,
 }
+
+/// Event ids are reserved this many at a time: `runs.event_ceiling` (committed) bounds the ids
+/// clients may have been sent, and a run is created with the first block reserved. Generous, so
+/// that raising it is a rare extra statement on the event writer's path.
+pub const EVENT_ID_BLOCK: i64 = 1024;
 
 /// A run's terminal state and the answer message that goes with it, written in the same
 /// transaction as the run's last events (including `done`).

@@ -99,11 +99,15 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
 }
 
-/// Inserts a `running` run. Binds: id, conversation_id, owner, mode, model, started_at (see
-/// [`bind_run`]).
+/// Inserts a `running` run with its first block of event ids reserved. Binds: id,
+/// conversation_id, owner, mode, model, started_at, event_ceiling (see [`bind_run`]).
 const INSERT_RUN_SQL: &str =
-    "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at) \
-     VALUES ($1, $2, $3, 'running', $4, $5, $6)";
+    "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
+     event_ceiling) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)";
+
+/// Raises a run's event-id ceiling, never lowering it. Binds: ceiling, id.
+pub(super) const RAISE_CEILING_SQL: &str =
+    "UPDATE runs SET event_ceiling = $1 WHERE id = $2 AND event_ceiling < $1";
 
 /// Binds [`INSERT_RUN_SQL`] for `r`, started at `micros`.
 fn bind_run<'q, DB>(
@@ -123,9 +127,22 @@ where
         .bind(r.mode.as_str())
         .bind(r.model.as_str())
         .bind(micros)
+        .bind(super::EVENT_ID_BLOCK)
 }
 
 impl Store {
+    /// The highest event id the run may have sent to clients (`runs.event_ceiling`), 0 when
+    /// unknown: recovery numbers its tail above it and above every stored event.
+    pub async fn event_ceiling(&self, run_id: Uuid) -> Result<i64, StoreError> {
+        let ceiling: Option<i64> = with_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT event_ceiling FROM runs WHERE id = $1")
+                .bind(run_id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(ceiling.unwrap_or(0))
+    }
+
     /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when
     /// the conversation already has a running run.
     pub async fn create_run(&self, new: NewRun) -> Result<(), StoreError> {

@@ -14,13 +14,15 @@ use futures::StreamExt;
 use reagent::agent::RunStatus;
 use reagent::domain::Mode;
 use reagent::llm::Role;
-use reagent::store::{NewConversation, NewRun, StoredEvent};
+use reagent::store::{NewConversation, NewRun, StoredEvent, EVENT_ID_BLOCK};
 use reagent::testing::scripted::ScriptedLlm;
 use serde_json::{json, Value};
 
 use crate::support::app::{error_code, Options, TestApp};
 use crate::support::eventually;
-use crate::support::sse::{assert_sequential, labels, read_all, Sse};
+use crate::support::sse::{
+    assert_ids_rise_with_one_crash_gap, assert_sequential, labels, read_all, Sse,
+};
 use crate::support::tools::{deploy, FakeTool};
 
 on_both_backends!(
@@ -398,7 +400,10 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
     assert_eq!(run["status"], RunStatus::Failed.as_str());
     assert_eq!(run["error"], "interrupted by server restart");
     let events = app2.events(&killed.to_string(), None).await;
-    assert_sequential(&events);
+    // `start` as stored, then the recovery tail above the run's reserved ids.
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids[..2], [1, 1 + EVENT_ID_BLOCK as u64], "{ids:?}");
+    assert_ids_rise_with_one_crash_gap(&ids);
     assert_eq!(events.first().unwrap().event, "start");
     assert_eq!(events.last().unwrap().data["status"], "failed");
     drop(dir);

@@ -20,6 +20,7 @@
 mod support;
 
 mod engine;
+mod event_ids;
 mod fuzz_smoke;
 mod llm_client;
 mod mock_provider;

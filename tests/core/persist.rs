@@ -210,6 +210,7 @@ async fn a_run_end_skips_the_tick_interval_postgres() {
 async fn once(store: Store) {
     let (conv, run) = new_run(&store).await;
     let batch = RunBatch {
+        ceiling: None,
         run_id: run,
         events: vec![
             StoredEvent {

@@ -119,3 +119,18 @@ pub fn assert_sequential(events: &[Sse]) {
         assert_eq!(e.id, i as u64 + 1, "ids must be 1, 2, 3…");
     }
 }
+
+/// The ids of a log that a crash may have interrupted: 1, 2, 3… up to where the crash was,
+/// then (at most one gap: ids a client may have seen but that were never stored) the recovery
+/// tail, numbered above the run's reserved ceiling and contiguous again. A run killed before
+/// its first write has only the tail.
+pub fn assert_ids_rise_with_one_crash_gap(ids: &[u64]) {
+    assert!(!ids.is_empty(), "a log has events");
+    let from_zero: Vec<u64> = std::iter::once(0).chain(ids.iter().copied()).collect();
+    assert!(
+        from_zero.windows(2).all(|w| w[1] > w[0]),
+        "ids must rise strictly: {ids:?}"
+    );
+    let gaps = from_zero.windows(2).filter(|w| w[1] != w[0] + 1).count();
+    assert!(gaps <= 1, "at most one gap (the crash): {ids:?}");
+}

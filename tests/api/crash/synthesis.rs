@@ -1,0 +1,152 @@
+//! kill -9 while the answer streams (issue 17, item 3). Events are streamed before they are
+//! stored, so a client may have seen ids the database never got. A client records every event
+//! it saw; after the restart's recovery the replay must never give one of those ids other
+//! content: each seen event is in the replay under its id with the same data, or is followed
+//! by an `answer` `reset` with a higher id. A client resuming with `Last-Event-ID` at the last
+//! id it saw gets that `reset` (it would otherwise keep a half-written answer).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use serde_json::{json, Value};
+
+use super::{start, wait_for_dead_sessions};
+use crate::support::child::{Server, TIMEOUT};
+use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, read_until, Sse};
+
+/// Kills per backend, each after a different number of streamed deltas.
+const KILLS: [usize; 3] = [5, 40, 150];
+
+on_both_backends!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    kill_9_during_synthesis_never_gives_a_seen_id_other_content
+);
+
+async fn kill_9_during_synthesis_never_gives_a_seen_id_other_content(db_url: String) {
+    let dir = tempfile::tempdir().unwrap();
+    // One tool iteration, then an answer far longer than the test reads of it.
+    let mock = MockProvider::start(MockConfig {
+        latency: Duration::from_millis(20),
+        tokens_per_s: 300.0,
+        answer_tokens: 100_000,
+        tool_iterations: 1,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let llm = mock.base_url();
+    let mut server = start(dir.path(), &db_url, &llm).await;
+    for deltas in KILLS {
+        let (run, seen) = watch_until_deltas(&server, deltas).await;
+        server.kill9().await;
+        wait_for_dead_sessions(&db_url).await;
+        server = start(dir.path(), &db_url, &llm).await;
+        let replay = events(&server, &run, None).await;
+        compare(&run, &seen, &replay);
+        let last_seen = seen.last().map(|e| e.id).unwrap_or(0);
+        let resumed = events(&server, &run, Some(last_seen)).await;
+        assert!(
+            resumed.iter().all(|e| e.id > last_seen),
+            "run {run}: a resume from {last_seen} got older ids"
+        );
+        assert!(
+            resumed.iter().any(|e| e.label() == "answer:reset"),
+            "run {run}: the client resuming from {last_seen} must learn its answer was reset: {:?}",
+            resumed
+                .iter()
+                .map(|e| (e.id, e.label()))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(resumed.last().map(|e| e.event.as_str()), Some("done"));
+        eprintln!(
+            "killed after {deltas} deltas: {} events seen, replay {} events up to id {}",
+            seen.len(),
+            replay.len(),
+            replay.last().map(|e| e.id).unwrap_or(0)
+        );
+    }
+    server.kill9().await;
+    mock.shutdown().await;
+}
+
+/// Starts a run and follows its events until `deltas` answer deltas arrived; what was seen.
+async fn watch_until_deltas(server: &Server, deltas: usize) -> (String, Vec<Sse>) {
+    let client = reqwest::Client::new();
+    let conv: Value = client
+        .post(server.url("/api/conversations"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let conv = conv["id"].as_str().unwrap();
+    let r = client
+        .post(server.url(&format!("/api/conversations/{conv}/runs")))
+        .json(&json!({"query": "stream a long answer"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let body: Value = r.json().await.unwrap();
+    let run = body["run_id"].as_str().unwrap().to_string();
+    let r = client
+        .get(server.url(&format!("/api/runs/{run}/events")))
+        .send()
+        .await
+        .unwrap();
+    let mut n = 0;
+    let (seen, _) = tokio::time::timeout(
+        TIMEOUT,
+        read_until(r, |e| {
+            n += usize::from(e.label() == "answer:delta");
+            n >= deltas
+        }),
+    )
+    .await
+    .expect("the answer streams");
+    assert!(n >= deltas, "the stream ended before {deltas} deltas");
+    (run, seen)
+}
+
+/// The run's events (after `after`, as `Last-Event-ID`) from the restarted server, to the end.
+async fn events(server: &Server, run: &str, after: Option<u64>) -> Vec<Sse> {
+    let mut req = reqwest::Client::new().get(server.url(&format!("/api/runs/{run}/events")));
+    if let Some(after) = after {
+        req = req.header("Last-Event-ID", after.to_string());
+    }
+    let r = req.send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    tokio::time::timeout(TIMEOUT, read_all(r))
+        .await
+        .expect("a recovered run's stream closes")
+}
+
+/// No id with two contents: every seen event is replayed as seen, or a `reset` above it.
+fn compare(run: &str, seen: &[Sse], replay: &[Sse]) {
+    let ids: Vec<u64> = replay.iter().map(|e| e.id).collect();
+    assert_ids_rise_with_one_crash_gap(&ids);
+    let by_id: HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
+    let reset = replay
+        .iter()
+        .filter(|e| e.label() == "answer:reset")
+        .map(|e| e.id)
+        .max();
+    for e in seen {
+        match by_id.get(&e.id) {
+            Some(r) => assert_eq!(
+                (&r.event, &r.data),
+                (&e.event, &e.data),
+                "run {run}: id {} was seen with other content",
+                e.id
+            ),
+            None => assert!(
+                reset.is_some_and(|r| r > e.id),
+                "run {run}: seen id {} is not stored and no reset follows it",
+                e.id
+            ),
+        }
+    }
+}
