@@ -6,8 +6,9 @@
 #
 # Environment:
 #   REAGENT_BIN   the binary (default: $CARGO_TARGET_DIR or target, /debug/reagent; built if absent)
-#   ST            the schemathesis executable (default: /work/venvs/st/bin/schemathesis, then PATH)
-#                 install: python3 -m venv /work/venvs/st && /work/venvs/st/bin/pip install schemathesis
+#   ST            the schemathesis executable (default: the venv .ci/run makes,
+#                 ~/.cache/reagent-st-venv/bin/schemathesis, then PATH); install:
+#                 python3 -m venv ~/.cache/reagent-st-venv && ~/.cache/reagent-st-venv/bin/pip install schemathesis==4.32.5
 #   ST_MAX_EXAMPLES  examples per operation (default 30)
 #   ST_SEED          seed, for a reproducible run (default 1)
 #   ST_KEEP_LOGS     a directory to copy the server's and the mock's stderr into at the end
@@ -21,10 +22,10 @@ BIN=${REAGENT_BIN:-$TARGET/debug/reagent}
 if [[ ! -x $BIN ]]; then
     cargo build --bin reagent
 fi
-ST=${ST:-/work/venvs/st/bin/schemathesis}
+ST=${ST:-$HOME/.cache/reagent-st-venv/bin/schemathesis}
 if [[ ! -x $ST ]]; then ST=$(command -v schemathesis || true); fi
 if [[ -z $ST ]]; then
-    echo "schemathesis not found: python3 -m venv /work/venvs/st && /work/venvs/st/bin/pip install schemathesis" >&2
+    echo "schemathesis not found: python3 -m venv ~/.cache/reagent-st-venv && ~/.cache/reagent-st-venv/bin/pip install schemathesis==4.32.5" >&2
     exit 2
 fi
 

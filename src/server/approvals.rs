@@ -5,13 +5,13 @@
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath};
 use super::state::AppState;
+use super::views::{Approval, Decided, ErrorBody};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,42 +21,33 @@ pub struct DecideBody {
 }
 
 #[utoipa::path(get, path = "/api/approvals", tag = "approvals", operation_id = "list_approvals",
-    responses((status = 200, description = "The caller's pending approvals", body = Value)))]
+    summary = "The caller's pending approvals",
+    responses((status = 200, description = "Tool calls waiting for a reviewer", body = Vec<Approval>)))]
 pub async fn list(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
-) -> Result<Json<Value>, ApiError> {
-    let items = state
-        .runs
-        .approvals_of(&owner.0)
-        .into_iter()
-        .map(|(id, info)| {
-            json!({
-                "id": id,
-                "run_id": info.run_id,
-                "conversation_id": info.conversation_id,
-                "tool": info.tool,
-                "arguments": info.arguments,
-                "requested_at": info.requested_at,
-            })
-        })
-        .collect();
-    Ok(Json(Value::Array(items)))
+) -> Result<Json<Vec<Approval>>, ApiError> {
+    let items = state.runs.approvals_of(&owner.0);
+    Ok(Json(items.into_iter().map(Approval::from).collect()))
 }
 
 #[utoipa::path(post, path = "/api/approvals/{id}", tag = "approvals",
     params(("id" = Uuid, Path, description = "The `approval_id` of the `approval_required` step")),
+    summary = "Approve or reject a paused tool call",
     request_body = DecideBody,
-    responses((status = 200, description = "Decision delivered; the run resumes", body = Value),
-              (status = 404, description = "Unknown, already decided, timed out or another tenant's")))]
+    responses((status = 200, description = "Decision delivered; the run resumes", body = Decided),
+              (status = 404, description = "`not_found`: unknown, already decided, timed out or another tenant's", body = ErrorBody)))]
 pub async fn decide(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<DecideBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Decided>, ApiError> {
     state
         .runs
         .decide_approval(&owner.0, id, body.approve, body.reason)?;
-    Ok(Json(json!({"id": id, "approved": body.approve})))
+    Ok(Json(Decided {
+        id,
+        approved: body.approve,
+    }))
 }

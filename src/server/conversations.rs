@@ -6,14 +6,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::state::AppState;
-use crate::store::{Conversation, NewConversation, StoredMessage};
+use super::views::{Conversation, ConversationDetail, ConversationPage, ErrorBody};
+use crate::store::NewConversation;
 /// Page size when `limit` is absent.
 const DEFAULT_PAGE: u32 = 50;
 
@@ -48,19 +49,6 @@ pub struct ListParams {
     pub before: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ConversationPage {
-    pub items: Vec<Conversation>,
-    pub next_before: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ConversationDetail {
-    #[serde(flatten)]
-    pub conversation: Conversation,
-    pub messages: Vec<StoredMessage>,
-}
-
 impl From<CreateConversation> for NewConversation {
     fn from(body: CreateConversation) -> Self {
         NewConversation {
@@ -73,9 +61,10 @@ impl From<CreateConversation> for NewConversation {
 }
 
 #[utoipa::path(post, path = "/api/conversations", tag = "conversations",
+    summary = "Create a conversation",
     request_body = CreateConversation,
-    responses((status = 201, description = "The new conversation", body = Value),
-              (status = 400, description = "Invalid request")))]
+    responses((status = 201, description = "The new conversation", body = Conversation),
+              (status = 400, description = "`invalid_request`: unknown model or tool, title too long", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -85,11 +74,12 @@ pub async fn create(
         .runs
         .create_conversation(&owner.0, body.into())
         .await?;
-    Ok((StatusCode::CREATED, Json(conversation)))
+    Ok((StatusCode::CREATED, Json(Conversation::from(conversation))))
 }
 
-#[utoipa::path(get, path = "/api/conversations", tag = "conversations", operation_id = "list_conversations", params(ListParams),
-    responses((status = 200, description = "`{items, next_before}`, newest first", body = Value)))]
+#[utoipa::path(get, path = "/api/conversations", tag = "conversations", operation_id = "list_conversations",
+    summary = "List the caller's conversations, newest first", params(ListParams),
+    responses((status = 200, description = "One page; pass `next_before` as `before` for the next", body = ConversationPage)))]
 pub async fn list(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -103,13 +93,16 @@ pub async fn list(
             params.before,
         )
         .await?;
-    Ok(Json(ConversationPage { items, next_before }))
+    Ok(Json(ConversationPage {
+        items: items.into_iter().map(Conversation::from).collect(),
+        next_before,
+    }))
 }
 
 #[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations", operation_id = "show_conversation",
     params(("id" = Uuid, Path, description = "Conversation id")),
-    responses((status = 200, description = "The conversation and its messages", body = Value),
-              (status = 404, description = "Unknown or another tenant's")))]
+    summary = "A conversation with its messages",
+    responses((status = 200, description = "The conversation and its messages, oldest first", body = ConversationDetail)))]
 pub async fn show(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -117,17 +110,16 @@ pub async fn show(
 ) -> Result<Json<ConversationDetail>, ApiError> {
     let (conversation, messages) = state.runs.conversation_with_messages(&owner.0, id).await?;
     Ok(Json(ConversationDetail {
-        conversation,
-        messages,
+        conversation: conversation.into(),
+        messages: messages.into_iter().map(Into::into).collect(),
     }))
 }
 
 #[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations",
     params(("id" = Uuid, Path, description = "Conversation id")),
+    summary = "Rename a conversation",
     request_body = RenameConversation,
-    responses((status = 200, description = "The renamed conversation", body = Value),
-              (status = 400, description = "Invalid request"),
-              (status = 404, description = "Unknown or another tenant's")))]
+    responses((status = 200, description = "The renamed conversation", body = Conversation)))]
 pub async fn rename(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -138,13 +130,13 @@ pub async fn rename(
         .runs
         .rename_conversation(&owner.0, id, &body.title)
         .await?;
-    Ok(Json(renamed))
+    Ok(Json(renamed.into()))
 }
 
 #[utoipa::path(delete, path = "/api/conversations/{id}", tag = "conversations",
     params(("id" = Uuid, Path, description = "Conversation id")),
-    responses((status = 204, description = "Deleted (its active run cancelled first)"),
-              (status = 404, description = "Unknown or another tenant's")))]
+    summary = "Delete a conversation (its active run is cancelled first)",
+    responses((status = 204, description = "Deleted")))]
 pub async fn remove(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -7,16 +7,15 @@
 //! a wrong content type, a malformed UUID in a path or a bad query string answer in the same
 //! JSON shape instead of axum's plain-text rejections.
 
+use super::views::{ErrorBody, ErrorDetail};
+use crate::runs::RunError;
+use crate::store::StoreError;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::FromRequest;
 use axum::extract::FromRequestParts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
-
-use crate::runs::RunError;
-use crate::store::StoreError;
 
 /// What a request can fail with, by SPEC §3 code.
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +78,12 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let body = Json(json!({"error": {"code": code, "message": message}}));
+        let body = Json(ErrorBody {
+            error: ErrorDetail {
+                code: code.to_string(),
+                message,
+            },
+        });
         let mut response = (status, body).into_response();
         if let Self::RateLimited { retry_after_s } = self {
             response

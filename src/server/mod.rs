@@ -1,7 +1,9 @@
 //! The HTTP layer (SPEC §3, §4): routes and handlers. Here: the [`router`]. Files: one per
 //! resource (`conversations`, `runs`, `approvals`), each handler extracting the request, making
 //! one call (to the [`crate::runs::RunManager`] or the store) and mapping the result; `ops`
-//! (health, metrics, catalog, artifacts), `openapi`; `state` ([`AppState`], what handlers
+//! (health, metrics, catalog, artifacts), `views` (the response types: the JSON the API
+//! answers with, converted from store rows, with their OpenAPI schemas), `openapi` (the document,
+//! one part per area of the API); `state` ([`AppState`], what handlers
 //! reach; [`crate::app`] builds it), `error` (ApiError and JSON rejections), `auth` (keys,
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
@@ -21,6 +23,7 @@ pub mod sse;
 pub mod stall;
 mod state;
 pub mod statics;
+pub mod views;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;

@@ -7,38 +7,32 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::Serialize;
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::auth::Owner;
 use super::error::{ApiError, ApiPath};
 use super::state::AppState;
-use crate::llm::registry::ModelInfo;
-use crate::tools::ToolSource;
-
-#[derive(Debug, Serialize)]
-pub struct ToolInfo {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
-    pub source: ToolSource,
-}
+use super::views::{ErrorBody, Health, Model, Ready, Tool};
 
 #[utoipa::path(get, path = "/healthz", tag = "operations",
-    responses((status = 200, description = "The process serves requests", body = Value)))]
-pub async fn healthz() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+    summary = "Liveness",
+    responses((status = 200, description = "The process serves requests", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, description = "Database reachable and migrated", body = Value),
-              (status = 503, description = "`unavailable`")))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    summary = "Readiness: the database answers and is migrated",
+    responses((status = 200, description = "Ready", body = Ready),
+              (status = 503, description = "`unavailable`: the database is unreachable", body = ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
     match state.store.ping().await {
-        Ok(()) => Ok(Json(
-            json!({"status": "ready", "database": state.store.backend()}),
-        )),
+        Ok(()) => Ok(Json(Ready {
+            status: "ready".into(),
+            database: state.store.backend().into(),
+        })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ApiError::Unavailable("database unreachable".into()))
@@ -47,8 +41,9 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain"),
-              (status = 401, description = "A metrics key is configured and was not given")))]
+    summary = "Prometheus metrics",
+    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+              (status = 401, description = "`unauthorized`: a metrics key is configured and was not given", body = ErrorBody)))]
 pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(e) = state.auth.check_metrics(&headers) {
         return e.into_response();
@@ -65,14 +60,15 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "catalog",
-    responses((status = 200, description = "`[{name, description, parameters, source}]`", body = Value)))]
-pub async fn tools(State(state): State<AppState>) -> Json<Vec<ToolInfo>> {
+    summary = "The tool catalog",
+    responses((status = 200, description = "Every configured tool", body = Vec<Tool>)))]
+pub async fn tools(State(state): State<AppState>) -> Json<Vec<Tool>> {
     Json(
         state
             .runs
             .tools()
             .iter()
-            .map(|t| ToolInfo {
+            .map(|t| Tool {
                 name: t.name().to_string(),
                 description: t.description().to_string(),
                 parameters: t.parameters(),
@@ -83,9 +79,10 @@ pub async fn tools(State(state): State<AppState>) -> Json<Vec<ToolInfo>> {
 }
 
 #[utoipa::path(get, path = "/api/models", tag = "catalog",
-    responses((status = 200, description = "`[{name, model, abilities, context_window, default}]`", body = Value)))]
-pub async fn models(State(state): State<AppState>) -> Json<Vec<ModelInfo>> {
-    Json(state.models.infos())
+    summary = "The model catalog (no URLs, no keys)",
+    responses((status = 200, description = "Every configured model; one is the default", body = Vec<Model>)))]
+pub async fn models(State(state): State<AppState>) -> Json<Vec<Model>> {
+    Json(state.models.infos().into_iter().map(Model::from).collect())
 }
 
 /// `name` reduced to a safe quoted-string for `Content-Disposition`.
@@ -110,8 +107,8 @@ fn disposition(name: &str) -> String {
 
 #[utoipa::path(get, path = "/api/artifacts/{id}", tag = "catalog",
     params(("id" = Uuid, Path, description = "Artifact id")),
-    responses((status = 200, description = "The artifact bytes with their content type"),
-              (status = 404, description = "Unknown or another tenant's")))]
+    summary = "An artifact's bytes",
+    responses((status = 200, description = "The artifact bytes, with their own content type")))]
 pub async fn artifact(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -8,7 +8,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -16,9 +15,9 @@ use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::state::AppState;
+use super::views::{Cancelling, ErrorBody, InterruptAccepted, Recalled, Run, RunStarted};
 use crate::agent::Mode;
 use crate::runs::{ConversationRef, LiveRun, StartRun};
-use crate::store::RunRow;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -111,12 +110,12 @@ fn stream_of(state: &AppState, live: &LiveRun) -> Response {
 
 #[utoipa::path(post, path = "/api/conversations/{id}/runs", tag = "runs",
     params(("id" = Uuid, Path, description = "Conversation id")),
+    summary = "Start a run in a conversation",
     request_body = StartRunBody,
-    responses((status = 202, description = "`{run_id, conversation_id, events_url}`", body = Value),
-              (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream", content_type = "text/event-stream"),
-              (status = 400, description = "Empty or too long query, unknown mode or model"),
-              (status = 404, description = "Unknown conversation"),
-              (status = 409, description = "`run_active`")))]
+    responses((status = 202, description = "Started; follow `events_url`", body = RunStarted),
+              (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream from its first event (SPEC §4)", content_type = "text/event-stream"),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
+              (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -134,19 +133,20 @@ pub async fn start(
     if wants_event_stream(&headers) {
         return Ok(stream_of(&state, &live));
     }
-    let body = json!({
-        "run_id": live.id,
-        "conversation_id": live.conversation_id,
-        "events_url": format!("/api/runs/{}/events", live.id),
-    });
+    let body = RunStarted {
+        run_id: live.id,
+        conversation_id: live.conversation_id,
+        events_url: format!("/api/runs/{}/events", live.id),
+    };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
-    responses((status = 200, description = "The run's SSE stream (the conversation id is in `start`)", content_type = "text/event-stream"),
-              (status = 400, description = "Invalid request"),
-              (status = 404, description = "Unknown conversation"),
-              (status = 409, description = "`run_active`")))]
+    summary = "Start a run and stream it, in a new conversation unless one is given",
+    responses((status = 200, description = "The run's SSE stream (SPEC §4; the conversation id is in `start`)", content_type = "text/event-stream"),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
+              (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
+              (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
 pub async fn chat(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -168,21 +168,21 @@ pub async fn chat(
 
 #[utoipa::path(get, path = "/api/runs/{run_id}", tag = "runs", operation_id = "show_run",
     params(("run_id" = Uuid, Path, description = "Run id")),
-    responses((status = 200, description = "The run's state and usage", body = Value),
-              (status = 404, description = "Unknown or another tenant's")))]
+    summary = "A run's state and usage",
+    responses((status = 200, description = "The run; a live run's counters are current", body = Run)))]
 pub async fn show(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiPath(run_id): ApiPath<Uuid>,
-) -> Result<Json<RunRow>, ApiError> {
-    Ok(Json(state.runs.run(&owner.0, run_id).await?))
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(state.runs.run(&owner.0, run_id).await?.into()))
 }
 
 #[utoipa::path(get, path = "/api/runs/{run_id}/events", tag = "runs",
     params(("run_id" = Uuid, Path, description = "Run id"), EventsParams,
            ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
-    responses((status = 200, description = "Replay then follow; a finished run replays and closes", content_type = "text/event-stream"),
-              (status = 404, description = "Unknown or another tenant's")))]
+    summary = "A run's events: replay, then follow",
+    responses((status = 200, description = "SSE (SPEC §4): replay after the resume point, then follow; a finished run replays and closes", content_type = "text/event-stream")))]
 pub async fn events(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -197,9 +197,9 @@ pub async fn events(
 
 #[utoipa::path(post, path = "/api/runs/{run_id}/cancel", tag = "runs",
     params(("run_id" = Uuid, Path, description = "Run id")),
-    responses((status = 202, description = "Cancellation requested; the stream ends with `done {status:\"cancelled\"}`", body = Value),
-              (status = 404, description = "Unknown or another tenant's"),
-              (status = 409, description = "The run has already finished")))]
+    summary = "Cancel a run",
+    responses((status = 202, description = "Cancellation requested; the stream ends with `done {status:\"cancelled\"}`", body = Cancelling),
+              (status = 409, description = "`conflict`: the run has already finished", body = ErrorBody)))]
 pub async fn cancel(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -208,17 +208,20 @@ pub async fn cancel(
     state.runs.cancel(&owner.0, run_id).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"run_id": run_id, "cancelling": true})),
+        Json(Cancelling {
+            run_id,
+            cancelling: true,
+        }),
     ))
 }
 
 #[utoipa::path(post, path = "/api/conversations/{id}/interrupt", tag = "runs",
     params(("id" = Uuid, Path, description = "Conversation id")),
+    summary = "Send a follow-up to the conversation's active run",
     request_body = InterruptBody,
-    responses((status = 202, description = "`{id, run_id}`, with `next_run: true` when the loop has closed (the answer streams): it becomes the query of the next run", body = Value),
-              (status = 400, description = "Empty or too long content"),
-              (status = 404, description = "Unknown conversation"),
-              (status = 409, description = "`no_active_run`")))]
+    responses((status = 202, description = "Accepted; with `next_run: true` when the loop has closed (the answer streams): it becomes the query of the next run", body = InterruptAccepted),
+              (status = 400, description = "`invalid_request`: empty or too long content", body = ErrorBody),
+              (status = 409, description = "`no_active_run`: nothing is running; start a run instead", body = ErrorBody)))]
 pub async fn interrupt(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -226,31 +229,31 @@ pub async fn interrupt(
     ApiJson(body): ApiJson<InterruptBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     let accepted = state.runs.interrupt(&owner.0, id, body.content).await?;
-    let mut body = json!({"id": accepted.id, "run_id": accepted.run_id});
-    if accepted.next_run {
-        body["next_run"] = json!(true);
-    }
-    Ok((StatusCode::ACCEPTED, Json(body)))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(InterruptAccepted::from(accepted)),
+    ))
 }
 
 #[utoipa::path(delete, path = "/api/conversations/{id}/interrupt/{interrupt_id}", tag = "runs",
     params(("id" = Uuid, Path, description = "Conversation id"),
            ("interrupt_id" = Uuid, Path, description = "Interrupt id")),
-    responses((status = 200, description = "`{recalled: true}`", body = Value),
-              (status = 404, description = "Unknown conversation"),
-              (status = 409, description = "Already delivered to the agent")))]
+    summary = "Take back a follow-up the agent has not seen yet",
+    responses((status = 200, description = "Recalled: the agent will not see it", body = Recalled),
+              (status = 409, description = "`conflict`: already delivered to the agent", body = ErrorBody)))]
 pub async fn recall(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiPath((id, interrupt_id)): ApiPath<(Uuid, Uuid)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Recalled>, ApiError> {
     state.runs.recall(&owner.0, id, interrupt_id).await?;
-    Ok(Json(json!({"recalled": true})))
+    Ok(Json(Recalled { recalled: true }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     #[test]
     fn max_iterations_accepts_whole_floats_only() {

@@ -1,5 +1,5 @@
-//! The rows the store hands out and takes in, with their JSON shapes (SPEC §3.1, §3.2), plus
-//! the conversions from raw database records.
+//! The rows the store hands out and takes in, plus the conversions from raw database records.
+//! Their JSON for clients is the HTTP layer's business (`server::views`).
 //!
 //! Raw records (`*Record`) hold only driver-neutral types (`String`, `i64`, `Vec<u8>`), so one
 //! `#[derive(FromRow)]` serves both SQLite and PostgreSQL; parsing UUIDs, statuses and times
@@ -13,12 +13,11 @@ use super::StoreError;
 use crate::domain::{MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
 use crate::llm::Usage;
 
-/// A conversation, serialised as SPEC §3.1 (plus `system_prompt` and `tools`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A conversation (SPEC §3.1).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Conversation {
     pub id: Uuid,
-    /// The API-key name that owns it; never sent to clients.
-    #[serde(skip)]
+    /// The API-key name that owns it.
     pub owner: String,
     pub title: Option<String>,
     pub model: Option<String>,
@@ -39,10 +38,9 @@ pub struct NewConversation {
 }
 
 /// One turn of a conversation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StoredMessage {
     pub id: Uuid,
-    #[serde(skip)]
     pub conversation_id: Uuid,
     pub role: MessageRole,
     pub kind: MessageKind,
@@ -107,12 +105,11 @@ pub struct FinalState {
     pub answer: Option<NewMessage>,
 }
 
-/// A run, serialised as SPEC §3.2.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A run (SPEC §3.2).
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunRow {
     pub id: Uuid,
     pub conversation_id: Uuid,
-    #[serde(skip)]
     pub owner: String,
     pub status: RunStatus,
     pub mode: Mode,

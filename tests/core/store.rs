@@ -11,6 +11,7 @@ use reagent::agent::artifacts::ArtifactSink;
 use reagent::agent::events::RunStatus;
 use reagent::domain::{MessageKind, MessageRole, Mode};
 use reagent::llm::Usage;
+use reagent::server::views;
 use reagent::store::{
     AuditRow, NewConversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent,
 };
@@ -119,7 +120,8 @@ async fn conversations_crud_and_isolation(store: &Store) {
     assert_eq!(got, created);
     assert_eq!(got.tools.as_deref().unwrap(), ["calculator", "http_get"]);
 
-    let wire = serde_json::to_value(&got).unwrap();
+    // The wire shape is the HTTP layer's view of the row.
+    let wire = serde_json::to_value(views::Conversation::from(got.clone())).unwrap();
     assert_eq!(
         keys(&wire),
         [
@@ -267,7 +269,7 @@ async fn messages_order_and_recall(store: &Store) {
     assert_eq!(list[1].id, interrupt_id);
     assert_eq!(list[2], stored);
     assert_eq!(list[2].run_id, Some(run_id));
-    let wire = serde_json::to_value(&list[2]).unwrap();
+    let wire = serde_json::to_value(views::Message::from(list[2].clone())).unwrap();
     assert_eq!(
         keys(&wire),
         ["content", "created_at", "id", "kind", "role", "run_id"]
@@ -369,7 +371,7 @@ async fn run_lifecycle(store: &Store) {
         .iter()
         .any(|r| r.id == id));
 
-    let wire = serde_json::to_value(&done).unwrap();
+    let wire = serde_json::to_value(views::Run::from(done.clone())).unwrap();
     assert_eq!(
         keys(&wire),
         [

@@ -1,0 +1,293 @@
+//! The SSE event payloads of SPEC §4 as OpenAPI component schemas, written once in the tables
+//! below: each `event:` name has a schema (`StartEvent`, `StepEvent`, …), `step` and `answer`
+//! are one of their tagged variants. OpenAPI cannot type the events of a `text/event-stream`
+//! body, so every such response lists them in an `x-sse-events` extension (event name → schema)
+//! and its description. The tests check real [`crate::agent::AgentEvent`]s against these schemas,
+//! so a new event or field fails there until it is described here.
+
+use serde_json::{json, Map, Value};
+
+/// One field: its name, its schema, and whether every event has it.
+type Field = (&'static str, Value, bool);
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+fn integer() -> Value {
+    json!({"type": "integer", "minimum": 0})
+}
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+fn strings() -> Value {
+    json!({"type": "array", "items": {"type": "string"}})
+}
+fn schema_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+fn req(name: &'static str, schema: Value) -> Field {
+    (name, schema, true)
+}
+
+/// An object with these fields.
+fn object(description: &str, fields: Vec<Field>) -> Value {
+    let required: Vec<&str> = fields.iter().filter(|f| f.2).map(|f| f.0).collect();
+    let properties: Map<String, Value> = fields
+        .into_iter()
+        .map(|(name, schema, _)| (name.to_string(), schema))
+        .collect();
+    json!({"type": "object", "description": description, "required": required,
+           "properties": properties})
+}
+
+/// `step` events by `type` (SPEC §4), each with its other fields.
+fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    let iteration = || req("iteration", integer());
+    vec![
+        (
+            "thinking",
+            "The model chose actions (`reasoning` may be empty)",
+            vec![iteration(), req("reasoning", string())],
+        ),
+        (
+            "tool_start",
+            "A tool call begins",
+            vec![
+                iteration(),
+                req("call_id", string()),
+                req("tool", string()),
+                req("arguments", json!({})),
+            ],
+        ),
+        (
+            "tool_end",
+            "A tool call ended; `observation` as the model saw it, cut to 4000 characters",
+            vec![
+                iteration(),
+                req("call_id", string()),
+                req("tool", string()),
+                req("observation", string()),
+                req("error", boolean()),
+                req("blocked", boolean()),
+                req("duration_ms", integer()),
+                req(
+                    "artifacts",
+                    json!({"type": "array", "items": schema_ref("ArtifactRef")}),
+                ),
+            ],
+        ),
+        (
+            "selection",
+            "The tools offered to the model this run",
+            vec![
+                iteration(),
+                req("total_tools", integer()),
+                req("selected", strings()),
+                req("fallback", boolean()),
+            ],
+        ),
+        (
+            "interrupt",
+            "Follow-ups drained into the loop",
+            vec![
+                iteration(),
+                req("ids", strings()),
+                req("contents", strings()),
+            ],
+        ),
+        (
+            "approval_required",
+            "A tool call waits for `POST /api/approvals/{approval_id}`",
+            vec![
+                iteration(),
+                req("approval_id", string()),
+                req("tool", string()),
+                req("arguments", json!({})),
+            ],
+        ),
+    ]
+}
+
+/// The documented `step.type` values, in order.
+#[cfg(test)]
+pub fn step_types() -> Vec<&'static str> {
+    steps().into_iter().map(|s| s.0).collect()
+}
+
+/// `answer` events by `status`.
+fn answers() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    vec![
+        ("start", "Synthesis begins", vec![]),
+        (
+            "delta",
+            "More of the answer",
+            vec![req("content", string())],
+        ),
+        (
+            "reset",
+            "Discard the deltas so far (the answer starts over)",
+            vec![],
+        ),
+        (
+            "done",
+            "The whole answer; `fallback` when it explains a failure instead",
+            vec![req("content", string()), req("fallback", boolean())],
+        ),
+    ]
+}
+
+/// A tagged union: one object per variant, `tag` fixed to the variant's name.
+fn tagged(
+    description: &str,
+    tag: &'static str,
+    variants: Vec<(&'static str, &'static str, Vec<Field>)>,
+) -> Value {
+    let one_of: Vec<Value> = variants
+        .into_iter()
+        .map(|(name, what, mut fields)| {
+            fields.insert(0, req(tag, json!({"type": "string", "const": name})));
+            object(what, fields)
+        })
+        .collect();
+    json!({"description": description, "oneOf": one_of})
+}
+
+fn done() -> Value {
+    let usage = [
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "llm_calls",
+    ]
+    .into_iter()
+    .map(|name| req(name, integer()))
+    .collect();
+    let interrupt = object(
+        "An accepted follow-up",
+        vec![req("id", string()), req("content", string())],
+    );
+    object(
+        "Last event of every run",
+        vec![
+            req("status", schema_ref("RunStatus")),
+            req("iterations", integer()),
+            req("tool_calls", integer()),
+            req("usage", object("Token accounting", usage)),
+            req("elapsed_ms", integer()),
+            req("mode", schema_ref("Mode")),
+            req("answer", string()),
+            ("error", string(), false),
+            req(
+                "unprocessed_interrupts",
+                json!({"type": "array", "items": interrupt}),
+            ),
+            ("next_run_id", string(), false),
+        ],
+    )
+}
+
+/// The SSE event names in stream order with their schema names and schemas.
+pub fn events() -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        (
+            "start",
+            "StartEvent",
+            object(
+                "First event of every run",
+                vec![
+                    req("run_id", string()),
+                    req("conversation_id", string()),
+                    req("model", string()),
+                    req("mode", schema_ref("Mode")),
+                ],
+            ),
+        ),
+        (
+            "step",
+            "StepEvent",
+            tagged("Tool-loop progress", "type", steps()),
+        ),
+        (
+            "compact",
+            "CompactEvent",
+            object(
+                "The context was compacted",
+                vec![
+                    req("messages_before", integer()),
+                    req("messages_after", integer()),
+                    req("tokens_before", integer()),
+                    req("tokens_after", integer()),
+                    req("summary", string()),
+                ],
+            ),
+        ),
+        (
+            "answer",
+            "AnswerEvent",
+            tagged("Answer synthesis", "status", answers()),
+        ),
+        ("done", "DoneEvent", done()),
+    ]
+}
+
+/// Schemas the events refer to besides the API's own.
+fn shared() -> Vec<(&'static str, Value)> {
+    vec![(
+        "ArtifactRef",
+        object(
+            "An artifact a tool produced; download it at `url`",
+            vec![
+                req("id", string()),
+                req("name", string()),
+                req("mime_type", string()),
+                req("size", integer()),
+                req("url", string()),
+            ],
+        ),
+    )]
+}
+
+/// Adds the event schemas to the components and lists them on every `text/event-stream`
+/// response.
+pub fn describe(doc: &mut Value) {
+    let mut listing = Map::new();
+    let mut names = Vec::new();
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        for (name, schema) in shared() {
+            schemas.insert(name.into(), schema);
+        }
+        for (event, name, schema) in events() {
+            schemas.insert(name.into(), schema);
+            listing.insert(event.into(), schema_ref(name));
+            names.push(format!("`{event}`"));
+        }
+    }
+    let note = format!(
+        " Events: {} (`x-sse-events` names each one's data schema).",
+        names.join(", ")
+    );
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|i| i.values_mut())
+    {
+        let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for response in responses.values_mut() {
+            let Some(stream) = response.pointer_mut("/content/text~1event-stream") else {
+                continue;
+            };
+            stream["x-sse-events"] = Value::Object(listing.clone());
+            if let Some(text) = response.get("description").and_then(Value::as_str) {
+                response["description"] = json!(format!("{text}.{note}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! The JSON the HTTP API answers with (SPEC §3), as types of the HTTP layer: each converts from
+//! what the store, the run manager or a registry hands out, so storage does not fix the wire
+//! shape, and each derives its OpenAPI schema (`openapi`), so the document describes exactly
+//! what is sent (a field that may be `null` is still always there, so it is `required`).
+//! Errors are [`ErrorBody`]; the SSE payloads are in `openapi::events`.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::agent::hooks::approval::ApprovalInfo;
+use crate::domain::{MessageKind, MessageRole, Mode, RunStatus};
+use crate::tools::ToolSource;
+use crate::{llm, store};
+
+/// Documents a text enum as a string with exactly its values.
+macro_rules! text_schema {
+    ($($ty:ty => $values:expr;)+) => {$(
+        impl utoipa::PartialSchema for $ty {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some($values))
+                    .into()
+            }
+        }
+        impl ToSchema for $ty {}
+    )+};
+}
+
+text_schema! {
+    RunStatus => RunStatus::ALL.iter().map(|v| v.as_str());
+    Mode => Mode::ALL.iter().map(|v| v.as_str());
+    MessageRole => MessageRole::ALL.iter().map(|v| v.as_str());
+    MessageKind => MessageKind::ALL.iter().map(|v| v.as_str());
+    ToolSource => ["builtin", "http", "mcp"];
+}
+
+/// `{"error": {code, message}}`, every failure's body (SPEC §3).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid_request`, `unauthorized`, `not_found`, `method_not_allowed`, `conflict`,
+    /// `run_active`, `no_active_run`, `payload_too_large`, `rate_limited`, `internal`,
+    /// `unavailable`.
+    pub code: String,
+    pub message: String,
+}
+
+/// A conversation (SPEC §3.1, plus `system_prompt` and `tools`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Conversation {
+    pub id: Uuid,
+    #[schema(required)]
+    pub title: Option<String>,
+    #[schema(required)]
+    pub model: Option<String>,
+    #[schema(required)]
+    pub system_prompt: Option<String>,
+    #[schema(required)]
+    pub tools: Option<Vec<String>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The running run of this conversation, if any.
+    #[schema(required)]
+    pub active_run_id: Option<Uuid>,
+}
+
+impl From<store::Conversation> for Conversation {
+    fn from(c: store::Conversation) -> Self {
+        Self {
+            id: c.id,
+            title: c.title,
+            model: c.model,
+            system_prompt: c.system_prompt,
+            tools: c.tools,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            active_run_id: c.active_run_id,
+        }
+    }
+}
+
+/// One page of conversations, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationPage {
+    pub items: Vec<Conversation>,
+    /// The cursor of the next page; `null` on the last.
+    #[schema(required)]
+    pub next_before: Option<String>,
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Message {
+    pub id: Uuid,
+    pub role: MessageRole,
+    pub kind: MessageKind,
+    pub content: String,
+    #[schema(required)]
+    pub run_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<store::StoredMessage> for Message {
+    fn from(m: store::StoredMessage) -> Self {
+        Self {
+            id: m.id,
+            role: m.role,
+            kind: m.kind,
+            content: m.content,
+            run_id: m.run_id,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// A conversation with its messages, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationDetail {
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    pub messages: Vec<Message>,
+}
+
+/// Token accounting of a run (SPEC §2.13).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub llm_calls: u64,
+}
+
+impl From<llm::Usage> for Usage {
+    fn from(u: llm::Usage) -> Self {
+        Self {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: u.total_tokens,
+            llm_calls: u.llm_calls,
+        }
+    }
+}
+
+/// A run's state (SPEC §3.2); a live run's counters are current.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Run {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub status: RunStatus,
+    pub mode: Mode,
+    pub model: String,
+    pub iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub started_at: DateTime<Utc>,
+    #[schema(required)]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[schema(required)]
+    pub error: Option<String>,
+}
+
+impl From<store::RunRow> for Run {
+    fn from(r: store::RunRow) -> Self {
+        Self {
+            id: r.id,
+            conversation_id: r.conversation_id,
+            status: r.status,
+            mode: r.mode,
+            model: r.model,
+            iterations: r.iterations,
+            tool_calls: r.tool_calls,
+            usage: r.usage.into(),
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            error: r.error,
+        }
+    }
+}
+
+/// A run started without `Accept: text/event-stream`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunStarted {
+    pub run_id: Uuid,
+    pub conversation_id: Uuid,
+    /// Where its SSE stream is (`/api/runs/{run_id}/events`).
+    pub events_url: String,
+}
+
+/// A cancellation was requested (SPEC §3.8).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Cancelling {
+    pub run_id: Uuid,
+    /// Always `true`.
+    pub cancelling: bool,
+}
+
+/// An accepted follow-up (SPEC §3.3, §3.8).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InterruptAccepted {
+    pub id: Uuid,
+    pub run_id: Uuid,
+    /// Present (`true`) when the loop had closed: the follow-up becomes the next run's query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = bool)]
+    pub next_run: Option<bool>,
+}
+
+impl From<crate::runs::Accepted> for InterruptAccepted {
+    fn from(a: crate::runs::Accepted) -> Self {
+        Self {
+            id: a.id,
+            run_id: a.run_id,
+            next_run: a.next_run.then_some(true),
+        }
+    }
+}
+
+/// A pending follow-up was taken back.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Recalled {
+    /// Always `true`.
+    pub recalled: bool,
+}
+
+/// A paused tool call waiting for a reviewer (SPEC §3.6).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Approval {
+    pub id: Uuid,
+    pub run_id: String,
+    pub conversation_id: String,
+    pub tool: String,
+    /// The call's arguments, as the model wrote them.
+    pub arguments: Value,
+    pub requested_at: DateTime<Utc>,
+}
+
+impl From<(Uuid, ApprovalInfo)> for Approval {
+    fn from((id, info): (Uuid, ApprovalInfo)) -> Self {
+        Self {
+            id,
+            run_id: info.run_id,
+            conversation_id: info.conversation_id,
+            tool: info.tool,
+            arguments: info.arguments,
+            requested_at: info.requested_at,
+        }
+    }
+}
+
+/// A reviewer's decision, delivered.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Decided {
+    pub id: Uuid,
+    pub approved: bool,
+}
+
+/// A tool of the catalog (SPEC §3.4).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+    pub source: ToolSource,
+}
+
+/// What a model can do beyond plain text.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Abilities {
+    pub tool_call: bool,
+    pub json_mode: bool,
+    pub tool_choice: bool,
+}
+
+/// A model of the catalog (SPEC §3.4): no URL, no key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Model {
+    /// The name clients pass as `model`.
+    pub name: String,
+    /// The provider's model name.
+    pub model: String,
+    pub abilities: Abilities,
+    pub context_window: u32,
+    pub max_output_tokens: u32,
+    pub hints: Vec<String>,
+    pub default: bool,
+    /// No API key is configured although the provider is not on this machine.
+    pub needs_key: bool,
+}
+
+impl From<llm::registry::ModelInfo> for Model {
+    fn from(m: llm::registry::ModelInfo) -> Self {
+        Self {
+            name: m.name,
+            model: m.model,
+            abilities: Abilities {
+                tool_call: m.abilities.tool_call,
+                json_mode: m.abilities.json_mode,
+                tool_choice: m.abilities.tool_choice,
+            },
+            context_window: m.context_window,
+            max_output_tokens: m.max_output_tokens,
+            hints: m.hints,
+            default: m.default,
+            needs_key: m.needs_key,
+        }
+    }
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+}
+
+/// `GET /readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    pub status: String,
+    /// `sqlite` or `postgres`.
+    pub database: String,
+}
