@@ -6,6 +6,9 @@
 //! ("elem/s") counts loop iterations, so 1/throughput is the cost of one iteration. Synthesis
 //! (one streamed call) is included in the run and amortised over the iterations.
 
+// Test code may panic on what it did not expect (Cargo.toml [lints]).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

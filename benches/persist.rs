@@ -20,6 +20,9 @@
 //! median time from spawn to the first `/readyz` 200. `flush_ms=` overrides the event writer's
 //! tick. `RUST_LOG=warn` shows the server's log (e.g. why a request failed).
 
+// Test code may panic on what it did not expect (Cargo.toml [lints]).
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -110,7 +110,15 @@ impl App {
                 "marked runs left running by a previous process as failed"
             );
         }
-        let auth = Arc::new(Auth::new(&config.auth, config.server.rate_limit_per_minute));
+        let auth = Arc::new(Auth::new(
+            config
+                .auth
+                .keys
+                .iter()
+                .map(|k| (k.name.as_str(), k.key.expose())),
+            config.auth.metrics_key.as_ref().map(|k| k.expose()),
+            config.server.rate_limit_per_minute,
+        ));
         Ok(App {
             state: AppState {
                 config: Arc::new(config),

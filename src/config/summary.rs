@@ -6,20 +6,31 @@ use std::fmt::Write;
 
 use super::{redact_url, Config};
 
+// Writing to a String cannot fail, hence the ignored `writeln!` results.
+
 impl Config {
-    /// A multi-line summary without secrets.
+    /// A multi-line summary without secrets, one part per section.
     pub fn summary(&self) -> String {
         let mut out = String::new();
-        // Writing to a String cannot fail, hence the ignored results.
+        self.write_server(&mut out);
+        self.write_auth(&mut out);
+        self.write_models(&mut out);
+        self.write_react(&mut out);
+        self.write_tools(&mut out);
+        out
+    }
+
+    /// Bind, database, UI, limits and connection settings.
+    fn write_server(&self, out: &mut String) {
         let s = &self.server;
-        let _ = writeln!(out, "bind: {}", s.bind);
-        let _ = writeln!(out, "database: {}", redact_url(&s.database_url));
+        let _ = writeln!(*out, "bind: {}", s.bind);
+        let _ = writeln!(*out, "database: {}", redact_url(&s.database_url));
         let _ = match &s.static_dir {
-            None => writeln!(out, "ui: compiled into the binary"),
-            Some(dir) => writeln!(out, "ui: folder {} (REAGENT_STATIC_DIR)", dir.display()),
+            None => writeln!(*out, "ui: compiled into the binary"),
+            Some(dir) => writeln!(*out, "ui: folder {} (REAGENT_STATIC_DIR)", dir.display()),
         };
         let _ = writeln!(
-            out,
+            *out,
             "limits: body {} bytes, query {} chars, rate limit {}",
             s.max_body_bytes,
             s.max_query_chars,
@@ -27,16 +38,20 @@ impl Config {
                 .map_or("off".to_string(), |n| format!("{n}/min per key")),
         );
         let _ = writeln!(
-            out,
+            *out,
             "connections: header timeout {} s, stall timeout {} s, cap {}",
             s.header_timeout_s,
             s.sse_stall_s,
             s.max_connections
                 .map_or("from the file limit".to_string(), |n| n.to_string()),
         );
+    }
+
+    /// Whether auth is on, and for which tenants.
+    fn write_auth(&self, out: &mut String) {
         let tenants: Vec<&str> = self.auth.keys.iter().map(|k| k.name.as_str()).collect();
         let _ = writeln!(
-            out,
+            *out,
             "auth: {}{}",
             if tenants.is_empty() {
                 "off".to_string()
@@ -49,16 +64,20 @@ impl Config {
                 ""
             },
         );
+    }
+
+    /// The LLM client settings and every model.
+    fn write_models(&self, out: &mut String) {
         let _ = writeln!(
-            out,
+            *out,
             "llm: timeout {} s, {} retries",
             self.llm.timeout_s, self.llm.max_retries
         );
-        let _ = writeln!(out, "models (default: {}):", self.default_model);
+        let _ = writeln!(*out, "models (default: {}):", self.default_model);
         for m in &self.models {
             let a = m.abilities;
             let _ = writeln!(
-                out,
+                *out,
                 "  {} {}: {} at {} [tool_call={} json_mode={} tool_choice={}] window {} / output {}, key {}{}",
                 if m.default { "*" } else { "-" },
                 m.name,
@@ -77,9 +96,13 @@ impl Config {
                 },
             );
         }
+    }
+
+    /// The engine settings.
+    fn write_react(&self, out: &mut String) {
         let r = &self.react;
         let _ = writeln!(
-            out,
+            *out,
             "react: max_iterations {}, tool selection above {} tools (max {}), reflection every {}, \
              cycle threshold {}, completion check {} (min {} tools), synthesis truncation {}, \
              context budget {}, tool timeout {} s, native tools {}{}",
@@ -99,9 +122,13 @@ impl Config {
                 .as_ref()
                 .map_or(String::new(), |m| format!(", compact model {m}")),
         );
+    }
+
+    /// HTTP tools and hooks.
+    fn write_tools(&self, out: &mut String) {
         let tools: Vec<&str> = self.tools.http.iter().map(|t| t.name.as_str()).collect();
         let _ = writeln!(
-            out,
+            *out,
             "tools: http [{}], private addresses {}",
             tools.join(", "),
             if self.tools.allow_private_http {
@@ -118,7 +145,6 @@ impl Config {
                 None => h.kind.clone(),
             })
             .collect();
-        let _ = writeln!(out, "hooks: [{}]", hooks.join(", "));
-        out
+        let _ = writeln!(*out, "hooks: [{}]", hooks.join(", "));
     }
 }

@@ -16,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use dashmap::DashMap;
 
 use super::error::ApiError;
-use crate::config::AuthConfig;
 
 /// The tenant a request acts for (the API-key name; `""` when auth is off).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,17 +38,18 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    pub fn new(config: &AuthConfig, rate_limit_per_minute: Option<u32>) -> Self {
+    /// `keys` are `(name, key)` pairs (none: auth is off); `metrics_key` guards `/metrics`.
+    pub fn new<'a>(
+        keys: impl IntoIterator<Item = (&'a str, &'a str)>,
+        metrics_key: Option<&str>,
+        rate_limit_per_minute: Option<u32>,
+    ) -> Self {
         Self {
-            keys: config
-                .keys
-                .iter()
-                .map(|k| (k.name.clone(), k.key.expose().as_bytes().to_vec()))
+            keys: keys
+                .into_iter()
+                .map(|(name, key)| (name.to_string(), key.as_bytes().to_vec()))
                 .collect(),
-            metrics_key: config
-                .metrics_key
-                .as_ref()
-                .map(|k| k.expose().as_bytes().to_vec()),
+            metrics_key: metrics_key.map(|k| k.as_bytes().to_vec()),
             limiter: rate_limit_per_minute
                 .filter(|n| *n > 0)
                 .map(RateLimiter::new),
@@ -168,23 +168,8 @@ mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
-    use crate::config::{ApiKey, Secret};
 
-    fn config() -> AuthConfig {
-        AuthConfig {
-            keys: vec![
-                ApiKey {
-                    name: "alice".into(),
-                    key: Secret::new("ka"),
-                },
-                ApiKey {
-                    name: "bob".into(),
-                    key: Secret::new("kb"),
-                },
-            ],
-            metrics_key: None,
-        }
-    }
+    const KEYS: [(&str, &str); 2] = [("alice", "ka"), ("bob", "kb")];
 
     fn headers(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -194,7 +179,7 @@ mod tests {
 
     #[test]
     fn keys_map_to_their_names_and_others_are_refused() {
-        let auth = Auth::new(&config(), None);
+        let auth = Auth::new(KEYS, None, None);
         assert_eq!(
             auth.authenticate(&headers("Bearer kb")).unwrap(),
             Owner("bob".into())
@@ -211,7 +196,7 @@ mod tests {
 
     #[test]
     fn auth_off_without_keys() {
-        let auth = Auth::new(&AuthConfig::default(), None);
+        let auth = Auth::new([], None, None);
         assert_eq!(
             auth.authenticate(&HeaderMap::new()).unwrap(),
             Owner(String::new())

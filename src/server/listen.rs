@@ -71,6 +71,7 @@ fn default_max_connections() -> usize {
 }
 
 #[cfg(unix)]
+#[allow(unsafe_code)] // getrlimit: libc, no safe wrapper in our dependencies.
 fn nofile_limit() -> Option<usize> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

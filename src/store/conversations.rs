@@ -5,6 +5,7 @@
 
 use uuid::Uuid;
 
+use super::binds::{bind, Arg};
 use super::models::{now, opt_uuid, text, time, uuid};
 use super::{
     with_pool, with_writer, Conversation, NewConversation, NewMessage, Store, StoreError,
@@ -104,31 +105,22 @@ pub(super) const INSERT_MESSAGE_SQL: &str =
     "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
-/// Binds [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as U+FFFD, see
-/// [`super::storable`]), created at `micros`.
-pub(super) fn bind_message<'q, DB>(
-    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
-    id: String,
-    m: &'q NewMessage,
-    micros: i64,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
-where
-    DB: sqlx::Database,
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    let q = q
-        .bind(id)
-        .bind(m.conversation_id.to_string())
-        .bind(m.role.as_str())
-        .bind(m.kind.as_str());
-    let q = match super::storable(&m.content) {
-        std::borrow::Cow::Borrowed(text) => q.bind(text),
-        std::borrow::Cow::Owned(text) => q.bind(text),
+/// The values of [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as
+/// U+FFFD, see [`super::storable`]), created at `micros`.
+pub(super) fn message_row(id: String, m: &NewMessage, micros: i64) -> Vec<Arg<'_>> {
+    let content = match super::storable(&m.content) {
+        std::borrow::Cow::Borrowed(text) => Arg::Str(text),
+        std::borrow::Cow::Owned(text) => Arg::String(text),
     };
-    q.bind(m.run_id.map(|r| r.to_string())).bind(micros)
+    vec![
+        Arg::String(id),
+        Arg::String(m.conversation_id.to_string()),
+        Arg::Str(m.role.as_str()),
+        Arg::Str(m.kind.as_str()),
+        content,
+        Arg::OptString(m.run_id.map(|r| r.to_string())),
+        Arg::Int(micros),
+    ]
 }
 
 /// Bumps a conversation's `updated_at`. Binds: updated_at, id.
@@ -136,38 +128,28 @@ pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
 /// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, created_at,
-/// updated_at (see [`bind_conversation`]).
+/// updated_at (see [`conversation_row`]).
 pub(super) const INSERT_CONVERSATION_SQL: &str =
     "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
      created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
-/// Binds [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
-pub(super) fn bind_conversation<'q, DB>(
-    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
-    c: &'q Conversation,
-    updated_micros: i64,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
-where
-    DB: sqlx::Database,
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
+/// The values of [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
+pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg<'_>> {
     // Infallible: a Vec<String> always serialises.
     let tools = c
         .tools
         .as_ref()
         .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
-    q.bind(c.id.to_string())
-        .bind(c.owner.as_str())
-        .bind(c.title.as_deref())
-        .bind(c.model.as_deref())
-        .bind(c.system_prompt.as_deref())
-        .bind(tools)
-        .bind(c.created_at.timestamp_micros())
-        .bind(updated_micros)
+    vec![
+        Arg::String(c.id.to_string()),
+        Arg::Str(c.owner.as_str()),
+        Arg::OptStr(c.title.as_deref()),
+        Arg::OptStr(c.model.as_deref()),
+        Arg::OptStr(c.system_prompt.as_deref()),
+        Arg::OptString(tools),
+        Arg::Int(c.created_at.timestamp_micros()),
+        Arg::Int(updated_micros),
+    ]
 }
 
 impl Store {
@@ -198,7 +180,8 @@ impl Store {
         let _turn = self.write_turn().await;
         let micros = conversation.created_at.timestamp_micros();
         with_writer!(self, |pool| {
-            bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), &conversation, micros)
+            let row = conversation_row(&conversation, micros);
+            bind(sqlx::query(INSERT_CONVERSATION_SQL), row)
                 .execute(pool)
                 .await?;
         });
@@ -332,14 +315,10 @@ impl Store {
         let content = super::storable(&new.content).into_owned();
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
-            bind_message(
-                sqlx::query(INSERT_MESSAGE_SQL),
-                id.to_string(),
-                &new,
-                micros,
-            )
-            .execute(&mut *tx)
-            .await?;
+            let row = message_row(id.to_string(), &new, micros);
+            bind(sqlx::query(INSERT_MESSAGE_SQL), row)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(TOUCH_CONVERSATION_SQL)
                 .bind(micros)
                 .bind(&conversation_id)

@@ -25,7 +25,8 @@ use std::borrow::Cow;
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
-use super::conversations::{bind_message, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use super::binds::bind;
+use super::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
 use super::runs::{FINISH_RUN_SQL, RAISE_CEILING_SQL};
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
@@ -301,9 +302,12 @@ impl Store {
                 finished[i] = updated == 1;
                 if let (true, Some(answer)) = (finished[i], &fin.answer) {
                     let id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
-                    bind_message(sqlx::query(INSERT_MESSAGE_SQL), id, answer, micros)
-                        .execute(&mut *tx)
-                        .await?;
+                    bind(
+                        sqlx::query(INSERT_MESSAGE_SQL),
+                        message_row(id, answer, micros),
+                    )
+                    .execute(&mut *tx)
+                    .await?;
                     sqlx::query(TOUCH_CONVERSATION_SQL)
                         .bind(micros)
                         .bind(answer.conversation_id.to_string())

@@ -6,15 +6,17 @@
 //! parameters use the `$n` form that both drivers accept. The one place that differs is the DDL,
 //! kept in `migrations/sqlite` and `migrations/postgres` and applied on [`Store::connect`].
 //!
-//! Layout: [`models`] (the public rows and their wire shapes), [`error`], then one file per
-//! table family — `conversations` (conversations and messages), `runs`, `events` (event log
-//! and tool audit), `artifacts` (which also implements the engine's `ArtifactSink`).
+//! Layout: [`models`] (the public rows; their JSON is `server::views`), [`error`], `binds` (the
+//! one binder of the inserts), then one file per table family — `conversations` (conversations
+//! and messages), `runs`, `events` (event log and tool audit), `artifacts` (which also
+//! implements the engine's `ArtifactSink`).
 //!
 //! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
 //! rows, so handlers turn both "missing" and "not yours" into the same 404.
 
 mod artifacts;
+mod binds;
 mod conversations;
 pub mod error;
 mod events;

@@ -8,8 +8,9 @@
 
 use uuid::Uuid;
 
+use super::binds::{bind, Arg};
 use super::conversations::{
-    bind_conversation, bind_message, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
+    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
     TOUCH_CONVERSATION_SQL,
 };
 use super::models::{now, status, text, time, to_i64, to_u32, to_u64, uuid};
@@ -100,7 +101,7 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
 }
 
 /// Inserts a `running` run with its first block of event ids reserved. Binds: id,
-/// conversation_id, owner, mode, model, started_at, event_ceiling (see [`bind_run`]).
+/// conversation_id, owner, mode, model, started_at, event_ceiling (see [`run_row`]).
 const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
      event_ceiling) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)";
@@ -109,25 +110,17 @@ const INSERT_RUN_SQL: &str =
 pub(super) const RAISE_CEILING_SQL: &str =
     "UPDATE runs SET event_ceiling = $1 WHERE id = $2 AND event_ceiling < $1";
 
-/// Binds [`INSERT_RUN_SQL`] for `r`, started at `micros`.
-fn bind_run<'q, DB>(
-    q: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
-    r: &'q NewRun,
-    micros: i64,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
-where
-    DB: sqlx::Database,
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    q.bind(r.id.to_string())
-        .bind(r.conversation_id.to_string())
-        .bind(r.owner.as_str())
-        .bind(r.mode.as_str())
-        .bind(r.model.as_str())
-        .bind(micros)
-        .bind(super::EVENT_ID_BLOCK)
+/// The values of [`INSERT_RUN_SQL`] for `r`, started at `micros`.
+fn run_row(r: &NewRun, micros: i64) -> Vec<Arg<'_>> {
+    vec![
+        Arg::String(r.id.to_string()),
+        Arg::String(r.conversation_id.to_string()),
+        Arg::Str(r.owner.as_str()),
+        Arg::Str(r.mode.as_str()),
+        Arg::Str(r.model.as_str()),
+        Arg::Int(micros),
+        Arg::Int(super::EVENT_ID_BLOCK),
+    ]
 }
 
 impl Store {
@@ -149,7 +142,7 @@ impl Store {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_writer!(self, |pool| {
-            bind_run(sqlx::query(INSERT_RUN_SQL), &new, micros)
+            bind(sqlx::query(INSERT_RUN_SQL), run_row(&new, micros))
                 .execute(pool)
                 .await?;
         });
@@ -252,18 +245,19 @@ impl Store {
                 let message_id = row.query.id.unwrap_or_else(Uuid::new_v4).to_string();
                 if let Some(c) = &row.conversation {
                     // `updated_at` is the query's time, as a touch by the query would leave it.
-                    bind_conversation(sqlx::query(INSERT_CONVERSATION_SQL), c, micros)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                bind_run(sqlx::query(INSERT_RUN_SQL), &row.run, micros)
+                    bind(
+                        sqlx::query(INSERT_CONVERSATION_SQL),
+                        conversation_row(c, micros),
+                    )
                     .execute(&mut *tx)
                     .await?;
-                bind_message(
+                }
+                bind(sqlx::query(INSERT_RUN_SQL), run_row(&row.run, micros))
+                    .execute(&mut *tx)
+                    .await?;
+                bind(
                     sqlx::query(INSERT_MESSAGE_SQL),
-                    message_id,
-                    &row.query,
-                    micros,
+                    message_row(message_id, &row.query, micros),
                 )
                 .execute(&mut *tx)
                 .await?;

@@ -15,6 +15,9 @@
 //!
 //! Helpers: `tests/support/` (shared with `tests/api`). `TEST_LOG=1` shows the logs.
 
+// Test code may panic on what it did not expect (Cargo.toml [lints]).
+#![allow(clippy::unwrap_used)]
+
 #[macro_use]
 #[path = "../support/mod.rs"]
 mod support;

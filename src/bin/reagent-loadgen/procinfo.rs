@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 /// Clock ticks per second for `/proc/<pid>/stat` times.
+#[allow(unsafe_code)] // sysconf: libc, no safe wrapper in our dependencies.
 fn ticks_per_s() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -114,6 +115,7 @@ impl MachineMeter {
 }
 
 /// Raises the soft open-file limit to the hard limit (children inherit it).
+#[allow(unsafe_code)] // getrlimit/setrlimit: libc, no safe wrapper in our dependencies.
 pub fn raise_fd_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -236,6 +236,7 @@ impl ServerSpec {
 
 impl Server {
     /// SIGTERM, then wait for the exit (kill after `grace`).
+    #[allow(unsafe_code)] // kill(2): libc, tokio's Child can only SIGKILL.
     pub async fn stop(mut self, grace: Duration) -> anyhow::Result<std::process::ExitStatus> {
         // SAFETY: signalling our own child by pid.
         unsafe {
