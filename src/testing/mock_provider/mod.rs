@@ -26,25 +26,34 @@
 //! Usage is reported on every reply: prompt tokens are request bytes / 4 (the same heuristic as
 //! the context guard); completion tokens are the words of the answer text, or bytes / 4 of what
 //! was produced for tool calls and JSON-mode replies.
+//!
+//! Files: this one (configuration, server, the completions handler), `request` (what the mock
+//! reads of a request and how it counts the run's tool results), `reply` (usage, errors and the
+//! streamed answer).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use futures::stream::{self, StreamExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use reply::{error, stream_answer, usage};
+pub use reply::{token_stamps, unix_micros};
+use request::{results_since_query, MockRequest};
+
+mod reply;
+mod request;
 
 /// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
 pub const DEFAULT_TOOL_ARGS: &str = r#"{"expression":"<i>+1"}"#;
@@ -246,109 +255,6 @@ impl Drop for MockProvider {
     }
 }
 
-/// The few request fields the mock looks at; everything else is skipped unparsed.
-#[derive(Deserialize)]
-struct MockRequest {
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    stream: Option<bool>,
-    #[serde(default)]
-    stream_options: Option<StreamOptions>,
-    #[serde(default)]
-    tools: Option<Vec<serde::de::IgnoredAny>>,
-    #[serde(default)]
-    messages: Vec<MockMessage>,
-}
-
-#[derive(Deserialize)]
-struct StreamOptions {
-    #[serde(default)]
-    include_usage: Option<bool>,
-}
-
-#[derive(Deserialize)]
-struct MockMessage {
-    #[serde(default)]
-    role: String,
-    #[serde(default)]
-    content: Option<Value>,
-}
-
-impl MockMessage {
-    fn text(&self) -> Option<&str> {
-        self.content.as_ref().and_then(Value::as_str)
-    }
-
-    fn is_observation(&self) -> bool {
-        self.role == "user" && self.text().is_some_and(|c| c.starts_with("Observation:"))
-    }
-
-    /// A user message the engine wrote into the run (self-reflection, cycle warning, completion
-    /// checklist, re-format request, interrupt, JSON-mode observation, context summary) rather
-    /// than the query that started it.
-    fn is_engine_note(&self) -> bool {
-        self.role == "user"
-            && self.text().is_some_and(|text| {
-                ENGINE_NOTES.iter().any(|p| text.starts_with(p.as_str()))
-                    || CONTEXT_NOTES.iter().any(|p| text.contains(p))
-            })
-    }
-}
-
-/// How the engine's own user messages begin, taken from the prompt texts themselves (the part
-/// before their first variable), so a wording change cannot silently break the count.
-static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    use crate::agent::prompts;
-    let fixed = |f: fn(&str) -> String| common_prefix(&f("a"), &f("b"));
-    vec![
-        fixed(prompts::reflection),
-        fixed(|t| prompts::cycle_warning(t, 3)),
-        fixed(prompts::observation),
-        common_prefix(
-            &prompts::interrupt_message(&["a".into()]),
-            &prompts::interrupt_message(&["a".into(), "b".into()]),
-        ),
-        prompts::COMPLETION_CHECK.to_string(),
-        prompts::REFORMAT_REQUEST.to_string(),
-    ]
-});
-
-/// The notes context compaction leaves in place of what it removed (`agent/context.rs`).
-const CONTEXT_NOTES: [&str; 3] = [
-    "[Context summary of ",
-    " earlier messages were removed to fit the context window]",
-    " long messages were truncated to fit the context window]",
-];
-
-fn common_prefix(a: &str, b: &str) -> String {
-    a.chars()
-        .zip(b.chars())
-        .take_while(|(x, y)| x == y)
-        .map(|(x, _)| x)
-        .collect()
-}
-
-/// The run's tool results so far: `tool` messages (native) or `Observation:` user messages (JSON
-/// mode) after the run's query, the last user message the engine did not write. Counting from
-/// the last user message of any kind restarted the script after every safeguard message.
-fn results_since_query(messages: &[MockMessage], native: bool) -> usize {
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == "user" && !m.is_engine_note())
-        .map_or(0, |i| i + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| {
-            if native {
-                m.role == "tool"
-            } else {
-                m.is_observation()
-            }
-        })
-        .count()
-}
-
 async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     shared.requests.fetch_add(1, Ordering::Relaxed);
     let Ok(request) = serde_json::from_slice::<MockRequest>(&body) else {
@@ -429,124 +335,4 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         usage = usage(prompt_tokens, completion_tokens),
     );
     ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
-}
-
-/// Wall-clock microseconds since the UNIX epoch (0 if the clock is before it).
-pub fn unix_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
-/// The stamps of a streamed text produced with `stamp_tokens`: each `~<digits>` suffix.
-pub fn token_stamps(text: &str) -> impl Iterator<Item = u64> + '_ {
-    text.split('~').skip(1).filter_map(|part| {
-        let end = part
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(part.len());
-        part[..end].parse().ok()
-    })
-}
-
-fn usage(prompt: u64, completion: u64) -> String {
-    format!(
-        r#"{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}"#,
-        prompt + completion
-    )
-}
-
-fn error(status: StatusCode, message: &str) -> Response {
-    let body = json!({"error": {"message": message, "type": "mock_error", "code": null}});
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-/// One SSE frame holding a `chat.completion.chunk` with these `choices` (JSON text).
-fn chunk_frame(model: &str, choices: &str, extra: &str) -> Bytes {
-    Bytes::from(format!(
-        "data: {{\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{model},\"choices\":{choices}{extra}}}\n\n"
-    ))
-}
-
-/// The streamed answer. Frame `0` is the role chunk, frames `1..=n` the tokens, frame `n + 1`
-/// the tail (finish, optional usage, `[DONE]`) in one write. Token `k` is due at
-/// `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
-fn stream_answer(
-    shared: Arc<Shared>,
-    model: String,
-    first_byte: Instant,
-    prompt_tokens: u64,
-    include_usage: bool,
-) -> Response {
-    let n = shared.token_literals.len();
-    let rate = shared.cfg.tokens_per_s;
-    // Shared by every frame's future without copying the string each time.
-    let model: Arc<str> = model.into();
-    let frames = stream::unfold(0usize, move |frame| {
-        let shared = Arc::clone(&shared);
-        let model = Arc::clone(&model);
-        async move {
-            if frame > n + 1 {
-                return None;
-            }
-            let due = if frame <= 1 {
-                Some(first_byte)
-            } else if rate > 0.0 {
-                Some(first_byte + Duration::from_secs_f64((frame - 1) as f64 / rate))
-            } else {
-                None
-            };
-            if let Some(due) = due.filter(|d| *d > Instant::now()) {
-                tokio::select! {
-                    () = tokio::time::sleep_until(due) => {}
-                    () = shared.shutdown.cancelled() => return None,
-                }
-            }
-            let bytes = if frame == 0 {
-                chunk_frame(
-                    &model,
-                    r#"[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]"#,
-                    "",
-                )
-            } else if frame <= n {
-                let token = &shared.token_literals[frame - 1];
-                let choices = if shared.cfg.stamp_tokens {
-                    // The literal is a quoted word without escapes: insert the stamp before
-                    // its closing quote.
-                    let word = token.strip_suffix('"').unwrap_or(token);
-                    format!(
-                        r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
-                        unix_micros()
-                    )
-                } else {
-                    format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
-                };
-                chunk_frame(&model, &choices, "")
-            } else {
-                let mut tail = chunk_frame(
-                    &model,
-                    r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#,
-                    "",
-                )
-                .to_vec();
-                if include_usage {
-                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, n as u64));
-                    tail.extend_from_slice(&chunk_frame(&model, "[]", &extra));
-                }
-                tail.extend_from_slice(b"data: [DONE]\n\n");
-                Bytes::from(tail)
-            };
-            Some((Ok::<_, std::convert::Infallible>(bytes), frame + 1))
-        }
-    });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(frames.boxed()))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

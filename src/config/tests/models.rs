@@ -1,0 +1,122 @@
+//! Several models: abilities, hints, the default, their errors.
+
+use super::*;
+
+const MODELS: &str = r#"
+default_model = "local"
+
+[[models]]
+name = "cloud"
+base_url = "https://api.example.com/v1"
+api_key_env = "CLOUD_KEY"
+model = "gpt-4o"
+hints = ["smart", "vision"]
+context_window = 200000
+max_output_tokens = 8000
+
+[[models]]
+name = "local"
+base_url = "http://127.0.0.1:11434/v1"
+abilities = { tool_call = false, json_mode = true }
+hints = ["fast"]
+"#;
+
+#[test]
+fn several_models_with_abilities_and_hints() {
+    let c = load(Some(MODELS), &[("CLOUD_KEY", "ck"), ("LLM_API_KEY", "lk")]).unwrap();
+    assert_eq!(c.default_model, "local");
+    let [cloud, local] = &c.models[..] else {
+        panic!("two models expected")
+    };
+    assert_eq!(
+        (
+            cloud.model.as_str(),
+            cloud.context_window,
+            cloud.max_output_tokens
+        ),
+        ("gpt-4o", 200_000, 8000)
+    );
+    assert_eq!(cloud.hints, ["smart", "vision"]);
+    assert_eq!(cloud.abilities, Abilities::default());
+    assert_eq!(cloud.api_key, Some(Secret::new("ck")));
+    assert!(!cloud.default && local.default);
+    // `model` defaults to the name; missing abilities default to true.
+    assert_eq!(local.model, "local");
+    let expected = Abilities {
+        tool_call: false,
+        json_mode: true,
+        tool_choice: true,
+    };
+    assert_eq!(local.abilities, expected);
+    // The default model falls back to LLM_API_KEY.
+    assert_eq!(local.api_key, Some(Secret::new("lk")));
+}
+
+#[test]
+fn llm_variables_override_only_the_default_model() {
+    let c = load(
+        Some(MODELS),
+        &[("LLM_MODEL", "qwen2.5"), ("LLM_TOOL_CALL", "true")],
+    )
+    .unwrap();
+    assert_eq!(c.models[1].model, "qwen2.5");
+    assert!(c.models[1].abilities.tool_call);
+    assert_eq!(c.models[0].model, "gpt-4o");
+    assert!(
+        c.models[0].api_key.is_none(),
+        "CLOUD_KEY is unset and cloud is not the default"
+    );
+}
+
+#[test]
+fn default_flag_and_first_model_rules() {
+    let two = "[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\n";
+    assert_eq!(load(Some(two), &[]).unwrap().default_model, "a");
+    let flagged = "[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\ndefault = true\n";
+    assert_eq!(load(Some(flagged), &[]).unwrap().default_model, "b");
+    let both =
+        "[[models]]\nname = \"a\"\ndefault = true\n[[models]]\nname = \"b\"\ndefault = true\n";
+    assert!(err(Some(both), &[]).starts_with("models[1].default"));
+}
+
+#[test]
+fn model_errors_name_the_entry() {
+    let bad_url = "[[models]]\nname = \"a\"\n[[models]]\nname = \"b\"\nbase_url = \"ftp://x\"\n";
+    assert_eq!(
+        err(Some(bad_url), &[]),
+        r#"models[1].base_url: "ftp://x" is not an http(s) URL"#
+    );
+    let dup = "[[models]]\nname = \"a\"\n[[models]]\nname = \"a\"\n";
+    assert!(err(Some(dup), &[]).contains(r#"models[1].name: duplicate model name "a""#));
+    let unknown = "default_model = \"zz\"\n[[models]]\nname = \"a\"\n";
+    assert!(err(Some(unknown), &[]).starts_with(r#"default_model: "zz" is not a configured model"#));
+    let compact = "[react]\ncompact_model = \"zz\"\n";
+    assert!(err(Some(compact), &[]).starts_with("react.compact_model"));
+}
+
+#[test]
+fn file_values_are_validated_under_their_names() {
+    assert_eq!(
+        err(Some("[react]\nmax_iterations = 0\n"), &[]),
+        "invalid value 0 for react.max_iterations: expected a positive integer"
+    );
+    assert!(
+        err(Some("[server]\ndatabase_url = \"redis://x\"\n"), &[]).contains("server.database_url")
+    );
+}
+
+#[test]
+fn unknown_field_or_bad_toml_fails_with_the_line() {
+    let message = err(Some("[server]\nbind = \"127.0.0.1:1\"\nbnid = 3\n"), &[]);
+    assert!(
+        message.contains("bnid") && message.contains("line 3"),
+        "{message}"
+    );
+    let message = err(Some("[react]\nmax_iterations = \"ten\"\n"), &[]);
+    assert!(message.contains("line 2"), "{message}");
+    let message = err(
+        Some("[[models]]\nname = \"a\"\nabilities = { tool_cal = true }\n"),
+        &[],
+    );
+    assert!(message.contains("tool_cal"), "{message}");
+}

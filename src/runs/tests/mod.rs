@@ -1,0 +1,105 @@
+//! The run manager over a temp SQLite store and the scripted LLM: starting (in an existing or
+//! a new conversation, refused starts storing nothing), one active run per conversation,
+//! commands (cancel, interrupt and recall, approvals) checked against the live run's owner,
+//! the final state stored from the same outcome as `done`, the panic tail, and recovery.
+
+use crate::domain::{MessageKind, Mode};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::drive::final_state;
+use super::manager::RESTART_ERROR;
+use super::{ConversationRef, LiveRun, RunError, RunManager, StartRun};
+use crate::agent::hooks::approval::ApprovalInfo;
+use crate::agent::hooks::HookRunner;
+use crate::agent::{AgentConfig, AgentEvent, RunOutcome, RunStatus};
+use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError};
+use crate::store::{NewConversation, NewRun, Store, StoredEvent};
+use crate::testing::scripted::{response, single_model};
+use crate::testing::{ScriptedLlm, Turn};
+use crate::tools::ToolRegistry;
+
+mod commands;
+mod recovery;
+mod start;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    llm: Arc<ScriptedLlm>,
+    runs: Arc<RunManager>,
+}
+
+async fn fixture() -> Fixture {
+    let llm = Arc::new(ScriptedLlm::native());
+    fixture_with(llm.clone(), llm).await
+}
+
+async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("runs.db").display());
+    let store = Store::connect(&url).await.unwrap();
+    let mut manager = RunManager::new(
+        store.clone(),
+        single_model(model),
+        ToolRegistry::new(),
+        HookRunner::default(),
+        AgentConfig::default(),
+        None,
+    );
+    manager.flush_interval = Duration::from_millis(1);
+    manager.max_query_chars = 20;
+    Fixture {
+        _dir: dir,
+        store,
+        llm,
+        runs: Arc::new(manager),
+    }
+}
+
+impl Fixture {
+    /// A stored conversation of `owner`'s.
+    async fn conversation(&self, owner: &str) -> Uuid {
+        self.store
+            .create_conversation(owner, NewConversation::default())
+            .await
+            .unwrap()
+            .id
+    }
+
+    async fn start_in(&self, owner: &str, id: Uuid, q: &str) -> Result<Arc<LiveRun>, RunError> {
+        self.runs
+            .start(owner, StartRun::new(ConversationRef::Existing(id), q))
+            .await
+    }
+
+    /// A run of `owner`'s whose first model call takes `delay`.
+    async fn slow_run(&self, owner: &str, delay: Duration) -> Arc<LiveRun> {
+        self.llm.push(Turn::Reply(response("brief", vec![]), delay));
+        let id = self.conversation(owner).await;
+        self.start_in(owner, id, "q").await.unwrap()
+    }
+}
+
+/// The run's whole log once it is over, and its `done` outcome.
+async fn finished(live: &LiveRun) -> (Vec<String>, RunOutcome) {
+    let events: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(10),
+        live.log.subscribe(0).events.collect::<Vec<_>>(),
+    )
+    .await
+    .expect("the run ends");
+    tokio::time::timeout(Duration::from_secs(10), live.finished())
+        .await
+        .expect("the run is persisted");
+    let last = events.last().expect("events");
+    let Ok(AgentEvent::Done(outcome)) = AgentEvent::from_parts(last.name, &last.data) else {
+        panic!("the log ends with done: {}", last.data);
+    };
+    (events.iter().map(|e| e.name.to_string()).collect(), outcome)
+}

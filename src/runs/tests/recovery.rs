@@ -1,0 +1,169 @@
+//! Runs that cannot end themselves: the panic tail, and recovery after a restart.
+
+use super::*;
+
+/// A model whose every call panics: the engine cannot end the run itself.
+struct Panicking;
+
+#[async_trait]
+impl Llm for Panicking {
+    fn model(&self) -> &str {
+        "panicking"
+    }
+    fn abilities(&self) -> Abilities {
+        Abilities::default()
+    }
+    fn context_window(&self) -> u32 {
+        128_000
+    }
+    fn max_output_tokens(&self) -> u32 {
+        4096
+    }
+    async fn chat(&self, _: ChatRequest) -> Result<ChatResponse, LlmError> {
+        panic!("the model exploded")
+    }
+    async fn stream_chat(&self, _: ChatRequest) -> Result<ChatStream, LlmError> {
+        panic!("the model exploded")
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_engine_ends_with_the_fallback_tail() {
+    let f = fixture_with(Arc::new(ScriptedLlm::native()), Arc::new(Panicking)).await;
+    let id = f.conversation("").await;
+    let live = f.start_in("", id, "q").await.unwrap();
+    let (names, outcome) = finished(&live).await;
+    assert_eq!(names, ["start", "answer", "answer", "answer", "done"]);
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.error.as_deref(), Some("internal error"));
+    let row = f.store.get_run("", live.id).await.unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Failed);
+    assert_eq!(f.runs.active_runs(), 0, "the conversation is free again");
+}
+
+impl Fixture {
+    /// A run a previous process left `running` in a new conversation, with these events.
+    async fn left_running(&self, events: &[(&str, &str)]) -> (Uuid, Uuid) {
+        let conv = self.conversation("").await;
+        let run_id = Uuid::new_v4();
+        let run = NewRun {
+            id: run_id,
+            conversation_id: conv,
+            owner: "".into(),
+            mode: Mode::Json,
+            model: "default".into(),
+        };
+        self.store.create_run(run).await.unwrap();
+        let events: Vec<StoredEvent> = (1..)
+            .zip(events)
+            .map(|(seq, (name, data))| StoredEvent {
+                seq,
+                name: name.to_string(),
+                data: data.to_string(),
+            })
+            .collect();
+        self.store.append_events(run_id, &events).await.unwrap();
+        (conv, run_id)
+    }
+
+    /// The answer statuses and the `done` error of a run's stored log.
+    async fn stored_tail(&self, run_id: Uuid) -> (Vec<String>, Option<String>) {
+        let mut statuses = Vec::new();
+        let mut error = None;
+        for e in self.store.list_events(run_id, 0).await.unwrap() {
+            match AgentEvent::from_parts(&e.name, &e.data) {
+                Ok(AgentEvent::Answer(a)) => {
+                    let v = serde_json::to_value(a).unwrap();
+                    statuses.push(v["status"].as_str().unwrap_or_default().to_string());
+                }
+                Ok(AgentEvent::Done(d)) => error = d.error,
+                _ => statuses.push(e.name),
+            }
+        }
+        (statuses, error)
+    }
+}
+
+#[tokio::test]
+async fn recovery_fails_running_rows_with_the_fallback_tail() {
+    let f = fixture().await;
+    let (conv, before_answer) = f.left_running(&[("start", "{}")]).await;
+    let (_, mid_answer) = f
+        .left_running(&[("start", "{}"), ("answer", r#"{"status":"start"}"#)])
+        .await;
+    assert_eq!(f.runs.recover().await.unwrap(), 2);
+    for run_id in [before_answer, mid_answer] {
+        let row = f.store.get_run("", run_id).await.unwrap().unwrap();
+        assert_eq!(row.status, RunStatus::Failed);
+        assert_eq!(row.error.as_deref(), Some(RESTART_ERROR));
+    }
+    let restart = Some(RESTART_ERROR.to_string());
+    assert_eq!(
+        f.stored_tail(before_answer).await,
+        (
+            // Ids beyond the stored log may have been streamed (an answer among them): the
+            // fallback answer resets whatever the client may have.
+            vec![
+                "start".into(),
+                "start".into(),
+                "reset".into(),
+                "delta".into(),
+                "done".into()
+            ],
+            restart.clone()
+        )
+    );
+    assert_eq!(
+        f.stored_tail(mid_answer).await,
+        (
+            vec![
+                "start".into(),
+                "start".into(),
+                "reset".into(),
+                "delta".into(),
+                "done".into()
+            ],
+            restart
+        )
+    );
+    assert!(
+        f.store.list_messages(conv).await.unwrap().is_empty(),
+        "the apology is not history"
+    );
+    assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
+}
+
+#[tokio::test]
+async fn a_recovered_run_keeps_the_counters_its_events_show() {
+    let f = fixture().await;
+    let tool_start = |i: u32, id: &str| {
+        format!(
+            r#"{{"type":"tool_start","iteration":{i},"call_id":"{id}","tool":"t","arguments":{{}}}}"#
+        )
+    };
+    let (first, second) = (tool_start(1, "a"), tool_start(2, "b"));
+    let (_, run_id) = f
+        .left_running(&[
+            ("start", "{}"),
+            (
+                "step",
+                r#"{"type":"thinking","iteration":1,"reasoning":""}"#,
+            ),
+            ("step", &first),
+            (
+                "step",
+                r#"{"type":"thinking","iteration":2,"reasoning":""}"#,
+            ),
+            ("step", &second),
+        ])
+        .await;
+    f.runs.recover().await.unwrap();
+    let row = f.store.get_run("", run_id).await.unwrap().unwrap();
+    assert_eq!((row.iterations, row.tool_calls), (2, 2));
+    let done = f.store.list_events(run_id, 0).await.unwrap();
+    let done = done.last().unwrap();
+    let Ok(AgentEvent::Done(outcome)) = AgentEvent::from_parts(&done.name, &done.data) else {
+        panic!("the log ends with done: {done:?}");
+    };
+    assert_eq!((outcome.iterations, outcome.tool_calls), (2, 2));
+}

@@ -1,0 +1,133 @@
+//! The mock provider's replies: usage, errors, SSE chunk frames and the paced streamed answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::stream::{self, StreamExt};
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::Shared;
+
+/// Wall-clock microseconds since the UNIX epoch (0 if the clock is before it).
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// The stamps of a streamed text produced with `stamp_tokens`: each `~<digits>` suffix.
+pub fn token_stamps(text: &str) -> impl Iterator<Item = u64> + '_ {
+    text.split('~').skip(1).filter_map(|part| {
+        let end = part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(part.len());
+        part[..end].parse().ok()
+    })
+}
+
+pub(super) fn usage(prompt: u64, completion: u64) -> String {
+    format!(
+        r#"{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}"#,
+        prompt + completion
+    )
+}
+
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": "mock_error", "code": null}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// One SSE frame holding a `chat.completion.chunk` with these `choices` (JSON text).
+fn chunk_frame(model: &str, choices: &str, extra: &str) -> Bytes {
+    Bytes::from(format!(
+        "data: {{\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{model},\"choices\":{choices}{extra}}}\n\n"
+    ))
+}
+
+/// The streamed answer. Frame `0` is the role chunk, frames `1..=n` the tokens, frame `n + 1`
+/// the tail (finish, optional usage, `[DONE]`) in one write. Token `k` is due at
+/// `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
+pub(super) fn stream_answer(
+    shared: Arc<Shared>,
+    model: String,
+    first_byte: Instant,
+    prompt_tokens: u64,
+    include_usage: bool,
+) -> Response {
+    let n = shared.token_literals.len();
+    let rate = shared.cfg.tokens_per_s;
+    // Shared by every frame's future without copying the string each time.
+    let model: Arc<str> = model.into();
+    let frames = stream::unfold(0usize, move |frame| {
+        let shared = Arc::clone(&shared);
+        let model = Arc::clone(&model);
+        async move {
+            if frame > n + 1 {
+                return None;
+            }
+            let due = if frame <= 1 {
+                Some(first_byte)
+            } else if rate > 0.0 {
+                Some(first_byte + Duration::from_secs_f64((frame - 1) as f64 / rate))
+            } else {
+                None
+            };
+            if let Some(due) = due.filter(|d| *d > Instant::now()) {
+                tokio::select! {
+                    () = tokio::time::sleep_until(due) => {}
+                    () = shared.shutdown.cancelled() => return None,
+                }
+            }
+            let bytes = if frame == 0 {
+                chunk_frame(
+                    &model,
+                    r#"[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]"#,
+                    "",
+                )
+            } else if frame <= n {
+                let token = &shared.token_literals[frame - 1];
+                let choices = if shared.cfg.stamp_tokens {
+                    // The literal is a quoted word without escapes: insert the stamp before
+                    // its closing quote.
+                    let word = token.strip_suffix('"').unwrap_or(token);
+                    format!(
+                        r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
+                        unix_micros()
+                    )
+                } else {
+                    format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
+                };
+                chunk_frame(&model, &choices, "")
+            } else {
+                let mut tail = chunk_frame(
+                    &model,
+                    r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#,
+                    "",
+                )
+                .to_vec();
+                if include_usage {
+                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, n as u64));
+                    tail.extend_from_slice(&chunk_frame(&model, "[]", &extra));
+                }
+                tail.extend_from_slice(b"data: [DONE]\n\n");
+                Bytes::from(tail)
+            };
+            Some((Ok::<_, std::convert::Infallible>(bytes), frame + 1))
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(frames.boxed()))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

@@ -1,0 +1,110 @@
+//! What the mock provider reads of a chat request, and how it counts the run's tool results
+//! since its query (the engine's own notes do not restart the count).
+
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The few request fields the mock looks at; everything else is skipped unparsed.
+#[derive(Deserialize)]
+pub(super) struct MockRequest {
+    #[serde(default)]
+    pub(super) model: Option<String>,
+    #[serde(default)]
+    pub(super) stream: Option<bool>,
+    #[serde(default)]
+    pub(super) stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    pub(super) tools: Option<Vec<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    pub(super) messages: Vec<MockMessage>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct StreamOptions {
+    #[serde(default)]
+    pub(super) include_usage: Option<bool>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct MockMessage {
+    #[serde(default)]
+    pub(super) role: String,
+    #[serde(default)]
+    pub(super) content: Option<Value>,
+}
+
+impl MockMessage {
+    fn text(&self) -> Option<&str> {
+        self.content.as_ref().and_then(Value::as_str)
+    }
+
+    fn is_observation(&self) -> bool {
+        self.role == "user" && self.text().is_some_and(|c| c.starts_with("Observation:"))
+    }
+
+    /// A user message the engine wrote into the run (self-reflection, cycle warning, completion
+    /// checklist, re-format request, interrupt, JSON-mode observation, context summary) rather
+    /// than the query that started it.
+    fn is_engine_note(&self) -> bool {
+        self.role == "user"
+            && self.text().is_some_and(|text| {
+                ENGINE_NOTES.iter().any(|p| text.starts_with(p.as_str()))
+                    || CONTEXT_NOTES.iter().any(|p| text.contains(p))
+            })
+    }
+}
+
+/// How the engine's own user messages begin, taken from the prompt texts themselves (the part
+/// before their first variable), so a wording change cannot silently break the count.
+static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    use crate::agent::prompts;
+    let fixed = |f: fn(&str) -> String| common_prefix(&f("a"), &f("b"));
+    vec![
+        fixed(prompts::reflection),
+        fixed(|t| prompts::cycle_warning(t, 3)),
+        fixed(prompts::observation),
+        common_prefix(
+            &prompts::interrupt_message(&["a".into()]),
+            &prompts::interrupt_message(&["a".into(), "b".into()]),
+        ),
+        prompts::COMPLETION_CHECK.to_string(),
+        prompts::REFORMAT_REQUEST.to_string(),
+    ]
+});
+
+/// The notes context compaction leaves in place of what it removed (`agent/context.rs`).
+const CONTEXT_NOTES: [&str; 3] = [
+    "[Context summary of ",
+    " earlier messages were removed to fit the context window]",
+    " long messages were truncated to fit the context window]",
+];
+
+fn common_prefix(a: &str, b: &str) -> String {
+    a.chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect()
+}
+
+/// The run's tool results so far: `tool` messages (native) or `Observation:` user messages (JSON
+/// mode) after the run's query, the last user message the engine did not write. Counting from
+/// the last user message of any kind restarted the script after every safeguard message.
+pub(super) fn results_since_query(messages: &[MockMessage], native: bool) -> usize {
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == "user" && !m.is_engine_note())
+        .map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter(|m| {
+            if native {
+                m.role == "tool"
+            } else {
+                m.is_observation()
+            }
+        })
+        .count()
+}
