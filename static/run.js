@@ -328,9 +328,20 @@ export class RunView {
     this.footer.textContent = parts.filter(Boolean).join(' · ');
     delete this.footer.dataset.activity;
     this.footer.dataset.status = data.status || '';
-    if (data.error) this.footer.append(el('div', 'error', data.error));
+    if (data.error) this.footer.append(this.errorDetails(data.error));
     const left = data.unprocessed_interrupts || [];
     if (left.length) this.footer.append(el('div', 'muted', `${left.length} follow-up(s) not processed`));
+  }
+
+  /**
+   * `done.error`: when the answer already told the user what failed (a failed run's fallback
+   * text says what to set), the technical details are folded away, so the failure is said once.
+   */
+  errorDetails(error) {
+    if (!this.answerText) return el('div', 'error', error);
+    const details = el('details', 'error-details');
+    details.append(el('summary', 'muted', 'details'), el('div', 'error', error));
+    return details;
   }
 
   /** Shown when the stream could not be resumed; the run may still be going on the server. */

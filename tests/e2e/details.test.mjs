@@ -4,11 +4,12 @@
 // the narrow-screen drawer closes on a tap beside it; the page loads without a failed request
 // (favicon); no empty answer box before the first delta; the footer says what the agent is
 // doing between LLM calls; the conversation list shows a time and the working dot beside
-// ellipsised titles.
+// ellipsised titles; a model failure is said once (issue 16 item 5).
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/
 
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { ask, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
 
@@ -116,6 +117,33 @@ describe('reagent UI details', () => {
     } finally {
       await keyless.stop();
       await page.close();
+    }
+  });
+
+  test('a model failure is said once: the answer says what to set, the details stay folded', { timeout: SCENARIO_TIMEOUT }, async () => {
+    // A provider that refuses every key, as a wrong LLM_API_KEY makes the real one do.
+    const refusing = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(401, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-wrong', type: 'invalid_request_error' } }));
+    });
+    await new Promise((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const failing = await startReagent(`http://127.0.0.1:${refusing.address().port}/v1`);
+    let page;
+    try {
+      page = await ask(browser, failing.base, 'hello');
+      await footer(page, 'failed');
+      const run = page.locator('section.run');
+      assert.match(await run.locator('.answer').innerText(), /LLM_API_KEY/);
+      const shown = await run.innerText();
+      assert.equal(shown.split('refused the API key').length - 1, 1, shown);
+      assert.ok(!shown.includes('Incorrect API key provided'), `provider details folded away: ${shown}`);
+      await run.locator('.error-details summary').click();
+      assert.match(await run.locator('.error-details .error').innerText(), /401[\s\S]*Incorrect API key provided/);
+    } finally {
+      await page?.close();
+      await failing.stop();
+      await new Promise((resolve) => refusing.close(resolve));
     }
   });
 
