@@ -108,7 +108,7 @@ fn disposition(name: &str) -> String {
 #[utoipa::path(get, path = "/api/artifacts/{id}", tag = "catalog",
     params(("id" = Uuid, Path, description = "Artifact id")),
     summary = "An artifact's bytes",
-    responses((status = 200, description = "The artifact bytes, with their own content type")))]
+    responses((status = 200, description = "The artifact bytes, with their own content type (`nosniff`; HTML under a `sandbox` CSP)", body = String, content_type = "*/*")))]
 pub async fn artifact(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -6,6 +6,7 @@
 //! - [`faults`]: LLM, tool and hook faults and the end-of-run contract;
 //! - [`races`]: interrupt/cancel/start/recall races on both backends;
 //! - [`clients`]: disconnects, reconnect storms, readers that never read, 1 000 subscribers;
+//! - [`conformance`]: a scenario's every answer and event against the OpenAPI document;
 //! - [`security`]: auth and tenancy on every route, SSRF, paths, injection, limits, secrets;
 //! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
@@ -24,6 +25,7 @@ mod support;
 mod binary;
 mod cli;
 mod clients;
+mod conformance;
 #[cfg(unix)]
 mod crash;
 mod faults;
