@@ -269,16 +269,9 @@ pub fn describe(doc: &mut Value) {
         " Events: {} (`x-sse-events` names each one's data schema).",
         names.join(", ")
     );
-    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for op in paths
-        .values_mut()
-        .filter_map(Value::as_object_mut)
-        .flat_map(|i| i.values_mut())
-    {
+    super::each_operation(doc, |_, op| {
         let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
-            continue;
+            return;
         };
         for response in responses.values_mut() {
             let Some(stream) = response.pointer_mut("/content/text~1event-stream") else {
@@ -289,5 +282,5 @@ pub fn describe(doc: &mut Value) {
                 response["description"] = json!(format!("{text}.{note}"));
             }
         }
-    }
+    });
 }

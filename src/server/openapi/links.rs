@@ -55,26 +55,19 @@ pub(super) const LINKS: &[Link] = &[
 
 /// Adds [`LINKS`] to the responses they start from (a missing operation is skipped).
 pub fn add(doc: &mut Value) {
-    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for op in paths
-        .values_mut()
-        .filter_map(Value::as_object_mut)
-        .flat_map(|item| item.values_mut())
-    {
+    super::each_operation(doc, |_, op| {
         let Some(id) = op
             .get("operationId")
             .and_then(Value::as_str)
             .map(str::to_string)
         else {
-            continue;
+            return;
         };
         for (from, status, name, to, params) in LINKS {
             if *from != id {
                 continue;
             }
-            let Some(response) = op.pointer_mut(&format!("/responses/{status}")) else {
+            let Some(response) = op.get_mut("responses").and_then(|r| r.get_mut(*status)) else {
                 continue;
             };
             let parameters: Map<String, Value> = params
@@ -88,5 +81,5 @@ pub fn add(doc: &mut Value) {
                 links[*name] = json!({"operationId": to, "parameters": parameters});
             }
         }
-    }
+    });
 }

@@ -125,6 +125,21 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
     ))
 }
 
+/// Calls `f` with each operation of `doc` and its path, the one walk the refinements share.
+fn each_operation(doc: &mut Value, mut f: impl FnMut(&str, &mut serde_json::Map<String, Value>)) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for op in item.values_mut().filter_map(Value::as_object_mut) {
+            f(path, op);
+        }
+    }
+}
+
 /// The generated document completed with what the attributes cannot express (module doc).
 pub fn document_for(max_query_chars: usize, models: &[String], tools: &[String]) -> Value {
     let mut doc = serde_json::to_value(generated()).unwrap_or_else(|_| json!({}));

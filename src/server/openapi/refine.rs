@@ -23,21 +23,13 @@ fn error(description: &str) -> Value {
 /// Every operation: public ones opt out of security, the others get their parameters fixed and
 /// the error statuses they can answer.
 pub fn operations(doc: &mut Value) {
-    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for (path, item) in paths.iter_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
-        for op in item.values_mut().filter_map(Value::as_object_mut) {
-            if PUBLIC.contains(&path.as_str()) {
-                op.insert("security".into(), json!([]));
-            } else {
-                protected(op);
-            }
+    super::each_operation(doc, |path, op| {
+        if PUBLIC.contains(&path) {
+            op.insert("security".into(), json!([]));
+        } else {
+            protected(op);
         }
-    }
+    });
 }
 
 /// One `/api` operation: parameters fixed, then 401, 429, 500 and what its inputs add.
