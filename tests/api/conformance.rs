@@ -81,14 +81,8 @@ fn report() -> std::sync::Arc<FakeTool> {
         .arc()
 }
 
-#[tokio::test]
-async fn every_answer_of_a_run_matches_the_document() {
-    let app = TestApp::with(Options {
-        extra_tools: vec![deploy(), report()],
-        ..Options::default()
-    })
-    .await;
-    let doc = Doc::of(&app).await;
+/// A conversation created and listed through the document; its id.
+async fn conversation(app: &TestApp, doc: &Doc) -> String {
     let created = app
         .post("/api/conversations", json!({"title": "t"}), None)
         .await;
@@ -98,7 +92,72 @@ async fn every_answer_of_a_run_matches_the_document() {
         .to_string();
     let r = app.get("/api/conversations?limit=5", None).await;
     doc.answer("get", "/api/conversations", r).await;
+    conv
+}
 
+/// While the run waits in the gate: one follow-up recalled, one left to be drained.
+async fn follow_ups(app: &TestApp, doc: &Doc, conv: &str) {
+    let template = "/api/conversations/{id}/interrupt";
+    let recalled = doc
+        .answer("post", template, app.interrupt(conv, "never mind").await)
+        .await;
+    let id = recalled["id"].as_str().unwrap();
+    let r = app
+        .delete(&format!("/api/conversations/{conv}/interrupt/{id}"), None)
+        .await;
+    let recall = "/api/conversations/{id}/interrupt/{interrupt_id}";
+    doc.answer("delete", recall, r).await;
+    doc.answer("post", template, app.interrupt(conv, "and then?").await)
+        .await;
+}
+
+/// The pending approval listed and approved.
+async fn approve(app: &TestApp, doc: &Doc, run: &str) {
+    app.wait_for(run, |e| e.label() == "step:approval_required")
+        .await;
+    let r = app.get("/api/approvals", None).await;
+    let pending = doc.answer("get", "/api/approvals", r).await;
+    let approval = pending[0]["id"].as_str().expect("a pending approval");
+    let r = app
+        .post(
+            &format!("/api/approvals/{approval}"),
+            json!({"approve": true}),
+            None,
+        )
+        .await;
+    doc.answer("post", "/api/approvals/{id}", r).await;
+}
+
+/// The finished run read back: its state, its conversation's messages, its artifact.
+async fn read_back(app: &TestApp, doc: &Doc, conv: &str, run: &str, events: &[Sse]) {
+    let r = app.get(&format!("/api/runs/{run}"), None).await;
+    doc.answer("get", "/api/runs/{run_id}", r).await;
+    let r = app.get(&format!("/api/conversations/{conv}"), None).await;
+    let detail = doc.answer("get", "/api/conversations/{id}", r).await;
+    let kinds: Vec<&str> = detail["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["query", "interrupt", "answer"]);
+    let artifact = events
+        .iter()
+        .find_map(|e| e.data["artifacts"][0]["url"].as_str())
+        .expect("an artifact");
+    doc.answer("get", "/api/artifacts/{id}", app.get(artifact, None).await)
+        .await;
+}
+
+#[tokio::test]
+async fn every_answer_of_a_run_matches_the_document() {
+    let app = TestApp::with(Options {
+        extra_tools: vec![deploy(), report()],
+        ..Options::default()
+    })
+    .await;
+    let doc = Doc::of(&app).await;
+    let conv = conversation(&app, &doc).await;
     // A run that waits in a tool (follow-ups arrive), then needs an approval, then makes an
     // artifact and answers.
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
@@ -115,93 +174,52 @@ async fn every_answer_of_a_run_matches_the_document() {
     let started = doc.answer("post", "/api/conversations/{id}/runs", r).await;
     let run = started["run_id"].as_str().unwrap().to_string();
     app.wait_for(&run, |e| e.label() == "step:tool_start").await;
-    let template = "/api/conversations/{id}/interrupt";
-    let recalled = doc
-        .answer("post", template, app.interrupt(&conv, "never mind").await)
-        .await;
-    let r = app
-        .delete(
-            &format!(
-                "/api/conversations/{conv}/interrupt/{}",
-                recalled["id"].as_str().unwrap()
-            ),
-            None,
-        )
-        .await;
-    doc.answer(
-        "delete",
-        "/api/conversations/{id}/interrupt/{interrupt_id}",
-        r,
-    )
-    .await;
-    doc.answer("post", template, app.interrupt(&conv, "and then?").await)
-        .await;
+    follow_ups(&app, &doc, &conv).await;
     app.gate.release();
-
-    app.wait_for(&run, |e| e.label() == "step:approval_required")
-        .await;
-    let pending = doc
-        .answer(
-            "get",
-            "/api/approvals",
-            app.get("/api/approvals", None).await,
-        )
-        .await;
-    let approval = pending[0]["id"]
-        .as_str()
-        .expect("a pending approval")
-        .to_string();
-    let r = app
-        .post(
-            &format!("/api/approvals/{approval}"),
-            json!({"approve": true}),
-            None,
-        )
-        .await;
-    doc.answer("post", "/api/approvals/{id}", r).await;
+    approve(&app, &doc, &run).await;
 
     let events = app.events(&run, None).await;
-    assert_eq!(events.last().unwrap().event, "done");
     let labels: Vec<String> = events.iter().map(Sse::label).collect();
     for label in [
         "start",
         "step:interrupt",
         "step:approval_required",
         "step:tool_end",
-        "answer:done",
+        "done",
     ] {
         assert!(labels.iter().any(|l| l == label), "{label} in {labels:?}");
     }
     doc.events("get", "/api/runs/{run_id}/events", &events);
-    let r = app.get(&format!("/api/runs/{run}"), None).await;
-    doc.answer("get", "/api/runs/{run_id}", r).await;
-    let r = app.get(&format!("/api/conversations/{conv}"), None).await;
-    let detail = doc.answer("get", "/api/conversations/{id}", r).await;
-    let kinds: Vec<&str> = detail["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["kind"].as_str())
-        .collect();
-    assert_eq!(kinds, ["query", "interrupt", "answer"]);
-    let artifact = events
-        .iter()
-        .find_map(|e| e.data["artifacts"][0]["url"].as_str())
-        .expect("an artifact")
-        .to_string();
-    doc.answer("get", "/api/artifacts/{id}", app.get(&artifact, None).await)
-        .await;
+    read_back(&app, &doc, &conv, &run, &events).await;
+}
 
-    // Errors and the rest.
-    doc.answer("post", "/api/runs/{run_id}/cancel", app.cancel(&run).await)
-        .await;
+#[tokio::test]
+async fn errors_the_catalog_and_chat_match_the_document() {
+    let app = TestApp::spawn().await;
+    let doc = Doc::of(&app).await;
+    let conv = conversation(&app, &doc).await;
+    app.llm.text("hi");
     let r = app
-        .get(
-            &format!("/api/conversations/{}", uuid::Uuid::new_v4()),
+        .post(
+            "/api/chat",
+            json!({"query": "hello", "conversation_id": conv}),
             None,
         )
         .await;
-    doc.answer("get", "/api/conversations/{id}", r).await;
+    assert_eq!(r.status(), 200);
+    let events = read_all(r).await;
+    doc.events("post", "/api/chat", &events);
+    let run = events[0].data["run_id"].as_str().unwrap();
+    // 409: the run is over; 404: no such conversation; 400: a blank query.
+    doc.answer("post", "/api/runs/{run_id}/cancel", app.cancel(run).await)
+        .await;
+    let missing = format!("/api/conversations/{}", uuid::Uuid::new_v4());
+    doc.answer(
+        "get",
+        "/api/conversations/{id}",
+        app.get(&missing, None).await,
+    )
+    .await;
     let r = app
         .post(
             &format!("/api/conversations/{conv}/runs"),
@@ -210,18 +228,9 @@ async fn every_answer_of_a_run_matches_the_document() {
         )
         .await;
     doc.answer("post", "/api/conversations/{id}/runs", r).await;
-    for (path, template) in [
-        ("/api/tools", "/api/tools"),
-        ("/api/models", "/api/models"),
-        ("/healthz", "/healthz"),
-        ("/readyz", "/readyz"),
-    ] {
-        doc.answer("get", template, app.get(path, None).await).await;
+    for path in ["/api/tools", "/api/models", "/healthz", "/readyz"] {
+        doc.answer("get", path, app.get(path, None).await).await;
     }
-    app.llm.text("hi");
-    let r = app.post("/api/chat", json!({"query": "hello"}), None).await;
-    assert_eq!(r.status(), 200);
-    doc.events("post", "/api/chat", &read_all(r).await);
     let r = app
         .client
         .patch(app.url(&format!("/api/conversations/{conv}")))
