@@ -20,9 +20,10 @@
 //! File layout: the top-level key `default_model = "name"` (it must come before the first
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
 //! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
-//! `[[models]]`, `[react]`, `[tools]` (with `[[tools.http]]`) and `[[hooks]]`. Unknown keys are
+//! `[[models]]`, `[react]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]` and `[[agents]]`. Unknown keys are
 //! errors, so typos fail loudly instead of being silently ignored.
 
+pub mod agents;
 mod env;
 pub mod hooks;
 mod models;
@@ -32,6 +33,7 @@ mod summary;
 mod tests;
 mod validate;
 
+pub use agents::{AgentSpec, IMPLICIT_AGENT};
 pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
 pub use sections::{
     redact_url, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
@@ -121,6 +123,8 @@ pub struct Config {
     pub react: ReactConfig,
     pub tools: ToolsConfig,
     pub hooks: Vec<HookSpec>,
+    /// `[[agents]]`, or the implicit `reagent` agent when none is declared (SPEC §10).
+    pub agents: Vec<AgentSpec>,
 }
 
 /// The file as written: every section optional.
@@ -135,6 +139,7 @@ struct FileConfig {
     react: ReactConfig,
     tools: ToolsConfig,
     hooks: Vec<HookSpec>,
+    agents: Vec<agents::AgentEntry>,
 }
 
 impl Config {
@@ -189,6 +194,8 @@ impl Config {
         env::apply(&mut file, env)?;
         let (models, default_model) =
             models::resolve(file.models, file.default_model.as_deref(), env)?;
+        let model_names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+        let agents = agents::resolve(&file.agents, &model_names)?;
         let config = Config {
             server: file.server,
             auth: file.auth,
@@ -198,6 +205,7 @@ impl Config {
             react: file.react,
             tools: file.tools,
             hooks: file.hooks,
+            agents,
         };
         validate::config(&config)?;
         Ok(config)
@@ -206,5 +214,10 @@ impl Config {
     /// The default model's entry.
     pub fn default_model_config(&self) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.name == self.default_model)
+    }
+
+    /// The agent called `name`.
+    pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
+        self.agents.iter().find(|a| a.name == name)
     }
 }

@@ -96,7 +96,10 @@ function shortTime(iso) {
 }
 
 async function newConversation(title) {
-  const conv = await api('POST', '/api/conversations', title ? { title } : {});
+  const body = title ? { title } : {};
+  // The agent menu is only shown when there is a choice; otherwise the server's one agent applies.
+  if (!$('agent-pick').hidden && $('agent').value) body.agent = $('agent').value;
+  const conv = await api('POST', '/api/conversations', body);
   history.replaceState(null, '', `#/c/${conv.id}`);
   await openConversation(conv.id);
   return conv;
@@ -114,6 +117,9 @@ function userBubble(text, kind = 'query') {
 function showHeader() {
   const conv = state.conversation;
   $('conv-title').textContent = conv ? conv.title || 'Untitled' : 'No conversation';
+  $('conv-agent').hidden = !conv?.agent;
+  $('conv-agent').textContent = conv?.agent || '';
+  $('conv-agent').title = conv?.agent ? `Agent: ${conv.agent}` : '';
   $('rename-conv').disabled = !conv;
   $('delete-conv').disabled = !conv;
 }
@@ -435,10 +441,29 @@ async function checkModels() {
   }
 }
 
+/** The agent menu for new conversations (SPEC §10), shown when more than one agent exists. */
+async function loadAgents() {
+  try {
+    const agents = await api('GET', '/api/agents');
+    const select = $('agent');
+    select.replaceChildren();
+    for (const agent of agents) {
+      const option = document.createElement('option');
+      option.value = agent.name;
+      option.textContent = agent.name;
+      option.title = agent.description || `${agent.name} (${agent.model})`;
+      select.append(option);
+    }
+    $('agent-pick').hidden = agents.length < 2;
+  } catch {
+    // Auth not given yet, or the server is away: new conversations use the server's default.
+  }
+}
+
 window.addEventListener('hashchange', route);
 showHeader();
 checkModels();
-loadList().then(() => {
+Promise.all([loadList(), loadAgents()]).then(() => {
   route();
   document.body.dataset.ready = 'true';
 });

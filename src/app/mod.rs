@@ -101,6 +101,7 @@ impl App {
         }
         manager.max_query_chars = config.server.max_query_chars;
         manager.approvals = approvals;
+        manager.agents = Arc::from(config.agents.clone());
         manager.observer = Some(metrics::run_observer(&metrics));
         let runs = Arc::new(manager);
         let recovered = runs.recover().await?;

@@ -146,5 +146,7 @@ impl Config {
             })
             .collect();
         let _ = writeln!(*out, "hooks: [{}]", hooks.join(", "));
+        let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
+        let _ = writeln!(*out, "agents: [{}]", agents.join(", "));
     }
 }

@@ -77,6 +77,11 @@ impl RunManager {
             new.system_prompt.as_deref().unwrap_or_default(),
             self.max_query_chars,
         )?;
+        if let Some(agent) = &new.agent {
+            if self.agent(agent).is_none() {
+                return Err(RunError::UnknownAgent(agent.clone()));
+            }
+        }
         if let Some(model) = &new.model {
             if self.models.get(model).is_none() {
                 return Err(RunError::UnknownModel(model.clone()));

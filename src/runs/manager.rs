@@ -18,7 +18,7 @@ use super::progress::Progress;
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::HookRunner;
 use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
-use crate::config::ServerConfig;
+use crate::config::{AgentSpec, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
 use crate::store::{Store, StoreError};
@@ -82,6 +82,8 @@ pub enum RunError {
     NotPending,
     #[error("unknown model '{0}'")]
     UnknownModel(String),
+    #[error("unknown agent '{0}'")]
+    UnknownAgent(String),
     /// The request breaks a rule of SPEC §3 (the message says which).
     #[error("{0}")]
     Invalid(String),
@@ -101,6 +103,8 @@ pub struct RunManager {
     pub(super) hooks: HookRunner,
     pub(super) base: AgentConfig,
     pub(super) compact_llm: Option<Arc<dyn Llm>>,
+    /// The configured agents (SPEC §10); the implicit one unless set.
+    pub agents: Arc<[AgentSpec]>,
     pub(super) live: DashMap<Uuid, Arc<LiveRun>>,
     /// conversation → its active run.
     pub(super) active: DashMap<Uuid, Uuid>,
@@ -143,6 +147,7 @@ impl RunManager {
             hooks,
             base,
             compact_llm,
+            agents: Arc::from(vec![AgentSpec::implicit()]),
             live: DashMap::new(),
             active: DashMap::new(),
             deleting: DashMap::new(),
@@ -180,6 +185,11 @@ impl RunManager {
 
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
+    }
+
+    /// The agent called `name`.
+    pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
+        self.agents.iter().find(|a| a.name == name)
     }
 
     /// Runs that have not emitted `done` yet.

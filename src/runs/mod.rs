@@ -35,4 +35,4 @@ mod tests;
 pub use control::Accepted;
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
-pub use start::{ConversationRef, StartRun};
+pub use start::{ConversationRef, PriorTurn, StartRun};

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::checks::check_text;
+use super::checks::{check_at_most, check_text};
 use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
@@ -40,6 +40,13 @@ impl ConversationRef {
     }
 }
 
+/// An earlier turn a client brings along with a new conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorTurn {
+    pub role: MessageRole,
+    pub content: String,
+}
+
 /// What a client asked for.
 #[derive(Clone, Debug)]
 pub struct StartRun {
@@ -55,6 +62,9 @@ pub struct StartRun {
     /// Stored follow-ups this run's query is made of: they leave the history it reads, and the
     /// conversation, once its query is stored.
     pub replaces: Vec<Uuid>,
+    /// Turns before the query (oldest first) a new conversation is seeded with: stored with
+    /// it, and the history the run reads. Only with [`ConversationRef::New`].
+    pub history: Vec<PriorTurn>,
 }
 
 impl StartRun {
@@ -68,6 +78,30 @@ impl StartRun {
             max_iterations: None,
             id: None,
             replaces: Vec::new(),
+            history: Vec::new(),
+        }
+    }
+}
+
+impl PriorTurn {
+    fn message(&self) -> Message {
+        match self.role {
+            MessageRole::User => Message::user(self.content.clone()),
+            MessageRole::Assistant => Message::assistant(self.content.clone()),
+        }
+    }
+
+    fn stored(&self, conversation_id: Uuid) -> NewMessage {
+        NewMessage {
+            id: None,
+            conversation_id,
+            role: self.role,
+            kind: match self.role {
+                MessageRole::User => MessageKind::Query,
+                MessageRole::Assistant => MessageKind::Answer,
+            },
+            content: self.content.clone(),
+            run_id: None,
         }
     }
 }
@@ -97,6 +131,7 @@ impl RunManager {
         request: StartRun,
     ) -> Result<Arc<LiveRun>, RunError> {
         check_text("query", &request.query, self.max_query_chars)?;
+        self.check_history(&request)?;
         if request.max_iterations == Some(0) {
             return Err(RunError::Invalid(
                 "max_iterations must be at least 1".into(),
@@ -191,27 +226,46 @@ impl RunManager {
         run_id: Uuid,
         is_new: bool,
     ) -> Result<(ReActAgent, RunInput), RunError> {
-        let asked = req.model.as_deref().or(conv.model.as_deref());
+        // The conversation's agent fills in what the request and the conversation leave unset.
+        let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
+        let asked = req
+            .model
+            .as_deref()
+            .or(conv.model.as_deref())
+            .or(spec.and_then(|a| a.model.as_deref()));
         let (model, llm) = self
             .models
             .resolve(asked)
             .ok_or_else(|| RunError::UnknownModel(asked.unwrap_or_default().to_string()))?;
-        let tools = match &conv.tools {
-            Some(names) => self.tools.filtered(names),
-            None => self.tools.clone(),
+        let tools = match (&conv.tools, spec) {
+            (Some(names), _) => self.tools.filtered(names),
+            (None, Some(a)) if a.selects_tools() => {
+                let names: Vec<String> = self
+                    .tools
+                    .names()
+                    .into_iter()
+                    .filter(|n| a.allows_tool(n))
+                    .collect();
+                self.tools.filtered(&names)
+            }
+            (None, _) => self.tools.clone(),
         };
         let mut cfg = self.base.clone();
-        if let Some(m) = req.max_iterations {
+        if let Some(m) = req.max_iterations.or(spec.and_then(|a| a.max_iterations)) {
             cfg.max_iterations = m;
         }
+        let system_prompt = conv
+            .system_prompt
+            .clone()
+            .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
         let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg)
             .with_mode(req.mode)
-            .with_system_prompt(conv.system_prompt.clone());
+            .with_system_prompt(system_prompt);
         if let Some(c) = &self.compact_llm {
             agent = agent.with_compact_llm(c.clone());
         }
         let history = if is_new {
-            Vec::new()
+            req.history.iter().map(PriorTurn::message).collect()
         } else {
             self.history(conv.id, &req.replaces).await?
         };
@@ -231,8 +285,9 @@ impl RunManager {
             run_id: Some(run_id),
         };
         if is_new {
+            let seed = req.history.iter().map(|t| t.stored(conv.id)).collect();
             self.store
-                .create_conversation_with_run(conv, run, query)
+                .create_conversation_with_history(conv, seed, run, query)
                 .await?;
         } else {
             self.store.create_run_with_query(run, query).await?;
@@ -248,6 +303,22 @@ impl RunManager {
             model_name: Some(model.name),
         };
         Ok((agent, input))
+    }
+
+    /// Supplied history seeds new conversations only, and each turn obeys the query's rules.
+    fn check_history(&self, request: &StartRun) -> Result<(), RunError> {
+        if request.history.is_empty() {
+            return Ok(());
+        }
+        if matches!(request.conversation, ConversationRef::Existing(_)) {
+            return Err(RunError::Invalid(
+                "a history can only be given with a new conversation".into(),
+            ));
+        }
+        for turn in &request.history {
+            check_at_most("history", &turn.content, self.max_query_chars)?;
+        }
+        Ok(())
     }
 
     /// The conversation's earlier turns as the model reads them.

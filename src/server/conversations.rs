@@ -28,6 +28,9 @@ pub struct CreateConversation {
     pub system_prompt: Option<String>,
     /// Restricts the conversation's runs to these tools.
     pub tools: Option<Vec<String>>,
+    /// A configured agent (`GET /api/agents`): its model, system prompt, tools and iteration
+    /// cap apply to the conversation's runs where the fields above leave them unset.
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -56,6 +59,7 @@ impl From<CreateConversation> for NewConversation {
             model: body.model,
             system_prompt: body.system_prompt,
             tools: body.tools,
+            agent: body.agent,
         }
     }
 }

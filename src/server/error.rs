@@ -122,6 +122,7 @@ impl From<RunError> for ApiError {
                 Self::Conflict("the interrupt was already delivered to the agent".into())
             }
             RunError::UnknownModel(name) => Self::invalid(format!("unknown model '{name}'")),
+            RunError::UnknownAgent(name) => Self::invalid(format!("unknown agent '{name}'")),
             RunError::Invalid(message) => Self::invalid(message),
             RunError::Internal(message) => Self::Internal(message),
             RunError::ShuttingDown => Self::Unavailable("server is shutting down".into()),

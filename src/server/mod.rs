@@ -7,8 +7,9 @@
 //! reach; [`crate::app`] builds it), `error` (ApiError and JSON rejections), `auth` (keys,
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
-//! sink).
+//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API, SPEC §10).
 
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
@@ -16,6 +17,7 @@ pub mod conversations;
 pub mod error;
 pub mod listen;
 pub mod metrics;
+pub mod openai;
 pub mod openapi;
 pub mod ops;
 pub mod runs;
@@ -66,6 +68,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/approvals/{id}", post(approvals::decide))
         .route("/tools", get(ops::tools))
         .route("/models", get(ops::models))
+        .route("/agents", get(agents::list))
         .route("/artifacts/{id}", get(ops::artifact))
         .route("/openapi.json", get(openapi::document))
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -77,6 +80,7 @@ pub fn router(state: AppState) -> Router {
     let statics = statics::service(state.config.server.static_dir.as_deref());
     Router::new()
         .nest("/api", api_routes(&state))
+        .nest("/v1", openai::routes(&state))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -68,6 +68,9 @@ pub struct Conversation {
     pub system_prompt: Option<String>,
     #[schema(required)]
     pub tools: Option<Vec<String>>,
+    /// The agent whose settings apply (SPEC §10); `null` for none.
+    #[schema(required)]
+    pub agent: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The running run of this conversation, if any.
@@ -83,6 +86,7 @@ impl From<store::Conversation> for Conversation {
             model: c.model,
             system_prompt: c.system_prompt,
             tools: c.tools,
+            agent: c.agent,
             created_at: c.created_at,
             updated_at: c.updated_at,
             active_run_id: c.active_run_id,

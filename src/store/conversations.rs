@@ -23,6 +23,7 @@ struct ConversationRecord {
     model: Option<String>,
     system_prompt: Option<String>,
     tools: Option<String>,
+    agent: Option<String>,
     created_at: i64,
     updated_at: i64,
     active_run_id: Option<String>,
@@ -44,6 +45,7 @@ impl ConversationRecord {
             model: self.model,
             system_prompt: self.system_prompt,
             tools,
+            agent: self.agent,
             created_at: time(self.created_at)?,
             updated_at: time(self.updated_at)?,
             active_run_id: opt_uuid(self.active_run_id.as_deref())?,
@@ -81,7 +83,8 @@ impl MessageRecord {
 macro_rules! select_conversations {
     ($rest:literal) => {
         concat!(
-            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.created_at, ",
+            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, ",
+            "c.created_at, ",
             "c.updated_at, (SELECT r.id FROM runs r WHERE r.conversation_id = c.id ",
             "AND r.status = 'running' LIMIT 1) AS active_run_id FROM conversations c ",
             $rest
@@ -127,11 +130,11 @@ pub(super) fn message_row(id: String, m: &NewMessage, micros: i64) -> Vec<Arg<'_
 pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
-/// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, created_at,
-/// updated_at (see [`conversation_row`]).
+/// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, agent,
+/// created_at, updated_at (see [`conversation_row`]).
 pub(super) const INSERT_CONVERSATION_SQL: &str =
-    "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, \
-     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+    "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, agent, \
+     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// The values of [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
 pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg<'_>> {
@@ -147,6 +150,7 @@ pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg
         Arg::OptStr(c.model.as_deref()),
         Arg::OptStr(c.system_prompt.as_deref()),
         Arg::OptString(tools),
+        Arg::OptStr(c.agent.as_deref()),
         Arg::Int(c.created_at.timestamp_micros()),
         Arg::Int(updated_micros),
     ]
@@ -165,6 +169,7 @@ impl Store {
             model: new.model,
             system_prompt: new.system_prompt,
             tools: new.tools,
+            agent: new.agent,
             created_at: at,
             updated_at: at,
             active_run_id: None,

@@ -23,6 +23,8 @@ pub struct Conversation {
     pub model: Option<String>,
     pub system_prompt: Option<String>,
     pub tools: Option<Vec<String>>,
+    /// The agent (SPEC §10) whose settings its runs use.
+    pub agent: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The running run of this conversation, if any.
@@ -35,6 +37,7 @@ pub struct NewConversation {
     pub model: Option<String>,
     pub system_prompt: Option<String>,
     pub tools: Option<Vec<String>>,
+    pub agent: Option<String>,
 }
 
 /// One turn of a conversation.

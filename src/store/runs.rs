@@ -24,6 +24,8 @@ use crate::llm::Usage;
 #[derive(Debug)]
 pub(crate) struct StartRow {
     conversation: Option<Conversation>,
+    /// Earlier turns a new conversation is seeded with, stored before the query.
+    history: Vec<NewMessage>,
     run: NewRun,
     query: NewMessage,
 }
@@ -160,6 +162,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.start_grouped(StartRow {
             conversation: None,
+            history: Vec::new(),
             run: new,
             query,
         })
@@ -176,8 +179,24 @@ impl Store {
         new: NewRun,
         query: NewMessage,
     ) -> Result<(), StoreError> {
+        self.create_conversation_with_history(conversation, Vec::new(), new, query)
+            .await
+    }
+
+    /// Like [`Store::create_conversation_with_run`], the conversation seeded with earlier
+    /// turns (`history`, oldest first, stored before the query) in the same transaction: a
+    /// client that brings its own history (the OpenAI-compatible API) sees it in the
+    /// conversation like any other.
+    pub async fn create_conversation_with_history(
+        &self,
+        conversation: &Conversation,
+        history: Vec<NewMessage>,
+        new: NewRun,
+        query: NewMessage,
+    ) -> Result<(), StoreError> {
         self.start_grouped(StartRow {
             conversation: Some(conversation.clone()),
+            history,
             run: new,
             query,
         })
@@ -251,6 +270,12 @@ impl Store {
                     )
                     .execute(&mut *tx)
                     .await?;
+                }
+                for m in &row.history {
+                    let id = m.id.unwrap_or_else(Uuid::new_v4).to_string();
+                    bind(sqlx::query(INSERT_MESSAGE_SQL), message_row(id, m, micros))
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 bind(sqlx::query(INSERT_RUN_SQL), run_row(&row.run, micros))
                     .execute(&mut *tx)

@@ -753,11 +753,14 @@ async fn openapi_lists_every_route() {
         ("/api/approvals/{id}", vec!["post"]),
         ("/api/tools", vec!["get"]),
         ("/api/models", vec!["get"]),
+        ("/api/agents", vec!["get"]),
         ("/api/artifacts/{id}", vec!["get"]),
         ("/api/openapi.json", vec!["get"]),
         ("/healthz", vec!["get"]),
         ("/readyz", vec!["get"]),
         ("/metrics", vec!["get"]),
+        ("/v1/models", vec!["get"]),
+        ("/v1/chat/completions", vec!["post"]),
     ];
     assert_eq!(paths.len(), expected.len());
     for (path, methods) in expected {

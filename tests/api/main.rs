@@ -10,6 +10,7 @@
 //! - [`security`]: auth and tenancy on every route, SSRF, paths, injection, limits, secrets;
 //! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
+//! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM.
 //!
 //! Helpers: `tests/support/` (shared with `tests/core`). `TEST_LOG=1` shows the logs.
@@ -30,5 +31,6 @@ mod conformance;
 mod crash;
 mod faults;
 mod http;
+mod openai;
 mod races;
 mod security;

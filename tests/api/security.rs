@@ -130,10 +130,18 @@ fn router_routes() -> BTreeSet<(String, String)> {
         .find("pub fn router(state")
         .expect("pub fn router(state");
     assert!(api_start < router_start);
+    // The OpenAI-compatible routes, nested under `/v1` (src/server/openai/mod.rs).
+    let openai = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/server/openai/mod.rs"
+    ))
+    .unwrap();
+    let openai_start = openai.find("pub fn routes(").expect("pub fn routes(");
     let mut routes = BTreeSet::new();
     for (block, prefix) in [
         (&source[api_start..router_start], "/api"),
         (&source[router_start..], ""),
+        (&openai[openai_start..], "/v1"),
     ] {
         for segment in block.split(".route(").skip(1) {
             let path = segment.split('"').nth(1).expect("a quoted route path");
@@ -273,8 +281,14 @@ async fn every_api_route_refuses_missing_and_wrong_keys() {
                 "{} {path} with {auth:?}",
                 op.method
             );
+            // The OpenAI-compatible routes answer in OpenAI's shape (SPEC §10).
+            let expected = if path.starts_with("/v1/") {
+                "invalid_api_key"
+            } else {
+                "unauthorized"
+            };
             let code = error_code(r, 401).await;
-            assert_eq!(code, "unauthorized", "{} {path} with {auth:?}", op.method);
+            assert_eq!(code, expected, "{} {path} with {auth:?}", op.method);
             checked += 1;
         }
     }

@@ -94,6 +94,7 @@ async fn suite(store: &Store) {
     messages_order_and_recall(store).await;
     run_lifecycle(store).await;
     conversation_with_first_run(store).await;
+    conversation_seeded_with_history(store).await;
     concurrent_starts(store).await;
     events_log(store).await;
     concurrent_event_appends(store).await;
@@ -110,6 +111,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
         model: Some("gpt".into()),
         system_prompt: Some("be brief".into()),
         tools: Some(vec!["calculator".into(), "http_get".into()]),
+        agent: Some("helper".into()),
     };
     let created = store.create_conversation(&alice, new).await.unwrap();
     let got = store
@@ -119,6 +121,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
         .unwrap();
     assert_eq!(got, created);
     assert_eq!(got.tools.as_deref().unwrap(), ["calculator", "http_get"]);
+    assert_eq!(got.agent.as_deref(), Some("helper"));
 
     // The wire shape is the HTTP layer's view of the row.
     let wire = serde_json::to_value(views::Conversation::from(got.clone())).unwrap();
@@ -126,6 +129,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
         keys(&wire),
         [
             "active_run_id",
+            "agent",
             "created_at",
             "id",
             "model",
@@ -414,6 +418,7 @@ async fn conversation_with_first_run(store: &Store) {
             model: Some("m".into()),
             system_prompt: Some("be brief".into()),
             tools: Some(vec!["echo".into()]),
+            agent: None,
         },
     );
     let run_id = Uuid::new_v4();
@@ -1055,4 +1060,68 @@ async fn postgres_suite() {
         again.close().await;
     })
     .await;
+}
+
+/// A conversation seeded with earlier turns (the OpenAI-compatible API's request history):
+/// the turns come before the query, in order, stored in the run start's transaction.
+async fn conversation_seeded_with_history(store: &Store) {
+    let who = owner("seeded");
+    let draft = Store::draft_conversation(
+        &who,
+        NewConversation {
+            agent: Some("helper".into()),
+            ..NewConversation::default()
+        },
+    );
+    let run_id = Uuid::new_v4();
+    let turn =
+        |role: MessageRole, kind: MessageKind, content: &str, run_id: Option<Uuid>| NewMessage {
+            id: None,
+            conversation_id: draft.id,
+            role,
+            kind,
+            content: content.into(),
+            run_id,
+        };
+    let history = vec![
+        turn(MessageRole::User, MessageKind::Query, "q1", None),
+        turn(MessageRole::Assistant, MessageKind::Answer, "a1", None),
+    ];
+    let run = NewRun {
+        id: run_id,
+        conversation_id: draft.id,
+        owner: who.clone(),
+        mode: Mode::Native,
+        model: "m".into(),
+    };
+    store
+        .create_conversation_with_history(
+            &draft,
+            history,
+            run,
+            turn(MessageRole::User, MessageKind::Query, "q2", Some(run_id)),
+        )
+        .await
+        .unwrap();
+    let c = store
+        .get_conversation(&who, draft.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.agent.as_deref(), Some("helper"));
+    let msgs: Vec<(String, Option<Uuid>)> = store
+        .list_messages(draft.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.content, m.run_id))
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            ("q1".to_string(), None),
+            ("a1".to_string(), None),
+            ("q2".to_string(), Some(run_id))
+        ]
+    );
 }

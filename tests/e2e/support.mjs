@@ -150,12 +150,12 @@ function binaryPath() {
  * into the binary, as shipped; `REAGENT_STATIC_DIR=static` in the environment tests the files
  * of the checkout instead, without a rebuild (UI development).
  */
-export async function startReagent(llmBase, extraEnv = {}) {
+export async function startReagent(llmBase, extraEnv = {}, configText = '') {
   const bin = binaryPath();
   if (!existsSync(bin)) throw new Error(`${bin} not found: run \`cargo build\` first`);
   const dir = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-'));
   const config = path.join(dir, 'config.toml');
-  writeFileSync(config, '');
+  writeFileSync(config, configText);
   const staticDir = process.env.REAGENT_STATIC_DIR
     ? { REAGENT_STATIC_DIR: path.resolve(REPO, process.env.REAGENT_STATIC_DIR) }
     : {};

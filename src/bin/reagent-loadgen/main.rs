@@ -13,10 +13,14 @@
 //! - `floor`: streams read straight from a spawned mock, without reagent: the harness's own
 //!   token latency on this machine.
 //!
+//! - `facade [--runs N]`: the same short run through `/api/chat` and `/v1/chat/completions`,
+//!   side by side: the OpenAI-compatible API's own cost per run.
+//!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
 mod check;
 mod conv;
+mod facade;
 mod floor;
 mod load;
 mod procinfo;
@@ -62,6 +66,18 @@ enum Cmd {
     Soak(SoakArgs),
     /// The harness's own token latency: N streams straight from the mock, no reagent.
     Floor(FloorArgs),
+    /// The same short run through /api/chat and /v1/chat/completions: the facade's own cost.
+    Facade(FacadeArgs),
+}
+
+#[derive(Args)]
+struct FacadeArgs {
+    /// Runs through each API.
+    #[arg(long, short = 'n', default_value_t = 400)]
+    runs: usize,
+    /// Unmeasured runs first (half through each API).
+    #[arg(long, default_value_t = 40)]
+    warmup: usize,
 }
 
 #[derive(Args)]
@@ -183,6 +199,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), &a.out).await,
         Cmd::Smoke => soak::smoke().await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
+        Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup).await,
         Cmd::Floor(a) => {
             let http = http_client()?;
             floor::floor(

@@ -146,6 +146,8 @@ fn example_config_file_is_valid_when_uncommented() {
     assert_eq!(kinds, HOOK_KINDS);
     assert!(c.auth.enabled());
     assert_eq!(c.react.compact_model.as_deref(), Some("llamacpp"));
+    assert_eq!(c.agents.len(), 1);
+    assert_eq!(c.agents[0].name, "researcher");
 }
 
 #[test]

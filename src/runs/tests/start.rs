@@ -60,6 +60,26 @@ async fn a_refused_start_stores_nothing() {
             },
             "unknown model 'gpt-9'",
         ),
+        (
+            StartRun::new(
+                ConversationRef::New(NewConversation {
+                    agent: Some("nobody".into()),
+                    ..NewConversation::default()
+                }),
+                "q",
+            ),
+            "unknown agent 'nobody'",
+        ),
+        (
+            StartRun {
+                history: vec![crate::runs::PriorTurn {
+                    role: crate::domain::MessageRole::User,
+                    content: "x".repeat(21),
+                }],
+                ..StartRun::new(new(None), "q")
+            },
+            "history is longer than 20 characters",
+        ),
     ];
     for (request, message) in refusals {
         let err = f.runs.start("alice", request).await.unwrap_err();
@@ -72,6 +92,20 @@ async fn a_refused_start_stores_nothing() {
         f.start_in("alice", bobs, "q").await,
         Err(RunError::NotFound)
     ));
+    // Supplied history only seeds a new conversation.
+    let mine = f.conversation("alice").await;
+    let seeded = StartRun {
+        history: vec![crate::runs::PriorTurn {
+            role: crate::domain::MessageRole::Assistant,
+            content: "earlier".into(),
+        }],
+        ..StartRun::new(ConversationRef::Existing(mine), "q")
+    };
+    let err = f.runs.start("alice", seeded).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a history can only be given with a new conversation"
+    );
     assert_eq!(f.runs.active_runs(), 0);
 }
 

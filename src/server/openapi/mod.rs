@@ -118,11 +118,11 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
         .iter()
         .map(|t| t.name().to_string())
         .collect();
-    Json(document_for(
-        state.config.server.max_query_chars,
-        &models,
-        &tools,
-    ))
+    let max_chars = state.config.server.max_query_chars;
+    let mut doc = document_for(max_chars, &models, &tools);
+    let agents: Vec<String> = state.runs.agents.iter().map(|a| a.name.clone()).collect();
+    super::openai::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
+    Json(doc)
 }
 
 /// Calls `f` with each operation of `doc` and its path, the one walk the refinements share.

@@ -8,6 +8,11 @@ use serde_json::{json, Map, Value};
 const NOT_NUL: &str = r"[^\u0000]";
 /// Neither NUL nor whitespace as Rust's `str::trim` sees it (spelled out: `\s` differs
 /// between regex dialects, e.g. on U+0085 and U+001C).
+/// The pattern of a query: not blank, no NUL.
+pub(super) fn query_pattern() -> String {
+    format!("^{NOT_NUL}*{NOT_BLANK}{NOT_NUL}*$")
+}
+
 const NOT_BLANK: &str =
     r"[^\u0000\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 

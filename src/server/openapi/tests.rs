@@ -181,6 +181,7 @@ fn sample_views() -> Vec<(&'static str, Value)> {
         model: Some("mock".into()),
         system_prompt: None,
         tools: Some(vec!["calculator".into()]),
+        agent: Some("reagent".into()),
         created_at: now,
         updated_at: now,
         active_run_id: None,

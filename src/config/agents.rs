@@ -1,0 +1,194 @@
+//! `[[agents]]` (SPEC §10): named agents — a model, a system prompt, a tool selection, an
+//! engine and an iteration cap — that conversations can be created with and that the
+//! OpenAI-compatible API offers as models. With none declared there is one, [`IMPLICIT_AGENT`]:
+//! the default model with every tool.
+//!
+//! Tool patterns are globs (`calculator`, `web_*`, `github__*` for every tool of an MCP server)
+//! matched against the registry when a run starts, so tools that appear later (an MCP server
+//! that connects after start-up) are picked up without a restart.
+
+use std::collections::HashSet;
+
+use globset::{Glob, GlobMatcher};
+use serde::{Deserialize, Serialize};
+
+use super::validate::at_least;
+use super::ConfigError;
+use crate::domain::Engine;
+
+/// The agent that exists when the file declares none.
+pub const IMPLICIT_AGENT: &str = "reagent";
+
+/// One `[[agents]]` entry as written.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AgentEntry {
+    name: String,
+    model: Option<String>,
+    system_prompt: Option<String>,
+    tools: Option<Vec<String>>,
+    engine: Option<String>,
+    max_iterations: Option<u32>,
+    description: Option<String>,
+}
+
+/// A validated agent.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentSpec {
+    /// What clients name it by (`agent` of a conversation, `model` of `/v1`).
+    pub name: String,
+    /// A `[[models]]` name; the default model when absent.
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    /// Tool-name globs; every tool when absent.
+    pub tools: Option<Vec<String>>,
+    /// The engine of its runs; the server's default when absent.
+    pub engine: Option<Engine>,
+    pub max_iterations: Option<u32>,
+    pub description: Option<String>,
+    #[serde(skip)]
+    matchers: Option<Vec<GlobMatcher>>,
+}
+
+impl PartialEq for AgentSpec {
+    /// The matchers are compiled from `tools`, so comparing `tools` compares them.
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.name,
+            &self.model,
+            &self.system_prompt,
+            &self.tools,
+            self.engine,
+            self.max_iterations,
+            &self.description,
+        ) == (
+            &other.name,
+            &other.model,
+            &other.system_prompt,
+            &other.tools,
+            other.engine,
+            other.max_iterations,
+            &other.description,
+        )
+    }
+}
+
+impl AgentSpec {
+    /// The implicit agent: the default model with every tool.
+    pub fn implicit() -> Self {
+        Self {
+            name: IMPLICIT_AGENT.into(),
+            model: None,
+            system_prompt: None,
+            tools: None,
+            engine: None,
+            max_iterations: None,
+            description: Some("The default model with every tool".into()),
+            matchers: None,
+        }
+    }
+
+    /// Whether this agent may use the tool called `name`.
+    pub fn allows_tool(&self, name: &str) -> bool {
+        match &self.matchers {
+            None => true,
+            Some(globs) => globs.iter().any(|g| g.is_match(name)),
+        }
+    }
+
+    /// Whether this agent restricts its tools at all.
+    pub fn selects_tools(&self) -> bool {
+        self.matchers.is_some()
+    }
+}
+
+/// Agent names become OpenAI model ids and URL-safe identifiers.
+fn agent_name(key: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::value(
+            key,
+            name,
+            "expected 1 to 64 letters, digits, '_', '-', '.' or ':'",
+        ))
+    }
+}
+
+/// Checks the file's entries and returns the agents (the implicit one when there are none).
+/// `models` are the configured model names, for the `model` references.
+pub(super) fn resolve(
+    entries: &[AgentEntry],
+    models: &[&str],
+) -> Result<Vec<AgentSpec>, ConfigError> {
+    if entries.is_empty() {
+        return Ok(vec![AgentSpec::implicit()]);
+    }
+    let mut names = HashSet::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, a) in entries.iter().enumerate() {
+        let key = |field: &str| format!("agents[{i}].{field}");
+        agent_name(&key("name"), &a.name)?;
+        if !names.insert(a.name.as_str()) {
+            return Err(ConfigError::invalid(
+                key("name"),
+                format!("duplicate agent name {:?}", a.name),
+            ));
+        }
+        if let Some(m) = &a.model {
+            if !models.contains(&m.as_str()) {
+                return Err(ConfigError::invalid(
+                    key("model"),
+                    format!("{m:?} is not a configured model"),
+                ));
+            }
+        }
+        let engine = match &a.engine {
+            None => None,
+            Some(e) => Some(e.parse::<Engine>().map_err(|_| {
+                ConfigError::value(key("engine"), e, "expected react, dag or auto")
+            })?),
+        };
+        if let Some(n) = a.max_iterations {
+            at_least(&key("max_iterations"), n, 1)?;
+        }
+        let matchers = a
+            .tools
+            .as_ref()
+            .map(|globs| {
+                globs
+                    .iter()
+                    .enumerate()
+                    .map(|(j, g)| compile(&format!("agents[{i}].tools[{j}]"), g))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        out.push(AgentSpec {
+            name: a.name.clone(),
+            model: a.model.clone(),
+            system_prompt: a.system_prompt.clone().filter(|p| !p.trim().is_empty()),
+            tools: a.tools.clone(),
+            engine,
+            max_iterations: a.max_iterations,
+            description: a.description.clone(),
+            matchers,
+        });
+    }
+    Ok(out)
+}
+
+fn compile(key: &str, glob: &str) -> Result<GlobMatcher, ConfigError> {
+    if glob.trim().is_empty() {
+        return Err(ConfigError::invalid(key, "must be a tool name or glob"));
+    }
+    Glob::new(glob)
+        .map(|g| g.compile_matcher())
+        .map_err(|e| ConfigError::invalid(key, format!("bad glob {glob:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests;

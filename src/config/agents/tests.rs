@@ -1,0 +1,100 @@
+//! `[[agents]]` tests: parsing, the implicit agent, and errors that name the key.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::config::{Config, ConfigError};
+
+fn load(file: Option<&str>) -> Result<Config, ConfigError> {
+    Config::load_from(file, &HashMap::new())
+}
+
+fn err(file: &str) -> String {
+    match load(Some(file)) {
+        Ok(c) => panic!("expected an error, got {c:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn without_agents_there_is_the_implicit_one() {
+    let c = load(None).unwrap();
+    assert_eq!(c.agents, vec![AgentSpec::implicit()]);
+    let a = c.agent(IMPLICIT_AGENT).unwrap();
+    assert!(a.model.is_none() && !a.selects_tools() && a.allows_tool("anything"));
+    assert!(c.summary().contains("agents: [reagent]"));
+}
+
+#[test]
+fn agents_are_parsed_with_their_globs_and_engine() {
+    let file = r#"
+[[models]]
+name = "fast"
+
+[[agents]]
+name = "researcher"
+model = "fast"
+system_prompt = "Cite sources."
+tools = ["http_request", "github__*"]
+engine = "dag"
+max_iterations = 8
+description = "Looks things up"
+
+[[agents]]
+name = "calc"
+tools = []
+"#;
+    let c = load(Some(file)).unwrap();
+    assert_eq!(c.agents.len(), 2);
+    let r = c.agent("researcher").unwrap();
+    assert_eq!(r.model.as_deref(), Some("fast"));
+    assert_eq!(r.engine, Some(crate::domain::Engine::Dag));
+    assert_eq!(r.max_iterations, Some(8));
+    assert!(r.allows_tool("http_request") && r.allows_tool("github__create_issue"));
+    assert!(!r.allows_tool("calculator") && !r.allows_tool("gitlab__x"));
+    let calc = c.agent("calc").unwrap();
+    assert!(calc.selects_tools() && !calc.allows_tool("calculator"));
+    assert!(
+        c.agent(IMPLICIT_AGENT).is_none(),
+        "declared agents replace the implicit one"
+    );
+}
+
+#[test]
+fn agent_errors_name_the_key() {
+    let cases = [
+        ("[[agents]]\nname = \"a b\"", "agents[0].name"),
+        (
+            "[[agents]]\nname = \"a\"\n[[agents]]\nname = \"a\"",
+            "agents[1].name: duplicate",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\nmodel = \"nope\"",
+            "agents[0].model: \"nope\" is not a configured model",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\nengine = \"fast\"",
+            "for agents[0].engine: expected react, dag or auto",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\nmax_iterations = 0",
+            "agents[0].max_iterations",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\ntools = [\"ok\", \"[bad\"]",
+            "agents[0].tools[1]: bad glob",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\ntools = [\"\"]",
+            "agents[0].tools[0]",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\ntemperature = 1",
+            "unknown field `temperature`",
+        ),
+    ];
+    for (file, expected) in cases {
+        let e = err(file);
+        assert!(e.contains(expected), "{file}: {e}");
+    }
+}

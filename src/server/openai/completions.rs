@@ -1,0 +1,177 @@
+//! `POST /v1/chat/completions`: the request becomes one [`StartRun`] — in a new conversation
+//! of the agent's, seeded with the request's earlier messages, or in the stored conversation
+//! named by `X-Reagent-Conversation-Id` — and the run's events become a `chat.completion` (here)
+//! or a chunk stream (`stream`). Either way a client that goes away cancels its run.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::error::OpenAiError;
+use super::stream::{chunk_stream, CancelOnDrop};
+use super::unix_now;
+use super::wire::{parse, Parsed};
+use crate::agent::RunOutcome;
+use crate::config::AgentSpec;
+use crate::domain::{EventName, RunStatus};
+use crate::llm::Usage;
+use crate::runs::{ConversationRef, LiveRun, StartRun};
+use crate::server::state::AppState;
+use crate::server::{ApiError, Owner};
+use crate::store::NewConversation;
+
+/// The request header naming the conversation to continue.
+pub const CONVERSATION_HEADER: &str = "x-reagent-conversation-id";
+/// The response header carrying the run's id.
+pub const RUN_HEADER: &str = "x-reagent-run-id";
+
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, OpenAiError> {
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::from(ApiError::PayloadTooLarge),
+        _ => OpenAiError::invalid(None, e.body_text()),
+    })?;
+    let parsed = parse(&body)?;
+    let agent = state
+        .runs
+        .agent(&parsed.model)
+        .ok_or_else(|| OpenAiError::model_not_found(&parsed.model))?
+        .clone();
+    let request = start_request(&headers, &agent, &parsed)?;
+    let live = state.runs.start(&owner.0, request).await?;
+    let ids = [
+        (HeaderName::from_static(RUN_HEADER), header_value(live.id)),
+        (
+            HeaderName::from_static(CONVERSATION_HEADER),
+            header_value(live.conversation_id),
+        ),
+    ];
+    let meta = Meta {
+        id: format!("chatcmpl-{}", live.id.simple()),
+        model: agent.name.clone(),
+        created: unix_now(),
+    };
+    if parsed.stream {
+        let body = chunk_stream(&state, live, meta, parsed.include_usage);
+        return Ok((ids, body).into_response());
+    }
+    let outcome = wait_for_outcome(&state, live).await?;
+    Ok((ids, Json(completion(&meta, &outcome))).into_response())
+}
+
+/// What every response and chunk of one completion repeats.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    pub id: String,
+    pub model: String,
+    pub created: u64,
+}
+
+fn header_value(id: Uuid) -> HeaderValue {
+    // A UUID's text is always a valid header value.
+    HeaderValue::from_str(&id.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The run to start: in the named conversation (its stored history, only the query read) or
+/// in a new one of the agent's, seeded with the request's history.
+fn start_request(
+    headers: &HeaderMap,
+    agent: &AgentSpec,
+    parsed: &Parsed,
+) -> Result<StartRun, OpenAiError> {
+    if let Some(value) = headers.get(CONVERSATION_HEADER) {
+        let id = value
+            .to_str()
+            .ok()
+            .and_then(|v| Uuid::parse_str(v.trim()).ok())
+            .ok_or_else(OpenAiError::conversation_not_found)?;
+        return Ok(StartRun::new(
+            ConversationRef::Existing(id),
+            parsed.query.clone(),
+        ));
+    }
+    let prompt: Vec<&str> = agent
+        .system_prompt
+        .iter()
+        .map(String::as_str)
+        .chain(parsed.system.iter().map(String::as_str))
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    let conversation = NewConversation {
+        title: Some(parsed.query.trim().chars().take(80).collect()),
+        agent: Some(agent.name.clone()),
+        // The agent's own prompt when the request adds nothing (it is read at run time).
+        system_prompt: (!parsed.system.is_empty()).then(|| prompt.join("\n\n")),
+        ..NewConversation::default()
+    };
+    Ok(StartRun {
+        history: parsed
+            .history
+            .iter()
+            .filter(|t| !t.content.trim().is_empty())
+            .cloned()
+            .collect(),
+        ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
+    })
+}
+
+/// Follows the run to its `done` event. If the client goes away first, the dropped future
+/// cancels the run.
+async fn wait_for_outcome(state: &AppState, live: Arc<LiveRun>) -> Result<RunOutcome, OpenAiError> {
+    let mut guard = CancelOnDrop::new(live.clone());
+    let mut events = state.runs.live_events(&live, 0);
+    while let Some(ev) = events.next().await {
+        if ev.name == EventName::Done.as_str() {
+            guard.disarm();
+            return serde_json::from_str(&ev.data)
+                .map_err(|e| ApiError::Internal(format!("unreadable done event: {e}")).into());
+        }
+    }
+    guard.disarm();
+    Err(ApiError::Internal("the run's events ended without done".into()).into())
+}
+
+/// `stop`, or `length` when the run hit its iteration cap.
+pub fn finish_reason(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::MaxIterations => "length",
+        _ => "stop",
+    }
+}
+
+pub fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.total_tokens,
+    })
+}
+
+fn completion(meta: &Meta, outcome: &RunOutcome) -> Value {
+    json!({
+        "id": meta.id,
+        "object": "chat.completion",
+        "created": meta.created,
+        "model": meta.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": outcome.answer, "refusal": null},
+            "finish_reason": finish_reason(outcome.status),
+            "logprobs": null,
+        }],
+        "usage": usage_json(&outcome.usage),
+        "system_fingerprint": null,
+    })
+}

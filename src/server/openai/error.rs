@@ -1,0 +1,147 @@
+//! Errors in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with the
+//! statuses the official SDKs map to their exception classes (SPEC §10): 401 `invalid_api_key`,
+//! 404 `model_not_found`, 400 `invalid_request_error`, 429 `rate_limit_exceeded`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::runs::RunError;
+use crate::server::ApiError;
+
+/// One OpenAI-style error response.
+#[derive(Debug)]
+pub struct OpenAiError {
+    status: StatusCode,
+    kind: &'static str,
+    code: &'static str,
+    param: Option<&'static str>,
+    message: String,
+    retry_after_s: Option<u64>,
+}
+
+impl OpenAiError {
+    fn new(status: StatusCode, kind: &'static str, code: &'static str, message: String) -> Self {
+        Self {
+            status,
+            kind,
+            code,
+            param: None,
+            message,
+            retry_after_s: None,
+        }
+    }
+
+    /// 400: the request is malformed or asks for something agents do not do.
+    pub fn invalid(param: Option<&'static str>, message: impl Into<String>) -> Self {
+        Self {
+            param,
+            ..Self::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "invalid_request_error",
+                message.into(),
+            )
+        }
+    }
+
+    /// 404 for a `model` that names no agent.
+    pub fn model_not_found(model: &str) -> Self {
+        Self {
+            param: Some("model"),
+            ..Self::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                format!("The model '{model}' does not exist (GET /v1/models lists the agents)"),
+            )
+        }
+    }
+
+    /// 404 for an `X-Reagent-Conversation-Id` that is unknown, malformed or another tenant's.
+    pub fn conversation_not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "conversation_not_found",
+            "The conversation named by X-Reagent-Conversation-Id does not exist".into(),
+        )
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The request parameter the error is about.
+    pub fn param(&self) -> Option<&'static str> {
+        self.param
+    }
+}
+
+impl From<ApiError> for OpenAiError {
+    fn from(e: ApiError) -> Self {
+        let (status, _) = e.status_and_code();
+        let (kind, code) = match &e {
+            ApiError::Unauthorized => ("invalid_request_error", "invalid_api_key"),
+            ApiError::RateLimited { .. } => ("rate_limit_error", "rate_limit_exceeded"),
+            ApiError::NotFound => ("invalid_request_error", "not_found"),
+            ApiError::RunActive | ApiError::Conflict(_) | ApiError::NoActiveRun => {
+                ("invalid_request_error", "conversation_busy")
+            }
+            ApiError::PayloadTooLarge => ("invalid_request_error", "payload_too_large"),
+            ApiError::MethodNotAllowed => ("invalid_request_error", "method_not_allowed"),
+            ApiError::Internal(_) => ("server_error", "internal_error"),
+            ApiError::Unavailable(_) => ("server_error", "service_unavailable"),
+            _ => ("invalid_request_error", "invalid_request_error"),
+        };
+        let message = match &e {
+            ApiError::Internal(detail) => {
+                tracing::error!(error = %detail, "request failed");
+                "internal server error".to_string()
+            }
+            ApiError::Unauthorized => "Incorrect or missing API key".to_string(),
+            other => other.to_string(),
+        };
+        let retry_after_s = match e {
+            ApiError::RateLimited { retry_after_s } => Some(retry_after_s),
+            _ => None,
+        };
+        Self {
+            retry_after_s,
+            ..Self::new(status, kind, code, message)
+        }
+    }
+}
+
+impl From<RunError> for OpenAiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::NotFound => Self::conversation_not_found(),
+            other => ApiError::from(other).into(),
+        }
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }});
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(s) = self.retry_after_s {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

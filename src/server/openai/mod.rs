@@ -1,0 +1,82 @@
+//! The OpenAI-compatible API (SPEC §10): agents as models. `GET /v1/models` lists the agents,
+//! `POST /v1/chat/completions` runs one — through the same [`crate::runs::RunManager`] calls as
+//! `/api`, so the run is stored, visible under `/api` and in the UI, and nothing in `runs`
+//! knows which API started it. Files: `wire` (the request, leniently read), `completions` (the
+//! handler and the non-streamed answer), `stream` (the `chat.completion.chunk` stream), `error`
+//! (OpenAI's error shape), `openapi` (these routes in the OpenAPI document).
+//!
+//! Same keys, tenancy and rate limit as `/api` (SPEC §3.5), answered in OpenAI's error shape so
+//! the SDKs raise their typed exceptions (`AuthenticationError`, `RateLimitError`…).
+
+mod completions;
+mod error;
+pub mod openapi;
+mod stream;
+mod wire;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::extract::{Request, State};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+pub use error::OpenAiError;
+
+use super::state::AppState;
+
+/// The `/v1` routes (nested under `/v1` by the router).
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/models", get(models))
+        .route("/chat/completions", post(completions::create))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(from_fn_with_state(state.clone(), require_key))
+}
+
+/// Like `/api`'s key check and rate limit, answering in OpenAI's shape.
+async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let owner = match state.auth.authenticate(request.headers()) {
+        Ok(owner) => owner,
+        Err(e) => return OpenAiError::from(e).into_response(),
+    };
+    if let Err(e) = state.auth.admit(&owner) {
+        return OpenAiError::from(e).into_response();
+    }
+    request.extensions_mut().insert(owner);
+    next.run(request).await
+}
+
+async fn not_found() -> OpenAiError {
+    OpenAiError::from(crate::server::ApiError::NotFound)
+}
+
+async fn method_not_allowed() -> OpenAiError {
+    OpenAiError::from(crate::server::ApiError::MethodNotAllowed)
+}
+
+/// Seconds since the Unix epoch (`created`).
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `GET /v1/models`: every agent, as a model owned by `reagent`; `created` is when the
+/// process first listed them (agents come from the configuration read at start-up).
+async fn models(State(state): State<AppState>) -> Json<Value> {
+    static CREATED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let created = *CREATED.get_or_init(unix_now);
+    let data: Vec<Value> = state
+        .runs
+        .agents
+        .iter()
+        .map(
+            |a| json!({"id": a.name, "object": "model", "created": created, "owned_by": "reagent"}),
+        )
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}

@@ -1,0 +1,328 @@
+//! The streamed answer: a run's events as `data: <chat.completion.chunk>` lines (SPEC §10) —
+//! a first chunk with `role: "assistant"`, tool calls and results as one
+//! `delta.reasoning_content` line each (cut to 200 characters; never `delta.tool_calls`, which a
+//! client would try to execute), answer deltas as `delta.content`, a last chunk with
+//! `finish_reason`, the usage chunk when asked, then `data: [DONE]`. Quiet stretches get
+//! comment lines (`: keep-alive`), which the SDKs skip. Dropping the body — the client went
+//! away — cancels the run.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use futures::stream::{BoxStream, Stream, StreamExt};
+use serde_json::{json, Value};
+use tokio::time::{Instant, Sleep};
+
+use super::completions::{finish_reason, usage_json, Meta};
+use crate::agent::events::{AnswerEvent, StepEvent};
+use crate::agent::RunOutcome;
+use crate::domain::EventName;
+use crate::runs::{LiveRun, LoggedEvent};
+use crate::server::metrics::SubscriberGuard;
+use crate::server::state::AppState;
+
+/// The longest reasoning line, in characters.
+const LINE_CHARS: usize = 200;
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// Cancels the run when dropped before [`CancelOnDrop::disarm`]: a client that disconnects
+/// from a `/v1` request cancels its run (OpenAI semantics).
+pub struct CancelOnDrop {
+    live: Arc<LiveRun>,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    pub fn new(live: Arc<LiveRun>) -> Self {
+        Self { live, armed: true }
+    }
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::info!(run_id = %self.live.id, "the /v1 client went away: cancelling its run");
+            self.live.cancel.cancel();
+        }
+    }
+}
+
+/// An `answer` event's data, borrowed where it has no escapes.
+#[derive(serde::Deserialize)]
+struct AnswerDelta<'a> {
+    #[serde(borrow)]
+    status: &'a str,
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// What the stream has sent so far.
+struct Progress {
+    meta: Meta,
+    include_usage: bool,
+    /// The answer text sent as `content`.
+    sent: String,
+}
+
+/// The response body. As in `sse`, the keep-alive timer is not moved on every event (a timer
+/// update per token): when it fires before `last_sent + keep_alive` it is moved there.
+struct ChunkBody {
+    first: Option<Bytes>,
+    events: BoxStream<'static, Arc<LoggedEvent>>,
+    progress: Progress,
+    guard: CancelOnDrop,
+    keep_alive: Duration,
+    timer: Pin<Box<Sleep>>,
+    last_sent: Instant,
+    finished: bool,
+    _subscriber: SubscriberGuard,
+}
+
+impl ChunkBody {
+    fn end(&mut self, out: Bytes) -> Poll<Option<Result<Bytes, Infallible>>> {
+        self.finished = true;
+        self.guard.disarm();
+        Poll::Ready(Some(Ok(out)))
+    }
+}
+
+impl Stream for ChunkBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(first)));
+        }
+        if this.finished {
+            return Poll::Ready(None);
+        }
+        loop {
+            match this.events.poll_next_unpin(cx) {
+                Poll::Ready(Some(ev)) => {
+                    let (out, done) = this.progress.frames(&ev);
+                    if done {
+                        return this.end(Bytes::from(out));
+                    }
+                    if !out.is_empty() {
+                        this.last_sent = Instant::now();
+                        return Poll::Ready(Some(Ok(Bytes::from(out))));
+                    }
+                }
+                // The log ended without `done` (never expected): end the stream properly.
+                Poll::Ready(None) => return this.end(Bytes::from_static(DONE)),
+                Poll::Pending => break,
+            }
+        }
+        loop {
+            ready!(this.timer.as_mut().poll(cx));
+            let due = this.last_sent + this.keep_alive;
+            if this.timer.deadline() >= due {
+                this.last_sent = Instant::now();
+                this.timer.as_mut().reset(this.last_sent + this.keep_alive);
+                return Poll::Ready(Some(Ok(Bytes::from_static(KEEP_ALIVE))));
+            }
+            this.timer.as_mut().reset(due);
+        }
+    }
+}
+
+/// The streaming response of the run.
+pub fn chunk_stream(
+    state: &AppState,
+    live: Arc<LiveRun>,
+    meta: Meta,
+    include_usage: bool,
+) -> Response {
+    let progress = Progress {
+        meta,
+        include_usage,
+        sent: String::new(),
+    };
+    let first = Bytes::from(data(
+        &progress.chunk(json!({"role": "assistant", "content": ""}), None),
+    ));
+    let body = ChunkBody {
+        first: Some(first),
+        events: state.runs.live_events(&live, 0),
+        progress,
+        guard: CancelOnDrop::new(live),
+        keep_alive: state.keep_alive,
+        timer: Box::pin(tokio::time::sleep(state.keep_alive)),
+        last_sent: Instant::now(),
+        finished: false,
+        _subscriber: state.metrics.sse_subscriber(),
+    };
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+fn data(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// `text` cut to [`LINE_CHARS`] characters, on one line.
+fn line(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = one.chars().take(LINE_CHARS).collect();
+    if one.chars().count() > LINE_CHARS {
+        cut.pop();
+        cut.push('…');
+    }
+    cut.push('\n');
+    cut
+}
+
+impl Progress {
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        json!({
+            "id": self.meta.id,
+            "object": "chat.completion.chunk",
+            "created": self.meta.created,
+            "model": self.meta.model,
+            "system_fingerprint": null,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+        })
+    }
+
+    /// `data: <chunk>` with `delta: {field: text}`, written directly: one per answer token,
+    /// so no intermediate `Value` tree.
+    fn text_chunk(&self, field: &str, text: &str) -> String {
+        let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+        format!(
+            "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},\
+             \"system_fingerprint\":null,\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":{}}},\
+             \"finish_reason\":null,\"logprobs\":null}}]}}\n\n",
+            quote(&self.meta.id),
+            self.meta.created,
+            quote(&self.meta.model),
+            quote(text),
+        )
+    }
+
+    fn reasoning(&self, text: &str) -> String {
+        self.text_chunk("reasoning_content", &line(text))
+    }
+
+    fn content(&mut self, text: &str) -> String {
+        self.sent.push_str(text);
+        self.text_chunk("content", text)
+    }
+
+    /// The lines for one run event, and whether the stream is complete.
+    fn frames(&mut self, ev: &LoggedEvent) -> (String, bool) {
+        match EventName::from_stored(ev.name) {
+            EventName::Step => (self.step(&ev.data), false),
+            EventName::Answer => (self.answer(&ev.data), false),
+            EventName::Done => match serde_json::from_str::<RunOutcome>(&ev.data) {
+                Ok(outcome) => (self.done(&outcome), true),
+                Err(_) => (String::from_utf8_lossy(DONE).into_owned(), true),
+            },
+            EventName::Start | EventName::Compact => (String::new(), false),
+        }
+    }
+
+    fn step(&self, data: &str) -> String {
+        match serde_json::from_str::<StepEvent>(data) {
+            Ok(StepEvent::ToolStart {
+                tool, arguments, ..
+            }) => self.reasoning(&format!("→ {tool} {arguments}")),
+            Ok(StepEvent::ToolEnd {
+                tool,
+                observation,
+                error,
+                blocked,
+                ..
+            }) => {
+                let what = if blocked {
+                    " (blocked)"
+                } else if error {
+                    " (error)"
+                } else {
+                    ""
+                };
+                self.reasoning(&format!("← {tool}{what}: {observation}"))
+            }
+            Ok(StepEvent::ApprovalRequired {
+                tool, approval_id, ..
+            }) => self.reasoning(&format!(
+                "waiting for approval of {tool} (approval {approval_id})"
+            )),
+            _ => String::new(),
+        }
+    }
+
+    fn answer(&mut self, data: &str) -> String {
+        // The common case, a delta, read without building the enum.
+        if let Ok(AnswerDelta {
+            status: "delta",
+            content: Some(text),
+        }) = serde_json::from_str::<AnswerDelta>(data)
+        {
+            return if text.is_empty() {
+                String::new()
+            } else {
+                self.content(&text)
+            };
+        }
+        match serde_json::from_str::<AnswerEvent>(data) {
+            Ok(AnswerEvent::Delta { content }) if !content.is_empty() => self.content(&content),
+            // Sent text cannot be taken back: say so, and start the replacement on a new paragraph.
+            Ok(AnswerEvent::Reset) if !self.sent.is_empty() => {
+                let mut out =
+                    self.reasoning("the answer was interrupted; what follows replaces it");
+                out.push_str(&self.content("\n\n"));
+                out
+            }
+            _ => String::new(),
+        }
+    }
+
+    fn done(&mut self, outcome: &RunOutcome) -> String {
+        let mut out = String::new();
+        // An answer that reached the run but not the stream (none is expected) is sent now.
+        if let Some(rest) = outcome.answer.strip_prefix(self.sent.as_str()) {
+            if !rest.is_empty() {
+                out.push_str(&self.content(rest));
+            }
+        }
+        out.push_str(&data(
+            &self.chunk(json!({}), Some(finish_reason(outcome.status))),
+        ));
+        if self.include_usage {
+            let mut last = self.chunk(json!({}), None);
+            last["choices"] = json!([]);
+            last["usage"] = usage_json(&outcome.usage);
+            out.push_str(&data(&last));
+        }
+        out.push_str(&String::from_utf8_lossy(DONE));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

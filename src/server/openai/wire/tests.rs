@@ -1,0 +1,93 @@
+use serde_json::json;
+
+use super::*;
+
+fn parse_json(v: serde_json::Value) -> Result<Parsed, OpenAiError> {
+    parse(v.to_string().as_bytes())
+}
+
+#[test]
+fn roles_split_into_query_history_and_system() {
+    let p = parse_json(json!({
+        "model": "helper",
+        "messages": [
+            {"role": "system", "content": "one"},
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": null},
+            {"role": "developer", "content": [{"type": "text", "text": "two"}]},
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        ],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "temperature": 0.3,
+        "user": "someone",
+        "tools": [],
+        "n": 1,
+    }))
+    .unwrap();
+    assert_eq!(p.model, "helper");
+    assert_eq!(p.query, "a\nb");
+    assert_eq!(p.system, ["one", "two"]);
+    assert_eq!(
+        p.history,
+        [
+            PriorTurn {
+                role: MessageRole::User,
+                content: "q1".into()
+            },
+            PriorTurn {
+                role: MessageRole::Assistant,
+                content: String::new()
+            },
+        ]
+    );
+    assert!(p.stream && p.include_usage);
+}
+
+#[test]
+fn defaults_without_stream_fields() {
+    let p = parse_json(
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                              "stream": null, "stream_options": null}),
+    )
+    .unwrap();
+    assert!(!p.stream && !p.include_usage);
+    assert!(p.history.is_empty() && p.system.is_empty());
+}
+
+#[test]
+fn refusals_name_the_parameter() {
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    for (body, param) in [
+        (
+            json!({"model": "m", "messages": hi, "tools": [{"type": "function"}]}),
+            Some("tools"),
+        ),
+        (
+            json!({"model": "m", "messages": hi, "functions": [{"name": "f"}]}),
+            Some("functions"),
+        ),
+        (json!({"model": "m", "messages": hi, "n": 3}), Some("n")),
+        (json!({"model": "", "messages": hi}), Some("model")),
+        (json!({"model": "m"}), Some("messages")),
+        (
+            json!({"model": "m", "messages": [{"role": "assistant", "content": "x"}]}),
+            Some("messages"),
+        ),
+        (
+            json!({"model": "m", "messages": [{"content": "x"}]}),
+            Some("messages"),
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),
+            Some("messages"),
+        ),
+        (json!({"model": 5, "messages": hi}), None),
+    ] {
+        let e = parse_json(body.clone()).unwrap_err();
+        assert_eq!(e.status(), axum::http::StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(e.param(), param, "{body}");
+    }
+    assert!(parse(b"{not json").is_err());
+    assert!(parse(b"[]").is_err());
+}
