@@ -106,6 +106,7 @@ fn bench_iterations(c: &mut Criterion) {
                         rt.block_on(async {
                             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                             let handles = RunHandles {
+                                checkpoints: None,
                                 events: tx.into(),
                                 interrupts: Arc::new(InterruptQueue::new()),
                                 cancel: Default::default(),

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::events::{AgentEvent, Mode, RunStatus, StartEvent};
+use super::checkpoint::Resume;
+use super::events::{AgentEvent, AnswerEvent, Mode, RunStatus, StartEvent, StepEvent};
 use super::hooks::HookRunner;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::selection::select_tools;
@@ -118,7 +119,43 @@ impl ReActAgent {
             self.tools.clone()
         };
 
-        let setup = LoopSetup {
+        let mut lr = LoopRun::new(self.setup(mode, tools), &input, &handles);
+        lr.usage += usage;
+        lr.run().await;
+        self.conclude(lr.finish(), &input, &handles, started).await
+    }
+
+    /// Goes on with a run from its checkpoint (SPEC §11): `step {type:"resumed"}` instead of
+    /// `start` (then a `reset` if a client may hold part of an answer), the calls left in
+    /// flight answered, then the loop and synthesis as usual.
+    pub async fn resume(
+        &self,
+        input: RunInput,
+        handles: RunHandles,
+        resume: Resume,
+        instance: &str,
+    ) -> AgentResult {
+        let started = Instant::now();
+        let cp = resume.checkpoint;
+        let mode = cp.mode;
+        // The iteration the run goes on with: the one whose calls were in flight, else the next.
+        let iteration = cp.iterations + u32::from(cp.in_flight.is_empty());
+        handles.events.send(AgentEvent::Step(StepEvent::Resumed {
+            iteration,
+            instance: instance.to_string(),
+        }));
+        if resume.reset_answer {
+            handles.events.send(AgentEvent::Answer(AnswerEvent::Reset));
+        }
+        let tools = self.tools.filtered(&cp.tools);
+        let (mut lr, in_flight) = LoopRun::resume(self.setup(mode, tools), &input, &handles, cp);
+        lr.answer_in_flight(in_flight).await;
+        lr.run().await;
+        self.conclude(lr.finish(), &input, &handles, started).await
+    }
+
+    fn setup(&self, mode: Mode, tools: ToolRegistry) -> LoopSetup<'_> {
+        LoopSetup {
             config: &self.config,
             system_prompt: self.system_prompt.as_deref(),
             llm: &self.llm,
@@ -127,11 +164,18 @@ impl ReActAgent {
             budget: self.context_budget(),
             mode,
             tools,
-        };
-        let mut lr = LoopRun::new(setup, &input, &handles);
-        lr.usage += usage;
-        lr.run().await;
-        let mut result = lr.finish();
+        }
+    }
+
+    /// After the loop: synthesis (or the fallback tail) and `done`.
+    async fn conclude(
+        &self,
+        mut result: AgentResult,
+        input: &RunInput,
+        handles: &RunHandles,
+        started: Instant,
+    ) -> AgentResult {
+        let events = handles.events.clone();
 
         // Synthesis: skipped for a failed or cancelled run (the model is unusable or the user
         // stopped it); they stream their fallback text instead.

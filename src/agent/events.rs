@@ -99,6 +99,11 @@ pub enum StepEvent {
         tool: String,
         arguments: Value,
     },
+    /// The run goes on from its last checkpoint after its instance stopped (SPEC §11).
+    Resumed {
+        iteration: u32,
+        instance: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

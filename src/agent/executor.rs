@@ -142,6 +142,23 @@ impl Executor {
         Executed { record, ran: false }
     }
 
+    /// A call that was running when its instance stopped, answered without running it again
+    /// (SPEC §11): its `tool_end` carries the interrupted result.
+    pub fn interrupted(&self, iteration: u32, call: &PendingCall) -> Executed {
+        let record = StepRecord {
+            iteration,
+            call_id: call.call_id.clone(),
+            tool: call.tool.clone(),
+            arguments: display_args(&call.arguments),
+            observation: super::checkpoint::INTERRUPTED_TOOL.to_string(),
+            error: true,
+            blocked: false,
+            duration_ms: 0,
+        };
+        self.emit_end(&record, Vec::new());
+        Executed { record, ran: false }
+    }
+
     fn emit_end(&self, r: &StepRecord, artifacts: Vec<ArtifactRef>) {
         self.emit(StepEvent::ToolEnd {
             iteration: r.iteration,

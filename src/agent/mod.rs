@@ -11,6 +11,7 @@
 pub mod action;
 pub mod artifacts;
 pub mod call_ids;
+pub mod checkpoint;
 pub mod context;
 pub mod engine;
 pub mod events;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
+use super::checkpoint::CheckpointSink;
 use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
 use crate::llm::Message;
@@ -33,10 +34,12 @@ pub struct RunHandles {
     pub interrupts: Arc<InterruptQueue>,
     pub cancel: CancellationToken,
     pub artifacts: Arc<dyn ArtifactSink>,
+    /// Receives the loop's checkpoints (SPEC §11); `None` takes none.
+    pub checkpoints: Option<CheckpointSink>,
 }
 
 /// One tool call as it happened; the synthesis trace is built from these (SPEC §2.12).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepRecord {
     pub iteration: u32,
     pub call_id: String,

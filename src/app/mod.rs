@@ -103,12 +103,17 @@ impl App {
         manager.approvals = approvals;
         manager.agents = Arc::from(config.agents.clone());
         manager.observer = Some(metrics::run_observer(&metrics));
+        manager.resume_on_restart = config.server.resume_on_restart;
+        if let Some(id) = &config.server.instance_id {
+            manager.instance_id = id.clone();
+        }
         let runs = Arc::new(manager);
         let recovered = runs.recover().await?;
-        if recovered > 0 {
+        if recovered.total() > 0 {
             tracing::warn!(
-                runs = recovered,
-                "marked runs left running by a previous process as failed"
+                resumed = recovered.resumed,
+                failed = recovered.failed,
+                "recovered runs left running by a previous process"
             );
         }
         let auth = Arc::new(Auth::new(

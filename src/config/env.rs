@@ -128,6 +128,12 @@ pub(super) fn apply(
     if let Some(v) = boolean(env, "REAGENT_HTTP_ALLOW_PRIVATE")? {
         file.tools.allow_private_http = v;
     }
+    if let Some(v) = boolean(env, "REAGENT_RESUME_ON_RESTART")? {
+        file.server.resume_on_restart = v;
+    }
+    if let Some(raw) = get(env, "REAGENT_INSTANCE_ID") {
+        file.server.instance_id = Some(raw.to_string());
+    }
 
     let llm = &mut file.llm;
     set(&mut llm.timeout_s, int(env, "LLM_TIMEOUT_S", 1)?);

@@ -63,6 +63,12 @@ pub struct ServerConfig {
     /// `REAGENT_SSE_STALL_S`: a connection whose client has not read what was sent for this
     /// long is closed (an SSE subscriber resumes with `Last-Event-ID`).
     pub sse_stall_s: u64,
+    /// `REAGENT_RESUME_ON_RESTART`: runs a crash left `running` resume from their last
+    /// checkpoint at start-up (SPEC §11); `false` fails them.
+    pub resume_on_restart: bool,
+    /// `REAGENT_INSTANCE_ID`: this process's name (host name, process id and a random suffix
+    /// when absent).
+    pub instance_id: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +85,8 @@ impl Default for ServerConfig {
             header_timeout_s: 30,
             max_connections: None,
             sse_stall_s: 60,
+            resume_on_restart: true,
+            instance_id: None,
         }
     }
 }
@@ -97,6 +105,8 @@ impl fmt::Debug for ServerConfig {
             .field("header_timeout_s", &self.header_timeout_s)
             .field("max_connections", &self.max_connections)
             .field("sse_stall_s", &self.sse_stall_s)
+            .field("resume_on_restart", &self.resume_on_restart)
+            .field("instance_id", &self.instance_id)
             .finish()
     }
 }
@@ -326,6 +336,10 @@ pub struct HttpToolSpec {
     pub writes: bool,
     #[serde(default)]
     pub requires_approval: bool,
+    /// Safe to repeat: a call in flight when its instance stopped is run again on resume
+    /// instead of answered as interrupted (SPEC §11).
+    #[serde(default)]
+    pub idempotent: bool,
 }
 
 fn empty_object_schema() -> Value {

@@ -14,6 +14,7 @@ use super::manager::{LiveRun, RunManager};
 use super::persist::EventWriter;
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
+use crate::agent::checkpoint::{Checkpoint, CheckpointSink, Resume};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
     AgentEvent, EventSink, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunOutcome,
@@ -58,6 +59,15 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
     }
 }
 
+/// The run's checkpoint sink: each checkpoint is stored with the events appended before it.
+fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
+    let (run_id, log, writer) = (live.id, live.log.clone(), writer.clone());
+    Arc::new(move |cp: &Checkpoint| match serde_json::to_string(cp) {
+        Ok(data) => writer.checkpoint(run_id, log.len() as u64, data),
+        Err(e) => tracing::warn!(error = %e, "could not serialise the run's checkpoint"),
+    })
+}
+
 impl RunManager {
     /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
     /// persisted with the run's final state first, then appended and the log closed.
@@ -67,6 +77,7 @@ impl RunManager {
         agent: ReActAgent,
         input: RunInput,
         queue: Arc<InterruptQueue>,
+        resume: Option<Resume>,
     ) {
         let writer = self.writer();
         writer.register(live.id, live.log.clone());
@@ -76,13 +87,20 @@ impl RunManager {
             interrupts: queue,
             cancel: live.cancel.clone(),
             artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
+            checkpoints: Some(checkpoints(&live, &writer)),
         };
         // The outcome reaches the manager through `done`, as it reaches clients; the trace the
         // engine returns is not kept. A panic inside the engine must still end the stream
         // truthfully.
-        let ran = std::panic::AssertUnwindSafe(agent.run(input, handles))
-            .catch_unwind()
-            .await;
+        let instance = self.instance_id.clone();
+        let ran = std::panic::AssertUnwindSafe(async move {
+            match resume {
+                Some(r) => agent.resume(input, handles, r, &instance).await,
+                None => agent.run(input, handles).await,
+            }
+        })
+        .catch_unwind()
+        .await;
         if let Err(panic) = ran {
             let msg = panic
                 .downcast_ref::<&str>()

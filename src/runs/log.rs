@@ -140,6 +140,15 @@ impl EventLog {
         }
     }
 
+    /// The log of a run resumed after its previous process stopped: ids go on after `base`
+    /// (everything up to it is stored or was lost in the crash), readers see up to `ceiling`.
+    pub fn resumed(base: u64, ceiling: u64) -> Self {
+        let log = Self::with_ceiling(ceiling);
+        log.lock().base = base;
+        log.version.send_replace(base);
+        log
+    }
+
     /// The highest id readers may see.
     pub fn ceiling(&self) -> u64 {
         self.lock().ceiling

@@ -129,6 +129,23 @@ pub struct RunManager {
     /// Called with every event of every run, in the task that emits it, before the event is
     /// logged (the app's metrics count runs, tool calls and outcomes this way).
     pub observer: Option<EventObserver>,
+    /// Runs a previous process left `running` go on from their checkpoint at start-up
+    /// (`REAGENT_RESUME_ON_RESTART`); `false` fails them as before.
+    pub resume_on_restart: bool,
+    /// This process's name in `step {type:"resumed"}` (`REAGENT_INSTANCE_ID`).
+    pub instance_id: String,
+}
+
+/// A name for this process when none is configured: host name, process id, random suffix.
+pub fn default_instance_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "reagent".into());
+    let suffix = Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &suffix[..6])
 }
 
 impl RunManager {
@@ -160,6 +177,8 @@ impl RunManager {
             writer: OnceLock::new(),
             writer_task: Mutex::new(None),
             observer: None,
+            resume_on_restart: true,
+            instance_id: default_instance_id(),
         }
     }
 

@@ -35,4 +35,5 @@ mod tests;
 pub use control::Accepted;
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
+pub use recover::Recovered;
 pub use start::{ConversationRef, PriorTurn, StartRun};

@@ -62,6 +62,8 @@ struct Tracked {
     /// Set once the run has ended: its `done` event and terminal state, plus who waits.
     closing: Option<(Option<Closing>, Waiter)>,
     failures: u32,
+    /// The run's latest checkpoint not yet stored: written with the events up to its id.
+    checkpoint: Option<(u64, Arc<str>)>,
 }
 
 #[derive(Default)]
@@ -80,6 +82,8 @@ struct Planned {
     last_seq: u64,
     /// The event-id ceiling this write commits (readers may see up to it afterwards).
     raise: Option<u64>,
+    /// The checkpoint this write stores.
+    checkpoint: Option<Arc<str>>,
     closes: bool,
     /// The run's last write failed: it is written on its own so it cannot fail the others'.
     suspect: bool,
@@ -126,12 +130,23 @@ impl EventWriter {
         self.lock().runs.insert(
             run_id,
             Tracked {
+                // A resumed run's log starts above what is stored.
+                written: log.released(),
                 log,
-                written: 0,
                 closing: None,
                 failures: 0,
+                checkpoint: None,
             },
         );
+    }
+
+    /// The run's loop took a checkpoint after event `after`: stored with the events up to it
+    /// (a newer one replaces it if it is not written yet).
+    pub fn checkpoint(&self, run_id: Uuid, after: u64, data: String) {
+        if let Some(t) = self.lock().runs.get_mut(&run_id) {
+            t.checkpoint = Some((after, data.into()));
+        }
+        self.wake.notify_one();
     }
 
     /// New events were appended somewhere: the next tick will look.
@@ -254,7 +269,11 @@ impl EventWriter {
                     finish = Some(c.state.clone());
                 }
             }
-            if events.is_empty() && !closes && raise.is_none() {
+            let checkpoint = t
+                .checkpoint
+                .as_ref()
+                .filter(|(after, _)| *after <= last_seq);
+            if events.is_empty() && !closes && raise.is_none() && checkpoint.is_none() {
                 continue;
             }
             planned.push(Planned {
@@ -263,10 +282,12 @@ impl EventWriter {
                     run_id: id,
                     events,
                     ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
+                    checkpoint: checkpoint.map(|(_, c)| c.to_string()),
                     finish,
                 },
                 last_seq,
                 raise,
+                checkpoint: checkpoint.map(|(_, c)| c.clone()),
                 closes,
                 suspect: t.failures > 0,
             });
@@ -333,6 +354,11 @@ impl EventWriter {
         };
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
+        let stored =
+            |(_, c): &(u64, Arc<str>)| p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c));
+        if t.checkpoint.as_ref().is_some_and(stored) {
+            t.checkpoint = None;
+        }
         if p.closes {
             // Everything the log will ever hold is stored (`done` is appended after this).
             t.log.raise_ceiling(u64::MAX);

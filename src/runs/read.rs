@@ -2,7 +2,7 @@
 //! already released read back from the database), a finished run's replayed from the database
 //! a page at a time (`replay`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::log::LoggedEvent;
 use super::manager::{LiveRun, RunError, RunManager};
-use super::replay::stored_events;
+use super::replay::{stored_events, stored_events_until};
 use crate::store::RunRow;
 
 impl RunManager {
@@ -58,12 +58,10 @@ impl RunManager {
         };
         // The stored part ends early only when a read fails: then nothing live may follow it,
         // or ids would be skipped.
-        let older = stored_events(self.store.clone(), live.id, from, to);
-        let complete = Arc::new(AtomicU64::new(from));
-        let seen = complete.clone();
-        let older = older.inspect(move |e| seen.store(e.id, Ordering::Relaxed));
+        let complete = Arc::new(AtomicBool::new(false));
+        let older = stored_events_until(self.store.clone(), live.id, from, to, complete.clone());
         let rest = stream::once(async move {
-            if complete.load(Ordering::Relaxed) >= to {
+            if complete.load(Ordering::Relaxed) {
                 sub.events
             } else {
                 stream::empty().boxed()

@@ -1,24 +1,112 @@
-//! Restart recovery: runs a previous process left `running` are failed, their logs closed
-//! with the same fallback tail as any failed run, so replays end truthfully. The tail's ids
+//! Restart recovery: runs a previous process left `running` resume from their last checkpoint
+//! (SPEC §11, `REAGENT_RESUME_ON_RESTART`), their stream going on under the same run id after
+//! `step {type:"resumed"}`; runs without a usable checkpoint (or with resuming off) are failed,
+//! their logs closed with the same fallback tail as any failed run, so replays end truthfully. The tail's ids
 //! start above the run's committed event-id ceiling, never at an id a client may have seen.
 
+use std::sync::Arc;
+
 use super::drive::final_state;
+use super::log::EventLog;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
 use super::progress::Progress;
+use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::events::{AnswerEvent, StartEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
-use crate::agent::{AgentEvent, RunOutcome};
-use crate::domain::EventName;
-use crate::store::{RunBatch, RunRow, StoredEvent};
+use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
+use crate::domain::{EventName, MessageKind};
+use crate::store::{RunBatch, RunRow, StoredEvent, EVENT_ID_BLOCK};
+
+/// What start-up recovery did with the runs a previous process left `running`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    pub resumed: usize,
+    pub failed: usize,
+}
+
+impl Recovered {
+    pub fn total(&self) -> usize {
+        self.resumed + self.failed
+    }
+}
 
 impl RunManager {
-    /// Marks runs left `running` by a previous process as failed; returns how many.
-    pub async fn recover(&self) -> Result<usize, RunError> {
+    /// Runs left `running` by a previous process: resumed from their checkpoint (unless
+    /// `resume_on_restart` is off, or they have none, or it cannot be used), else failed.
+    pub async fn recover(self: &Arc<Self>) -> Result<Recovered, RunError> {
         let stale = self.store.running_runs().await?;
+        let mut recovered = Recovered::default();
         for run in &stale {
+            if self.resume_on_restart {
+                match self.resume_one(run).await {
+                    Ok(true) => {
+                        recovered.resumed += 1;
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(run_id = %run.id, error = %e, "cannot resume the run; it fails")
+                    }
+                }
+            }
             self.recover_one(run).await?;
+            recovered.failed += 1;
         }
-        Ok(stale.len())
+        Ok(recovered)
+    }
+
+    /// Resumes `run` from its stored checkpoint; `false` when it has none.
+    async fn resume_one(self: &Arc<Self>, run: &RunRow) -> Result<bool, RunError> {
+        let Some(raw) = self.store.run_checkpoint(run.id).await? else {
+            return Ok(false);
+        };
+        let cp: Checkpoint = serde_json::from_str(&raw)
+            .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))?;
+        let conv = self.owned(&run.owner, run.conversation_id).await?;
+        let (model, agent) = self.agent_for(
+            &conv,
+            Some(&run.model),
+            Some(cp.mode),
+            Some(cp.max_iterations),
+        )?;
+        // Ids go on above every id the previous process could have sent, reserved first.
+        let events = self.store.list_events(run.id, 0).await?;
+        let stored = events.last().map(|e| e.seq).unwrap_or(0);
+        let base = stored.max(self.store.event_ceiling(run.id).await?);
+        // Unstored events may have been an answer's deltas, as the stored ones may be.
+        let reset_answer = base > stored
+            || events
+                .iter()
+                .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
+        let ceiling = base.saturating_add(EVENT_ID_BLOCK);
+        self.store.raise_event_ceiling(run.id, ceiling).await?;
+        let log = EventLog::resumed(base as u64, ceiling as u64);
+        // Interrupts answered 202 that the loop had not taken yet are queued again.
+        let queue = Arc::new(InterruptQueue::new());
+        for m in self.store.list_messages(conv.id).await? {
+            let pending = m.kind == MessageKind::Interrupt
+                && m.run_id == Some(run.id)
+                && !cp.processed.iter().any(|i| i.id == m.id);
+            if pending {
+                let _ = queue.push_with_id(m.id, m.content);
+            }
+        }
+        self.active.insert(conv.id, run.id);
+        let live = self.live_run_of(&run.owner, conv.id, run.id, log);
+        let input = RunInput {
+            run_id: run.id.to_string(),
+            conversation_id: conv.id.to_string(),
+            query: cp.query.clone(),
+            history: Vec::new(),
+            model_name: Some(model),
+        };
+        tracing::info!(run_id = %run.id, iteration = cp.iterations, in_flight = cp.in_flight.len(), "resuming the run from its checkpoint");
+        let resume = Resume {
+            checkpoint: cp,
+            reset_answer,
+        };
+        self.spawn_run(live, agent, input, queue, Some(resume));
+        Ok(true)
     }
 
     async fn recover_one(&self, run: &RunRow) -> Result<(), RunError> {
@@ -89,6 +177,7 @@ impl RunManager {
                 run_id: run.id,
                 events: stored,
                 ceiling: None,
+                checkpoint: None,
                 finish: Some(state),
             }])
             .await?;

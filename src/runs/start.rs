@@ -14,6 +14,7 @@ use super::checks::{check_at_most, check_text};
 use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
+use crate::agent::checkpoint::Resume;
 use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
 use crate::domain::{MessageKind, MessageRole};
 use crate::llm::Message;
@@ -195,44 +196,66 @@ impl RunManager {
         input: RunInput,
     ) -> Arc<LiveRun> {
         let queue = Arc::new(InterruptQueue::new());
-        self.queues.insert(conv.id, queue.clone());
-        let live = Arc::new(LiveRun {
+        // The run's row was committed with its first block of ids reserved.
+        let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
+        let live = self.live_run_of(owner, conv.id, run_id, log);
+        self.spawn_run(live.clone(), agent, input, queue, None);
+        live
+    }
+
+    /// A run's live state (not yet registered).
+    pub(super) fn live_run_of(
+        &self,
+        owner: &str,
+        conversation_id: Uuid,
+        run_id: Uuid,
+        log: EventLog,
+    ) -> Arc<LiveRun> {
+        Arc::new(LiveRun {
             id: run_id,
-            conversation_id: conv.id,
+            conversation_id,
             owner: owner.to_string(),
-            // The run's row was committed with its first block of ids reserved.
-            log: Arc::new(EventLog::with_ceiling(EVENT_ID_BLOCK as u64)),
+            log: Arc::new(log),
             cancel: self.shutdown.child_token(),
             done: CancellationToken::new(),
             progress: Arc::default(),
             follow_ups: FollowUps::default(),
-        });
-        self.live.insert(run_id, live.clone());
-        let (me, l) = (self.clone(), live.clone());
-        // Every log line of the run carries its ids.
-        let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv.id);
-        self.tracker
-            .spawn(async move { me.drive(l, agent, input, queue).await }.instrument(span));
-        live
+        })
     }
 
-    /// The run's agent and input; the run and its query are stored (with the conversation
-    /// when it is new).
-    async fn prepare(
+    /// Registers the live run and its queue and spawns its task (the slot is already taken);
+    /// `resume`: go on from that checkpoint instead of starting.
+    pub(super) fn spawn_run(
+        self: &Arc<Self>,
+        live: Arc<LiveRun>,
+        agent: ReActAgent,
+        input: RunInput,
+        queue: Arc<InterruptQueue>,
+        resume: Option<Resume>,
+    ) {
+        let (run_id, conv) = (live.id, live.conversation_id);
+        self.queues.insert(conv, queue.clone());
+        self.live.insert(run_id, live.clone());
+        let me = self.clone();
+        // Every log line of the run carries its ids.
+        let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv);
+        self.tracker.spawn(
+            async move { me.drive(live, agent, input, queue, resume).await }.instrument(span),
+        );
+    }
+
+    /// The agent a run of `conv` uses: the model `asked` for (the default when `None`), the
+    /// conversation's tools and system prompt, its named agent filling in what those leave
+    /// unset (SPEC §10); also the model's registry name.
+    pub(super) fn agent_for(
         &self,
-        owner: &str,
         conv: &Conversation,
-        req: &StartRun,
-        run_id: Uuid,
-        is_new: bool,
-    ) -> Result<(ReActAgent, RunInput), RunError> {
-        // The conversation's agent fills in what the request and the conversation leave unset.
+        asked: Option<&str>,
+        mode: Option<Mode>,
+        max_iterations: Option<u32>,
+    ) -> Result<(String, ReActAgent), RunError> {
         let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
-        let asked = req
-            .model
-            .as_deref()
-            .or(conv.model.as_deref())
-            .or(spec.and_then(|a| a.model.as_deref()));
+        let asked = asked.or(spec.and_then(|a| a.model.as_deref()));
         let (model, llm) = self
             .models
             .resolve(asked)
@@ -251,7 +274,7 @@ impl RunManager {
             (None, _) => self.tools.clone(),
         };
         let mut cfg = self.base.clone();
-        if let Some(m) = req.max_iterations.or(spec.and_then(|a| a.max_iterations)) {
+        if let Some(m) = max_iterations.or(spec.and_then(|a| a.max_iterations)) {
             cfg.max_iterations = m;
         }
         let system_prompt = conv
@@ -259,11 +282,26 @@ impl RunManager {
             .clone()
             .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
         let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg)
-            .with_mode(req.mode)
+            .with_mode(mode)
             .with_system_prompt(system_prompt);
         if let Some(c) = &self.compact_llm {
             agent = agent.with_compact_llm(c.clone());
         }
+        Ok((model.name.clone(), agent))
+    }
+
+    /// The run's agent and input; the run and its query are stored (with the conversation
+    /// when it is new).
+    async fn prepare(
+        &self,
+        owner: &str,
+        conv: &Conversation,
+        req: &StartRun,
+        run_id: Uuid,
+        is_new: bool,
+    ) -> Result<(ReActAgent, RunInput), RunError> {
+        let asked = req.model.as_deref().or(conv.model.as_deref());
+        let (model, agent) = self.agent_for(conv, asked, req.mode, req.max_iterations)?;
         let history = if is_new {
             req.history.iter().map(PriorTurn::message).collect()
         } else {
@@ -274,7 +312,7 @@ impl RunManager {
             conversation_id: conv.id,
             owner: owner.to_string(),
             mode: agent.mode(),
-            model: model.name.clone(),
+            model: model.clone(),
         };
         let query = NewMessage {
             id: None,
@@ -300,7 +338,7 @@ impl RunManager {
             conversation_id: conv.id.to_string(),
             query: req.query.clone(),
             history,
-            model_name: Some(model.name),
+            model_name: Some(model),
         };
         Ok((agent, input))
     }

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use super::binds::bind;
 use super::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
-use super::runs::{FINISH_RUN_SQL, RAISE_CEILING_SQL};
+use super::runs::{CHECKPOINT_SQL, FINISH_RUN_SQL, RAISE_CEILING_SQL};
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
 use crate::domain::RunStatus;
 
@@ -249,7 +249,7 @@ impl Store {
 
     /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
     /// every event row (multi-row INSERTs across runs; already stored `(run, seq)` and the rows of
-    /// runs that no longer exist skipped), the raised event-id ceilings,
+    /// runs that no longer exist skipped), the raised event-id ceilings and new checkpoints,
     /// then each terminal state with its answer message. A run's terminal state and its `done`
     /// event therefore become durable together or not at all. Returns, per batch, whether its
     /// terminal state was written by this call (`false` when it had none or the run was no
@@ -274,6 +274,13 @@ impl Store {
                 if let Some(ceiling) = batch.ceiling {
                     sqlx::query(RAISE_CEILING_SQL)
                         .bind(ceiling)
+                        .bind(run_id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                if let Some(checkpoint) = &batch.checkpoint {
+                    sqlx::query(CHECKPOINT_SQL)
+                        .bind(checkpoint.as_str())
                         .bind(run_id.as_str())
                         .execute(&mut *tx)
                         .await?;

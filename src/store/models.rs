@@ -91,6 +91,8 @@ pub struct RunBatch {
     pub events: Vec<StoredEvent>,
     /// Raises `runs.event_ceiling` to this (never lowers it), see [`EVENT_ID_BLOCK`].
     pub ceiling: Option<i64>,
+    /// The run's latest checkpoint (JSON), taken once the batch's events were appended.
+    pub checkpoint: Option<String>,
     pub finish: Option<FinalState>,
 }
 

@@ -108,6 +108,10 @@ const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
      event_ceiling) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)";
 
+/// Replaces a running run's checkpoint. Binds: checkpoint, id.
+pub(super) const CHECKPOINT_SQL: &str =
+    "UPDATE runs SET checkpoint = $1 WHERE id = $2 AND status = 'running'";
+
 /// Raises a run's event-id ceiling, never lowering it. Binds: ceiling, id.
 pub(super) const RAISE_CEILING_SQL: &str =
     "UPDATE runs SET event_ceiling = $1 WHERE id = $2 AND event_ceiling < $1";
@@ -136,6 +140,30 @@ impl Store {
                 .await?
         });
         Ok(ceiling.unwrap_or(0))
+    }
+
+    /// Raises the run's event-id ceiling to `ceiling` (never lowers it), committed on return.
+    pub async fn raise_event_ceiling(&self, run_id: Uuid, ceiling: i64) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
+        with_writer!(self, |pool| {
+            sqlx::query(RAISE_CEILING_SQL)
+                .bind(ceiling)
+                .bind(run_id.to_string())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// The run's last checkpoint (JSON), if it has one.
+    pub async fn run_checkpoint(&self, run_id: Uuid) -> Result<Option<String>, StoreError> {
+        let checkpoint: Option<Option<String>> = with_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT checkpoint FROM runs WHERE id = $1")
+                .bind(run_id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(checkpoint.flatten())
     }
 
     /// Records a new run as `running`, started now. Fails with [`StoreError::Conflict`] when

@@ -198,6 +198,9 @@ impl Tool for HttpTool {
     fn requires_approval(&self) -> bool {
         self.spec.requires_approval
     }
+    fn idempotent(&self) -> bool {
+        self.spec.idempotent
+    }
     fn timeout(&self) -> Option<Duration> {
         Some(Duration::from_secs(self.spec.timeout_s))
     }

@@ -85,6 +85,11 @@ pub trait Tool: Send + Sync {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+    /// Safe to call again with the same arguments: a call its instance left running is run
+    /// again on resume instead of being answered as interrupted (SPEC §11).
+    fn idempotent(&self) -> bool {
+        false
+    }
     async fn call(&self, args: Value) -> Result<ToolOutput, ToolError>;
 
     fn definition(&self) -> ToolDefinition {

@@ -26,16 +26,19 @@ const GRACE_S: u64 = 3;
 
 /// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
 async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {
-    Server::serve(
-        dir,
-        &[
-            ("DATABASE_URL", db_url),
-            ("LLM_BASE_URL", llm.base_url().as_str()),
-            ("LLM_MAX_RETRIES", "0"),
-            ("RUST_LOG", "info"),
-        ],
-    )
-    .await
+    start_with(dir, db_url, llm, &[]).await
+}
+
+async fn start_with(dir: &Path, db_url: &str, llm: &FakeOpenAi, extra: &[(&str, &str)]) -> Server {
+    let url = llm.base_url();
+    let mut env = vec![
+        ("DATABASE_URL", db_url),
+        ("LLM_BASE_URL", url.as_str()),
+        ("LLM_MAX_RETRIES", "0"),
+        ("RUST_LOG", "info"),
+    ];
+    env.extend_from_slice(extra);
+    Server::serve(dir, &env).await
 }
 
 /// Creates a conversation, starts a run (202) and returns its id once the run's `start`
@@ -134,13 +137,15 @@ async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
 async fn kill_9_then_restart_fails_the_run_and_replays_it() {
     let (dir, db_url) = workdir();
     let llm = slow_llm().await;
-    let mut server = start(dir.path(), &db_url, &llm).await;
+    // Resuming (the default, `crash::resume`) is off: the run fails as it did before SPEC §11.
+    let off = [("REAGENT_RESUME_ON_RESTART", "false")];
+    let mut server = start_with(dir.path(), &db_url, &llm, &off).await;
     let run = start_run(&server).await;
     server.signal("-KILL");
     let status = server.wait().await;
     assert!(!status.success(), "SIGKILL cannot exit cleanly: {status}");
 
-    let mut again = start(dir.path(), &db_url, &llm).await;
+    let mut again = start_with(dir.path(), &db_url, &llm, &off).await;
     let client = reqwest::Client::new();
     let shown = again.get_json(&format!("/api/runs/{run}")).await;
     assert_eq!(shown["status"], "failed");

@@ -538,6 +538,7 @@ async fn history_is_sent_before_the_pinned_query() {
     );
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
+        checkpoints: None,
         events: tx.into(),
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: Default::default(),
@@ -555,6 +556,7 @@ async fn history_is_sent_before_the_pinned_query() {
     };
     let (tx2, mut rx2) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
+        checkpoints: None,
         events: tx2.into(),
         ..handles
     };

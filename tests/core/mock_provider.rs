@@ -60,6 +60,7 @@ async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
     let agent = ReActAgent::new(Arc::new(llm), tools, HookRunner::default(), cfg).with_mode(mode);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {
+        checkpoints: None,
         events: tx.into(),
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),

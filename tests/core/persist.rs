@@ -211,6 +211,7 @@ async fn once(store: Store) {
     let (conv, run) = new_run(&store).await;
     let batch = RunBatch {
         ceiling: None,
+        checkpoint: None,
         run_id: run,
         events: vec![
             StoredEvent {

@@ -253,7 +253,7 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
         data: "{}".into(),
     };
     f.store.append_events(run_id, &[start, step]).await.unwrap();
-    assert_eq!(f.runs.recover().await.unwrap(), 1);
+    assert_eq!(f.runs.recover().await.unwrap().total(), 1);
     let run = f.store.get_run("", run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_deref(), Some(RESTART_ERROR));
@@ -270,7 +270,7 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
         ["start", "step", "answer", "answer", "answer", "answer", "done"]
     );
     assert!(events.last().unwrap().data.contains(RESTART_ERROR));
-    assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
+    assert_eq!(f.runs.recover().await.unwrap().total(), 0, "idempotent");
     // The conversation accepts a new run.
     f.llm.text("ok");
     assert!(f.runs.start("", query(&conv, "again")).await.is_ok());

@@ -239,6 +239,7 @@ fn http_tool(server: &Server, path: &str, method: &str, timeout_s: u64) -> HttpT
         timeout_s,
         writes: true,
         requires_approval: true,
+        idempotent: false,
     };
     HttpTool::new(spec, reqwest::Client::new()).unwrap()
 }

@@ -40,6 +40,7 @@ impl Harness {
     pub async fn run(&self, query: &str) -> (AgentResult, Vec<AgentEvent>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let handles = RunHandles {
+            checkpoints: None,
             events: tx.into(),
             interrupts: self.queue.clone(),
             cancel: self.cancel.clone(),

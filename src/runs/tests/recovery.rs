@@ -91,7 +91,7 @@ async fn recovery_fails_running_rows_with_the_fallback_tail() {
     let (_, mid_answer) = f
         .left_running(&[("start", "{}"), ("answer", r#"{"status":"start"}"#)])
         .await;
-    assert_eq!(f.runs.recover().await.unwrap(), 2);
+    assert_eq!(f.runs.recover().await.unwrap().total(), 2);
     for run_id in [before_answer, mid_answer] {
         let row = f.store.get_run("", run_id).await.unwrap().unwrap();
         assert_eq!(row.status, RunStatus::Failed);
@@ -130,7 +130,7 @@ async fn recovery_fails_running_rows_with_the_fallback_tail() {
         f.store.list_messages(conv).await.unwrap().is_empty(),
         "the apology is not history"
     );
-    assert_eq!(f.runs.recover().await.unwrap(), 0, "idempotent");
+    assert_eq!(f.runs.recover().await.unwrap().total(), 0, "idempotent");
 }
 
 #[tokio::test]

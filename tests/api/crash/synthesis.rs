@@ -3,7 +3,8 @@
 //! it saw; after the restart's recovery the replay must never give one of those ids other
 //! content: each seen event is in the replay under its id with the same data, or is followed
 //! by an `answer` `reset` with a higher id. A client resuming with `Last-Event-ID` at the last
-//! id it saw gets that `reset` (it would otherwise keep a half-written answer).
+//! id it saw gets that `reset` (it would otherwise keep a half-written answer). Both with the
+//! run failed by recovery (`REAGENT_RESUME_ON_RESTART=false`) and resumed from its checkpoint.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 
-use super::{start, wait_for_dead_sessions};
+use super::{start_with, wait_for_dead_sessions};
 use crate::support::child::{Server, TIMEOUT};
 use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, read_until, Sse};
 
@@ -20,30 +21,56 @@ const KILLS: [usize; 3] = [5, 40, 150];
 
 on_both_backends!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    kill_9_during_synthesis_never_gives_a_seen_id_other_content
+    kill_9_during_synthesis_never_gives_a_seen_id_other_content,
+    kill_9_during_synthesis_resumes_with_a_reset
 );
 
+/// `REAGENT_RESUME_ON_RESTART=false`: the run ends `failed` with the recovery tail.
 async fn kill_9_during_synthesis_never_gives_a_seen_id_other_content(db_url: String) {
+    kill_during_synthesis(&db_url, false).await;
+}
+
+/// The default: the run resumes from its checkpoint, `reset` first, and completes.
+async fn kill_9_during_synthesis_resumes_with_a_reset(db_url: String) {
+    kill_during_synthesis(&db_url, true).await;
+}
+
+async fn kill_during_synthesis(db_url: &str, resume: bool) {
     let dir = tempfile::tempdir().unwrap();
-    // One tool iteration, then an answer far longer than the test reads of it.
+    // One tool iteration, then an answer longer than the test reads of it before the kill.
     let mock = MockProvider::start(MockConfig {
         latency: Duration::from_millis(20),
         tokens_per_s: 300.0,
-        answer_tokens: 100_000,
+        answer_tokens: 400,
         tool_iterations: 1,
         ..MockConfig::default()
     })
     .await
     .unwrap();
     let llm = mock.base_url();
-    let mut server = start(dir.path(), &db_url, &llm).await;
+    let env = [(
+        "REAGENT_RESUME_ON_RESTART",
+        if resume { "true" } else { "false" },
+    )];
+    let mut server = start_with(dir.path(), db_url, &llm, &env).await;
     for deltas in KILLS {
         let (run, seen) = watch_until_deltas(&server, deltas).await;
         server.kill9().await;
-        wait_for_dead_sessions(&db_url).await;
-        server = start(dir.path(), &db_url, &llm).await;
+        wait_for_dead_sessions(db_url).await;
+        server = start_with(dir.path(), db_url, &llm, &env).await;
         let replay = events(&server, &run, None).await;
         compare(&run, &seen, &replay);
+        let resumed = replay
+            .iter()
+            .filter(|e| e.label() == "step:resumed")
+            .count();
+        let (status, count) = if resume {
+            ("completed", 1)
+        } else {
+            ("failed", 0)
+        };
+        assert_eq!(resumed, count, "run {run}: resumed steps");
+        assert_eq!(replay.last().unwrap().data["status"], status, "run {run}");
         let last_seen = seen.last().map(|e| e.id).unwrap_or(0);
         let resumed = events(&server, &run, Some(last_seen)).await;
         assert!(
@@ -72,6 +99,18 @@ async fn kill_9_during_synthesis_never_gives_a_seen_id_other_content(db_url: Str
 
 /// Starts a run and follows its events until `deltas` answer deltas arrived; what was seen.
 async fn watch_until_deltas(server: &Server, deltas: usize) -> (String, Vec<Sse>) {
+    let mut n = 0;
+    let (run, seen) = watch(server, |e| {
+        n += usize::from(e.label() == "answer:delta");
+        n >= deltas
+    })
+    .await;
+    assert!(n >= deltas, "the stream ended before {deltas} deltas");
+    (run, seen)
+}
+
+/// Starts a run in a new conversation and follows its events until `stop`; what was seen.
+pub(super) async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (String, Vec<Sse>) {
     let client = reqwest::Client::new();
     let conv: Value = client
         .post(server.url("/api/conversations"))
@@ -97,22 +136,14 @@ async fn watch_until_deltas(server: &Server, deltas: usize) -> (String, Vec<Sse>
         .send()
         .await
         .unwrap();
-    let mut n = 0;
-    let (seen, _) = tokio::time::timeout(
-        TIMEOUT,
-        read_until(r, |e| {
-            n += usize::from(e.label() == "answer:delta");
-            n >= deltas
-        }),
-    )
-    .await
-    .expect("the answer streams");
-    assert!(n >= deltas, "the stream ended before {deltas} deltas");
+    let (seen, _) = tokio::time::timeout(TIMEOUT, read_until(r, stop))
+        .await
+        .expect("the run streams");
     (run, seen)
 }
 
 /// The run's events (after `after`, as `Last-Event-ID`) from the restarted server, to the end.
-async fn events(server: &Server, run: &str, after: Option<u64>) -> Vec<Sse> {
+pub(super) async fn events(server: &Server, run: &str, after: Option<u64>) -> Vec<Sse> {
     let mut req = reqwest::Client::new().get(server.url(&format!("/api/runs/{run}/events")));
     if let Some(after) = after {
         req = req.header("Last-Event-ID", after.to_string());
@@ -125,7 +156,7 @@ async fn events(server: &Server, run: &str, after: Option<u64>) -> Vec<Sse> {
 }
 
 /// No id with two contents: every seen event is replayed as seen, or a `reset` above it.
-fn compare(run: &str, seen: &[Sse], replay: &[Sse]) {
+pub(super) fn compare(run: &str, seen: &[Sse], replay: &[Sse]) {
     let ids: Vec<u64> = replay.iter().map(|e| e.id).collect();
     assert_ids_rise_with_one_crash_gap(&ids);
     let by_id: HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
