@@ -147,6 +147,12 @@ fn every_spec_variable_is_read() {
         ("REAGENT_HTTP_ALLOW_PRIVATE", "true", |c| {
             c.tools.allow_private_http
         }),
+        ("REAGENT_RESUME_ON_RESTART", "false", |c| {
+            !c.server.resume_on_restart
+        }),
+        ("REAGENT_INSTANCE_ID", "node-a", |c| {
+            c.server.instance_id.as_deref() == Some("node-a")
+        }),
     ];
     let defaults = load(None, &[]).unwrap();
     for (var, value, check) in table {
