@@ -142,9 +142,10 @@ impl App {
         server::router(self.state.clone())
     }
 
-    /// Serves on `listener` until `signal` completes; then stops accepting, cancels the runs
-    /// (their SSE streams end with `done`, which lets the open requests complete) and waits
-    /// for their final state within `server.shutdown_grace_s`, and closes the store.
+    /// Serves on `listener` until `signal` completes; then stops accepting and waits up to
+    /// `server.shutdown_grace_s` for the runs (see `RunManager::shutdown`: cancelled at once
+    /// without `resume_on_restart`, else left running for the next start after the grace),
+    /// and closes the store.
     pub async fn run_until_stopped(
         &self,
         listener: TcpListener,

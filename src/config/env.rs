@@ -128,6 +128,10 @@ pub(super) fn apply(
     if let Some(v) = boolean(env, "REAGENT_HTTP_ALLOW_PRIVATE")? {
         file.tools.allow_private_http = v;
     }
+    set(
+        &mut file.server.shutdown_grace_s,
+        int(env, "REAGENT_SHUTDOWN_GRACE_S", 0)?,
+    );
     if let Some(v) = boolean(env, "REAGENT_RESUME_ON_RESTART")? {
         file.server.resume_on_restart = v;
     }

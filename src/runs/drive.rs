@@ -242,6 +242,15 @@ impl RunManager {
         (done, Some(next))
     }
 
+    /// The run's task was dropped at shutdown (see `RunManager::shutdown`): its row stays
+    /// `running` with its last checkpoint, which the writer still stores, for the next start.
+    pub(super) fn handed_over(&self, live: &LiveRun) {
+        tracing::info!(run_id = %live.id, "run handed over to the next start");
+        self.live.remove(&live.id);
+        self.release(live);
+        live.done.cancel();
+    }
+
     /// Frees the conversation for its next run.
     fn release(&self, live: &LiveRun) {
         self.queues.remove(&live.conversation_id);

@@ -112,7 +112,14 @@ pub struct RunManager {
     pub(super) deleting: DashMap<Uuid, ()>,
     pub(super) queues: DashMap<Uuid, Arc<InterruptQueue>>,
     pub(super) tracker: TaskTracker,
+    /// Cancelled when the server stops: no run starts after it.
     pub(super) shutdown: CancellationToken,
+    /// The parent of every run's cancel token: the runs themselves are cancelled at shutdown
+    /// only when they will not be resumed.
+    pub(super) runs_cancel: CancellationToken,
+    /// Stops the runs still going at the end of the shutdown grace without ending them: left
+    /// `running` with their checkpoint, the next start resumes them (SPEC §11).
+    pub(super) handover: CancellationToken,
     /// Shortest time between two writes of the shared event writer, i.e. about the longest an
     /// event waits before it is written to the database (plus the write itself). Read when the
     /// first run starts.
@@ -171,6 +178,8 @@ impl RunManager {
             queues: DashMap::new(),
             tracker: TaskTracker::new(),
             shutdown: CancellationToken::new(),
+            runs_cancel: CancellationToken::new(),
+            handover: CancellationToken::new(),
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             max_query_chars: ServerConfig::default().max_query_chars,
             approvals: Arc::new(ApprovalBroker::new()),
@@ -228,17 +237,31 @@ impl RunManager {
             .filter(|l| l.owner == owner)
     }
 
-    /// Stops accepting runs, cancels the active ones and waits (up to `grace`) for their final
-    /// state to be written.
+    /// Stops accepting runs and waits (up to `grace`) for the active ones to end. With
+    /// `resume_on_restart` they go on meanwhile, and those still going at the end are handed
+    /// over: stopped where they are, left `running` with their checkpoint for the next start
+    /// (SPEC §11). Without it they are cancelled at once and their final state written.
     pub async fn shutdown(&self, grace: Duration) {
         self.shutdown.cancel();
         self.tracker.close();
+        if !self.resume_on_restart {
+            self.runs_cancel.cancel();
+        }
         let deadline = tokio::time::Instant::now() + grace;
         if tokio::time::timeout_at(deadline, self.tracker.wait())
             .await
             .is_err()
         {
-            tracing::warn!("runs did not finish within the shutdown grace period");
+            if self.resume_on_restart {
+                tracing::warn!(
+                    runs = self.live.len(),
+                    "runs still going after the shutdown grace period are handed over to the next start"
+                );
+                self.handover.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+            } else {
+                tracing::warn!("runs did not finish within the shutdown grace period");
+            }
         }
         // Flush what the writer still holds (the events of runs that outlived the grace too).
         if let Some(w) = self.writer.get() {

@@ -216,7 +216,7 @@ impl RunManager {
             conversation_id,
             owner: owner.to_string(),
             log: Arc::new(log),
-            cancel: self.shutdown.child_token(),
+            cancel: self.runs_cancel.child_token(),
             done: CancellationToken::new(),
             progress: Arc::default(),
             follow_ups: FollowUps::default(),
@@ -237,10 +237,18 @@ impl RunManager {
         self.queues.insert(conv, queue.clone());
         self.live.insert(run_id, live.clone());
         let me = self.clone();
+        let handover = self.handover.clone();
         // Every log line of the run carries its ids.
         let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv);
         self.tracker.spawn(
-            async move { me.drive(live, agent, input, queue, resume).await }.instrument(span),
+            async move {
+                tokio::select! {
+                    biased;
+                    () = handover.cancelled() => me.handed_over(&live),
+                    () = me.clone().drive(live.clone(), agent, input, queue, resume) => {}
+                }
+            }
+            .instrument(span),
         );
     }
 

@@ -96,11 +96,13 @@ async fn slow_llm() -> FakeOpenAi {
     llm
 }
 
+/// With `REAGENT_RESUME_ON_RESTART=false` (the behaviour before SPEC §11).
 #[tokio::test]
 async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
     let (dir, db_url) = workdir();
     let llm = slow_llm().await;
-    let mut server = start(dir.path(), &db_url, &llm).await;
+    let off = [("REAGENT_RESUME_ON_RESTART", "false")];
+    let mut server = start_with(dir.path(), &db_url, &llm, &off).await;
     let run = start_run(&server).await;
 
     let sent = Instant::now();
@@ -131,6 +133,49 @@ async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
     let data: Value = serde_json::from_str(&done.data).unwrap();
     assert_eq!(data["status"], "cancelled");
     store.close().await;
+}
+
+/// SIGTERM (resume on, the default): the run goes on through the grace period, is then left
+/// `running` with its checkpoint, and the next start resumes it to completion (SPEC §11).
+#[tokio::test]
+async fn sigterm_hands_a_long_run_over_to_the_next_start() {
+    let (dir, db_url) = workdir();
+    let llm = slow_llm().await;
+    let mut server = start(dir.path(), &db_url, &llm).await;
+    let run = start_run(&server).await;
+    server.signal("-TERM");
+    let status = server.wait().await;
+    assert!(
+        status.success(),
+        "graceful shutdown should exit 0, got {status}"
+    );
+    let store = Store::connect(&db_url).await.unwrap();
+    let id = uuid::Uuid::parse_str(&run).unwrap();
+    let row = store.get_run("", id).await.unwrap().expect("run row");
+    assert_eq!(row.status, RunStatus::Running, "handed over, not ended");
+    assert!(store.run_checkpoint(id).await.unwrap().is_some());
+    store.close().await;
+
+    llm.set_default(FakeReply::text("in time"));
+    let mut again = start(dir.path(), &db_url, &llm).await;
+    let r = reqwest::Client::new()
+        .get(again.url(&format!("/api/runs/{run}/events")))
+        .send()
+        .await
+        .unwrap();
+    let events = read_all(r).await;
+    let labels: Vec<String> = events.iter().map(|e| e.label()).collect();
+    assert_eq!(
+        labels.iter().filter(|l| *l == "step:resumed").count(),
+        1,
+        "{labels:?}"
+    );
+    let done = events.last().unwrap();
+    assert_eq!(done.data["status"], "completed", "{:?}", done.data);
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert_ids_rise_with_one_crash_gap(&ids);
+    again.signal("-TERM");
+    assert!(again.wait().await.success());
 }
 
 #[tokio::test]

@@ -150,6 +150,9 @@ fn every_spec_variable_is_read() {
         ("REAGENT_RESUME_ON_RESTART", "false", |c| {
             !c.server.resume_on_restart
         }),
+        ("REAGENT_SHUTDOWN_GRACE_S", "2", |c| {
+            c.server.shutdown_grace_s == 2
+        }),
         ("REAGENT_INSTANCE_ID", "node-a", |c| {
             c.server.instance_id.as_deref() == Some("node-a")
         }),
