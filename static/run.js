@@ -153,6 +153,11 @@ export class RunView {
         this.approval(data);
         this.activity(`waiting for your approval of ${data.tool}`);
         break;
+      case 'resumed':
+        // The server restarted: the run goes on from its last checkpoint (SPEC §11).
+        this.steps.append(el('div', 'separator resumed',
+          `resumed at iteration ${data.iteration ?? ''}${data.instance ? ` on ${data.instance}` : ''}`));
+        break;
       default:
         break;
     }
