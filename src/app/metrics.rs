@@ -28,6 +28,7 @@ pub fn run_observer(metrics: &Metrics) -> EventObserver {
             duration_ms,
             ..
         }) => me.tool_call(tool, *error, *duration_ms),
+        AgentEvent::Step(StepEvent::Resumed { .. }) => me.run_resumed(),
         AgentEvent::Done(done) => me.run_finished(done.status.as_str()),
         _ => {}
     })

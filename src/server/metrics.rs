@@ -59,6 +59,11 @@ impl Metrics {
         self.with(|| metrics::counter!("reagent_runs_started_total").increment(1));
     }
 
+    /// A run a previous process left `running` goes on from its checkpoint (SPEC §11).
+    pub fn run_resumed(&self) {
+        self.with(|| metrics::counter!("reagent_runs_resumed_total").increment(1));
+    }
+
     pub fn run_finished(&self, status: &str) {
         let status = status.to_string();
         self.with(|| metrics::counter!("reagent_runs_total", "status" => status).increment(1));

@@ -87,6 +87,16 @@ async fn kill_after_first_tool(db_url: &str, resume: bool) -> Vec<Sse> {
         .collect();
     if resume {
         assert_eq!(resumed.len(), 1, "run {run}: one resumed step");
+        let metrics = reqwest::get(server.url("/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            metrics.contains("reagent_runs_resumed_total 1"),
+            "{metrics}"
+        );
         assert!(resumed[0].data["instance"]
             .as_str()
             .is_some_and(|i| !i.is_empty()));
