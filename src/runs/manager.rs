@@ -21,7 +21,7 @@ use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
 use crate::config::{AgentSpec, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
-use crate::store::{Store, StoreError};
+use crate::store::{RecoveryLock, Store, StoreError};
 use crate::tools::ToolRegistry;
 
 /// The error text of runs found `running` at start-up.
@@ -141,6 +141,8 @@ pub struct RunManager {
     pub resume_on_restart: bool,
     /// This process's name in `step {type:"resumed"}` (`REAGENT_INSTANCE_ID`).
     pub instance_id: String,
+    /// Held once this process recovered the database's runs (see [`crate::store::RecoveryLock`]).
+    pub(super) recovery_lock: tokio::sync::Mutex<Option<RecoveryLock>>,
 }
 
 /// A name for this process when none is configured: host name, process id, random suffix.
@@ -188,6 +190,7 @@ impl RunManager {
             observer: None,
             resume_on_restart: true,
             instance_id: default_instance_id(),
+            recovery_lock: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -277,6 +280,10 @@ impl RunManager {
                     tracing::warn!("the event writer did not finish flushing in time");
                 }
             }
+        }
+        // After the last write: the next process may now recover what is left running.
+        if let Some(lock) = self.recovery_lock.lock().await.take() {
+            lock.release().await;
         }
     }
 }

@@ -5,6 +5,7 @@
 //! start above the run's committed event-id ceiling, never at an id a client may have seen.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::drive::final_state;
 use super::log::EventLog;
@@ -15,7 +16,10 @@ use crate::agent::events::{AnswerEvent, StartEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
 use crate::domain::{EventName, MessageKind};
-use crate::store::{RunBatch, RunRow, StoredEvent, EVENT_ID_BLOCK};
+use crate::store::{RecoveryLock, RunBatch, RunRow, StoredEvent, EVENT_ID_BLOCK};
+
+/// Attempts at the recovery lock, half a second apart, before leaving recovery to its holder.
+const RECOVERY_LOCK_TRIES: u32 = 6;
 
 /// What start-up recovery did with the runs a previous process left `running`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,6 +38,11 @@ impl RunManager {
     /// Runs left `running` by a previous process: resumed from their checkpoint (unless
     /// `resume_on_restart` is off, or they have none, or it cannot be used), else failed.
     pub async fn recover(self: &Arc<Self>) -> Result<Recovered, RunError> {
+        let Some(lock) = self.recovery_lock().await? else {
+            tracing::warn!("another reagent process holds this database's recovery lock: runs left running are not recovered by this one (several instances per database are not supported yet)");
+            return Ok(Recovered::default());
+        };
+        *self.recovery_lock.lock().await = Some(lock);
         let stale = self.store.running_runs().await?;
         let mut recovered = Recovered::default();
         for run in &stale {
@@ -53,6 +62,18 @@ impl RunManager {
             recovered.failed += 1;
         }
         Ok(recovered)
+    }
+
+    /// The recovery lock, waiting a little for the sessions of a process that just died to
+    /// end (PostgreSQL ends them once it notices; the lock goes with them).
+    async fn recovery_lock(&self) -> Result<Option<RecoveryLock>, RunError> {
+        for _ in 0..RECOVERY_LOCK_TRIES {
+            if let Some(lock) = self.store.recovery_lock().await? {
+                return Ok(Some(lock));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Ok(None)
     }
 
     /// Resumes `run` from its stored checkpoint; `false` when it has none.

@@ -21,6 +21,7 @@ mod conversations;
 pub mod error;
 mod events;
 pub mod models;
+mod recovery;
 mod runs;
 
 use std::str::FromStr;
@@ -38,6 +39,7 @@ pub use models::{
     AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,
     RunRow, StoredArtifact, StoredEvent, StoredMessage, EVENT_ID_BLOCK,
 };
+pub use recovery::RecoveryLock;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");

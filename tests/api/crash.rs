@@ -82,7 +82,8 @@ async fn wait_for_dead_sessions(db_url: &str) {
     if !db_url.starts_with("postgres") {
         return;
     }
-    // One connection: the query excludes its own session.
+    // One connection: the query excludes its own session (and autovacuum's, which may visit a
+    // fresh database at any time); a timeout names the sessions left.
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(1)
         .connect(db_url)
@@ -92,14 +93,19 @@ async fn wait_for_dead_sessions(db_url: &str) {
     eventually(
         "the killed server's PostgreSQL sessions ended",
         || async move {
-            let others: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            let others: Vec<(String, String)> = sqlx::query_as(
+                "SELECT COALESCE(state, ''), COALESCE(query, '') FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND backend_type = 'client backend'",
             )
-            .fetch_one(conn)
+            .fetch_all(conn)
             .await
             .unwrap();
-            others == 0
+            if others.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{others:?}"))
+            }
         },
     )
     .await;

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use super::synthesis::{compare, events, watch};
 use super::{start_with, wait_for_dead_sessions};
+use crate::support::backends::{run_on, Backend};
 use crate::support::eventually;
 use crate::support::sse::Sse;
 use crate::support::target::Target;
@@ -201,4 +202,43 @@ async fn kill_during_a_tool_call(db_url: &str, idempotent: bool) -> (usize, Sse)
     server.kill9().await;
     mock.shutdown().await;
     (calls.load(Ordering::SeqCst), end)
+}
+
+/// Two processes on one PostgreSQL database (several instances are not supported yet, SPEC
+/// §11): the second one started while the first runs a run must not resume (nor fail) that
+/// run, which the first finishes alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_second_process_leaves_a_live_processs_runs_alone() {
+    run_on(Backend::Postgres, |db_url| async move {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mock = MockProvider::start(MockConfig {
+            latency: Duration::from_millis(1500),
+            answer_tokens: 5,
+            tool_iterations: 2,
+            ..MockConfig::default()
+        })
+        .await
+        .unwrap();
+        let llm = mock.base_url();
+        let mut a = start_with(dir_a.path(), &db_url, &llm, &[]).await;
+        let (run, _) = watch(&a, |e| e.event == "start").await;
+        let mut b = start_with(dir_b.path(), &db_url, &llm, &[]).await;
+        let replay = events(&a, &run, None).await;
+        assert_eq!(replay.last().unwrap().data["status"], "completed");
+        let store = Store::connect(&db_url).await.unwrap();
+        let stored = store
+            .list_events(Uuid::parse_str(&run).unwrap(), 0)
+            .await
+            .unwrap();
+        assert!(
+            stored.iter().all(|e| !e.data.contains("\"resumed\"")),
+            "the second process resumed a live run"
+        );
+        store.close().await;
+        assert!(b.log().contains("recovery lock"), "{}", b.log());
+        b.kill9().await;
+        a.kill9().await;
+        mock.shutdown().await;
+    })
+    .await;
 }
