@@ -113,7 +113,11 @@ impl RunManager {
             }
         }
         self.active.insert(conv.id, run.id);
-        let live = self.live_run_of(&run.owner, conv.id, run.id, log);
+        let mut live = self.live_run_of(&run.owner, conv.id, run.id, log);
+        // Its counters so far come from its stored events, as for a run that is failed.
+        if let Some(l) = Arc::get_mut(&mut live) {
+            l.progress = Arc::new(Progress::of_stored(&events));
+        }
         let input = RunInput {
             run_id: run.id.to_string(),
             conversation_id: conv.id.to_string(),

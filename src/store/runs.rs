@@ -91,12 +91,12 @@ macro_rules! select_runs {
 }
 
 /// The terminal-state update: only a row still `running` changes, which is what makes the
-/// terminal state written exactly once. Binds: status, iterations, tool_calls, the four usage
-/// counters, error, finished_at, id.
+/// terminal state written exactly once; the checkpoint, only needed to resume, goes. Binds:
+/// status, iterations, tool_calls, the four usage counters, error, finished_at, id.
 pub(super) const FINISH_RUN_SQL: &str =
     "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
-     error = $8, finished_at = $9 WHERE id = $10 AND status = 'running'";
+     error = $8, finished_at = $9, checkpoint = NULL WHERE id = $10 AND status = 'running'";
 
 fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()

@@ -176,6 +176,13 @@ async fn sigterm_hands_a_long_run_over_to_the_next_start() {
     assert_ids_rise_with_one_crash_gap(&ids);
     again.signal("-TERM");
     assert!(again.wait().await.success());
+    let store = Store::connect(&db_url).await.unwrap();
+    assert_eq!(
+        store.run_checkpoint(id).await.unwrap(),
+        None,
+        "a finished run keeps no checkpoint"
+    );
+    store.close().await;
 }
 
 #[tokio::test]
