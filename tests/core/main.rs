@@ -30,6 +30,7 @@ mod mock_provider;
 mod persist;
 mod properties;
 mod recovery;
+mod resume;
 mod runs;
 mod safeguards;
 mod store;

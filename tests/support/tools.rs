@@ -45,6 +45,7 @@ pub struct FakeTool {
     timeout: Option<Duration>,
     writes: bool,
     approval: bool,
+    idempotent: bool,
     artifacts: Vec<Artifact>,
     seen: Mutex<Vec<Value>>,
     calls: AtomicUsize,
@@ -62,6 +63,7 @@ impl FakeTool {
             timeout: None,
             writes: false,
             approval: false,
+            idempotent: false,
             artifacts: Vec::new(),
             seen: Mutex::new(Vec::new()),
             calls: AtomicUsize::new(0),
@@ -122,6 +124,11 @@ impl FakeTool {
         self
     }
     /// Needs a reviewer's approval (SPEC §3.6).
+    /// Safe to repeat: run again when a resumed run finds it in flight (SPEC §11).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
     pub fn approval(mut self) -> Self {
         self.approval = true;
         self
@@ -191,6 +198,9 @@ impl Tool for FakeTool {
     }
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+    fn idempotent(&self) -> bool {
+        self.idempotent
     }
     async fn call(&self, args: Value) -> Result<ToolOutput, ToolError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
