@@ -73,6 +73,19 @@ struct Accepted {
     interrupts: HashMap<Uuid, (Uuid, String)>,
 }
 
+/// The PostgreSQL `application_name` of the tests' own probes of a server's database (see
+/// [`probe_url`]): [`wait_for_dead_sessions`] does not wait for them.
+const PROBE: &str = "reagent-test-probe";
+
+/// `db_url` for a test's own store beside the server's.
+fn probe_url(db_url: &str) -> String {
+    if db_url.starts_with("postgres") {
+        format!("{db_url}?application_name={PROBE}")
+    } else {
+        db_url.to_string()
+    }
+}
+
 /// On PostgreSQL, waits until the killed server's sessions have ended. A session can still be
 /// executing a COMMIT it received just before the SIGKILL; if the restarted server's recovery
 /// scan ran first, that run would be committed `running` after recovery (a deployment
@@ -96,8 +109,9 @@ async fn wait_for_dead_sessions(db_url: &str) {
             let others: Vec<(String, String)> = sqlx::query_as(
                 "SELECT COALESCE(state, ''), COALESCE(query, '') FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid() \
-             AND backend_type = 'client backend'",
+             AND backend_type = 'client backend' AND application_name <> $1",
             )
+            .bind(PROBE)
             .fetch_all(conn)
             .await
             .unwrap();
@@ -313,7 +327,7 @@ async fn crash_cycles(db_url: &str) {
         }
         wait_for_dead_sessions(db_url).await;
         server = start(dir.path(), db_url, &llm).await;
-        let store = Store::connect(db_url).await.unwrap();
+        let store = Store::connect(&probe_url(db_url)).await.unwrap();
         let acc = std::mem::take(&mut *accepted.lock().unwrap());
         let checked = check(&store, &server, &acc).await;
         // Keep what was checked: later cycles re-check it (a restart must not damage old runs).

@@ -19,7 +19,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::synthesis::{compare, events, watch};
-use super::{start_with, wait_for_dead_sessions};
+use super::{probe_url, start_with, wait_for_dead_sessions};
 use crate::support::backends::{run_on, Backend};
 use crate::support::eventually;
 use crate::support::sse::Sse;
@@ -172,7 +172,7 @@ async fn kill_during_a_tool_call(db_url: &str, idempotent: bool) -> (usize, Sse)
     let mut server = start_with(dir.path(), db_url, &llm, &env).await;
     let (run, _) = watch(&server, |e| e.label() == "step:tool_start").await;
     // Killed once the call is at the tool and the checkpoint naming it is stored.
-    let store = Store::connect(db_url).await.unwrap();
+    let store = Store::connect(&probe_url(db_url)).await.unwrap();
     let run_id = Uuid::parse_str(&run).unwrap();
     eventually(
         "the call reached the tool, its checkpoint stored",
