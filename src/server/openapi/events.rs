@@ -105,6 +105,11 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 req("arguments", json!({})),
             ],
         ),
+        (
+            "resumed",
+            "The run goes on after a restart from its last checkpoint (SPEC §11)",
+            vec![iteration(), req("instance", string())],
+        ),
     ]
 }
 

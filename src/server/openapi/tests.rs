@@ -31,6 +31,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Selection { .. } => "selection",
         StepEvent::Interrupt { .. } => "interrupt",
         StepEvent::ApprovalRequired { .. } => "approval_required",
+        StepEvent::Resumed { .. } => "resumed",
     }
 }
 
@@ -79,6 +80,10 @@ fn steps() -> Vec<StepEvent> {
             approval_id: Uuid::new_v4().to_string(),
             tool: "deploy".into(),
             arguments: json!({}),
+        },
+        StepEvent::Resumed {
+            iteration: 3,
+            instance: "node-a".into(),
         },
     ]
 }
