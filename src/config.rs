@@ -20,10 +20,11 @@
 //! File layout: the top-level key `default_model = "name"` (it must come before the first
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
 //! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
-//! `[[models]]`, `[react]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]` and `[[agents]]`. Unknown keys are
-//! errors, so typos fail loudly instead of being silently ignored.
+//! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]` and
+//! `[[agents]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
 
 pub mod agents;
+mod dag;
 mod env;
 pub mod hooks;
 mod models;
@@ -34,6 +35,7 @@ mod tests;
 mod validate;
 
 pub use agents::{AgentSpec, IMPLICIT_AGENT};
+pub use dag::DagConfig;
 pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
 pub use sections::{
     redact_url, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
@@ -121,6 +123,8 @@ pub struct Config {
     /// The name of the default model (also flagged on its entry).
     pub default_model: String,
     pub react: ReactConfig,
+    /// `[dag]`: the engine choice and DAG mode (SPEC §9).
+    pub dag: DagConfig,
     pub tools: ToolsConfig,
     pub hooks: Vec<HookSpec>,
     /// `[[agents]]`, or the implicit `reagent` agent when none is declared (SPEC §10).
@@ -137,6 +141,7 @@ struct FileConfig {
     llm: LlmConfig,
     models: Vec<ModelConfig>,
     react: ReactConfig,
+    dag: DagConfig,
     tools: ToolsConfig,
     hooks: Vec<HookSpec>,
     agents: Vec<agents::AgentEntry>,
@@ -191,7 +196,9 @@ impl Config {
         validate::file(&file)?;
         // `[[hooks]]` follow the one rule set of `hooks` (which the hook builder reads too).
         hooks::plan_hooks(&file.hooks)?;
+        dag::check(&file.dag, "dag.")?;
         env::apply(&mut file, env)?;
+        dag::apply(&mut file.dag, env)?;
         let (models, default_model) =
             models::resolve(file.models, file.default_model.as_deref(), env)?;
         let model_names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
@@ -203,6 +210,7 @@ impl Config {
             models,
             default_model,
             react: file.react,
+            dag: file.dag,
             tools: file.tools,
             hooks: file.hooks,
             agents,

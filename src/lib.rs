@@ -9,6 +9,8 @@
 //! - [`store`] — every SQL statement (sqlx; SQLite and PostgreSQL) behind one `Store`.
 //! - [`agent`] — the ReAct engine: loop (native and JSON modes), safeguards, hooks, context
 //!   guard, interrupts, synthesis. Pure library: no HTTP or SQL types.
+//! - [`dag`] — DAG mode: a planner whose steps run concurrently as ReAct agents, an analyser,
+//!   re-plans, one answer; no HTTP or SQL, the same event stream as the ReAct engine.
 //! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`,
 //!   the model registry (filled by [`app`]).
 //! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
@@ -25,6 +27,7 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+pub mod dag;
 pub mod domain;
 pub mod llm;
 pub mod net;

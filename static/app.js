@@ -99,6 +99,10 @@ async function newConversation(title) {
   const body = title ? { title } : {};
   // The agent menu is only shown when there is a choice; otherwise the server's one agent applies.
   if (!$('agent-pick').hidden && $('agent').value) body.agent = $('agent').value;
+  // The engine (SPEC §9) is stored on a new conversation; an open one shows its own, and a
+  // different choice applies to the next run only.
+  const engine = $('engine').value;
+  if (engine) body.engine = engine;
   const conv = await api('POST', '/api/conversations', body);
   history.replaceState(null, '', `#/c/${conv.id}`);
   await openConversation(conv.id);
@@ -142,6 +146,7 @@ async function openConversation(id) {
   }
   state.conversation = conv;
   showHeader();
+  $('engine').value = conv.engine || '';
   loadList();
   const signal = state.abort.signal;
   // One turn per run: the query, then the run replayed from its event log (finished runs
@@ -235,6 +240,12 @@ async function follow(view, response, signal) {
   }
 }
 
+/** A run's body: the query, and the engine picked when it differs from the conversation's. */
+function runBody(query, conv) {
+  const engine = $('engine').value;
+  return engine && engine !== (conv.engine || '') ? { query, engine } : { query };
+}
+
 async function startRun(query) {
   if (!state.conversation) await newConversation();
   const conv = state.conversation;
@@ -260,7 +271,7 @@ async function startRun(query) {
     response = await apiFetch(`/api/conversations/${encodeURIComponent(conv.id)}/runs`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-      body: JSON.stringify({ query }),
+      body: JSON.stringify(runBody(query, conv)),
       signal,
     });
   } catch (e) {

@@ -8,6 +8,7 @@
 // textContent; only the answer is HTML, and only after marked + DOMPurify.
 
 import { api, blobUrl, hasKey } from './api.js';
+import { DagView } from './dag.js';
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -102,14 +103,16 @@ export class RunView {
       case 'start':
         this.runId = data.run_id;
         this.root.dataset.runId = data.run_id;
-        this.meta.textContent = [data.model, data.mode && `${data.mode} mode`].filter(Boolean).join(' · ');
+        if (data.engine) this.root.dataset.engine = data.engine;
+        this.meta.textContent = [data.model, data.mode && `${data.mode} mode`, data.engine === 'dag' && 'plan mode']
+          .filter(Boolean).join(' · ');
         this.waitingForModel(0);
         break;
       case 'step':
         this.step(data);
         break;
       case 'compact':
-        this.steps.append(
+        this.target(data).append(
           el('div', 'separator compact',
             `context compacted: ${data.messages_before} → ${data.messages_after} messages` +
             (data.tokens_before ? `, ${data.tokens_before} → ${data.tokens_after} tokens` : '')),
@@ -126,14 +129,31 @@ export class RunView {
     }
   }
 
+  /** Where an event's DOM goes: its DAG step's box when it carries `dag_step`. */
+  target(data) {
+    return data.dag_step && this.dag ? this.dag.container(data.dag_step) : this.steps;
+  }
+
   step(data) {
     switch (data.type) {
+      case 'plan':
+      case 'dag_step':
+      case 'analysis':
+      case 'replan':
+        if (!this.dag) this.dag = new DagView(this.steps);
+        this.dag.event(data);
+        if (data.type === 'plan') this.activity(`round ${data.round} · running the plan`);
+        if (data.type === 'analysis') this.activity(`round ${data.round} · judging the results`);
+        if (data.type === 'dag_step' && this.dag.running().length) {
+          this.activity(`round ${data.round} · running ${this.dag.running().join(', ')}`);
+        }
+        break;
       case 'thinking':
-        if (data.reasoning) this.steps.append(el('p', 'thinking muted', data.reasoning));
+        if (data.reasoning) this.target(data).append(el('p', 'thinking muted', data.reasoning));
         this.activity(`iteration ${data.iteration ?? ''} · calling tools`);
         break;
       case 'tool_start':
-        this.card(data.iteration, data.call_id, data.tool, data.arguments);
+        this.card(data.iteration, data.call_id, data.tool, data.arguments, data);
         this.toolActivity(data.iteration);
         break;
       case 'tool_end':
@@ -163,8 +183,8 @@ export class RunView {
     }
   }
 
-  card(iteration, callId, tool, args) {
-    const key = `${iteration ?? ''}:${callId ?? ''}`;
+  card(iteration, callId, tool, args, data = {}) {
+    const key = `${data.dag_step ?? ''}:${iteration ?? ''}:${callId ?? ''}`;
     let card = this.cards.get(key);
     if (card) return card;
     card = el('details', 'tool-card');
@@ -176,13 +196,14 @@ export class RunView {
     const body = el('div', 'tool-body');
     body.append(el('h4', null, 'Arguments'), el('pre', 'tool-args', pretty(args ?? {})));
     card.append(summary, body);
+    if (data.dag_step) card.dataset.dagStep = data.dag_step;
     this.cards.set(key, card);
-    this.steps.append(card);
+    this.target(data).append(card);
     return card;
   }
 
   toolEnd(data) {
-    const card = this.card(data.iteration, data.call_id, data.tool, undefined);
+    const card = this.card(data.iteration, data.call_id, data.tool, undefined, data);
     const state = data.blocked ? 'blocked' : data.error ? 'error' : 'ok';
     card.dataset.state = state;
     card.querySelector('.tool-status').textContent =
@@ -278,7 +299,7 @@ export class RunView {
     approve.addEventListener('click', () => decide(true));
     reject.addEventListener('click', () => decide(false));
     box.append(approve, reject, status);
-    this.steps.append(box);
+    this.target(data).append(box);
   }
 
   answerEvent(data) {
@@ -325,6 +346,7 @@ export class RunView {
     const usage = data.usage || {};
     const parts = [
       data.status,
+      data.engine === 'dag' && `${data.rounds} round${data.rounds === 1 ? '' : 's'}`,
       `${data.iterations ?? 0} iteration${data.iterations === 1 ? '' : 's'}`,
       `${data.tool_calls ?? 0} tool call${data.tool_calls === 1 ? '' : 's'}`,
       `${usage.total_tokens ?? 0} tokens (${usage.prompt_tokens ?? 0} in, ${usage.completion_tokens ?? 0} out)`,

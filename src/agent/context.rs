@@ -143,6 +143,7 @@ impl ContextGuard {
                 tokens_before,
                 tokens_after,
                 summary,
+                dag_step: None,
             },
             messages: out,
             usage,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::checkpoint::Resume;
-use super::events::{AgentEvent, AnswerEvent, Mode, RunStatus, StartEvent, StepEvent};
+use super::events::{AgentEvent, AnswerEvent, Engine, Mode, RunStatus, StartEvent, StepEvent};
 use super::hooks::HookRunner;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::selection::select_tools;
@@ -27,6 +27,8 @@ pub struct ReActAgent {
     mode: Option<Mode>,
     /// The role part of the system prompt; the default role when `None`.
     system_prompt: Option<String>,
+    /// Spent for this run before the engine started (see [`ReActAgent::with_usage_before`]).
+    usage_before: Usage,
 }
 
 impl ReActAgent {
@@ -44,6 +46,7 @@ impl ReActAgent {
             config,
             mode: None,
             system_prompt: None,
+            usage_before: Usage::default(),
         }
     }
 
@@ -85,22 +88,37 @@ impl ReActAgent {
         self.config.context_budget_for(window, output) as usize
     }
 
+    /// Counts `usage` (calls made for this run before the engine started, such as the `auto`
+    /// routing call of SPEC §9) in the run's usage.
+    pub fn with_usage_before(mut self, usage: Usage) -> Self {
+        self.usage_before = usage;
+        self
+    }
+
     /// Runs one query to completion, emitting `start` … `done`. Never panics on LLM or tool
     /// failure; cancellation through `handles.cancel` stops it at the next await point.
     pub async fn run(&self, input: RunInput, handles: RunHandles) -> AgentResult {
         let started = Instant::now();
-        let mode = self.mode();
-        let events = handles.events.clone();
-        events.send(AgentEvent::Start(StartEvent {
+        handles.events.send(AgentEvent::Start(StartEvent {
             run_id: input.run_id.clone(),
             conversation_id: input.conversation_id.clone(),
             model: input
                 .model_name
                 .clone()
                 .unwrap_or_else(|| self.llm.model().to_string()),
-            mode,
+            mode: self.mode(),
+            engine: Engine::React,
         }));
+        let mut result = self.run_loop(&input, &handles).await;
+        result.outcome.usage += self.usage_before;
+        self.conclude(result, &input, &handles, started).await
+    }
 
+    /// The tool loop alone (tool selection included): only `step` and `compact` events, no
+    /// `start`, no synthesis, no `done`. `outcome.answer` is the brief answer. A DAG step
+    /// (SPEC §9) is exactly this.
+    pub async fn run_loop(&self, input: &RunInput, handles: &RunHandles) -> AgentResult {
+        let events = &handles.events;
         let mut usage = Usage::default();
         let tools = if self.tools.len() > self.config.tool_selection_threshold as usize {
             let selection = tokio::select! {
@@ -118,11 +136,10 @@ impl ReActAgent {
         } else {
             self.tools.clone()
         };
-
-        let mut lr = LoopRun::new(self.setup(mode, tools), &input, &handles);
+        let mut lr = LoopRun::new(self.setup(self.mode(), tools), input, handles);
         lr.usage += usage;
         lr.run().await;
-        self.conclude(lr.finish(), &input, &handles, started).await
+        lr.finish()
     }
 
     /// Goes on with a run from its checkpoint (SPEC §11): `step {type:"resumed"}` instead of

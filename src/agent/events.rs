@@ -8,8 +8,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::interrupts::Interrupt;
-pub use crate::domain::{ArtifactRef, EventName, Mode, RunStatus};
+pub use crate::domain::{ArtifactRef, Engine, EventName, Mode, RunStatus};
 use crate::llm::Usage;
+pub use dag::{DagStatus, PlanStepView};
 
 /// Where the engine sends events: a function called in the emitting task, in order. It must
 /// not block; the agent never waits on a reader. The run manager's sink serialises the event
@@ -55,6 +56,13 @@ pub struct StartEvent {
     pub conversation_id: String,
     pub model: String,
     pub mode: Mode,
+    /// The engine that runs it (SPEC §9: what `auto` chose).
+    #[serde(default = "react")]
+    pub engine: Engine,
+}
+
+fn react() -> Engine {
+    Engine::React
 }
 
 /// `step` events; `type` is the tag.
@@ -64,12 +72,18 @@ pub enum StepEvent {
     Thinking {
         iteration: u32,
         reasoning: String,
+        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
     },
     ToolStart {
         iteration: u32,
         call_id: String,
         tool: String,
         arguments: Value,
+        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
     },
     ToolEnd {
         iteration: u32,
@@ -81,6 +95,9 @@ pub enum StepEvent {
         blocked: bool,
         duration_ms: u64,
         artifacts: Vec<ArtifactRef>,
+        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
     },
     Selection {
         iteration: u32,
@@ -98,12 +115,42 @@ pub enum StepEvent {
         approval_id: String,
         tool: String,
         arguments: Value,
+        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
     },
     /// The run goes on from its last checkpoint after its instance stopped (SPEC §11).
     Resumed {
         iteration: u32,
         instance: String,
     },
+    /// A DAG round's plan (SPEC §9).
+    Plan {
+        round: u32,
+        steps: Vec<PlanStepView>,
+    },
+    /// A DAG step changed status.
+    DagStep {
+        round: u32,
+        step_id: String,
+        status: DagStatus,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    /// The analyser's verdict on a round.
+    Analysis {
+        round: u32,
+        achieved: bool,
+        confidence: f64,
+        reasoning: String,
+    },
+    /// A new round is planned; `round` is the new round's number.
+    Replan { round: u32, reason: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,6 +160,9 @@ pub struct CompactEvent {
     pub tokens_before: usize,
     pub tokens_after: usize,
     pub summary: String,
+    /// The DAG step whose loop compacted (SPEC §9); absent in a ReAct run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag_step: Option<String>,
 }
 
 /// `answer` events; `status` is the tag.
@@ -144,6 +194,18 @@ pub struct RunOutcome {
     /// The run the server started with the follow-ups that came too late for this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_id: Option<String>,
+    /// DAG runs only (SPEC §9): `engine`, `rounds`, `achieved`, `confidence`.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub dag: Option<DagSummary>,
+}
+
+/// What `done` adds for a DAG run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DagSummary {
+    pub engine: Engine,
+    pub rounds: u32,
+    pub achieved: bool,
+    pub confidence: f64,
 }
 
 impl RunOutcome {
@@ -160,6 +222,7 @@ impl RunOutcome {
             error: Some(error.into()),
             unprocessed_interrupts: Vec::new(),
             next_run_id: None,
+            dag: None,
         }
     }
 }
@@ -238,5 +301,6 @@ impl AgentEvent {
     }
 }
 
+mod dag;
 #[cfg(test)]
 mod tests;

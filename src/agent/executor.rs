@@ -98,6 +98,7 @@ impl Executor {
                 call_id: c.call_id.clone(),
                 tool: c.tool.clone(),
                 arguments: display_args(&c.arguments),
+                dag_step: None,
             });
         }
         let mut results: Vec<Option<Executed>> = vec![None; calls.len()];
@@ -169,6 +170,7 @@ impl Executor {
             blocked: r.blocked,
             duration_ms: r.duration_ms,
             artifacts,
+            dag_step: None,
         });
     }
 

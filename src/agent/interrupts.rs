@@ -38,6 +38,8 @@ struct State {
 /// A small mutex-protected state; no lock is ever held across an `.await`.
 pub struct InterruptQueue {
     state: Mutex<State>,
+    /// Woken on every push, for [`InterruptQueue::wait_pending`].
+    pushed: tokio::sync::Notify,
 }
 
 impl Default for InterruptQueue {
@@ -54,6 +56,7 @@ impl InterruptQueue {
                 open: true,
                 pending: Vec::new(),
             }),
+            pushed: tokio::sync::Notify::new(),
         }
     }
 
@@ -83,6 +86,8 @@ impl InterruptQueue {
             content: content.into(),
         };
         s.pending.push(item.clone());
+        drop(s);
+        self.pushed.notify_waiters();
         Ok(item)
     }
 
@@ -105,6 +110,21 @@ impl InterruptQueue {
 
     pub fn has_pending(&self) -> bool {
         !self.lock().pending.is_empty()
+    }
+
+    /// Resolves once a message is pending (at once if one already is). The DAG engine waits on
+    /// it while steps run, to stop launching new ones (SPEC §9.3).
+    pub async fn wait_pending(&self) {
+        loop {
+            let pushed = self.pushed.notified();
+            tokio::pin!(pushed);
+            // Registered before the check, so a push in between still wakes us.
+            pushed.as_mut().enable();
+            if self.has_pending() {
+                return;
+            }
+            pushed.await;
+        }
     }
 
     pub fn is_open(&self) -> bool {

@@ -4,7 +4,7 @@
 //! [`AgentEvent`]s.
 //!
 //! Layout: `engine` drives a run through `tool_loop` (which runs calls through `executor`) and
-//! `synthesis`; `run` holds what a run takes in and records, `settings` the engine's settings
+//! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs); `run` holds what a run takes in and records, `settings` the engine's settings
 //! (the `[react]` section). The values shared with other layers (status, mode, artifact
 //! references, event names) come from [`crate::domain`]; no file here imports `engine`.
 

@@ -115,10 +115,25 @@ pub async fn stream_answer(
     events: &EventSink,
     cancel: &CancellationToken,
 ) -> Synthesis {
+    let trace = build_trace(query, steps, brief, truncation);
+    stream_synthesis(llm, trace, brief, events, cancel).await
+}
+
+/// The synthesis call over any trace (`user`): the synthesiser's system prompt, streamed as
+/// `answer` events, with `fallback` streamed instead when it fails (SPEC §2.12). The DAG
+/// engine's answer (SPEC §9) goes through here with its own trace.
+pub async fn stream_synthesis(
+    llm: &dyn Llm,
+    user: String,
+    fallback: &str,
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> Synthesis {
+    let brief = fallback;
     emit(events, AnswerEvent::Start);
     let request = ChatRequest::new(vec![
         Message::system(prompts::SYNTHESIS_SYSTEM),
-        Message::user(build_trace(query, steps, brief, truncation)),
+        Message::user(user),
     ]);
     let mut answer = String::new();
     let mut usage = Usage::default();

@@ -246,6 +246,7 @@ impl<'a> LoopRun<'a> {
                 error: self.error,
                 unprocessed_interrupts: self.unprocessed,
                 next_run_id: None,
+                dag: None,
             },
             brief_answer: self.brief,
             answer_fallback: true,
@@ -487,6 +488,7 @@ impl<'a> LoopRun<'a> {
         self.emit(StepEvent::Thinking {
             iteration: self.iterations,
             reasoning,
+            dag_step: None,
         });
         self.call_ids.assign(self.iterations, &mut calls);
         self.messages
@@ -563,6 +565,7 @@ impl<'a> LoopRun<'a> {
                 self.emit(StepEvent::Thinking {
                     iteration: self.iterations,
                     reasoning,
+                    dag_step: None,
                 });
                 let call = PendingCall {
                     call_id: self.call_ids.next(self.iterations),

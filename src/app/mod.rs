@@ -102,6 +102,7 @@ impl App {
         manager.max_query_chars = config.server.max_query_chars;
         manager.approvals = approvals;
         manager.agents = Arc::from(config.agents.clone());
+        manager.dag = config.dag.clone();
         manager.observer = Some(metrics::run_observer(&metrics));
         manager.resume_on_restart = config.server.resume_on_restart;
         if let Some(id) = &config.server.instance_id {

@@ -57,6 +57,7 @@ fn model_info(m: &ModelConfig) -> ModelInfo {
         context_window: m.context_window,
         max_output_tokens: m.max_output_tokens,
         hints: m.hints.clone(),
+        roles: m.roles.clone(),
         default: m.default,
         needs_key: m.api_key.is_none() && !is_local(&m.base_url),
     }

@@ -206,6 +206,9 @@ pub struct ModelConfig {
     /// Free-form notes for users choosing a model ("fast", "vision"...).
     #[serde(default)]
     pub hints: Vec<String>,
+    /// What DAG steps may ask this model for by `model_hint` (SPEC §9: `fast`, `reasoning`…).
+    #[serde(default)]
+    pub roles: Vec<String>,
     #[serde(default)]
     pub default: bool,
     /// Looked up at load time; never read from the file.
@@ -226,6 +229,7 @@ impl ModelConfig {
             context_window: default_context_window(),
             max_output_tokens: default_max_output_tokens(),
             hints: Vec::new(),
+            roles: Vec::new(),
             default: false,
             api_key: None,
         }

@@ -16,6 +16,7 @@ impl Config {
         self.write_auth(&mut out);
         self.write_models(&mut out);
         self.write_react(&mut out);
+        self.write_dag(&mut out);
         self.write_tools(&mut out);
         out
     }
@@ -95,6 +96,9 @@ impl Config {
                     format!(", hints: {}", m.hints.join(", "))
                 },
             );
+            if !m.roles.is_empty() {
+                let _ = writeln!(*out, "    roles: {}", m.roles.join(", "));
+            }
         }
     }
 
@@ -121,6 +125,24 @@ impl Config {
             r.compact_model
                 .as_ref()
                 .map_or(String::new(), |m| format!(", compact model {m}")),
+        );
+    }
+
+    /// DAG mode (SPEC §9).
+    fn write_dag(&self, out: &mut String) {
+        let d = &self.dag;
+        let _ = writeln!(
+            *out,
+            "dag: default engine {}, max {} steps, {} at once, step {} iterations / {} s, \
+             {} re-plans below confidence {}, {} rounds",
+            d.default_engine,
+            d.max_steps,
+            d.max_concurrency,
+            d.step_max_iterations,
+            d.step_timeout_s,
+            d.max_replans,
+            d.replan_stop_confidence,
+            d.max_rounds,
         );
     }
 

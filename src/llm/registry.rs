@@ -21,6 +21,9 @@ pub struct ModelInfo {
     pub context_window: u32,
     pub max_output_tokens: u32,
     pub hints: Vec<String>,
+    /// The `model_hint`s of DAG steps this model serves (SPEC §9).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
     pub default: bool,
     /// No API key is configured although the provider is not on this machine: its calls will
     /// be refused (the UI shows a hint).
@@ -113,6 +116,28 @@ impl ModelRegistry {
             Some(n) => self.entry(n).cloned(),
             None => Some(self.default_entry().clone()),
         }
+    }
+
+    /// The first model (in configuration order) whose `roles` include `role` (SPEC §9).
+    pub fn by_role(&self, role: &str) -> Option<(ModelInfo, Arc<dyn Llm>)> {
+        self.inner
+            .entries
+            .iter()
+            .find(|(i, _)| i.roles.iter().any(|r| r == role))
+            .cloned()
+    }
+
+    /// Every role some model serves, once each, in configuration order.
+    pub fn roles(&self) -> Vec<String> {
+        let mut roles: Vec<String> = Vec::new();
+        for (info, _) in &self.inner.entries {
+            for r in &info.roles {
+                if !roles.contains(r) {
+                    roles.push(r.clone());
+                }
+            }
+        }
+        roles
     }
 
     pub fn info(&self, name: &str) -> Option<ModelInfo> {

@@ -10,15 +10,14 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use super::engines::RunEngine;
 use super::manager::{LiveRun, RunManager};
 use super::persist::EventWriter;
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{Checkpoint, CheckpointSink, Resume};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
-use crate::agent::{
-    AgentEvent, EventSink, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunOutcome,
-};
+use crate::agent::{AgentEvent, EventSink, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome};
 use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
@@ -74,7 +73,7 @@ impl RunManager {
     pub(super) async fn drive(
         self: Arc<Self>,
         live: Arc<LiveRun>,
-        agent: ReActAgent,
+        agent: RunEngine,
         input: RunInput,
         queue: Arc<InterruptQueue>,
         resume: Option<Resume>,

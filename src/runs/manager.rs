@@ -18,7 +18,7 @@ use super::progress::Progress;
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::HookRunner;
 use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
-use crate::config::{AgentSpec, ServerConfig};
+use crate::config::{AgentSpec, DagConfig, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
 use crate::store::{RecoveryLock, Store, StoreError};
@@ -136,6 +136,8 @@ pub struct RunManager {
     /// Called with every event of every run, in the task that emits it, before the event is
     /// logged (the app's metrics count runs, tool calls and outcomes this way).
     pub observer: Option<EventObserver>,
+    /// The engine choice and DAG mode (SPEC §9).
+    pub dag: DagConfig,
     /// Runs a previous process left `running` go on from their checkpoint at start-up
     /// (`REAGENT_RESUME_ON_RESTART`); `false` fails them as before.
     pub resume_on_restart: bool,
@@ -191,6 +193,7 @@ impl RunManager {
             resume_on_restart: true,
             instance_id: default_instance_id(),
             recovery_lock: tokio::sync::Mutex::new(None),
+            dag: DagConfig::default(),
         }
     }
 

@@ -5,7 +5,9 @@
 //!
 //! - `manager` — the [`RunManager`] and what it holds, [`RunError`], shutdown;
 //! - `start` — [`StartRun`] (a conversation, [`ConversationRef::Existing`] or
-//!   [`ConversationRef::New`], and the query), checks, model binding, the run's task spawned;
+//!   [`ConversationRef::New`], and the query), checks, the run's task spawned;
+//! - `binding` — what a run is bound to (model, tools, settings, the conversation's agent);
+//! - `engines` — which engine runs it (`react`, `dag`, `auto` routed in the run's task);
 //! - `drive` — the task: the event sink, the panic fallback, `done` and the final state written
 //!   together from the run's one [`RunOutcome`](crate::agent::RunOutcome);
 //! - `control` — commands to live runs: cancel, interrupt and recall, approval decisions;
@@ -16,10 +18,12 @@
 //! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
 //!   the events of all runs in shared transactions).
 
+mod binding;
 pub mod checks;
 mod control;
 mod conversations;
 mod drive;
+mod engines;
 pub mod follow_up;
 pub mod log;
 pub mod manager;

@@ -173,6 +173,7 @@ impl RunManager {
                 conversation_id: run.conversation_id.to_string(),
                 model: run.model.clone(),
                 mode,
+                engine: crate::domain::Engine::React,
             }));
         }
         let answer_tail = fallback_tail(outcome, so_far);

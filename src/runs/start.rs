@@ -11,12 +11,14 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::checks::{check_at_most, check_text};
+use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::checkpoint::Resume;
 use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
-use crate::domain::{MessageKind, MessageRole};
+use crate::dag::DagSetup;
+use crate::domain::{Engine, MessageKind, MessageRole};
 use crate::llm::Message;
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
 
@@ -58,6 +60,8 @@ pub struct StartRun {
     /// A forced mode; the engine decides when absent.
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
+    /// The engine (SPEC §9); the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent.
+    pub engine: Option<Engine>,
     /// The run's id, when it was announced before the run started (a `done.next_run_id`).
     pub id: Option<Uuid>,
     /// Stored follow-ups this run's query is made of: they leave the history it reads, and the
@@ -77,6 +81,7 @@ impl StartRun {
             model: None,
             mode: None,
             max_iterations: None,
+            engine: None,
             id: None,
             replaces: Vec::new(),
             history: Vec::new(),
@@ -192,7 +197,7 @@ impl RunManager {
         owner: &str,
         conv: &Conversation,
         run_id: Uuid,
-        agent: ReActAgent,
+        agent: RunEngine,
         input: RunInput,
     ) -> Arc<LiveRun> {
         let queue = Arc::new(InterruptQueue::new());
@@ -252,52 +257,6 @@ impl RunManager {
         );
     }
 
-    /// The agent a run of `conv` uses: the model `asked` for (the default when `None`), the
-    /// conversation's tools and system prompt, its named agent filling in what those leave
-    /// unset (SPEC §10); also the model's registry name.
-    pub(super) fn agent_for(
-        &self,
-        conv: &Conversation,
-        asked: Option<&str>,
-        mode: Option<Mode>,
-        max_iterations: Option<u32>,
-    ) -> Result<(String, ReActAgent), RunError> {
-        let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
-        let asked = asked.or(spec.and_then(|a| a.model.as_deref()));
-        let (model, llm) = self
-            .models
-            .resolve(asked)
-            .ok_or_else(|| RunError::UnknownModel(asked.unwrap_or_default().to_string()))?;
-        let tools = match (&conv.tools, spec) {
-            (Some(names), _) => self.tools.filtered(names),
-            (None, Some(a)) if a.selects_tools() => {
-                let names: Vec<String> = self
-                    .tools
-                    .names()
-                    .into_iter()
-                    .filter(|n| a.allows_tool(n))
-                    .collect();
-                self.tools.filtered(&names)
-            }
-            (None, _) => self.tools.clone(),
-        };
-        let mut cfg = self.base.clone();
-        if let Some(m) = max_iterations.or(spec.and_then(|a| a.max_iterations)) {
-            cfg.max_iterations = m;
-        }
-        let system_prompt = conv
-            .system_prompt
-            .clone()
-            .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
-        let mut agent = ReActAgent::new(llm, tools, self.hooks.clone(), cfg)
-            .with_mode(mode)
-            .with_system_prompt(system_prompt);
-        if let Some(c) = &self.compact_llm {
-            agent = agent.with_compact_llm(c.clone());
-        }
-        Ok((model.name.clone(), agent))
-    }
-
     /// The run's agent and input; the run and its query are stored (with the conversation
     /// when it is new).
     async fn prepare(
@@ -307,9 +266,11 @@ impl RunManager {
         req: &StartRun,
         run_id: Uuid,
         is_new: bool,
-    ) -> Result<(ReActAgent, RunInput), RunError> {
+    ) -> Result<(RunEngine, RunInput), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
-        let (model, agent) = self.agent_for(conv, asked, req.mode, req.max_iterations)?;
+        let bound = self.bind(conv, asked, req.max_iterations)?;
+        let agent = self.react_agent(&bound, req.mode);
+        let model = bound.model.clone();
         let history = if is_new {
             req.history.iter().map(PriorTurn::message).collect()
         } else {
@@ -348,7 +309,13 @@ impl RunManager {
             history,
             model_name: Some(model),
         };
-        Ok((agent, input))
+        let engine = req
+            .engine
+            .or(conv.engine)
+            .or(bound.engine)
+            .unwrap_or(self.dag.default_engine);
+        let dag = self.dag_setup(bound, req.mode);
+        Ok((RunEngine::new(engine, agent, dag), input))
     }
 
     /// Supplied history seeds new conversations only, and each turn obeys the query's rules.

@@ -14,6 +14,7 @@ use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::state::AppState;
 use super::views::{Conversation, ConversationDetail, ConversationPage, ErrorBody};
+use crate::domain::Engine;
 use crate::store::NewConversation;
 /// Page size when `limit` is absent.
 const DEFAULT_PAGE: u32 = 50;
@@ -31,6 +32,9 @@ pub struct CreateConversation {
     /// A configured agent (`GET /api/agents`): its model, system prompt, tools and iteration
     /// cap apply to the conversation's runs where the fields above leave them unset.
     pub agent: Option<String>,
+    /// `react`, `dag` or `auto` (SPEC §9); `REAGENT_DEFAULT_ENGINE` when absent.
+    #[schema(value_type = Option<String>)]
+    pub engine: Option<Engine>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,6 +64,7 @@ impl From<CreateConversation> for NewConversation {
             system_prompt: body.system_prompt,
             tools: body.tools,
             agent: body.agent,
+            engine: body.engine,
         }
     }
 }

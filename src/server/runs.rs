@@ -17,6 +17,7 @@ use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::state::AppState;
 use super::views::{Cancelling, ErrorBody, InterruptAccepted, Recalled, Run, RunStarted};
 use crate::agent::Mode;
+use crate::domain::Engine;
 use crate::runs::{ConversationRef, LiveRun, StartRun};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,6 +30,9 @@ pub struct StartRunBody {
     #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "whole_number")]
     pub max_iterations: Option<u32>,
+    /// `react`, `dag` or `auto` (SPEC §9); the conversation's, else the default, when absent.
+    #[schema(value_type = Option<String>)]
+    pub engine: Option<Engine>,
 }
 
 /// A JSON integer, also written as a float with no fraction (`5.0`): JSON Schema counts both as
@@ -59,6 +63,9 @@ pub struct ChatBody {
     pub conversation_id: Option<Uuid>,
     pub model: Option<String>,
     pub mode: Option<String>,
+    /// `react`, `dag` or `auto` (SPEC §9); also the engine of the conversation it creates.
+    #[schema(value_type = Option<String>)]
+    pub engine: Option<Engine>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -127,6 +134,7 @@ pub async fn start(
         model: body.model,
         mode: parse_mode(body.mode.as_deref())?,
         max_iterations: body.max_iterations,
+        engine: body.engine,
         ..StartRun::new(ConversationRef::Existing(id), body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;
@@ -155,11 +163,18 @@ pub async fn chat(
     // A new conversation is stored with its first run, in one transaction.
     let conversation = match body.conversation_id {
         Some(id) => ConversationRef::Existing(id),
-        None => ConversationRef::titled_after(&body.query, body.model.clone()),
+        None => match ConversationRef::titled_after(&body.query, body.model.clone()) {
+            ConversationRef::New(mut new) => {
+                new.engine = body.engine;
+                ConversationRef::New(new)
+            }
+            existing => existing,
+        },
     };
     let request = StartRun {
         mode: parse_mode(body.mode.as_deref())?,
         model: body.model,
+        engine: body.engine,
         ..StartRun::new(conversation, body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;

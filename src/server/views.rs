@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::agent::hooks::approval::ApprovalInfo;
-use crate::domain::{MessageKind, MessageRole, Mode, RunStatus};
+use crate::domain::{Engine, MessageKind, MessageRole, Mode, RunStatus};
 use crate::tools::ToolSource;
 use crate::{llm, store};
 
@@ -35,6 +35,7 @@ macro_rules! text_schema {
 text_schema! {
     RunStatus => RunStatus::ALL.iter().map(|v| v.as_str());
     Mode => Mode::ALL.iter().map(|v| v.as_str());
+    Engine => Engine::ALL.iter().map(|v| v.as_str());
     MessageRole => MessageRole::ALL.iter().map(|v| v.as_str());
     MessageKind => MessageKind::ALL.iter().map(|v| v.as_str());
     ToolSource => ["builtin", "http", "mcp"];
@@ -71,6 +72,9 @@ pub struct Conversation {
     /// The agent whose settings apply (SPEC §10); `null` for none.
     #[schema(required)]
     pub agent: Option<String>,
+    /// The engine of its runs (SPEC §9); `REAGENT_DEFAULT_ENGINE` when null.
+    #[schema(required)]
+    pub engine: Option<Engine>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The running run of this conversation, if any.
@@ -87,6 +91,7 @@ impl From<store::Conversation> for Conversation {
             system_prompt: c.system_prompt,
             tools: c.tools,
             agent: c.agent,
+            engine: c.engine,
             created_at: c.created_at,
             updated_at: c.updated_at,
             active_run_id: c.active_run_id,

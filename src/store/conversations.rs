@@ -11,6 +11,7 @@ use super::{
     with_pool, with_writer, Conversation, NewConversation, NewMessage, Store, StoreError,
     StoredMessage,
 };
+use crate::domain::Engine;
 
 /// The largest page `list_conversations` returns, whatever the caller asks.
 pub const MAX_PAGE: u32 = 200;
@@ -24,6 +25,7 @@ struct ConversationRecord {
     system_prompt: Option<String>,
     tools: Option<String>,
     agent: Option<String>,
+    engine: Option<String>,
     created_at: i64,
     updated_at: i64,
     active_run_id: Option<String>,
@@ -46,6 +48,12 @@ impl ConversationRecord {
             system_prompt: self.system_prompt,
             tools,
             agent: self.agent,
+            engine: self
+                .engine
+                .as_deref()
+                .map(str::parse::<Engine>)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("conversation engine: {e}")))?,
             created_at: time(self.created_at)?,
             updated_at: time(self.updated_at)?,
             active_run_id: opt_uuid(self.active_run_id.as_deref())?,
@@ -83,7 +91,7 @@ impl MessageRecord {
 macro_rules! select_conversations {
     ($rest:literal) => {
         concat!(
-            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, ",
+            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, c.engine, ",
             "c.created_at, ",
             "c.updated_at, (SELECT r.id FROM runs r WHERE r.conversation_id = c.id ",
             "AND r.status = 'running' LIMIT 1) AS active_run_id FROM conversations c ",
@@ -131,10 +139,10 @@ pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
 /// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, agent,
-/// created_at, updated_at (see [`conversation_row`]).
+/// created_at, updated_at, engine (see [`conversation_row`]).
 pub(super) const INSERT_CONVERSATION_SQL: &str =
     "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, agent, \
-     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+     created_at, updated_at, engine) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
 /// The values of [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
 pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg<'_>> {
@@ -153,6 +161,7 @@ pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg
         Arg::OptStr(c.agent.as_deref()),
         Arg::Int(c.created_at.timestamp_micros()),
         Arg::Int(updated_micros),
+        Arg::OptStr(c.engine.map(|e| e.as_str())),
     ]
 }
 
@@ -170,6 +179,7 @@ impl Store {
             system_prompt: new.system_prompt,
             tools: new.tools,
             agent: new.agent,
+            engine: new.engine,
             created_at: at,
             updated_at: at,
             active_run_id: None,

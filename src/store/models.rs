@@ -10,7 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::domain::{MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
+use crate::domain::{Engine, MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
 use crate::llm::Usage;
 
 /// A conversation (SPEC §3.1).
@@ -25,6 +25,8 @@ pub struct Conversation {
     pub tools: Option<Vec<String>>,
     /// The agent (SPEC §10) whose settings its runs use.
     pub agent: Option<String>,
+    /// The engine of its runs (SPEC §9); `REAGENT_DEFAULT_ENGINE` when absent.
+    pub engine: Option<Engine>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The running run of this conversation, if any.
@@ -38,6 +40,7 @@ pub struct NewConversation {
     pub system_prompt: Option<String>,
     pub tools: Option<Vec<String>>,
     pub agent: Option<String>,
+    pub engine: Option<Engine>,
 }
 
 /// One turn of a conversation.

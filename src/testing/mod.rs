@@ -4,6 +4,8 @@
 
 pub mod fake_openai;
 pub mod mock_provider;
+pub mod mock_structured;
+pub mod routed;
 pub mod schema;
 pub mod scripted;
 

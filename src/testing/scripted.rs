@@ -157,6 +157,7 @@ pub fn single_model(llm: Arc<dyn Llm>) -> ModelRegistry {
         context_window: 128_000,
         max_output_tokens: 4096,
         hints: vec![],
+        roles: vec![],
         default: true,
         needs_key: false,
     };

@@ -11,6 +11,7 @@
 //! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
+//! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM.
 //!
 //! Helpers: `tests/support/` (shared with `tests/core`). `TEST_LOG=1` shows the logs.
@@ -29,6 +30,7 @@ mod clients;
 mod conformance;
 #[cfg(unix)]
 mod crash;
+mod dag;
 mod faults;
 mod http;
 mod openai;

@@ -112,6 +112,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
         system_prompt: Some("be brief".into()),
         tools: Some(vec!["calculator".into(), "http_get".into()]),
         agent: Some("helper".into()),
+        engine: Some(reagent::domain::Engine::Dag),
     };
     let created = store.create_conversation(&alice, new).await.unwrap();
     let got = store
@@ -131,6 +132,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
             "active_run_id",
             "agent",
             "created_at",
+            "engine",
             "id",
             "model",
             "system_prompt",
@@ -140,6 +142,7 @@ async fn conversations_crud_and_isolation(store: &Store) {
         ]
     );
     assert_eq!(wire["id"], json!(created.id.to_string()));
+    assert_eq!(wire["engine"], "dag");
 
     assert!(store
         .get_conversation(&bob, created.id)
@@ -419,6 +422,7 @@ async fn conversation_with_first_run(store: &Store) {
             system_prompt: Some("be brief".into()),
             tools: Some(vec!["echo".into()]),
             agent: None,
+            engine: None,
         },
     );
     let run_id = Uuid::new_v4();

@@ -92,6 +92,11 @@ export function startMockLlm() {
         return;
       }
 
+      const forced = request.tool_choice?.function?.name;
+      if (forced) {
+        reply200(res, later, slow, structuredMessage(forced, query), request.model);
+        return;
+      }
       const hasTools = Array.isArray(request.tools) && request.tools.length > 0;
       const sawTool = messages.slice(queryIndex + 1).some((m) => m.role === 'tool');
       const interrupt = users.find((m) => textOf(m).startsWith('[USER INTERRUPT]'));
@@ -127,6 +132,44 @@ export function startMockLlm() {
       const { port } = server.address();
       resolve({ base: `http://127.0.0.1:${port}/v1`, close: () => closeServer(server) });
     });
+  });
+}
+
+/**
+ * DAG mode's structured calls (SPEC §9), answered through the function they force: the plan
+ * (A and B independent, C after both), the analysis (achieved), the router (`dag` when the
+ * query says "plan").
+ */
+function structuredMessage(name, query) {
+  const args = {
+    create_plan: {
+      steps: [
+        { id: 'A', task: 'Compute 6*7', dependencies: [], tool_hint: 'calculator' },
+        { id: 'B', task: 'Tell the time', dependencies: [], tool_hint: 'current_time' },
+        { id: 'C', task: 'Combine both results', dependencies: ['A', 'B'] },
+      ],
+    },
+    analyse_results: { achieved: true, confidence: 0.9, reasoning: 'Both parts are answered.' },
+    choose_engine: { engine: /plan/.test(query) ? 'dag' : 'react', reasoning: 'mock' },
+  }[name] || {};
+  return {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: `call_${name}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+  };
+}
+
+function reply200(res, later, slow, message, model) {
+  const reply = JSON.stringify({
+    id: 'chatcmpl-mock',
+    object: 'chat.completion',
+    model,
+    choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
+    usage,
+  });
+  later(slow ? 1500 : 0, () => {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(reply);
   });
 }
 

@@ -1,6 +1,6 @@
 // The browser UI (SPEC §7) end to end: headless Chromium drives static/ served by the real
 // reagent binary, whose only model is the mock provider of support.mjs. Scenarios: a run with
-// two tool cards and a streamed Markdown answer; an interrupt sent mid-run and shown drained;
+// two tool cards and a streamed Markdown answer; a DAG run (plan, nested cards, answer); an interrupt sent mid-run and shown drained;
 // Stop; a reload mid-run that re-attaches and shows the answer exactly once; an XSS answer that
 // does not execute; an API key asked once. `SCREENSHOT=1` also writes docs/screenshot*.png.
 //
@@ -72,6 +72,37 @@ describe('reagent UI, auth off', () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: path.join(REPO, 'docs', 'screenshot-narrow.png') });
     }
+    await page.close();
+  });
+
+  test('a DAG run shows its plan, each step with its own tool cards, and the answer', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.base}/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.selectOption('#engine', 'dag');
+    await ask(server.base, 'plan: compute 6*7 and tell the time', page);
+    await footer(page, 'completed');
+    assert.equal(await page.locator('.run').getAttribute('data-engine'), 'dag');
+    const steps = page.locator('.dag-round[data-round="1"] .dag-step');
+    assert.deepEqual(await steps.evaluateAll((els) => els.map((e) => e.dataset.stepId)), ['A', 'B', 'C']);
+    assert.deepEqual(await steps.evaluateAll((els) => els.map((e) => e.dataset.status)), ['completed', 'completed', 'completed']);
+    assert.match(await steps.nth(2).locator('.dag-step-deps').textContent(), /after A, B/);
+    assert.equal(await steps.nth(0).locator('.dag-step-model').textContent(), 'default');
+    assert.match(await steps.nth(0).locator('.dag-step-duration').textContent(), /\d+(\.\d)? m?s/);
+    // Every tool card sits inside its step: two per step, none loose in the run.
+    for (const id of ['A', 'B', 'C']) {
+      const cards = page.locator(`.dag-step[data-step-id="${id}"] .tool-card`);
+      assert.equal(await cards.count(), 2, `cards of ${id}`);
+      assert.deepEqual(await cards.evaluateAll((els) => els.map((e) => e.dataset.state)), ['ok', 'ok']);
+    }
+    assert.equal(await page.locator('.run-steps > .tool-card').count(), 0);
+    assert.match(await page.locator('.dag-analysis').textContent(), /goal achieved · confidence 0\.90/);
+    assert.equal(await page.locator('.answer h2').textContent(), 'Result');
+    assert.match(await page.locator('.run-footer').textContent(), /^completed · 1 round · /);
+    // The conversation keeps its engine: reopened, the picker shows it.
+    await page.reload();
+    await page.waitForSelector('.dag-step[data-status="completed"]');
+    assert.equal(await page.locator('#engine').inputValue(), 'dag');
     await page.close();
   });
 

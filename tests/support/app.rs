@@ -74,6 +74,7 @@ pub fn scripted_info(abilities: Abilities) -> ModelInfo {
         context_window: 128_000,
         max_output_tokens: 4096,
         hints: vec![],
+        roles: vec![],
         default: true,
         needs_key: false,
     }

@@ -24,6 +24,7 @@ fn step_and_answer_serialise_to_spec_shapes() {
     let e = AgentEvent::Step(StepEvent::Thinking {
         iteration: 1,
         reasoning: "r".into(),
+        dag_step: None,
     });
     assert_eq!(e.name(), "step");
     let v: Value = serde_json::from_str(&e.data_json()).unwrap();
@@ -54,10 +55,66 @@ fn events_round_trip_through_name_and_data() {
         error: None,
         unprocessed_interrupts: vec![],
         next_run_id: None,
+        dag: None,
     });
     let v: Value = serde_json::from_str(&e.data_json()).unwrap();
     assert_eq!(v["status"], "max_iterations");
     assert_eq!(v["mode"], "json");
     assert!(v.get("error").is_none());
     assert_eq!(AgentEvent::from_parts(e.name(), &e.data_json()).unwrap(), e);
+}
+
+#[test]
+fn dag_events_have_the_spec_shapes_and_round_trip() {
+    use super::{DagStatus, DagSummary, PlanStepView};
+    let plan = AgentEvent::Step(StepEvent::Plan {
+        round: 1,
+        steps: vec![PlanStepView {
+            id: "A".into(),
+            task: "t".into(),
+            dependencies: vec![],
+            tool_hint: None,
+            model_hint: Some("fast".into()),
+            model: "quick".into(),
+        }],
+    });
+    let v: Value = serde_json::from_str(&plan.data_json()).unwrap();
+    assert_eq!(v["type"], "plan");
+    assert_eq!(v["steps"][0]["tool_hint"], Value::Null);
+    let step = AgentEvent::Step(StepEvent::DagStep {
+        round: 2,
+        step_id: "A".into(),
+        status: DagStatus::Failed,
+        model: "quick".into(),
+        result: None,
+        error: Some("dependency B failed".into()),
+        duration_ms: None,
+    });
+    let v: Value = serde_json::from_str(&step.data_json()).unwrap();
+    assert_eq!(
+        v,
+        json!({"type": "dag_step", "round": 2, "step_id": "A", "status": "failed",
+               "model": "quick", "error": "dependency B failed"})
+    );
+    let tagged = AgentEvent::Step(StepEvent::Thinking {
+        iteration: 1,
+        reasoning: String::new(),
+        dag_step: Some("A".into()),
+    });
+    let mut done = RunOutcome::failed(Mode::Native, "a", "e");
+    done.dag = Some(DagSummary {
+        engine: crate::domain::Engine::Dag,
+        rounds: 2,
+        achieved: false,
+        confidence: 0.4,
+    });
+    let done = AgentEvent::Done(done);
+    let v: Value = serde_json::from_str(&done.data_json()).unwrap();
+    assert_eq!(
+        (v["engine"].clone(), v["rounds"].clone()),
+        (json!("dag"), json!(2))
+    );
+    for e in [plan, step, tagged, done] {
+        assert_eq!(AgentEvent::from_parts(e.name(), &e.data_json()).unwrap(), e);
+    }
 }

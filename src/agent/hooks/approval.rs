@@ -195,6 +195,7 @@ impl Hook for ApprovalHook {
             approval_id: pending.id().to_string(),
             tool: ctx.tool.clone(),
             arguments: ctx.arguments.clone(),
+            dag_step: None,
         });
         match &ctx.events {
             Some(sink) => sink.send(event),

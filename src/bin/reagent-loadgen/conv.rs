@@ -16,6 +16,8 @@ use crate::verify::{verify, Ev, Expect};
 pub struct ConvPlan {
     /// `native`, `json` or `auto`.
     pub mode: &'static str,
+    /// The run's engine (SPEC §9); the server's default when `None`.
+    pub engine: Option<String>,
     /// Send one interrupt after the first `step` event.
     pub interrupt: bool,
     /// Cancel after the first `step` event (or `start` if the run has no steps).
@@ -67,7 +69,7 @@ async fn drive(
     let resp = http
         .post(format!("{base}/api/chat"))
         .header("accept", "text/event-stream")
-        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode}))
+        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode, "engine": plan.engine}))
         .send()
         .await?;
     if resp.status() != reqwest::StatusCode::OK {

@@ -23,6 +23,8 @@ pub struct Load {
     pub concurrency: usize,
     /// `native`, `json`, `auto`, or `mixed` (alternating native and JSON).
     pub mode: String,
+    /// `react`, `dag` or `auto`; the server's default when `None`.
+    pub engine: Option<String>,
     pub interrupt_rate: f64,
     pub cancel_rate: f64,
     pub also_ok: Vec<&'static str>,
@@ -39,6 +41,7 @@ impl Default for Load {
             conversations: 10,
             concurrency: 10,
             mode: "native".into(),
+            engine: None,
             interrupt_rate: 0.0,
             cancel_rate: 0.0,
             also_ok: vec![],
@@ -124,6 +127,7 @@ fn plans(load: &Load) -> Vec<ConvPlan> {
                 "mixed" if i % 2 == 1 => "json",
                 _ => "native",
             },
+            engine: load.engine.clone(),
             interrupt: rng.random::<f64>() < load.interrupt_rate,
             cancel: rng.random::<f64>() < load.cancel_rate,
             also_ok: load.also_ok.clone(),

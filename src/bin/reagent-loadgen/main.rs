@@ -29,6 +29,7 @@ mod spawn;
 mod stats;
 mod suite;
 mod verify;
+mod verify_dag;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -111,6 +112,9 @@ struct RunArgs {
     /// native, json, auto or mixed.
     #[arg(long, default_value = "native")]
     mode: String,
+    /// The runs' engine (SPEC §9): react, dag or auto; the server's default when absent.
+    #[arg(long)]
+    engine: Option<String>,
     #[arg(long, default_value_t = 0.0)]
     interrupt_rate: f64,
     #[arg(long, default_value_t = 0.0)]
@@ -220,6 +224,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
         conversations: a.conversations,
         concurrency: a.concurrency.unwrap_or(a.conversations),
         mode: a.mode.clone(),
+        engine: a.engine.clone(),
         interrupt_rate: a.interrupt_rate,
         cancel_rate: a.cancel_rate,
         also_ok: if a.error_rate > 0.0 {

@@ -145,6 +145,7 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
             conversations: concurrency * 10,
             concurrency,
             mode: "mixed".into(),
+            engine: None,
             interrupt_rate: 0.2,
             cancel_rate: 0.1,
             also_ok: vec!["failed"],

@@ -1,5 +1,5 @@
 //! Stream verification (SPEC §4): the invariants every run's SSE stream must satisfy, checked
-//! on the events as the client received them. Pure, so it is unit-tested on hand-made streams.
+//! on the events as the client received them (the DAG rules of SPEC §9 in `verify_dag`). Pure, so it is unit-tested on hand-made streams.
 
 use std::collections::HashSet;
 
@@ -137,6 +137,7 @@ pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
             _ => {}
         }
     }
+    errs.extend(crate::verify_dag::verify_dag(events));
     for id in &expect.interrupts {
         if !drained.contains(id) {
             errs.push(format!(

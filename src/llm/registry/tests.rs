@@ -9,6 +9,7 @@ fn info(name: &str, model: &str) -> ModelInfo {
         context_window: 1000,
         max_output_tokens: 100,
         hints: vec!["fast".into()],
+        roles: vec![],
         default: false,
         needs_key: false,
     }

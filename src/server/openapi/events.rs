@@ -19,6 +19,16 @@ fn integer() -> Value {
 fn boolean() -> Value {
     json!({"type": "boolean"})
 }
+fn number() -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": 1})
+}
+fn nullable_string() -> Value {
+    json!({"type": ["string", "null"]})
+}
+/// The DAG step a ReAct event belongs to (SPEC §9); absent in a ReAct run.
+fn dag_tag() -> Field {
+    ("dag_step", string(), false)
+}
 fn strings() -> Value {
     json!({"type": "array", "items": {"type": "string"}})
 }
@@ -47,7 +57,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
         (
             "thinking",
             "The model chose actions (`reasoning` may be empty)",
-            vec![iteration(), req("reasoning", string())],
+            vec![iteration(), req("reasoning", string()), dag_tag()],
         ),
         (
             "tool_start",
@@ -57,6 +67,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 req("call_id", string()),
                 req("tool", string()),
                 req("arguments", json!({})),
+                dag_tag(),
             ],
         ),
         (
@@ -74,6 +85,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                     "artifacts",
                     json!({"type": "array", "items": schema_ref("ArtifactRef")}),
                 ),
+                dag_tag(),
             ],
         ),
         (
@@ -103,12 +115,72 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 req("approval_id", string()),
                 req("tool", string()),
                 req("arguments", json!({})),
+                dag_tag(),
             ],
         ),
         (
             "resumed",
             "The run goes on after a restart from its last checkpoint (SPEC §11)",
             vec![iteration(), req("instance", string())],
+        ),
+    ]
+    .into_iter()
+    .chain(dag_steps())
+    .collect()
+}
+
+/// DAG mode's `step` events (SPEC §9).
+fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    let round = || req("round", integer());
+    let plan_step = object(
+        "A planned step; `model` is the registry name it runs on",
+        vec![
+            req("id", string()),
+            req("task", string()),
+            req("dependencies", strings()),
+            req("tool_hint", nullable_string()),
+            req("model_hint", nullable_string()),
+            req("model", string()),
+        ],
+    );
+    let status = json!({"type": "string",
+        "enum": ["queued", "running", "completed", "failed", "skipped"]});
+    vec![
+        (
+            "plan",
+            "A round's plan",
+            vec![
+                round(),
+                req("steps", json!({"type": "array", "items": plan_step})),
+            ],
+        ),
+        (
+            "dag_step",
+            "A plan step changed status",
+            vec![
+                round(),
+                req("step_id", string()),
+                req("status", status),
+                req("model", string()),
+                ("result", string(), false),
+                ("error", string(), false),
+                ("duration_ms", integer(), false),
+            ],
+        ),
+        (
+            "analysis",
+            "The analyser's verdict on a round",
+            vec![
+                round(),
+                req("achieved", boolean()),
+                req("confidence", number()),
+                req("reasoning", string()),
+            ],
+        ),
+        (
+            "replan",
+            "A new round (`round`) is planned, and why",
+            vec![round(), req("reason", string())],
         ),
     ]
 }
@@ -187,6 +259,10 @@ fn done() -> Value {
                 json!({"type": "array", "items": interrupt}),
             ),
             ("next_run_id", string(), false),
+            ("engine", schema_ref("Engine"), false),
+            ("rounds", integer(), false),
+            ("achieved", boolean(), false),
+            ("confidence", number(), false),
         ],
     )
 }
@@ -204,6 +280,7 @@ pub fn events() -> Vec<(&'static str, &'static str, Value)> {
                     req("conversation_id", string()),
                     req("model", string()),
                     req("mode", schema_ref("Mode")),
+                    req("engine", schema_ref("Engine")),
                 ],
             ),
         ),
@@ -223,6 +300,7 @@ pub fn events() -> Vec<(&'static str, &'static str, Value)> {
                     req("tokens_before", integer()),
                     req("tokens_after", integer()),
                     req("summary", string()),
+                    dag_tag(),
                 ],
             ),
         ),

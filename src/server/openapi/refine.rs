@@ -139,6 +139,18 @@ pub fn inputs(doc: &mut Value, max_query_chars: usize, models: &[String], tools:
             props[field] = value;
         }
     }
+    engine_fields(schemas);
+}
+
+/// `engine` on the bodies that take one (SPEC §9): one of the three engine names, or null.
+fn engine_fields(schemas: &mut Value) {
+    let engine = json!({"type": ["string", "null"], "enum": ["react", "dag", "auto", null],
+                        "description": "`react`, `dag` or `auto` (SPEC §9); the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent."});
+    for schema in ["StartRunBody", "ChatBody", "CreateConversation"] {
+        if let Some(props) = schemas.pointer_mut(&format!("/{schema}/properties")) {
+            props["engine"] = engine.clone();
+        }
+    }
 }
 
 /// The bearer scheme, required by default (public operations opted out in [`operations`]).

@@ -32,6 +32,10 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Interrupt { .. } => "interrupt",
         StepEvent::ApprovalRequired { .. } => "approval_required",
         StepEvent::Resumed { .. } => "resumed",
+        StepEvent::Plan { .. } => "plan",
+        StepEvent::DagStep { .. } => "dag_step",
+        StepEvent::Analysis { .. } => "analysis",
+        StepEvent::Replan { .. } => "replan",
     }
 }
 
@@ -47,12 +51,14 @@ fn steps() -> Vec<StepEvent> {
         StepEvent::Thinking {
             iteration: 1,
             reasoning: String::new(),
+            dag_step: Some("A".into()),
         },
         StepEvent::ToolStart {
             iteration: 1,
             call_id: "c1".into(),
             tool: "calculator".into(),
             arguments: json!({"expression": "1+1"}),
+            dag_step: None,
         },
         StepEvent::ToolEnd {
             iteration: 1,
@@ -63,6 +69,7 @@ fn steps() -> Vec<StepEvent> {
             blocked: false,
             duration_ms: 3,
             artifacts: vec![artifact],
+            dag_step: Some("A".into()),
         },
         StepEvent::Selection {
             iteration: 0,
@@ -80,6 +87,37 @@ fn steps() -> Vec<StepEvent> {
             approval_id: Uuid::new_v4().to_string(),
             tool: "deploy".into(),
             arguments: json!({}),
+            dag_step: None,
+        },
+        StepEvent::Plan {
+            round: 1,
+            steps: vec![crate::agent::events::PlanStepView {
+                id: "A".into(),
+                task: "look it up".into(),
+                dependencies: vec![],
+                tool_hint: Some("calculator".into()),
+                model_hint: None,
+                model: "mock".into(),
+            }],
+        },
+        StepEvent::DagStep {
+            round: 1,
+            step_id: "A".into(),
+            status: crate::agent::events::DagStatus::Completed,
+            model: "mock".into(),
+            result: Some("2".into()),
+            error: None,
+            duration_ms: Some(4),
+        },
+        StepEvent::Analysis {
+            round: 1,
+            achieved: false,
+            confidence: 0.4,
+            reasoning: "half done".into(),
+        },
+        StepEvent::Replan {
+            round: 2,
+            reason: "half done".into(),
         },
         StepEvent::Resumed {
             iteration: 3,
@@ -100,7 +138,16 @@ fn outcomes() -> Vec<RunOutcome> {
         error: None,
         ..failed.clone()
     };
-    vec![failed, chained]
+    let dag = RunOutcome {
+        dag: Some(crate::agent::events::DagSummary {
+            engine: crate::domain::Engine::Dag,
+            rounds: 2,
+            achieved: true,
+            confidence: 0.9,
+        }),
+        ..chained.clone()
+    };
+    vec![failed, chained, dag]
 }
 
 #[test]
@@ -111,6 +158,7 @@ fn every_sse_event_matches_its_documented_schema() {
         conversation_id: Uuid::new_v4().to_string(),
         model: "mock".into(),
         mode: Mode::Native,
+        engine: crate::domain::Engine::Dag,
     })];
     let steps = steps();
     let types: Vec<&str> = steps.iter().map(step_type).collect();
@@ -122,6 +170,7 @@ fn every_sse_event_matches_its_documented_schema() {
         tokens_before: 900,
         tokens_after: 300,
         summary: "so far".into(),
+        dag_step: Some("A".into()),
     }));
     for answer in [
         AnswerEvent::Start,
@@ -187,6 +236,7 @@ fn sample_views() -> Vec<(&'static str, Value)> {
         system_prompt: None,
         tools: Some(vec!["calculator".into()]),
         agent: Some("reagent".into()),
+        engine: Some(crate::domain::Engine::Dag),
         created_at: now,
         updated_at: now,
         active_run_id: None,

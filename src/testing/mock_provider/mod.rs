@@ -16,7 +16,8 @@
 //!   messages since the query, then `{"type":"final_answer",…}`. The query is the last user
 //!   message that the engine did not write: self-reflection, cycle warnings, the completion
 //!   checklist and interrupts do not restart the count, so the default configuration makes
-//!   exactly `tool_iterations` tool calls per run;
+//!   exactly `tool_iterations` tool calls per run; a request that forces one of DAG mode's
+//!   functions gets a canned call to it (`super::mock_structured`);
 //! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
 //!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
@@ -301,7 +302,15 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             () = shared.shutdown.cancelled() => return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
         }
     }
-    let (message, finish, completion_tokens) = if native {
+    let forced = super::mock_structured::forced_arguments(request.tool_choice.as_ref());
+    let (message, finish, completion_tokens) = if let Some((name, args)) = forced {
+        let args = args.to_string();
+        let tokens = (args.len() / 4).max(1) as u64;
+        let call = json!({"id": "call_mock_structured", "type": "function",
+            "function": {"name": name, "arguments": args}});
+        let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+        (message, "tool_calls", tokens)
+    } else if native {
         if done < cfg.tool_iterations {
             let args = cfg.tool_args.replace("<i>", &done.to_string());
             let tokens = (args.len() / 4).max(1) as u64;

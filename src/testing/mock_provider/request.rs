@@ -17,6 +17,9 @@ pub(super) struct MockRequest {
     pub(super) stream_options: Option<StreamOptions>,
     #[serde(default)]
     pub(super) tools: Option<Vec<serde::de::IgnoredAny>>,
+    /// A forced function: DAG mode's structured calls (`crate::testing::mock_structured`).
+    #[serde(default)]
+    pub(super) tool_choice: Option<serde_json::Value>,
     #[serde(default)]
     pub(super) messages: Vec<MockMessage>,
 }

@@ -30,6 +30,7 @@ async fn start(
         approval_id,
         tool,
         arguments,
+        ..
     }) = event
     else {
         panic!("unexpected event {event:?}");

@@ -1,0 +1,115 @@
+//! What a run of a conversation is bound to (SPEC §2.1, §10): the model asked for (the
+//! conversation's, else its agent's, else the default), the conversation's tools or its agent's
+//! tool globs, the iteration cap and the system prompt — and the engines built from that: a
+//! ReAct agent, and the setup of a DAG run (SPEC §9).
+
+use std::sync::Arc;
+
+use super::manager::{RunError, RunManager};
+use crate::agent::{AgentConfig, Mode, ReActAgent};
+use crate::dag::DagSetup;
+use crate::domain::Engine;
+use crate::llm::Llm;
+use crate::store::Conversation;
+use crate::tools::ToolRegistry;
+
+/// A run's model, tools, settings and prompt, settled once at its start.
+pub(super) struct Binding {
+    /// The model's registry name.
+    pub model: String,
+    pub llm: Arc<dyn Llm>,
+    pub tools: ToolRegistry,
+    pub cfg: AgentConfig,
+    pub system_prompt: Option<String>,
+    /// The engine the conversation's agent asks for, if any.
+    pub engine: Option<Engine>,
+}
+
+impl RunManager {
+    /// Binds a run of `conv` to the model `asked` for (the agent's, else the default, when
+    /// `None`), the conversation's tools and system prompt, its named agent filling in what
+    /// those leave unset.
+    pub(super) fn bind(
+        &self,
+        conv: &Conversation,
+        asked: Option<&str>,
+        max_iterations: Option<u32>,
+    ) -> Result<Binding, RunError> {
+        let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
+        let asked = asked.or(spec.and_then(|a| a.model.as_deref()));
+        let (model, llm) = self
+            .models
+            .resolve(asked)
+            .ok_or_else(|| RunError::UnknownModel(asked.unwrap_or_default().to_string()))?;
+        let tools = match (&conv.tools, spec) {
+            (Some(names), _) => self.tools.filtered(names),
+            (None, Some(a)) if a.selects_tools() => {
+                let names: Vec<String> = self
+                    .tools
+                    .names()
+                    .into_iter()
+                    .filter(|n| a.allows_tool(n))
+                    .collect();
+                self.tools.filtered(&names)
+            }
+            (None, _) => self.tools.clone(),
+        };
+        let mut cfg = self.base.clone();
+        if let Some(m) = max_iterations.or(spec.and_then(|a| a.max_iterations)) {
+            cfg.max_iterations = m;
+        }
+        let system_prompt = conv
+            .system_prompt
+            .clone()
+            .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
+        Ok(Binding {
+            model: model.name.clone(),
+            llm,
+            tools,
+            cfg,
+            system_prompt,
+            engine: spec.and_then(|a| a.engine),
+        })
+    }
+
+    /// The ReAct agent of a bound run.
+    pub(super) fn react_agent(&self, b: &Binding, mode: Option<Mode>) -> ReActAgent {
+        let agent = ReActAgent::new(b.llm.clone(), b.tools.clone(), self.hooks.clone(), b.cfg.clone())
+            .with_mode(mode)
+            .with_system_prompt(b.system_prompt.clone());
+        match &self.compact_llm {
+            Some(c) => agent.with_compact_llm(c.clone()),
+            None => agent,
+        }
+    }
+
+    /// The DAG setup of a bound run.
+    pub(super) fn dag_setup(&self, b: Binding, mode: Option<Mode>) -> DagSetup {
+        DagSetup {
+            llm: b.llm,
+            model_name: b.model,
+            models: self.models.clone(),
+            tools: b.tools,
+            hooks: self.hooks.clone(),
+            react: b.cfg,
+            dag: self.dag.clone(),
+            mode,
+            system_prompt: b.system_prompt,
+            compact_llm: self.compact_llm.clone(),
+        }
+    }
+
+    /// The ReAct agent of a run of `conv` and its model's registry name (recovery resumes
+    /// with it).
+    pub(super) fn agent_for(
+        &self,
+        conv: &Conversation,
+        asked: Option<&str>,
+        mode: Option<Mode>,
+        max_iterations: Option<u32>,
+    ) -> Result<(String, ReActAgent), RunError> {
+        let bound = self.bind(conv, asked, max_iterations)?;
+        let agent = self.react_agent(&bound, mode);
+        Ok((bound.model, agent))
+    }
+}

@@ -1,0 +1,67 @@
+//! Which engine runs a run (SPEC §9): the request's `engine`, else the conversation's, else
+//! `REAGENT_DEFAULT_ENGINE`. `auto` is settled in the run's task by one routing call
+//! ([`crate::dag::route::route`]), so starting a run never waits on a model; its cost counts in
+//! the run's usage and `start.engine` says what was chosen.
+
+use std::sync::Arc;
+
+use crate::agent::{ReActAgent, RunHandles, RunInput};
+use crate::dag::{DagEngine, DagSetup};
+use crate::domain::Engine;
+use crate::llm::{Llm, Usage};
+
+/// A run's engine, ready to go.
+pub(super) enum RunEngine {
+    React(ReActAgent),
+    Dag(Box<DagEngine>),
+    /// Both prepared; the router picks one.
+    Auto {
+        llm: Arc<dyn Llm>,
+        react: ReActAgent,
+        dag: Box<DagSetup>,
+    },
+}
+
+impl RunEngine {
+    /// Builds the engine `engine` names from the run's agent and the DAG setup.
+    pub(super) fn new(engine: Engine, react: ReActAgent, dag: DagSetup) -> Self {
+        match engine {
+            Engine::React => Self::React(react),
+            Engine::Dag => Self::Dag(Box::new(DagEngine::new(dag))),
+            Engine::Auto => Self::Auto {
+                llm: dag.llm.clone(),
+                react,
+                dag: Box::new(dag),
+            },
+        }
+    }
+
+    /// Runs to `done`, routing first for `auto` (a cancel during routing means `react`, which
+    /// then stops at once with the cancelled tail).
+    pub(super) async fn run(self, input: RunInput, handles: RunHandles) {
+        match self {
+            Self::React(agent) => {
+                agent.run(input, handles).await;
+            }
+            Self::Dag(dag) => {
+                dag.run(input, handles).await;
+            }
+            Self::Auto { llm, react, dag } => {
+                let routed = tokio::select! {
+                    _ = handles.cancel.cancelled() => (Engine::React, Usage::default()),
+                    r = crate::dag::route::route(llm.as_ref(), &input.query) => r,
+                };
+                tracing::info!(engine = %routed.0, "auto engine routed");
+                match routed {
+                    (Engine::Dag, usage) => {
+                        let engine = DagEngine::new(*dag).with_usage_before(usage);
+                        engine.run(input, handles).await;
+                    }
+                    (_, usage) => {
+                        react.with_usage_before(usage).run(input, handles).await;
+                    }
+                }
+            }
+        }
+    }
+}
