@@ -12,10 +12,10 @@ use super::log::EventLog;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
 use super::progress::Progress;
 use crate::agent::checkpoint::{Checkpoint, Resume};
-use crate::agent::events::{AnswerEvent, StartEvent};
+use crate::agent::events::{AnswerEvent, DagSummary, StartEvent, StepEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
-use crate::domain::{EventName, MessageKind};
+use crate::domain::{Engine, EventName, MessageKind};
 use crate::store::{RecoveryLock, RunBatch, RunRow, StoredEvent, EVENT_ID_BLOCK};
 
 /// Attempts at the recovery lock, half a second apart, before leaving recovery to its holder.
@@ -164,6 +164,11 @@ impl RunManager {
                 RESTART_ERROR,
             )
         };
+        // A DAG run's `done` says so, with the rounds it planned (SPEC §9).
+        let outcome = RunOutcome {
+            dag: dag_summary(&events),
+            ..outcome
+        };
         let state = final_state(&outcome, None);
         let mut tail = Vec::new();
         if events.is_empty() {
@@ -173,7 +178,7 @@ impl RunManager {
                 conversation_id: run.conversation_id.to_string(),
                 model: run.model.clone(),
                 mode,
-                engine: crate::domain::Engine::React,
+                engine: Engine::React,
             }));
         }
         let answer_tail = fallback_tail(outcome, so_far);
@@ -209,4 +214,30 @@ impl RunManager {
             .await?;
         Ok(())
     }
+}
+
+/// For a DAG run (its `start` says `engine: dag`): the rounds its `plan` events show, not
+/// achieved.
+fn dag_summary(events: &[StoredEvent]) -> Option<DagSummary> {
+    let parse = |e: &StoredEvent| AgentEvent::from_parts(&e.name, &e.data).ok();
+    let start = events.first().and_then(parse);
+    if !matches!(
+        start,
+        Some(AgentEvent::Start(StartEvent {
+            engine: Engine::Dag,
+            ..
+        }))
+    ) {
+        return None;
+    }
+    let rounds = events
+        .iter()
+        .filter(|e| matches!(parse(e), Some(AgentEvent::Step(StepEvent::Plan { .. }))))
+        .count() as u32;
+    Some(DagSummary {
+        engine: Engine::Dag,
+        rounds,
+        achieved: false,
+        confidence: 0.0,
+    })
 }

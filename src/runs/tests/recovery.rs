@@ -167,3 +167,28 @@ async fn a_recovered_run_keeps_the_counters_its_events_show() {
     };
     assert_eq!((outcome.iterations, outcome.tool_calls), (2, 2));
 }
+
+#[tokio::test]
+async fn a_recovered_dag_run_ends_with_a_dag_done() {
+    let f = fixture().await;
+    let plan = r#"{"type":"plan","round":1,"steps":[]}"#;
+    let (_, run_id) = f
+        .left_running(&[
+            (
+                "start",
+                r#"{"run_id":"r","conversation_id":"c","model":"m","mode":"native","engine":"dag"}"#,
+            ),
+            ("step", plan),
+            ("step", r#"{"type":"replan","round":2,"reason":"x"}"#),
+            ("step", &plan.replace("1", "2")),
+        ])
+        .await;
+    f.runs.recover().await.unwrap();
+    let events = f.store.list_events(run_id, 0).await.unwrap();
+    let done = events.last().unwrap();
+    let Ok(AgentEvent::Done(outcome)) = AgentEvent::from_parts(&done.name, &done.data) else {
+        panic!("the log ends with done: {done:?}");
+    };
+    let dag = outcome.dag.expect("a DAG done");
+    assert_eq!((dag.rounds, dag.achieved), (2, false));
+}
