@@ -120,10 +120,7 @@ pub enum StepEvent {
         dag_step: Option<String>,
     },
     /// The run goes on from its last checkpoint after its instance stopped (SPEC §11).
-    Resumed {
-        iteration: u32,
-        instance: String,
-    },
+    Resumed { iteration: u32, instance: String },
     /// A DAG round's plan (SPEC §9).
     Plan {
         round: u32,

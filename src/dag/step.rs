@@ -108,6 +108,8 @@ pub(super) async fn run_step(
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: step_cancel.clone(),
         artifacts,
+        // A step is not resumed after a crash (the DAG run is failed instead): no checkpoints.
+        checkpoints: None,
     };
     let input = RunInput {
         run_id: job.run_id,

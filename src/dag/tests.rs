@@ -160,6 +160,7 @@ impl Harness {
             interrupts: self.queue.clone(),
             cancel: self.cancel.clone(),
             artifacts: Arc::new(MemoryArtifacts::default()),
+            checkpoints: None,
         };
         let input = RunInput {
             run_id: "run".into(),

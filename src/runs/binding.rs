@@ -74,9 +74,14 @@ impl RunManager {
 
     /// The ReAct agent of a bound run.
     pub(super) fn react_agent(&self, b: &Binding, mode: Option<Mode>) -> ReActAgent {
-        let agent = ReActAgent::new(b.llm.clone(), b.tools.clone(), self.hooks.clone(), b.cfg.clone())
-            .with_mode(mode)
-            .with_system_prompt(b.system_prompt.clone());
+        let agent = ReActAgent::new(
+            b.llm.clone(),
+            b.tools.clone(),
+            self.hooks.clone(),
+            b.cfg.clone(),
+        )
+        .with_mode(mode)
+        .with_system_prompt(b.system_prompt.clone());
         match &self.compact_llm {
             Some(c) => agent.with_compact_llm(c.clone()),
             None => agent,

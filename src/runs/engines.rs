@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::agent::checkpoint::Resume;
 use crate::agent::{ReActAgent, RunHandles, RunInput};
 use crate::dag::{DagEngine, DagSetup};
 use crate::domain::Engine;
@@ -61,6 +62,26 @@ impl RunEngine {
                         react.with_usage_before(usage).run(input, handles).await;
                     }
                 }
+            }
+        }
+    }
+
+    /// Goes on from a checkpoint (SPEC §11). Only the ReAct loop writes checkpoints, so only a
+    /// ReAct run (or an `auto` one that the router sent there) is ever resumed; a DAG run has
+    /// none and is failed by recovery instead.
+    pub(super) async fn resume(
+        self,
+        input: RunInput,
+        handles: RunHandles,
+        resume: Resume,
+        instance: &str,
+    ) {
+        match self {
+            Self::React(agent) | Self::Auto { react: agent, .. } => {
+                agent.resume(input, handles, resume, instance).await;
+            }
+            Self::Dag(dag) => {
+                dag.run(input, handles).await;
             }
         }
     }

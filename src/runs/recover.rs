@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::drive::final_state;
+use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{RunError, RunManager, RESTART_ERROR};
 use super::progress::Progress;
@@ -130,7 +131,7 @@ impl RunManager {
             checkpoint: cp,
             reset_answer,
         };
-        self.spawn_run(live, agent, input, queue, Some(resume));
+        self.spawn_run(live, RunEngine::React(agent), input, queue, Some(resume));
         Ok(true)
     }
 

@@ -16,8 +16,7 @@ use super::follow_up::FollowUps;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::checkpoint::Resume;
-use crate::agent::{InterruptQueue, Mode, ReActAgent, RunInput};
-use crate::dag::DagSetup;
+use crate::agent::{InterruptQueue, Mode, RunInput};
 use crate::domain::{Engine, MessageKind, MessageRole};
 use crate::llm::Message;
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
@@ -233,7 +232,7 @@ impl RunManager {
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         live: Arc<LiveRun>,
-        agent: ReActAgent,
+        agent: RunEngine,
         input: RunInput,
         queue: Arc<InterruptQueue>,
         resume: Option<Resume>,

@@ -183,3 +183,31 @@ async fn chat_picks_the_engine_and_auto_says_what_it_chose() {
     assert_eq!(conv.status(), 400);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_agents_engine_applies_to_its_conversations_runs() {
+    let llm = ScriptedLlm::native();
+    let plan = json!({"steps": [{"id": "A", "task": "answer", "dependencies": []}]});
+    llm.text(&plan.to_string());
+    llm.text("A answered");
+    llm.text(&json!({"achieved": true, "confidence": 0.9, "reasoning": "done"}).to_string());
+    llm.push_stream(Turn::Stream(vec!["Done.".into()], None));
+    let app = TestApp::with(Options {
+        llm,
+        toml: "[[agents]]\nname = \"planner\"\nengine = \"dag\"\n".into(),
+        ..Options::default()
+    })
+    .await;
+    let r = app
+        .post("/api/conversations", json!({"agent": "planner"}), None)
+        .await;
+    assert_eq!(r.status(), 201);
+    let conv: Value = r.json().await.unwrap();
+    let conv = conv["id"].as_str().unwrap();
+    let run = app.start_run(conv, json!({"query": "plan it"}), None).await;
+    let events = app.events(&run, None).await;
+    assert_eq!(events[0].data["engine"], "dag", "{:?}", labels(&events));
+    let done = events.last().unwrap();
+    assert_eq!(done.data["engine"], "dag");
+    assert_eq!(done.data["answer"], "Done.");
+}

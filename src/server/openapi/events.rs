@@ -118,11 +118,6 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 dag_tag(),
             ],
         ),
-        (
-            "resumed",
-            "The run goes on after a restart from its last checkpoint (SPEC §11)",
-            vec![iteration(), req("instance", string())],
-        ),
     ]
     .into_iter()
     .chain(dag_steps())
@@ -181,6 +176,11 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             "replan",
             "A new round (`round`) is planned, and why",
             vec![round(), req("reason", string())],
+        ),
+        (
+            "resumed",
+            "The run goes on after a restart from its last checkpoint (SPEC §11)",
+            vec![req("iteration", integer()), req("instance", string())],
         ),
     ]
 }

@@ -57,6 +57,7 @@ fn tool_steps_are_one_reasoning_line_each_cut_to_200_chars() {
         call_id: "c".into(),
         tool: "echo".into(),
         arguments: serde_json::json!({"text": "hi"}),
+        dag_step: None,
     }));
     let end = logged(AgentEvent::Step(StepEvent::ToolEnd {
         iteration: 1,
@@ -67,6 +68,7 @@ fn tool_steps_are_one_reasoning_line_each_cut_to_200_chars() {
         blocked: false,
         duration_ms: 1,
         artifacts: vec![],
+        dag_step: None,
     }));
     let (a, done) = p.frames(&start);
     assert!(!done);
