@@ -20,13 +20,15 @@
 //! File layout: the top-level key `default_model = "name"` (it must come before the first
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
 //! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
-//! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]` and
-//! `[[agents]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
+//! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]`, `[[agents]]`
+//! and `[[mcp]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
 
 pub mod agents;
 mod dag;
 mod env;
+mod expand;
 pub mod hooks;
+mod mcp;
 mod models;
 mod sections;
 mod summary;
@@ -36,7 +38,9 @@ mod validate;
 
 pub use agents::{AgentSpec, IMPLICIT_AGENT};
 pub use dag::DagConfig;
+pub use expand::expand;
 pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
+pub use mcp::McpServerConfig;
 pub use sections::{
     redact_url, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
     ServerConfig, ToolsConfig,
@@ -129,6 +133,8 @@ pub struct Config {
     pub hooks: Vec<HookSpec>,
     /// `[[agents]]`, or the implicit `reagent` agent when none is declared (SPEC §10).
     pub agents: Vec<AgentSpec>,
+    /// `[[mcp]]` (SPEC §8), `env`/`headers` expanded.
+    pub mcp: Vec<McpServerConfig>,
 }
 
 /// The file as written: every section optional.
@@ -145,6 +151,7 @@ struct FileConfig {
     tools: ToolsConfig,
     hooks: Vec<HookSpec>,
     agents: Vec<agents::AgentEntry>,
+    mcp: Vec<McpServerConfig>,
 }
 
 impl Config {
@@ -197,8 +204,10 @@ impl Config {
         // `[[hooks]]` follow the one rule set of `hooks` (which the hook builder reads too).
         hooks::plan_hooks(&file.hooks)?;
         dag::check(&file.dag, "dag.")?;
+        mcp::validate(&file.mcp)?;
         env::apply(&mut file, env)?;
         dag::apply(&mut file.dag, env)?;
+        expand_secrets(&mut file, env)?;
         let (models, default_model) =
             models::resolve(file.models, file.default_model.as_deref(), env)?;
         let model_names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
@@ -214,6 +223,7 @@ impl Config {
             tools: file.tools,
             hooks: file.hooks,
             agents,
+            mcp: file.mcp,
         };
         validate::config(&config)?;
         Ok(config)
@@ -228,4 +238,21 @@ impl Config {
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.name == name)
     }
+}
+
+/// `${VAR}` in the values that may carry secrets (SPEC §6): `[[tools.http]]` headers,
+/// `[[hooks]]` URLs, `[[mcp]]` env and headers.
+fn expand_secrets(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
+    for (i, t) in file.tools.http.iter_mut().enumerate() {
+        expand::expand_map(&format!("tools.http[{i}].headers"), &mut t.headers, env)?;
+    }
+    for (i, h) in file.hooks.iter_mut().enumerate() {
+        if let Some(url) = &h.url {
+            let key = format!("hooks[{i}].url");
+            let expanded = expand(&key, url, env)?;
+            validate::http_url(&key, &expanded)?;
+            h.url = Some(expanded);
+        }
+    }
+    mcp::expand(&mut file.mcp, env)
 }

@@ -6,6 +6,7 @@
 
 import { api, apiFetch, readSse, ApiError } from './api.js';
 import { RunView } from './run.js';
+import { initToolsPanel } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
 const thread = $('thread');
@@ -471,6 +472,7 @@ async function loadAgents() {
   }
 }
 
+initToolsPanel();
 window.addEventListener('hashchange', route);
 showHeader();
 checkModels();

@@ -34,6 +34,12 @@ pub fn run_observer(metrics: &Metrics) -> EventObserver {
     })
 }
 
+/// Counts MCP calls and their latency by server (SPEC §8).
+pub fn mcp_observer(metrics: &Metrics) -> crate::tools::mcp::CallObserver {
+    let me = metrics.clone();
+    Arc::new(move |server: &str, ok: bool, seconds: f64| me.mcp_call(server, ok, seconds))
+}
+
 /// The same registry with every model wrapped in a [`MeteredLlm`].
 pub fn meter_models(metrics: &Metrics, models: &ModelRegistry) -> ModelRegistry {
     let entries = models

@@ -28,8 +28,9 @@ use crate::runs::{RunError, RunManager};
 use crate::server::audit::StoreAudit;
 use crate::server::{self, sse, AppState, Auth, Metrics};
 use crate::store::{Store, StoreError};
+use crate::tools::mcp::McpManager;
 use crate::tools::ToolRegistry;
-use setup::{agent_config, hook_runner, model_registry, tool_registry, SetupError};
+use setup::{agent_config, hook_runner, model_registry, tool_registry, with_mcp_tools, SetupError};
 
 /// What tests may swap; `None` means "as configured".
 #[derive(Default)]
@@ -76,9 +77,22 @@ impl App {
         };
         let models = metrics::meter_models(&metrics, &models);
         let http = reqwest::Client::new();
-        let tools = match overrides.tools {
+        let base_tools = match overrides.tools {
             Some(t) => t,
             None => tool_registry(&config, &http)?,
+        };
+        let mcp = McpManager::start(
+            &config.mcp,
+            http.clone(),
+            Some(metrics::mcp_observer(&metrics)),
+        )
+        .await;
+        let tools = match with_mcp_tools(&base_tools, &mcp, true) {
+            Ok(t) => t,
+            Err(e) => {
+                mcp.shutdown().await;
+                return Err(e.into());
+            }
         };
         let approvals = Arc::new(ApprovalBroker::new());
         let audit = Arc::new(StoreAudit(store.clone())) as Arc<dyn AuditSink>;
@@ -109,6 +123,7 @@ impl App {
             manager.instance_id = id.clone();
         }
         let runs = Arc::new(manager);
+        follow_mcp_tools(&mcp, base_tools, &runs);
         let recovered = runs.recover().await?;
         if recovered.total() > 0 {
             tracing::warn!(
@@ -134,6 +149,7 @@ impl App {
                 models,
                 metrics,
                 auth,
+                mcp,
                 keep_alive: overrides.keep_alive.unwrap_or(sse::DEFAULT_KEEP_ALIVE),
             },
         })
@@ -195,6 +211,27 @@ impl App {
     /// and closes the database pool.
     pub async fn shutdown(&self, grace: Duration) {
         self.state.runs.shutdown(grace).await;
+        self.state.mcp.shutdown().await;
         self.state.store.close().await;
     }
+}
+
+/// Gives runs started from now on the new tools whenever an MCP server's list changes.
+fn follow_mcp_tools(mcp: &Arc<McpManager>, base: ToolRegistry, runs: &Arc<RunManager>) {
+    if mcp.is_empty() {
+        return;
+    }
+    let mut changes = mcp.subscribe();
+    let mcp = Arc::downgrade(mcp);
+    let runs = Arc::downgrade(runs);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let (Some(mcp), Some(runs)) = (mcp.upgrade(), runs.upgrade()) else {
+                return;
+            };
+            if let Ok(tools) = with_mcp_tools(&base, &mcp, false) {
+                runs.set_tools(tools);
+            }
+        }
+    });
 }

@@ -18,6 +18,7 @@ use crate::llm::Llm;
 use crate::tools::builtin::builtin_registry;
 use crate::tools::http_request::HttpRequestOptions;
 use crate::tools::http_tool::HttpTool;
+use crate::tools::mcp::{collision, McpManager};
 use crate::tools::ssrf::SsrfPolicy;
 use crate::tools::ToolRegistry;
 
@@ -28,6 +29,8 @@ pub enum SetupError {
     Tool { name: String, message: String },
     #[error("{0}")]
     Hooks(String),
+    #[error("mcp: {0}")]
+    Mcp(String),
 }
 
 /// One OpenAI-compatible client per `[[models]]` entry.
@@ -106,6 +109,43 @@ pub fn tool_registry(
     Ok(registry)
 }
 
+/// `base` plus every MCP tool. At start-up (`strict`) a name two tools share is an error
+/// naming both; after a tool list changed, the later claimant is left out with a log line.
+pub fn with_mcp_tools(
+    base: &ToolRegistry,
+    mcp: &McpManager,
+    strict: bool,
+) -> Result<ToolRegistry, SetupError> {
+    let mut claims: Vec<(String, String)> = base
+        .iter()
+        .map(|t| {
+            let source = format!("{:?}", t.source()).to_lowercase();
+            (
+                t.name().to_string(),
+                format!("the {source} tool '{}'", t.name()),
+            )
+        })
+        .collect();
+    claims.extend(mcp.claims());
+    if strict {
+        if let Some(message) = collision(claims) {
+            return Err(SetupError::Mcp(message));
+        }
+    }
+    let mut registry = base.clone();
+    for tool in mcp.tools() {
+        if registry.get(tool.name()).is_some() {
+            tracing::error!(
+                tool = tool.name(),
+                "an MCP tool has the name of another tool; left out"
+            );
+            continue;
+        }
+        registry.register(tool);
+    }
+    Ok(registry)
+}
+
 /// The hook chain of `[[hooks]]`, plus the approval hook when a tool requires approval.
 pub fn hook_runner(
     config: &Config,
@@ -119,7 +159,9 @@ pub fn hook_runner(
         approvals,
         http: client.clone(),
     };
-    let needs_approval = tools.iter().any(|t| t.requires_approval());
+    // MCP tools may appear later (list_changed): their globs alone decide.
+    let needs_approval = tools.iter().any(|t| t.requires_approval())
+        || config.mcp.iter().any(|m| !m.requires_approval.is_empty());
     build_hooks(&config.hooks, &deps, needs_approval).map_err(|e| SetupError::Hooks(e.to_string()))
 }
 

@@ -170,5 +170,19 @@ impl Config {
         let _ = writeln!(*out, "hooks: [{}]", hooks.join(", "));
         let agents: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
         let _ = writeln!(*out, "agents: [{}]", agents.join(", "));
+        // Names and transports only: env and header values may be secrets.
+        let mcp: Vec<String> = self
+            .mcp
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} ({}{})",
+                    m.name,
+                    m.transport(),
+                    if m.required { ", required" } else { "" }
+                )
+            })
+            .collect();
+        let _ = writeln!(*out, "mcp: [{}]", mcp.join(", "));
     }
 }

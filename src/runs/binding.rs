@@ -41,18 +41,19 @@ impl RunManager {
             .models
             .resolve(asked)
             .ok_or_else(|| RunError::UnknownModel(asked.unwrap_or_default().to_string()))?;
+        // One snapshot: an MCP list change mid-start cannot mix two registries.
+        let registry = self.tools();
         let tools = match (&conv.tools, spec) {
-            (Some(names), _) => self.tools.filtered(names),
+            (Some(names), _) => registry.filtered(names),
             (None, Some(a)) if a.selects_tools() => {
-                let names: Vec<String> = self
-                    .tools
+                let names: Vec<String> = registry
                     .names()
                     .into_iter()
                     .filter(|n| a.allows_tool(n))
                     .collect();
-                self.tools.filtered(&names)
+                registry.filtered(&names)
             }
-            (None, _) => self.tools.clone(),
+            (None, _) => registry,
         };
         let mut cfg = self.base.clone();
         if let Some(m) = max_iterations.or(spec.and_then(|a| a.max_iterations)) {

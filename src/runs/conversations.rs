@@ -88,7 +88,8 @@ impl RunManager {
             }
         }
         if let Some(tools) = &new.tools {
-            if let Some(bad) = tools.iter().find(|t| self.tools.get(t).is_none()) {
+            let known = self.tools();
+            if let Some(bad) = tools.iter().find(|t| known.get(t).is_none()) {
                 return Err(RunError::Invalid(format!("unknown tool '{bad}'")));
             }
         }

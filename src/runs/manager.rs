@@ -99,7 +99,8 @@ pub enum RunError {
 pub struct RunManager {
     pub(super) store: Store,
     pub(super) models: ModelRegistry,
-    pub(super) tools: ToolRegistry,
+    /// Swapped when an MCP server's tool list changes; each run takes a snapshot.
+    tools: std::sync::RwLock<ToolRegistry>,
     pub(super) hooks: HookRunner,
     pub(super) base: AgentConfig,
     pub(super) compact_llm: Option<Arc<dyn Llm>>,
@@ -171,7 +172,7 @@ impl RunManager {
         Self {
             store,
             models,
-            tools,
+            tools: std::sync::RwLock::new(tools),
             hooks,
             base,
             compact_llm,
@@ -217,8 +218,14 @@ impl RunManager {
         &self.models
     }
 
-    pub fn tools(&self) -> &ToolRegistry {
-        &self.tools
+    /// The current tools (a cheap clone; runs keep the one they started with).
+    pub fn tools(&self) -> ToolRegistry {
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the tools for runs started from now on (an MCP tool list changed).
+    pub fn set_tools(&self, tools: ToolRegistry) {
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
     }
 
     /// The agent called `name`.

@@ -81,6 +81,30 @@ impl Metrics {
         });
     }
 
+    /// One MCP `tools/call` (SPEC §8).
+    pub fn mcp_call(&self, server: &str, ok: bool, seconds: f64) {
+        let server = server.to_string();
+        let outcome = if ok { "ok" } else { "error" };
+        self.with(|| {
+            metrics::counter!("reagent_mcp_calls_total", "server" => server.clone(), "outcome" => outcome)
+                .increment(1);
+            metrics::histogram!("reagent_mcp_call_duration_seconds", "server" => server)
+                .record(seconds);
+        });
+    }
+
+    /// `reagent_mcp_server_up{server}`: 1 while the server is ready, refreshed on render.
+    pub fn mcp_server_up(&self, server: &str, up: bool) {
+        let server = server.to_string();
+        self.with(|| {
+            metrics::gauge!("reagent_mcp_server_up", "server" => server).set(if up {
+                1.0
+            } else {
+                0.0
+            })
+        });
+    }
+
     pub fn llm_call(&self, model: &str, seconds: f64, ok: bool, prompt: u64, completion: u64) {
         let model = model.to_string();
         let outcome = if ok { "ok" } else { "error" };

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod conversations;
 pub mod error;
 pub mod listen;
+pub mod mcp;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
@@ -67,6 +68,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", post(approvals::decide))
         .route("/tools", get(ops::tools))
+        .route("/mcp", get(mcp::list))
         .route("/models", get(ops::models))
         .route("/agents", get(agents::list))
         .route("/artifacts/{id}", get(ops::artifact))

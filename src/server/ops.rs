@@ -24,10 +24,17 @@ pub async fn healthz() -> Json<Health> {
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    summary = "Readiness: the database answers and is migrated",
+    summary = "Readiness: the database answers and is migrated, and every required MCP server is ready",
     responses((status = 200, description = "Ready", body = Ready),
-              (status = 503, description = "`unavailable`: the database is unreachable", body = ErrorBody)))]
+              (status = 503, description = "`unavailable`: the database is unreachable or a required MCP server is not ready", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
+    let waiting = state.mcp.required_not_ready();
+    if !waiting.is_empty() {
+        return Err(ApiError::Unavailable(format!(
+            "required MCP servers not ready: {}",
+            waiting.join(", ")
+        )));
+    }
     match state.store.ping().await {
         Ok(()) => Ok(Json(Ready {
             status: "ready".into(),
@@ -47,6 +54,11 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
 pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(e) = state.auth.check_metrics(&headers) {
         return e.into_response();
+    }
+    for s in state.mcp.status() {
+        state
+            .metrics
+            .mcp_server_up(&s.name, s.state == crate::tools::mcp::State::Ready);
     }
     let text = state.metrics.render(state.runs.active_runs());
     (
@@ -73,6 +85,7 @@ pub async fn tools(State(state): State<AppState>) -> Json<Vec<Tool>> {
                 description: t.description().to_string(),
                 parameters: t.parameters(),
                 source: t.source(),
+                server: t.server().map(str::to_string),
             })
             .collect(),
     )

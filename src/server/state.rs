@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::llm::registry::ModelRegistry;
 use crate::runs::RunManager;
 use crate::store::Store;
+use crate::tools::mcp::McpManager;
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
@@ -19,6 +20,8 @@ pub struct AppState {
     pub models: ModelRegistry,
     pub metrics: Metrics,
     pub auth: Arc<Auth>,
+    /// The `[[mcp]]` servers (none configured: an empty manager).
+    pub mcp: Arc<McpManager>,
     /// Quiet time before an SSE `: keep-alive` comment (15 s; shorter in tests).
     pub keep_alive: Duration,
 }

@@ -282,6 +282,10 @@ pub struct Tool {
     /// The JSON Schema of its arguments.
     pub parameters: Value,
     pub source: ToolSource,
+    /// The MCP server of an MCP tool (SPEC §8); absent for other tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub server: Option<String>,
 }
 
 /// What a model can do beyond plain text.

@@ -1,10 +1,12 @@
 //! Tools the agent can call: the [`Tool`] trait, a [`ToolRegistry`] that keeps registration
 //! order and can be filtered (tool selection, SPEC §2.5), the built-ins (`calculator`,
-//! `current_time`, `http_request`) and HTTP tools declared in `[[tools.http]]` (SPEC §6).
+//! `current_time`, `http_request`), HTTP tools declared in `[[tools.http]]` (SPEC §6) and the
+//! tools of MCP servers declared in `[[mcp]]` ([`mcp`], SPEC §8).
 
 pub mod builtin;
 pub mod http_request;
 pub mod http_tool;
+pub mod mcp;
 pub mod ssrf;
 
 use std::collections::HashMap;
@@ -72,6 +74,10 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn source(&self) -> ToolSource {
         ToolSource::Builtin
+    }
+    /// The MCP server a tool comes from (SPEC §8).
+    fn server(&self) -> Option<&str> {
+        None
     }
     /// A tool that changes the world; the `read_only` hook blocks these.
     fn writes(&self) -> bool {

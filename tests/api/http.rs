@@ -752,6 +752,7 @@ async fn openapi_lists_every_route() {
         ("/api/approvals", vec!["get"]),
         ("/api/approvals/{id}", vec!["post"]),
         ("/api/tools", vec!["get"]),
+        ("/api/mcp", vec!["get"]),
         ("/api/models", vec!["get"]),
         ("/api/agents", vec!["get"]),
         ("/api/artifacts/{id}", vec!["get"]),

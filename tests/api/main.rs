@@ -33,6 +33,7 @@ mod crash;
 mod dag;
 mod faults;
 mod http;
+mod mcp;
 mod openai;
 mod races;
 mod security;

@@ -103,15 +103,20 @@ impl WebhookHook {
             .json(payload)
             .send()
             .await
-            .map_err(|e| HookError::Failed(format!("webhook unreachable: {e}")))?;
+            .map_err(|e| {
+                // The URL may carry an expanded `${VAR}` secret: never in the message.
+                HookError::Failed(format!("webhook unreachable: {}", e.without_url()))
+            })?;
         let status = response.status();
         if !status.is_success() {
             return Err(HookError::Failed(format!("webhook returned HTTP {status}")));
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| HookError::Failed(format!("webhook body could not be read: {e}")))?;
+        let body = response.bytes().await.map_err(|e| {
+            HookError::Failed(format!(
+                "webhook body could not be read: {}",
+                e.without_url()
+            ))
+        })?;
         if body.len() > MAX_VERDICT_BYTES {
             return Err(HookError::Failed("webhook verdict is too large".into()));
         }

@@ -138,7 +138,14 @@ fn example_config_file_is_valid_when_uncommented() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let c = load(Some(&uncommented), &[("OPENAI_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
+    let vars = [
+        ("OPENAI_API_KEY", "k"),
+        ("FILES_TOKEN", "f"),
+        ("TICKETS_TOKEN", "t"),
+    ];
+    let c = load(Some(&uncommented), &vars).unwrap_or_else(|e| panic!("{e}"));
+    let mcp: Vec<&str> = c.mcp.iter().map(|m| m.transport()).collect();
+    assert_eq!(mcp, ["stdio", "http"]);
     assert_eq!(c.default_model, "openai");
     assert_eq!(c.models.len(), 4);
     assert_eq!(c.tools.http.len(), 1);

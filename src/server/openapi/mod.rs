@@ -5,7 +5,8 @@
 //!
 //! The document is assembled from one utoipa document per area of the API ([`areas`]:
 //! conversations, runs, approvals, catalog, operations); a new area (its own routes file)
-//! adds its `#[derive(OpenApi)]` struct and one line there. [`document_for`] then adds what the
+//! adds its `#[derive(OpenApi)]` struct and one line there (`GET /api/mcp` is added as JSON by
+//! `server::mcp::add_openapi`). [`document_for`] then adds what the
 //! attributes cannot say (`refine`): the bearer security scheme (public operations opt out), the
 //! errors every `/api` operation can answer (401, 429, 500; 400 and 413 where a body or query is
 //! read; 404 where an id is in the path), the text limits of `query`/`content` from the
@@ -143,6 +144,7 @@ fn each_operation(doc: &mut Value, mut f: impl FnMut(&str, &mut serde_json::Map<
 /// The generated document completed with what the attributes cannot express (module doc).
 pub fn document_for(max_query_chars: usize, models: &[String], tools: &[String]) -> Value {
     let mut doc = serde_json::to_value(generated()).unwrap_or_else(|_| json!({}));
+    super::mcp::add_openapi(&mut doc);
     refine::operations(&mut doc);
     refine::inputs(&mut doc, max_query_chars, models, tools);
     events::describe(&mut doc);

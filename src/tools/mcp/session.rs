@@ -1,0 +1,220 @@
+//! One connection to an MCP server through rmcp: the stdio child (in its own process group)
+//! or the streamable HTTP transport, our client handler (which turns
+//! `notifications/tools/list_changed` into a wake-up of the supervisor), and the two requests
+//! reagent makes. Both requests go through `send_request_with_option`, not the SDK's cached
+//! list helpers, so a failed refresh is an error and never an answer from a stale cache; and
+//! results are read as JSON so one bad tool or content part is skipped, not fatal.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, ProcessGroup};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ListToolsRequest, PaginatedRequestParams, RequestId,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
+
+use crate::config::McpServerConfig;
+
+/// Most pages of `tools/list` followed (a server that loops its cursor is cut off).
+const MAX_PAGES: usize = 100;
+
+/// Our side of the session: wakes the supervisor when the server's tool list changes.
+pub struct Handler {
+    pub list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+}
+
+pub type Running = RunningService<RoleClient, Handler>;
+
+/// A live session, with the stdio child's process group (its pid) when there is one.
+pub struct Session {
+    pub running: Running,
+    pub pgid: Option<i32>,
+}
+
+/// Starts (stdio) or reaches (HTTP) the server and completes `initialize`.
+pub async fn connect(
+    cfg: &McpServerConfig,
+    http: &reqwest::Client,
+    list_changed: Arc<Notify>,
+) -> Result<Session, String> {
+    let handler = Handler { list_changed };
+    if let Some(url) = &cfg.url {
+        let mut headers = HashMap::new();
+        for (name, value) in &cfg.headers {
+            let n = reqwest::header::HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("header {name:?} is not a valid header name"))?;
+            // The value may be a secret: the error names the header only.
+            let v = reqwest::header::HeaderValue::try_from(value.as_str())
+                .map_err(|_| format!("the value of header {name:?} is not a valid header value"))?;
+            headers.insert(n, v);
+        }
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+        let running = handler.serve(transport).await.map_err(|e| e.to_string())?;
+        return Ok(Session {
+            running,
+            pgid: None,
+        });
+    }
+    let command = cfg.command.as_deref().unwrap_or_default();
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(&cfg.args).envs(&cfg.env).kill_on_drop(true);
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader());
+    let (child, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let pgid = child.id().map(|p| p as i32);
+    if let Some(stderr) = stderr {
+        tokio::spawn(log_stderr(cfg.name.clone(), stderr));
+    }
+    match handler.serve(child).await {
+        Ok(running) => Ok(Session { running, pgid }),
+        Err(e) => {
+            kill_group(pgid);
+            Err(format!("initialize failed: {e}"))
+        }
+    }
+}
+
+/// The server's stderr, line by line, into the log at debug level (bounded lines).
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line: String = line.chars().take(1000).collect();
+        tracing::debug!(server = %server, "mcp server stderr: {line}");
+    }
+}
+
+/// SIGKILL to the whole process group of a stdio server (ignored when it is already gone).
+#[allow(unsafe_code)] // killpg: libc, the transport owns the child and kills only its leader.
+pub fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Every page of `tools/list`, as JSON tool objects.
+pub async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+            method: Default::default(),
+            params,
+            extensions: Default::default(),
+        });
+        let page = request_json(peer, request, timeout)
+            .await
+            .map_err(describe)?;
+        match page.get("tools").and_then(Value::as_array) {
+            Some(list) => tools.extend(list.iter().cloned()),
+            None => return Err("tools/list answered without a tools array".into()),
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
+            _ => return Ok(tools),
+        }
+    }
+    Err(format!("tools/list had more than {MAX_PAGES} pages"))
+}
+
+/// One `tools/call`; on timeout rmcp sends `notifications/cancelled` before returning.
+pub async fn call_tool(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: serde_json::Map<String, Value>,
+    timeout: Duration,
+) -> Result<Value, ServiceError> {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    request_json(peer, request, timeout).await
+}
+
+async fn request_json(
+    peer: &Peer<RoleClient>,
+    request: ClientRequest,
+    timeout: Duration,
+) -> Result<Value, ServiceError> {
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+        .await?;
+    let mut guard = CancelOnDrop {
+        peer: Some(handle.peer.clone()),
+        id: handle.id.clone(),
+    };
+    let result = handle.await_response().await;
+    // Answered, timed out (rmcp sent the cancel) or closed: nothing left to cancel.
+    guard.peer = None;
+    serde_json::to_value(&result?).map_err(|_| ServiceError::UnexpectedResponse)
+}
+
+/// Sends `notifications/cancelled` when a request is abandoned before its end (the run was
+/// cancelled or the engine gave up), so the server stops working on it.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let params = CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the caller stopped waiting".into()),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
+
+/// A request error in words an operator can act on.
+pub fn describe(e: ServiceError) -> String {
+    describe_ref(&e)
+}
+
+pub fn describe_ref(e: &ServiceError) -> String {
+    match e {
+        ServiceError::TransportClosed => "the MCP server closed the connection".into(),
+        ServiceError::Timeout { timeout } => {
+            format!(
+                "no answer from the MCP server within {} s",
+                timeout.as_secs_f64()
+            )
+        }
+        ServiceError::McpError(e) => format!(
+            "the MCP server answered with error {}: {}",
+            e.code.0, e.message
+        ),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,51 @@
+"""An MCP server (stdio, raw JSON-RPC by hand) that misbehaves, for reagent's robustness tests.
+
+It answers `initialize` properly, lists a good tool `ok`, a tool whose inputSchema is a string
+(`bad_schema`) and `garbage` and `huge`. Calling `garbage` writes a line that is not JSON-RPC,
+then a non-JSON line; `huge` returns 8 MiB of text; `ok` answers "fine".
+"""
+
+import json
+import sys
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+TOOLS = [
+    {"name": "ok", "description": "fine", "inputSchema": {"type": "object"}},
+    {"name": "bad_schema", "description": "broken", "inputSchema": "not an object"},
+    {"name": "garbage", "description": "answers nonsense", "inputSchema": {"type": "object"}},
+    {"name": "huge", "description": "8 MiB", "inputSchema": {"type": "object"}},
+]
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    method, mid = msg.get("method"), msg.get("id")
+    if mid is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bad-peer", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name = msg["params"]["name"]
+        if name == "garbage":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(mid) + ', "result": \n')
+            sys.stdout.write("this is not json\n")
+            sys.stdout.flush()
+        elif name == "huge":
+            text = "y" * (8 * 1024 * 1024)
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "fine"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no such method"}})
