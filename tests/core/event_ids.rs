@@ -38,19 +38,20 @@ async fn readers_see_only_committed_ids(url: String) {
         .unwrap();
     assert_eq!(store.event_ceiling(run).await.unwrap(), EVENT_ID_BLOCK);
     let writer = EventWriter::new(store.clone(), Duration::from_millis(20));
-    let task = tokio::spawn(writer.clone().run());
     let log = Arc::new(EventLog::with_ceiling(EVENT_ID_BLOCK as u64));
     writer.register(run, log.clone());
     let mut events = log.subscribe(0).events;
     for i in 0..EVENTS {
         log.append("step", format!("{{\"i\":{i}}}"));
-        writer.notify();
     }
+    // The writer starts only now, so nothing can have been committed yet.
     assert_eq!(
         log.since(0).0.len() as u64,
         EVENT_ID_BLOCK as u64,
         "nothing above the block the run was created with is visible before a commit"
     );
+    let task = tokio::spawn(writer.clone().run());
+    writer.notify();
     let mut committed = EVENT_ID_BLOCK as u64;
     let mut next = 1;
     while next <= EVENTS {
