@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use crate::conv::{self, ConvPlan, ConvResult};
 use reagent::testing::mock_provider::unix_micros;
 
+use crate::cost::{saturated, show_us, us_per};
 use crate::procinfo::{busy_pct, memory_kib, read_machine_ticks, CpuMeter, MachineMeter};
 use crate::stats::Summary;
 
@@ -78,6 +79,13 @@ pub struct LoadReport {
     pub iter_gap_ms: Summary,
     pub cpu_s: f64,
     pub cpu_pct: f64,
+    /// Stamped answer tokens received over SSE (0 when the mock does not stamp them).
+    pub tokens_streamed: usize,
+    /// Server CPU (all threads) per streamed answer token, µs: everything the server did in the
+    /// load, runs and tool iterations included, over the tokens it streamed.
+    pub cpu_us_per_token: Option<f64>,
+    /// Server CPU per run, µs.
+    pub cpu_us_per_run: Option<f64>,
     /// CPU seconds of this load generator during the load.
     pub loadgen_cpu_s: f64,
     /// Busy share of all the machine's cores during the load, percent (0 if unknown).
@@ -236,6 +244,11 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
             report.gaps.push((i + 1, w[1] - w[0]));
         }
     }
+    report.tokens_streamed = results.iter().map(|r| r.tokens.len()).sum();
+    if pid.is_some() {
+        report.cpu_us_per_token = us_per(cpu_s, report.tokens_streamed);
+        report.cpu_us_per_run = us_per(cpu_s, results.len());
+    }
     report.runs_per_s = results.len() as f64 / wall.max(1e-9);
     report.run_ms = Summary::of(&run_ms);
     report.ttfe_ms = Summary::of(&ttfe);
@@ -342,6 +355,20 @@ impl LoadReport {
                 "  server CPU {:.2} s ({:.0}% of one core); RSS idle {} KiB, peak {} KiB, HWM {} KiB; peak active runs {} at RSS {} KiB → {:.1} KiB per active run",
                 self.cpu_s, self.cpu_pct, self.idle_rss_kib, self.peak_rss_kib, self.hwm_kib,
                 self.peak_active, self.rss_at_peak_active_kib, self.rss_per_run_kib
+            );
+        }
+        if self.cpu_us_per_run.is_some() {
+            println!(
+                "  server CPU per streamed answer token {} ({} tokens), per run {}",
+                show_us(self.cpu_us_per_token),
+                self.tokens_streamed,
+                show_us(self.cpu_us_per_run)
+            );
+        }
+        if saturated(self.machine_busy_pct) {
+            println!(
+                "  SATURATED: the machine was {:.0} % busy; the latencies above measure its queues, not the server",
+                self.machine_busy_pct
             );
         }
         if self.machine_busy_pct > 0.0 {

@@ -11,7 +11,8 @@
 //! - `soak --minutes N`: mixed load with injected provider errors, interrupts and cancels, then
 //!   RSS stability, `/metrics` back to idle and a read-only check of the database.
 //! - `floor`: streams read straight from a spawned mock, without reagent: the harness's own
-//!   token latency on this machine.
+//!   token latency on this machine; `floor --relay`: the same load through the server and through
+//!   a minimal relay (`relay`, a child process), with both CPU costs per token and their ratio.
 //!
 //! - `facade [--runs N]`: the same short run through `/api/chat` and `/v1/chat/completions`,
 //!   side by side: the OpenAI-compatible API's own cost per run.
@@ -20,14 +21,17 @@
 
 mod check;
 mod conv;
+mod cost;
 mod facade;
 mod floor;
 mod load;
 mod procinfo;
+mod relay;
 mod soak;
 mod spawn;
 mod stats;
 mod suite;
+mod table;
 mod verify;
 mod verify_dag;
 
@@ -69,6 +73,12 @@ enum Cmd {
     Floor(FloorArgs),
     /// The same short run through /api/chat and /v1/chat/completions: the facade's own cost.
     Facade(FacadeArgs),
+    /// The minimal relay process that `floor --relay` spawns (not for direct use).
+    #[command(hide = true)]
+    Relay {
+        #[arg(long)]
+        upstream: String,
+    },
 }
 
 #[derive(Args)]
@@ -91,6 +101,16 @@ struct FloorArgs {
     tokens_per_s: f64,
     #[arg(long, default_value_t = 100)]
     answer_tokens: usize,
+    /// Start the streams evenly over this many seconds instead of all at once.
+    #[arg(long, default_value_t = 0.0)]
+    ramp_s: f64,
+    /// Also run the same load through the server and through a minimal relay, and print both
+    /// CPU costs per streamed token and their ratio.
+    #[arg(long)]
+    relay: bool,
+    /// With --relay: tool iterations of each server run before its answer.
+    #[arg(long, short = 'k', default_value_t = 1)]
+    iterations: usize,
 }
 
 #[derive(Args)]
@@ -206,15 +226,20 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup).await,
         Cmd::Floor(a) => {
             let http = http_client()?;
-            floor::floor(
-                &http,
-                a.streams,
-                a.latency_ms,
-                a.tokens_per_s,
-                a.answer_tokens,
-            )
-            .await
+            let shape = floor::Shape {
+                streams: a.streams,
+                latency_ms: a.latency_ms,
+                tokens_per_s: a.tokens_per_s,
+                answer_tokens: a.answer_tokens,
+                ramp: Duration::from_secs_f64(a.ramp_s.max(0.0)),
+            };
+            if a.relay {
+                floor::relay_vs_server(&http, shape, a.iterations).await
+            } else {
+                floor::floor(&http, shape).await
+            }
         }
+        Cmd::Relay { upstream } => relay::serve(upstream).await,
     }
 }
 

@@ -14,15 +14,22 @@ fn ticks_per_s() -> f64 {
     }
 }
 
-/// utime + stime of `pid`, in seconds.
+/// utime + stime of `pid`, in seconds: every thread of the process, including threads that
+/// already exited (the kernel adds those to the process's own line, which the sum over
+/// `/proc/<pid>/task/*/stat` would miss).
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may contain spaces) start at state (field 3).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks_per_s())
+    Some(stat_cpu_ticks(&stat)? as f64 / ticks_per_s())
+}
+
+/// utime + stime, in clock ticks, of one `/proc/<pid>/stat` (or `task/<tid>/stat`) line.
+pub fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    // Fields after the command name (which may contain spaces and ')') start at state (field 3).
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
 }
 
 /// `VmRSS` and `VmHWM` of `pid`, in KiB.
@@ -140,24 +147,4 @@ pub fn raise_fd_limit() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_this_process() {
-        let pid = std::process::id();
-        let (rss, hwm) = memory_kib(pid).expect("status readable");
-        assert!(rss > 0 && hwm >= rss, "{rss} {hwm}");
-        assert!(cpu_seconds(pid).expect("stat readable") >= 0.0);
-        assert!(raise_fd_limit() > 0);
-    }
-
-    #[test]
-    fn machine_ticks_count_all_but_idle_and_iowait() {
-        let stat = "cpu  100 5 20 800 10 3 2 7 0 0\ncpu0 50 2 10 400 5 1 1 3 0 0\n";
-        // busy = 100 + 5 + 20 + 3 + 2 + 7; total adds idle 800 and iowait 10.
-        assert_eq!(machine_ticks(stat), Some((137, 947)));
-        assert_eq!(machine_ticks("intr 1 2 3\n"), None);
-        assert_eq!(machine_ticks("cpu  1 x 3 4\n"), None);
-    }
-}
+mod tests;

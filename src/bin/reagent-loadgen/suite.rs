@@ -92,7 +92,7 @@ pub async fn mock_rtt_ms(
 }
 
 /// Named figures of one repeat.
-type Figures = BTreeMap<String, f64>;
+pub type Figures = BTreeMap<String, f64>;
 
 struct Ctx {
     http: reqwest::Client,
@@ -110,6 +110,17 @@ impl Ctx {
                 .push(format!("{name}: {} runs with errors in all", r.errors));
         }
     }
+}
+
+/// Server CPU per streamed token and per run, the machine's busy share and its saturation flag.
+fn costs_into(f: &mut Figures, key: &str, r: &LoadReport) {
+    if let Some(us) = r.cpu_us_per_token {
+        f.insert(format!("{key}_cpu_us_per_token"), us);
+    }
+    if let Some(us) = r.cpu_us_per_run {
+        f.insert(format!("{key}_cpu_us_per_run"), us);
+    }
+    f.insert(format!("{key}_machine_busy_pct"), r.machine_busy_pct);
 }
 
 fn summary_into(f: &mut Figures, key: &str, s: &Summary) {
@@ -153,6 +164,7 @@ async fn overhead(ctx: &mut Ctx, f: &mut Figures, mode: &str) -> anyhow::Result<
     f.insert(format!("overhead_{mode}_mock_rtt_ms"), base);
     summary_into(f, &format!("overhead_{mode}_ms"), &s);
     summary_into(f, &format!("overhead_{mode}_gap_ms"), &r.iter_gap_ms);
+    costs_into(f, &format!("overhead_{mode}"), &r);
     stack.stop().await
 }
 
@@ -183,6 +195,7 @@ async fn history(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
     };
     let r = load::run(&ctx.http, &stack.server.base, Some(stack.server.pid), &load).await;
     ctx.keep(&format!("history growth (native, K={k})"), &r);
+    costs_into(f, "history", &r);
     for &m in sizes {
         // Gap g (tool_end g → g+1) spans the LLM call whose request holds 2 + 2g messages.
         let centre = (m.saturating_sub(2)) / 2;
@@ -237,7 +250,7 @@ async fn scale(ctx: &mut Ctx, f: &mut Figures, n: usize) -> anyhow::Result<()> {
     f.insert(format!("{key}_peak_rss_kib"), r.peak_rss_kib as f64);
     f.insert(format!("{key}_rss_per_run_kib"), r.rss_per_run_kib);
     f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
-    f.insert(format!("{key}_machine_busy_pct"), r.machine_busy_pct);
+    costs_into(f, &key, &r);
     f.insert(format!("{key}_runs_per_s"), r.runs_per_s);
     stack.stop().await
 }
@@ -285,6 +298,7 @@ async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()
     f.insert(format!("{key}_saturated"), f64::from(u8::from(saturated)));
     f.insert(format!("{key}_plateau_s"), r.plateau_s);
     f.insert(format!("{key}_cpu_pct"), r.cpu_pct);
+    costs_into(f, &key, &r);
     // Over the same window as the token figure.
     let busy = if saturated {
         r.machine_busy_pct
@@ -294,8 +308,18 @@ async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()
     f.insert(format!("{key}_machine_busy_pct"), busy);
     f.insert(format!("{key}_errors"), r.errors as f64);
     stack.stop().await?;
+    if rate == 20 {
+        relay(ctx, f, n, &flags).await?;
+    }
     if rate == 50 {
-        let (s, errors) = crate::floor::measure(&ctx.http, n, 200, 50.0, 100).await?;
+        let shape = crate::floor::Shape {
+            streams: n,
+            latency_ms: 200,
+            tokens_per_s: 50.0,
+            answer_tokens: 100,
+            ramp: Duration::ZERO,
+        };
+        let (s, errors) = crate::floor::measure(&ctx.http, shape).await?;
         println!(
             "== floor: {n} streams at 50 tokens/s straight from the mock: p50 {:.3} p99 {:.3} ms, errors {errors}",
             s.p50, s.p99
@@ -305,6 +329,35 @@ async fn streams(ctx: &mut Ctx, f: &mut Figures, rate: u32) -> anyhow::Result<()
         }
         summary_into(f, "floor_token_ms", &s);
     }
+    Ok(())
+}
+
+/// The minimal relay on the same load as `streams` at 20 tokens/s: its CPU per token.
+async fn relay(ctx: &mut Ctx, f: &mut Figures, n: usize, flags: &MockFlags) -> anyhow::Result<()> {
+    let shape = crate::floor::Shape {
+        streams: n,
+        latency_ms: flags.latency_ms,
+        tokens_per_s: flags.tokens_per_s,
+        answer_tokens: flags.answer_tokens,
+        ramp: Duration::from_secs(3),
+    };
+    let leg = crate::floor::relay_leg(&ctx.http, &shape).await?;
+    println!(
+        "== minimal relay, same load: {} per token ({} tokens, {} errors, machine {:.0} % busy)",
+        crate::cost::show_us(leg.us_per_token()),
+        leg.tokens,
+        leg.errors,
+        leg.machine_busy_pct
+    );
+    if leg.errors > 0 {
+        ctx.errors
+            .push(format!("relay: {} streams failed", leg.errors));
+    }
+    if let Some(us) = leg.us_per_token() {
+        f.insert("relay_20_cpu_us_per_token".into(), us);
+    }
+    f.insert("relay_20_machine_busy_pct".into(), leg.machine_busy_pct);
+    summary_into(f, "relay_20_token_ms", &leg.token_ms);
     Ok(())
 }
 
@@ -330,6 +383,7 @@ async fn throughput(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
     );
     f.insert("throughput_runs_per_s".into(), r.runs_per_s);
     f.insert("throughput_cpu_pct".into(), r.cpu_pct);
+    costs_into(f, "throughput", &r);
     summary_into(f, "throughput_run_ms", &r.run_ms);
     let Stack { mock, spec, server } = stack;
     server.stop(Duration::from_secs(20)).await?;
@@ -393,7 +447,7 @@ pub async fn suite(quick: bool, repeat: usize, out: &Path) -> anyhow::Result<boo
         let v: Vec<f64> = repeats.iter().filter_map(|r| r.get(k).copied()).collect();
         medians.insert(k.clone(), median(&v));
     }
-    println!("\n{}", table(&medians, repeat, quick));
+    println!("\n{}", crate::table::table(&medians, repeat, quick));
     let doc: Value = json!({
         "quick": quick, "repeat": repeat, "elapsed_s": t0.elapsed().as_secs_f64(),
         "median": medians, "repeats": repeats, "errors": ctx.errors,
@@ -411,127 +465,4 @@ pub async fn suite(quick: bool, repeat: usize, out: &Path) -> anyhow::Result<boo
         println!("ERROR {e}");
     }
     Ok(ctx.errors.is_empty())
-}
-
-/// The Markdown results: targets, scaling, history.
-pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {
-    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-    let mark = |ok: bool| if ok { "✓" } else { "✗ missed" };
-    let mut s = String::new();
-    s.push_str(&format!(
-        "Medians of {repeat} repeat(s){}.\n\n| measure | target | measured | |\n|---|---|---|---|\n",
-        if quick { " (--quick)" } else { "" }
-    ));
-    let (p50, p99) = (g("overhead_native_ms_p50"), g("overhead_native_ms_p99"));
-    s.push_str(&format!(
-        "| server overhead per tool iteration, native, p50 / p99 | < 0.5 / < 5 ms | {p50:.3} / {p99:.3} ms | {} |\n",
-        mark(p50 < 0.5 && p99 < 5.0)
-    ));
-    let (p50, p99) = (g("overhead_json_ms_p50"), g("overhead_json_ms_p99"));
-    s.push_str(&format!(
-        "| server overhead per tool iteration, JSON mode, p50 / p99 | < 0.5 / < 5 ms | {p50:.3} / {p99:.3} ms | {} |\n",
-        mark(p50 < 0.5 && p99 < 5.0)
-    ));
-    let n = if quick { 100 } else { 1000 };
-    let (p50, p99) = (
-        g(&format!("scale_{n}_token_ms_p50")),
-        g(&format!("scale_{n}_token_ms_p99")),
-    );
-    s.push_str(&format!(
-        "| token chunk → SSE event at {n} concurrent streams, p50 / p99 | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
-        mark(p50 < 1.0 && p99 < 10.0)
-    ));
-    let (p50, p99) = (g("streams_20_token_ms_p50"), g("streams_20_token_ms_p99"));
-    s.push_str(&format!(
-        "| same, all {n} streaming at once at 20 tokens/s each (steady state) | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
-        mark(p50 < 1.0 && p99 < 10.0)
-    ));
-    let (p50, p99) = (g("streams_50_token_ms_p50"), g("streams_50_token_ms_p99"));
-    s.push_str(&format!(
-        "| same, all {n} streaming at once at 50 tokens/s each (steady state) | < 1 / < 10 ms | {p50:.3} / {p99:.3} ms | {} |\n",
-        mark(p50 < 1.0 && p99 < 10.0)
-    ));
-    let n = if quick { 100 } else { 2000 };
-    let (active, errors) = (
-        g(&format!("scale_{n}_peak_active")),
-        g(&format!("scale_{n}_errors")),
-    );
-    s.push_str(&format!(
-        "| concurrent active runs held, zero errors / lost events | ≥ 2000 | {active:.0} held (of {n}), {errors:.0} errors | {} |\n",
-        mark(active >= 2000.0 && errors == 0.0)
-    ));
-    let per_run = g(&format!("scale_{n}_rss_per_run_kib"));
-    s.push_str(&format!(
-        "| resident memory per active run at that load | < 100 KB | {:.1} KB | {} |\n",
-        per_run * 1.024,
-        mark(per_run * 1.024 < 100.0)
-    ));
-    let rps = g("throughput_runs_per_s");
-    s.push_str(&format!(
-        "| completed short runs per second | ≥ 500 | {rps:.0} | {} |\n",
-        mark(rps >= 500.0)
-    ));
-    let (ready, idle) = (g("startup_ready_ms"), g("startup_idle_rss_kib") / 1024.0);
-    s.push_str(&format!(
-        "| start-up to /readyz 200 (existing database); idle RSS | < 200 ms; < 30 MB | {ready:.0} ms; {:.1} MB | {} |\n",
-        idle * 1.048576,
-        mark(ready < 200.0 && idle * 1.048576 < 30.0)
-    ));
-    s.push_str("\n| concurrent runs | run p50 / p99 (ms) | first event p50 / p99 (ms) | token → SSE p50 / p99 (ms) | peak active | RSS per run (KiB) | server CPU (% of a core) | machine busy (% of all cores) | errors |\n|---|---|---|---|---|---|---|---|---|\n");
-    for n in [10, 100, 1000, 2000] {
-        let k = format!("scale_{n}");
-        if !m.contains_key(&format!("{k}_errors")) {
-            continue;
-        }
-        s.push_str(&format!(
-            "| {n} | {:.0} / {:.0} | {:.1} / {:.1} | {:.3} / {:.3} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
-            g(&format!("{k}_run_ms_p50")), g(&format!("{k}_run_ms_p99")),
-            g(&format!("{k}_ttfe_ms_p50")), g(&format!("{k}_ttfe_ms_p99")),
-            g(&format!("{k}_token_ms_p50")), g(&format!("{k}_token_ms_p99")),
-            g(&format!("{k}_peak_active")), g(&format!("{k}_rss_per_run_kib")),
-            g(&format!("{k}_cpu_pct")), g(&format!("{k}_machine_busy_pct")),
-            g(&format!("{k}_errors")),
-        ));
-    }
-    s.push_str("\n| streams at once | tokens/s each | token → SSE p50 / p99 (ms) | all-streaming window (s) | server CPU (% of a core) | machine busy (% of all cores) |\n|---|---|---|---|---|---|\n");
-    for rate in [10, 20, 50] {
-        let k = format!("streams_{rate}");
-        if !m.contains_key(&format!("{k}_errors")) {
-            continue;
-        }
-        let window = if g(&format!("{k}_saturated")) > 0.5 {
-            "none: saturated (every token counted)".to_string()
-        } else {
-            format!("{:.1}", g(&format!("{k}_plateau_s")))
-        };
-        s.push_str(&format!(
-            "| {} | {rate} | {:.3} / {:.3} | {window} | {:.0} | {:.0} |\n",
-            if quick { 100 } else { 1000 },
-            g(&format!("{k}_token_ms_p50")),
-            g(&format!("{k}_token_ms_p99")),
-            g(&format!("{k}_cpu_pct")),
-            g(&format!("{k}_machine_busy_pct")),
-        ));
-    }
-    if m.contains_key("floor_token_ms_p50") {
-        s.push_str(&format!(
-            "| {} (mock → client, no reagent) | 50 | {:.3} / {:.3} | | | |\n",
-            if quick { 100 } else { 1000 },
-            g("floor_token_ms_p50"),
-            g("floor_token_ms_p99"),
-        ));
-    }
-    s.push_str("\n| history (messages) | mock round trip (ms) | overhead per iteration p50 / p99 (ms) |\n|---|---|---|\n");
-    for h in [10, 100, 1000] {
-        if !m.contains_key(&format!("history_{h}_mock_rtt_ms")) {
-            continue;
-        }
-        s.push_str(&format!(
-            "| {h} | {:.3} | {:.3} / {:.3} |\n",
-            g(&format!("history_{h}_mock_rtt_ms")),
-            g(&format!("history_{h}_overhead_ms_p50")),
-            g(&format!("history_{h}_overhead_ms_p99")),
-        ));
-    }
-    s
 }
