@@ -18,7 +18,7 @@ use tokio::process::Command;
 
 use crate::cost::{ratio, show_us, us_per};
 use crate::load::{self, Load};
-use crate::procinfo::{CpuMeter, MachineMeter};
+use crate::procinfo::{memory_kib, CpuMeter, MachineMeter};
 use crate::spawn::{Mock, MockFlags};
 use crate::stats::Summary;
 
@@ -148,6 +148,9 @@ pub struct Leg {
     pub errors: usize,
     pub machine_busy_pct: f64,
     pub token_ms: Summary,
+    /// (peak RSS − idle RSS) / streams, KiB (relay leg only; the streams overlap only partly
+    /// when the ramp is longer than a stream).
+    pub rss_per_stream_kib: f64,
 }
 
 impl Leg {
@@ -183,17 +186,30 @@ pub async fn relay_leg(http: &reqwest::Client, shape: &Shape) -> anyhow::Result<
         .next()
         .context("unexpected relay banner")?
         .to_string();
+    let idle = memory_kib(pid).map_or(0, |m| m.0);
+    let peak = tokio::spawn(async move {
+        let mut peak = 0;
+        while let Some((rss, _)) = memory_kib(pid) {
+            peak = peak.max(rss);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        peak
+    });
     let (cpu, machine) = (CpuMeter::start(pid), MachineMeter::start());
     let (token_ms, errors, tokens) = read_streams(http, shape, |h| h.get(&url)).await?;
     let (cpu_s, _) = cpu.stop();
     let machine_busy_pct = machine.stop();
     child.kill().await?;
+    // The sampler ends once the relay's /proc entry is gone (reaped by this wait).
+    child.wait().await?;
+    let peak = peak.await.unwrap_or(0);
     Ok(Leg {
         cpu_s,
         tokens,
         errors,
         machine_busy_pct,
         token_ms,
+        rss_per_stream_kib: (peak as f64 - idle as f64) / shape.streams.max(1) as f64,
     })
 }
 
@@ -219,6 +235,7 @@ pub async fn server_leg(
         errors: r.errors,
         machine_busy_pct: r.machine_busy_pct,
         token_ms: r.token_ms,
+        rss_per_stream_kib: r.rss_per_run_kib,
     })
 }
 
@@ -245,6 +262,7 @@ pub fn print_relay(shape: &Shape, server: &Leg, relay: &Leg) {
             show_us(leg.us_per_token()), leg.cpu_s, leg.tokens, leg.errors, leg.machine_busy_pct
         );
         print_row("  token latency", &leg.token_ms);
+        println!("    RSS per stream {:.1} KiB", leg.rss_per_stream_kib);
     }
     match ratio(server.us_per_token(), relay.us_per_token()) {
         Some(r) => println!("  server / relay = {r:.2}×"),

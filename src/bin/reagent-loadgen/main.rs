@@ -16,6 +16,7 @@
 //!
 //! - `facade [--runs N]`: the same short run through `/api/chat` and `/v1/chat/completions`,
 //!   side by side: the OpenAI-compatible API's own cost per run.
+//! - `memory`: where a held run's bytes are (RSS deltas as its parts are added one by one).
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
@@ -25,6 +26,7 @@ mod cost;
 mod facade;
 mod floor;
 mod load;
+mod memprobe;
 mod procinfo;
 mod relay;
 mod soak;
@@ -73,6 +75,14 @@ enum Cmd {
     Floor(FloorArgs),
     /// The same short run through /api/chat and /v1/chat/completions: the facade's own cost.
     Facade(FacadeArgs),
+    /// Where a held run's bytes are: RSS deltas as the parts of N runs are added one by one.
+    Memory {
+        #[arg(long, short = 'n', default_value_t = 1000)]
+        runs: usize,
+        /// How long each run's first LLM call is held while the parts are added.
+        #[arg(long, default_value_t = 30.0)]
+        hold_s: f64,
+    },
     /// The minimal relay process that `floor --relay` spawns (not for direct use).
     #[command(hide = true)]
     Relay {
@@ -238,6 +248,10 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
             } else {
                 floor::floor(&http, shape).await
             }
+        }
+        Cmd::Memory { runs, hold_s } => {
+            let http = http_client()?;
+            memprobe::probe(&http, runs, Duration::from_secs_f64(hold_s.max(1.0))).await
         }
         Cmd::Relay { upstream } => relay::serve(upstream).await,
     }
