@@ -1,94 +1,16 @@
-//! The OpenAI wire format of chat completions: request bodies built from our normalised
-//! [`ChatRequest`], and lenient parsing of non-streamed replies (every field optional, `null`
+//! The OpenAI wire format of chat completions: request bodies serialised from our normalised
+//! [`ChatRequest`](super::ChatRequest) in one pass (`request`), and lenient parsing of non-streamed replies (every field optional, `null`
 //! accepted). Streamed chunks are decoded in [`super::stream`]. Provider JSON never leaves these
 //! files.
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::stream::{arguments_text, excerpt, WireUsage};
-use super::{
-    ChatRequest, ChatResponse, LlmError, Message, ResponseFormat, Role, ToolCall, ToolChoice,
-};
+use super::{ChatResponse, LlmError, ToolCall};
 
-/// The JSON body of a chat completion request. `pinned` and `reasoning_content` are never sent.
-pub(super) fn request_body(model: &str, request: &ChatRequest, stream: bool) -> Value {
-    let mut obj = serde_json::Map::new();
-    obj.insert("model".into(), json!(model));
-    let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-    obj.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }})
-            })
-            .collect();
-        obj.insert("tools".into(), Value::Array(tools));
-        // Providers reject `tool_choice` without `tools`, so it only travels with them.
-        if let Some(choice) = &request.tool_choice {
-            let choice = match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Function(name) => {
-                    json!({"type": "function", "function": {"name": name}})
-                }
-            };
-            obj.insert("tool_choice".into(), choice);
-        }
-    }
-    if request.response_format == Some(ResponseFormat::JsonObject) {
-        obj.insert("response_format".into(), json!({"type": "json_object"}));
-    }
-    if let Some(t) = request.temperature {
-        // Via the decimal text so that 0.7f32 goes out as 0.7, not 0.699999988079071.
-        let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
-        obj.insert("temperature".into(), json!(t));
-    }
-    if let Some(max) = request.max_tokens {
-        obj.insert("max_tokens".into(), json!(max));
-    }
-    if stream {
-        obj.insert("stream".into(), json!(true));
-        obj.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    Value::Object(obj)
-}
-
-pub(super) fn wire_message(m: &Message) -> Value {
-    match m.role {
-        Role::System => json!({"role": "system", "content": m.content}),
-        Role::User => json!({"role": "user", "content": m.content}),
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
-            "content": m.content,
-        }),
-        Role::Assistant if m.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": m.content})
-        }
-        Role::Assistant => {
-            let calls: Vec<Value> = m
-                .tool_calls
-                .iter()
-                .map(|c| {
-                    json!({"id": c.id, "type": "function",
-                           "function": {"name": c.name, "arguments": c.arguments}})
-                })
-                .collect();
-            let content = if m.content.is_empty() {
-                Value::Null
-            } else {
-                json!(m.content)
-            };
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
-        }
-    }
-}
+mod request;
+pub(super) use request::request_body;
 
 #[derive(Debug, Deserialize)]
 struct Completion {
@@ -195,3 +117,6 @@ pub(super) fn content_text(content: Option<Value>) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests;
