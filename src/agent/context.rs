@@ -13,12 +13,14 @@
 //! call and its prompt; this file decides what is kept, summarised or cut.
 
 mod estimate;
+mod history;
 mod summary;
 
 pub use estimate::{
     estimate_message_tokens, estimate_tokens, estimate_tool_tokens, is_well_formed,
     MESSAGE_OVERHEAD_TOKENS, TOOL_OVERHEAD_TOKENS,
 };
+pub use history::History;
 
 use super::events::CompactEvent;
 use crate::domain::prompt_budget;
@@ -73,6 +75,12 @@ impl ContextGuard {
 
     pub fn over_budget(&self, messages: &[Message], tools: &[ToolDefinition]) -> bool {
         estimate_tokens(messages, tools) > self.budget_tokens
+    }
+
+    /// True when `tokens` (an estimate kept elsewhere, e.g. [`History::tokens`] plus the tool
+    /// definitions') is over the budget.
+    pub fn over_budget_tokens(&self, tokens: usize) -> bool {
+        tokens > self.budget_tokens
     }
 
     /// [`Self::over_budget`] with the tool definitions' tokens computed once per run by

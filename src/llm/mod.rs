@@ -128,7 +128,9 @@ pub enum ResponseFormat {
 /// Everything one LLM call needs besides the model itself.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChatRequest {
-    pub messages: Vec<Message>,
+    /// Shared with the engine's history: building a request copies no message, and the engine
+    /// appends in place once the request is dropped (`Arc::make_mut`).
+    pub messages: Arc<Vec<Message>>,
     /// Shared: the same definitions go into every request of a run (and of every run using the
     /// same tools), see [`crate::tools::ToolRegistry::definitions`].
     pub tools: Arc<[ToolDefinition]>,
@@ -139,9 +141,9 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    pub fn new(messages: Vec<Message>) -> Self {
+    pub fn new(messages: impl Into<Arc<Vec<Message>>>) -> Self {
         Self {
-            messages,
+            messages: messages.into(),
             ..Self::default()
         }
     }

@@ -430,7 +430,8 @@ fn full_request(choice: ToolChoice) -> ChatRequest {
             Message::user("what is it?").pinned(),
             assistant,
             Message::tool("call_1", "12"),
-        ],
+        ]
+        .into(),
         tools: vec![ToolDefinition {
             name: "calculator".into(),
             description: "Arithmetic".into(),

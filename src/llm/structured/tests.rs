@@ -82,7 +82,7 @@ async fn level1_succeeds_in_one_call_with_a_forced_function() {
     assert_eq!(r.tools[0].name, "select_tools");
     assert_eq!(r.tools[0].parameters, schema());
     assert_eq!(r.response_format, None);
-    assert_eq!(r.messages, selection_call(None).messages);
+    assert_eq!(*r.messages, selection_call(None).messages);
 }
 
 #[tokio::test]
