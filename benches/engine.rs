@@ -1,10 +1,11 @@
 //! Engine overhead per loop iteration (scripted LLM with no delay, no-op tool) in native and
-//! JSON mode with 10 and 200 messages of history, and the context-guard estimate.
+//! JSON mode with 10, 200 and 1,000 messages of history, and the context-guard estimate.
 //!
-//! Run: `cargo bench --bench engine`. Criterion reports time per run; each run performs
-//! `ITERATIONS` tool iterations plus the final-answer iteration, and the throughput line
-//! ("elem/s") counts loop iterations, so 1/throughput is the cost of one iteration. Synthesis
-//! (one streamed call) is included in the run and amortised over the iterations.
+//! Run: `cargo bench --bench engine`. Criterion reports time per run; each run performs K tool
+//! iterations (K = 10 and 20) plus the final-answer iteration, and the throughput line
+//! ("elem/s") counts loop iterations. Synthesis (one streamed call) and the run's one copy of
+//! its input history are included in the run; `(run at K=20 − run at K=10) / 10` cancels them
+//! and is the cost of one iteration alone. The scripted LLM keeps no requests, as a real client.
 
 // Test code may panic on what it did not expect (Cargo.toml [lints]).
 #![allow(clippy::unwrap_used)]
@@ -22,7 +23,8 @@ use reagent::testing::ScriptedLlm;
 use reagent::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
 
-const ITERATIONS: usize = 10;
+/// Tool iterations per run: two values, so the per-run costs cancel in their difference.
+const ITERATIONS: [usize; 2] = [10, 20];
 
 struct Noop;
 
@@ -55,13 +57,16 @@ fn history(n: usize) -> Vec<Message> {
         .collect()
 }
 
-fn scripted(json_mode: bool) -> Arc<ScriptedLlm> {
-    let llm = Arc::new(if json_mode {
-        ScriptedLlm::json()
-    } else {
-        ScriptedLlm::native()
-    });
-    for i in 0..ITERATIONS {
+fn scripted(json_mode: bool, iterations: usize) -> Arc<ScriptedLlm> {
+    let llm = Arc::new(
+        if json_mode {
+            ScriptedLlm::json()
+        } else {
+            ScriptedLlm::native()
+        }
+        .without_recording(),
+    );
+    for i in 0..iterations {
         if json_mode {
             llm.text(
                 &json!({"type":"tool_call","reasoning":"","tool_name":"noop","tool_args":{"i": i}})
@@ -79,54 +84,60 @@ fn scripted(json_mode: bool) -> Arc<ScriptedLlm> {
     llm
 }
 
+/// One run of `iterations` tool iterations over `past`, checked.
+fn one_run(rt: &tokio::runtime::Runtime, agent: ReActAgent, past: Vec<Message>, iterations: usize) {
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let handles = RunHandles {
+            checkpoints: None,
+            events: tx.into(),
+            interrupts: Arc::new(InterruptQueue::new()),
+            cancel: Default::default(),
+            artifacts: Arc::new(MemoryArtifacts::new()),
+        };
+        let input = RunInput {
+            run_id: "r".into(),
+            conversation_id: "c".into(),
+            query: "bench".into(),
+            history: past,
+            model_name: None,
+        };
+        let r = agent.run(input, handles).await;
+        assert_eq!(r.outcome.iterations as usize, iterations + 1);
+        drop(rx);
+    })
+}
+
 fn bench_iterations(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let mut group = c.benchmark_group("engine_iteration");
-    group.throughput(Throughput::Elements(ITERATIONS as u64 + 1));
     for json_mode in [false, true] {
-        for hist in [10usize, 200] {
-            let id = BenchmarkId::new(if json_mode { "json" } else { "native" }, hist);
-            let past = history(hist);
-            group.bench_with_input(id, &hist, |b, _| {
-                b.iter_batched(
-                    || {
-                        let cfg = AgentConfig {
-                            completion_check: false,
-                            ..AgentConfig::default()
-                        };
-                        let tools = ToolRegistry::new().with(Arc::new(Noop));
-                        let agent =
-                            ReActAgent::new(scripted(json_mode), tools, HookRunner::default(), cfg);
-                        (agent, past.clone())
-                    },
-                    |(agent, past)| {
-                        rt.block_on(async {
-                            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                            let handles = RunHandles {
-                                checkpoints: None,
-                                events: tx.into(),
-                                interrupts: Arc::new(InterruptQueue::new()),
-                                cancel: Default::default(),
-                                artifacts: Arc::new(MemoryArtifacts::new()),
+        for k in ITERATIONS {
+            group.throughput(Throughput::Elements(k as u64 + 1));
+            for hist in [10usize, 200, 1000] {
+                let mode = if json_mode { "json" } else { "native" };
+                let id = BenchmarkId::new(format!("{mode}_k{k}"), hist);
+                let past = history(hist);
+                group.bench_with_input(id, &hist, |b, _| {
+                    b.iter_batched(
+                        || {
+                            let cfg = AgentConfig {
+                                completion_check: false,
+                                ..AgentConfig::default()
                             };
-                            let input = RunInput {
-                                run_id: "r".into(),
-                                conversation_id: "c".into(),
-                                query: "bench".into(),
-                                history: past,
-                                model_name: None,
-                            };
-                            let r = agent.run(input, handles).await;
-                            assert_eq!(r.outcome.iterations as usize, ITERATIONS + 1);
-                            drop(rx);
-                        })
-                    },
-                    BatchSize::SmallInput,
-                )
-            });
+                            let tools = ToolRegistry::new().with(Arc::new(Noop));
+                            let llm = scripted(json_mode, k);
+                            let agent = ReActAgent::new(llm, tools, HookRunner::default(), cfg);
+                            (agent, past.clone())
+                        },
+                        |(agent, past)| one_run(&rt, agent, past, k),
+                        BatchSize::SmallInput,
+                    )
+                });
+            }
         }
     }
     group.finish();

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
 use super::call_ids::CallIds;
-use super::context::{estimate_tool_tokens, ContextGuard};
+use super::context::{estimate_tool_tokens, ContextGuard, History};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
 use super::hooks::HookRunner;
@@ -79,7 +79,8 @@ pub(super) struct LoopRun<'a> {
     call_ids: CallIds,
     executor: Executor,
     guard: ContextGuard,
-    messages: Vec<Message>,
+    /// Shared with each request (no copy per iteration); keeps its own token estimate.
+    messages: History,
     steps: Vec<StepRecord>,
     pub iterations: u32,
     tool_calls: u32,
@@ -145,7 +146,7 @@ impl<'a> LoopRun<'a> {
                 artifacts: handles.artifacts.clone(),
             },
             guard: ContextGuard::new(budget),
-            messages,
+            messages: History::new(messages),
             steps: Vec::new(),
             iterations: 0,
             tool_calls: 0,
@@ -251,7 +252,7 @@ impl<'a> LoopRun<'a> {
             brief_answer: self.brief,
             answer_fallback: true,
             steps: self.steps,
-            messages: self.messages,
+            messages: self.messages.into_vec(),
             processed_interrupts: self.processed,
         }
     }
@@ -284,7 +285,7 @@ impl<'a> LoopRun<'a> {
     }
 
     fn request(&self) -> ChatRequest {
-        let mut req = ChatRequest::new(self.messages.clone());
+        let mut req = ChatRequest::new(self.messages.shared());
         match self.mode {
             Mode::Native => {
                 if !self.tool_defs.is_empty() {
@@ -338,7 +339,7 @@ impl<'a> LoopRun<'a> {
         if !forced
             && !self
                 .guard
-                .over_budget_with_tool_tokens(&self.messages, self.tool_tokens)
+                .over_budget_tokens(self.messages.tokens() + self.tool_tokens)
         {
             return Ok(());
         }
@@ -352,11 +353,11 @@ impl<'a> LoopRun<'a> {
             compaction.event.tokens_before,
             compaction.event.tokens_after,
         );
-        self.messages = compaction.messages;
+        self.messages = History::new(compaction.messages);
         self.events().send(AgentEvent::Compact(compaction.event));
         let still_over = self
             .guard
-            .over_budget_with_tool_tokens(&self.messages, self.tool_tokens);
+            .over_budget_tokens(self.messages.tokens() + self.tool_tokens);
         if after >= before && still_over {
             return Err(ContextTooLarge {
                 tokens: after,

@@ -37,6 +37,9 @@ struct Script {
     chat: VecDeque<Turn>,
     stream: VecDeque<Turn>,
     requests: Vec<(CallKind, ChatRequest)>,
+    /// False for benchmarks: a kept request would make the engine copy its history on the
+    /// next append (copy-on-write), which production clients never cause.
+    record: bool,
 }
 
 pub struct ScriptedLlm {
@@ -62,8 +65,15 @@ impl ScriptedLlm {
                 chat: VecDeque::new(),
                 stream: VecDeque::new(),
                 requests: Vec::new(),
+                record: true,
             }),
         }
+    }
+
+    /// Keeps no requests ([`Self::requests`] stays empty), as a real client keeps none.
+    pub fn without_recording(self) -> Self {
+        self.lock().record = false;
+        self
     }
 
     /// Native function calling and JSON mode.
@@ -193,7 +203,9 @@ impl Llm for ScriptedLlm {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let turn = {
             let mut s = self.lock();
-            s.requests.push((CallKind::Chat, request));
+            if s.record {
+                s.requests.push((CallKind::Chat, request));
+            }
             s.chat.pop_front()
         };
         match turn {
@@ -214,7 +226,9 @@ impl Llm for ScriptedLlm {
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
         let turn = {
             let mut s = self.lock();
-            s.requests.push((CallKind::Stream, request));
+            if s.record {
+                s.requests.push((CallKind::Stream, request));
+            }
             s.stream.pop_front()
         };
         let (chunks, tail) = match turn {
