@@ -1,16 +1,17 @@
 //! `memory`: where a held run's bytes are, measured as RSS deltas of the server while the parts
-//! of a run are added one at a time to N runs on one fresh stack (the held scenario's mock: 3
+//! of a run are added one at a time to N runs on fresh stacks (the held scenario's mock: 3
 //! iterations at 200 ms, 100 tokens at 50/s, but each run's first LLM call held for `hold`):
 //!
 //! 1. N idle keep-alive HTTP connections (one request served each, then silent): the HTTP
-//!    connection's buffers and task. Closed again before step 2.
+//!    connection's buffers and task. On a stack of its own (freed memory stays with the
+//!    allocator and would hide what the next steps add).
 //! 2. N runs started with `POST /api/conversations/{id}/runs` (no stream), all waiting on their
 //!    first LLM call: the engine's state, the upstream request and connection, the run's rows
 //!    and first events.
 //! 3. An SSE subscriber on each (`GET /api/runs/{id}/events`): the SSE connection, its
 //!    subscription and the replayed events.
-//! 4. Mid-answer (about half of the tokens streamed): what the event log and the streaming
-//!    buffers add.
+//! 4. When the median run has streamed half its answer (read then, not after a settle): what
+//!    the event log and the streaming buffers add.
 //!
 //! A delta is per run after the allocator settles (RSS counts what the allocator keeps, not what
 //! the code holds live); the database's memory (SQLite's page cache) is fixed-size and shows in
@@ -116,21 +117,25 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         first_call_latency_ms: Some(hold.as_millis() as u64),
         ..MockFlags::default()
     };
+    // Step 1 on a stack of its own: freed connection memory stays with the allocator and would
+    // hide the next steps' bytes.
     let stack = Stack::start(http, &flags, &[]).await?;
-    let (base, pid) = (stack.server.base.clone(), stack.server.pid);
-    let addr = base.trim_start_matches("http://").to_string();
-    let idle = settled_rss(pid).await;
-    let mut steps = Vec::new();
-
+    let pid = stack.server.pid;
+    let addr = stack.server.base.trim_start_matches("http://").to_string();
+    let idle_1 = settled_rss(pid).await;
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
         conns.push(idle_connection(&addr).await?);
     }
-    steps.push(("1. idle HTTP connection", settled_rss(pid).await));
+    let connections = [("1. idle HTTP connection", settled_rss(pid).await)];
     drop(conns);
-    let closed = settled_rss(pid).await;
+    stack.stop().await?;
 
-    let t0 = std::time::Instant::now();
+    let stack = Stack::start(http, &flags, &[]).await?;
+    let (base, pid) = (stack.server.base.clone(), stack.server.pid);
+    let idle = settled_rss(pid).await;
+    let mut steps = Vec::new();
+    let t0 = tokio::time::Instant::now();
     let runs: Vec<String> = futures::stream::iter(0..n)
         .map(|i| start_run(http, &base, i))
         .buffer_unordered(64)
@@ -138,6 +143,7 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         .await
         .into_iter()
         .collect::<anyhow::Result<_>>()?;
+    let started = t0.elapsed();
     steps.push(("2. run waiting on its LLM call", settled_rss(pid).await));
     let subs: Vec<_> = runs
         .iter()
@@ -149,12 +155,14 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         "steps 2-3 took {:?}, longer than the hold {hold:?}: give a longer --hold-s",
         t0.elapsed()
     );
-    // Hold end + 3 × 200 ms + half the answer (1 s at 50 tokens/s), minus the settle.
-    tokio::time::sleep_until(
-        tokio::time::Instant::from_std(t0) + hold + Duration::from_millis(100),
-    )
-    .await;
-    steps.push(("4. half the answer streamed", settled_rss(pid).await));
+    // The median run's answer is half streamed at its start + hold + 2 × 200 ms (two more tool
+    // calls) + 200 ms (the final call) + 200 ms (synthesis' first byte) + 1 s (50 of 100 tokens).
+    let mid = t0 + started / 2 + hold + Duration::from_millis(1800);
+    tokio::time::sleep_until(mid).await;
+    steps.push((
+        "4. half the answer streamed",
+        memory_kib(pid).map_or(0, |m| m.0),
+    ));
     let mut errors = 0;
     for s in subs {
         if let Err(e) = s.await.context("subscriber task")? {
@@ -163,22 +171,24 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         }
     }
     stack.stop().await?;
-    print(n, idle, closed, &steps, errors);
+    print(n, (idle_1, &connections), (idle, &steps), errors);
     Ok(errors == 0)
 }
 
-fn print(n: usize, idle: u64, closed: u64, steps: &[(&'static str, u64)], errors: usize) {
-    println!("== memory per run, {n} runs (RSS deltas after 1.5 s settles; idle {idle} KiB)");
-    let rows = deltas(idle, &steps[..1], n);
-    let rest = deltas(closed, &steps[1..], n);
+type Readings<'a> = (u64, &'a [(&'static str, u64)]);
+
+fn print(n: usize, connections: Readings, runs: Readings, errors: usize) {
+    println!(
+        "== memory per run, {n} runs (RSS deltas after 1.5 s settles; idle {} / {} KiB)",
+        connections.0, runs.0
+    );
+    let rows = deltas(connections.0, connections.1, n);
+    let rest = deltas(runs.0, runs.1, n);
     for (name, kib) in rows.iter().chain(&rest) {
-        println!("  {name:<32} {:>7.1} KiB per run", kib);
+        println!("  {name:<32} {kib:>7.1} KiB per run");
     }
     let total: f64 = rest.iter().map(|r| r.1).sum();
-    println!(
-        "  {:<32} {:>7.1} KiB per run (connections closed after step 1: RSS {closed} KiB)",
-        "steps 2-4 together", total
-    );
+    println!("  {:<32} {total:>7.1} KiB per run", "steps 2-4 together");
     println!(
         "  streams verified: {} of {n} ended with done completed",
         n - errors
