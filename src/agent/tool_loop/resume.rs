@@ -4,6 +4,7 @@
 
 use super::{LoopRun, LoopSetup};
 use crate::agent::checkpoint::{Checkpoint, InFlightCall};
+use crate::agent::context::History;
 use crate::agent::events::Mode;
 use crate::agent::executor::PendingCall;
 use crate::agent::prompts;
@@ -23,7 +24,7 @@ impl<'a> LoopRun<'a> {
         lr.iterations = cp.iterations;
         lr.tool_calls = cp.tool_calls;
         lr.usage = cp.usage;
-        lr.messages = cp.messages;
+        lr.messages = History::new(cp.messages);
         lr.steps = cp.steps;
         lr.processed = cp.processed;
         lr.checklist_done = cp.checklist_done;
@@ -45,7 +46,7 @@ impl<'a> LoopRun<'a> {
             max_iterations: self.config.max_iterations,
             tool_calls: self.tool_calls,
             usage: self.usage,
-            messages: self.messages.clone(),
+            messages: self.messages.to_vec(),
             steps: self.steps.clone(),
             processed: self.processed.clone(),
             in_flight: in_flight

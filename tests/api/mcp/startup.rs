@@ -134,7 +134,7 @@ async fn bad_input_from_a_server_is_an_error_observation_or_a_skipped_tool() {
         .llm
         .chat_requests()
         .iter()
-        .flat_map(|r| r.messages.clone())
+        .flat_map(|r| r.messages.to_vec())
         .find(|m| m.tool_call_id.as_deref() == Some("c1"))
         .map(|m| m.content)
         .unwrap();
