@@ -26,17 +26,11 @@ use crate::llm::{
 };
 use crate::tools::ToolRegistry;
 
+mod guard;
 mod resume;
+mod steps;
 
 /// What one processed response means for the loop.
-/// What compaction must keep is alone over the prompt budget.
-#[derive(Debug, thiserror::Error)]
-#[error("the context cannot fit the model: after compaction {tokens} tokens remain of a {budget}-token budget (the system prompt, query and pinned messages alone are over it)")]
-struct ContextTooLarge {
-    tokens: usize,
-    budget: usize,
-}
-
 enum Next {
     Continue,
     /// A final answer candidate (interrupts and checklist already considered).
@@ -332,56 +326,6 @@ impl<'a> LoopRun<'a> {
         }
     }
 
-    /// Compacts when over budget (or when `forced`). Fails when compaction cannot help: what
-    /// it must keep (system prompt, query, pinned messages) is alone over the budget, so every
-    /// further iteration would compact again for nothing.
-    async fn guard_context(&mut self, forced: bool) -> Result<(), ContextTooLarge> {
-        if !forced
-            && !self
-                .guard
-                .over_budget_tokens(self.messages.tokens() + self.tool_tokens)
-        {
-            return Ok(());
-        }
-        let llm = self.compact_llm.clone();
-        let compaction = tokio::select! {
-            _ = self.handles.cancel.cancelled() => return Ok(()),
-            c = self.guard.compact(llm.as_ref(), &self.messages, &self.tool_defs) => c,
-        };
-        self.usage += compaction.usage;
-        let (before, after) = (
-            compaction.event.tokens_before,
-            compaction.event.tokens_after,
-        );
-        self.messages = History::new(compaction.messages);
-        self.events().send(AgentEvent::Compact(compaction.event));
-        let still_over = self
-            .guard
-            .over_budget_tokens(self.messages.tokens() + self.tool_tokens);
-        if after >= before && still_over {
-            return Err(ContextTooLarge {
-                tokens: after,
-                budget: self.guard.budget_tokens,
-            });
-        }
-        Ok(())
-    }
-
-    /// Ends the loop as failed because the context cannot fit.
-    fn fail(&mut self, e: ContextTooLarge) {
-        tracing::warn!(
-            tokens = e.tokens,
-            budget = e.budget,
-            "compaction cannot bring the context under budget; the run fails"
-        );
-        self.status = RunStatus::Failed;
-        self.error = Some(e.to_string());
-        self.brief =
-            "Sorry, I could not complete this request: the system prompt and the messages \
-                      that must be kept are larger than the model's context budget."
-                .to_string();
-    }
-
     /// Drained interrupts become ONE pinned `[USER INTERRUPT]` message.
     fn inject(&mut self, items: Vec<Interrupt>) {
         if items.is_empty() {
@@ -451,149 +395,4 @@ impl<'a> LoopRun<'a> {
             .execute_batch(self.iterations, calls, &cancel)
             .await
     }
-
-    async fn native_step(&mut self, r: ChatResponse) -> Next {
-        let reasoning = if r.content.trim().is_empty() {
-            r.reasoning_content.clone().unwrap_or_default()
-        } else {
-            r.content.clone()
-        };
-        let written = if r.tool_calls.is_empty() {
-            self.calls_in_content(&r.content)
-        } else {
-            None
-        };
-        if r.tool_calls.is_empty() && written.is_none() {
-            let answer = reasoning;
-            self.messages.push(Message::assistant(answer.clone()));
-            if self.drain_interrupts() {
-                return Next::Continue;
-            }
-            if self.checklist_due() {
-                self.checklist_done = true;
-                self.messages.push(Message::user(prompts::COMPLETION_CHECK));
-                return Next::Continue;
-            }
-            return Next::Final(answer);
-        }
-        // Calls recovered from the content are stored in the normal form, without the text
-        // they were written in, so the history reads to the provider as its own tool calls.
-        let (content, mut calls, reasoning) = match written {
-            Some(calls) => (
-                String::new(),
-                calls,
-                r.reasoning_content.unwrap_or_default(),
-            ),
-            None => (r.content, r.tool_calls, reasoning),
-        };
-        self.emit(StepEvent::Thinking {
-            iteration: self.iterations,
-            reasoning,
-            dag_step: None,
-        });
-        self.call_ids.assign(self.iterations, &mut calls);
-        self.messages
-            .push(Message::assistant_tool_calls(content, calls.clone()));
-        let pending = calls
-            .iter()
-            .map(|c| PendingCall {
-                call_id: c.id.clone(),
-                tool: c.name.clone(),
-                arguments: parse_arguments(&c.arguments),
-            })
-            .collect();
-        let (executed, cancelled) = self.execute(pending).await;
-        for e in &executed {
-            self.messages.push(Message::tool(
-                e.record.call_id.clone(),
-                e.record.observation.clone(),
-            ));
-        }
-        self.after_tools(&executed);
-        if cancelled {
-            self.cancelled();
-            return Next::Stop;
-        }
-        self.drain_interrupts();
-        Next::Continue
-    }
-
-    /// Tool calls the model wrote as text (SPEC §2.3), when they name only tools of the run.
-    fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
-        if self.tool_defs.is_empty() {
-            return None;
-        }
-        let calls = parse_content_calls(content, |name| self.executor.tools.get(name).is_some())?;
-        tracing::debug!(calls = calls.len(), "tool calls recovered from the content");
-        Some(calls)
-    }
-
-    async fn json_step(&mut self, r: ChatResponse) -> Next {
-        let content = r.content.clone();
-        self.messages.push(Message::assistant(content.clone()));
-        let interrupted = self.drain_interrupts();
-        let Some(action) = parse_action(&content, &self.json_tools) else {
-            if self.last_parse_failed && !interrupted {
-                return Next::Final(content);
-            }
-            self.last_parse_failed = true;
-            self.messages.push(Message::user(prompts::REFORMAT_REQUEST));
-            return Next::Continue;
-        };
-        self.last_parse_failed = false;
-        match action {
-            Action::FinalAnswer { answer, .. } => {
-                if interrupted {
-                    return Next::Continue;
-                }
-                if self.checklist_due() {
-                    self.checklist_done = true;
-                    self.messages.push(Message::user(prompts::COMPLETION_CHECK));
-                    return Next::Continue;
-                }
-                Next::Final(answer)
-            }
-            Action::ToolCall {
-                reasoning,
-                tool_name,
-                tool_args,
-            } => {
-                let reasoning = if reasoning.trim().is_empty() {
-                    r.reasoning_content.clone().unwrap_or_default()
-                } else {
-                    reasoning
-                };
-                self.emit(StepEvent::Thinking {
-                    iteration: self.iterations,
-                    reasoning,
-                    dag_step: None,
-                });
-                let call = PendingCall {
-                    call_id: self.call_ids.next(self.iterations),
-                    tool: tool_name,
-                    arguments: Ok(tool_args),
-                };
-                let (executed, cancelled) = self.execute(vec![call]).await;
-                for e in &executed {
-                    self.messages
-                        .push(Message::user(prompts::observation(&e.record.observation)));
-                }
-                self.after_tools(&executed);
-                if cancelled {
-                    self.cancelled();
-                    return Next::Stop;
-                }
-                Next::Continue
-            }
-        }
-    }
-}
-
-/// Tool-call arguments from the provider: empty means `{}`; invalid JSON is kept raw so the
-/// LLM gets an error observation instead of a crash.
-fn parse_arguments(raw: &str) -> Result<Value, String> {
-    if raw.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_json::from_str(raw).map_err(|_| raw.to_string())
 }

@@ -1,0 +1,151 @@
+//! One response processed, in each mode (SPEC §2.2–2.3): native `tool_calls` (or calls
+//! written in the content), and the JSON protocol's one action per response.
+
+use super::*;
+
+impl LoopRun<'_> {
+    pub(super) async fn native_step(&mut self, r: ChatResponse) -> Next {
+        let reasoning = if r.content.trim().is_empty() {
+            r.reasoning_content.clone().unwrap_or_default()
+        } else {
+            r.content.clone()
+        };
+        let written = if r.tool_calls.is_empty() {
+            self.calls_in_content(&r.content)
+        } else {
+            None
+        };
+        if r.tool_calls.is_empty() && written.is_none() {
+            let answer = reasoning;
+            self.messages.push(Message::assistant(answer.clone()));
+            if self.drain_interrupts() {
+                return Next::Continue;
+            }
+            if self.checklist_due() {
+                self.checklist_done = true;
+                self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+                return Next::Continue;
+            }
+            return Next::Final(answer);
+        }
+        // Calls recovered from the content are stored in the normal form, without the text
+        // they were written in, so the history reads to the provider as its own tool calls.
+        let (content, mut calls, reasoning) = match written {
+            Some(calls) => (
+                String::new(),
+                calls,
+                r.reasoning_content.unwrap_or_default(),
+            ),
+            None => (r.content, r.tool_calls, reasoning),
+        };
+        self.emit(StepEvent::Thinking {
+            iteration: self.iterations,
+            reasoning,
+            dag_step: None,
+        });
+        self.call_ids.assign(self.iterations, &mut calls);
+        self.messages
+            .push(Message::assistant_tool_calls(content, calls.clone()));
+        let pending = calls
+            .iter()
+            .map(|c| PendingCall {
+                call_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: parse_arguments(&c.arguments),
+            })
+            .collect();
+        let (executed, cancelled) = self.execute(pending).await;
+        for e in &executed {
+            self.messages.push(Message::tool(
+                e.record.call_id.clone(),
+                e.record.observation.clone(),
+            ));
+        }
+        self.after_tools(&executed);
+        if cancelled {
+            self.cancelled();
+            return Next::Stop;
+        }
+        self.drain_interrupts();
+        Next::Continue
+    }
+
+    /// Tool calls the model wrote as text (SPEC §2.3), when they name only tools of the run.
+    fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
+        if self.tool_defs.is_empty() {
+            return None;
+        }
+        let calls = parse_content_calls(content, |name| self.executor.tools.get(name).is_some())?;
+        tracing::debug!(calls = calls.len(), "tool calls recovered from the content");
+        Some(calls)
+    }
+
+    pub(super) async fn json_step(&mut self, r: ChatResponse) -> Next {
+        let content = r.content.clone();
+        self.messages.push(Message::assistant(content.clone()));
+        let interrupted = self.drain_interrupts();
+        let Some(action) = parse_action(&content, &self.json_tools) else {
+            if self.last_parse_failed && !interrupted {
+                return Next::Final(content);
+            }
+            self.last_parse_failed = true;
+            self.messages.push(Message::user(prompts::REFORMAT_REQUEST));
+            return Next::Continue;
+        };
+        self.last_parse_failed = false;
+        match action {
+            Action::FinalAnswer { answer, .. } => {
+                if interrupted {
+                    return Next::Continue;
+                }
+                if self.checklist_due() {
+                    self.checklist_done = true;
+                    self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+                    return Next::Continue;
+                }
+                Next::Final(answer)
+            }
+            Action::ToolCall {
+                reasoning,
+                tool_name,
+                tool_args,
+            } => {
+                let reasoning = if reasoning.trim().is_empty() {
+                    r.reasoning_content.clone().unwrap_or_default()
+                } else {
+                    reasoning
+                };
+                self.emit(StepEvent::Thinking {
+                    iteration: self.iterations,
+                    reasoning,
+                    dag_step: None,
+                });
+                let call = PendingCall {
+                    call_id: self.call_ids.next(self.iterations),
+                    tool: tool_name,
+                    arguments: Ok(tool_args),
+                };
+                let (executed, cancelled) = self.execute(vec![call]).await;
+                for e in &executed {
+                    self.messages
+                        .push(Message::user(prompts::observation(&e.record.observation)));
+                }
+                self.after_tools(&executed);
+                if cancelled {
+                    self.cancelled();
+                    return Next::Stop;
+                }
+                Next::Continue
+            }
+        }
+    }
+}
+
+/// Tool-call arguments from the provider: empty means `{}`; invalid JSON is kept raw so the
+/// LLM gets an error observation instead of a crash.
+fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|_| raw.to_string())
+}
