@@ -21,6 +21,7 @@ mod conversations;
 pub mod error;
 mod events;
 pub mod models;
+pub mod notify;
 mod recovery;
 mod runs;
 

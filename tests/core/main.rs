@@ -27,6 +27,7 @@ mod event_ids;
 mod fuzz_smoke;
 mod llm_client;
 mod mock_provider;
+mod notify;
 mod persist;
 mod properties;
 mod recovery;

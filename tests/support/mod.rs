@@ -6,6 +6,7 @@
 //! - [`app`]: `TestApp`, the real router on `127.0.0.1:0` with a scripted model and test tools;
 //! - [`backends`]: a fresh SQLite or PostgreSQL database per scenario, `on_both_backends!`;
 //! - [`child`]: `Server`, the real `reagent` binary as a child process;
+//! - [`cluster`]: `Cluster`, several `reagent` processes on one PostgreSQL database;
 //! - [`engine`]: `Harness`, one `ReActAgent` run and the events it emitted;
 //! - [`sse`]: a small SSE parser and `labels`;
 //! - [`target`]: a local HTTP server counting its requests, for the network tools;
@@ -21,6 +22,7 @@ pub mod app;
 #[macro_use]
 pub mod backends;
 pub mod child;
+pub mod cluster;
 pub mod engine;
 pub mod log;
 pub mod peers;
