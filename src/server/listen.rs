@@ -1,6 +1,6 @@
 //! Accepting and serving connections: a deep accept queue, `TCP_NODELAY`, a header-read
 //! timeout (which also closes idle keep-alive connections), half-closed clients served to the
-//! end, and a connection cap below the file-descriptor limit so that a flood of silent clients
+//! end, 414 for request lines longer than the read buffer, and a connection cap below the file-descriptor limit so that a flood of silent clients
 //! cannot starve everyone else (SPEC §3.7; RELIABILITY.md).
 
 use std::future::Future;
@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
 use super::error::ApiError;
+use super::long_uri::LongUri;
 use super::stall::StallGuard;
 
 pub use crate::net::{listen, LISTEN_BACKLOG};
@@ -162,10 +163,10 @@ pub async fn serve_with(
     Ok(())
 }
 
-type Io = TokioIo<StallGuard<TcpStream>>;
+type Io = TokioIo<StallGuard<LongUri<TcpStream>>>;
 
 fn io(tcp: TcpStream, stall: Duration) -> Io {
-    TokioIo::new(StallGuard::new(tcp, stall))
+    TokioIo::new(StallGuard::new(LongUri::new(tcp), stall))
 }
 
 fn http1(header_timeout: Duration) -> hyper::server::conn::http1::Builder {

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod conversations;
 pub mod error;
 pub mod listen;
+pub mod long_uri;
 pub mod mcp;
 pub mod metrics;
 pub mod openai;

@@ -741,6 +741,62 @@ async fn requests_larger_than_the_read_buffer() {
     assert_eq!(status, 200, "still serving");
 }
 
+/// A request line that does not fit the 8 KB read buffer is a URI too long (414, with the
+/// API's JSON error), on a fresh connection and after a served request on a keep-alive one;
+/// a long header after a short request line stays 431, and the server goes on serving.
+#[tokio::test]
+async fn over_long_urls_get_414() {
+    let app = TestApp::spawn().await;
+    let long = format!(
+        "GET /api/conversations?q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "a".repeat(12 * 1024)
+    );
+    for keep_alive in [false, true] {
+        let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+        if keep_alive {
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut first = Vec::new();
+            while !String::from_utf8_lossy(&first).ends_with(r#"{"status":"ok"}"#) {
+                let mut chunk = [0u8; 1024];
+                let n = stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "closed before the first response");
+                first.extend_from_slice(&chunk[..n]);
+            }
+        }
+        let text = exchange(&mut stream, &long).await;
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("HTTP/1.1 414 "),
+            "keep-alive {keep_alive}: {text}"
+        );
+        let body: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["error"]["code"], "uri_too_long", "{body}");
+    }
+    let big_header = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(12 * 1024)
+    );
+    let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let text = exchange(&mut stream, &big_header).await;
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    let (status, _) = raw_get(app.addr, "/healthz").await;
+    assert_eq!(status, 200, "still serving");
+}
+
+/// Writes `request` and reads until the server closes the connection.
+async fn exchange(stream: &mut tokio::net::TcpStream, request: &str) -> String {
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[tokio::test]
 async fn bodies_over_the_limit_are_413_on_every_body_route_sized_or_chunked() {
     let app = TestApp::spawn().await;
