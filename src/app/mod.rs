@@ -124,6 +124,10 @@ impl App {
         }
         let runs = Arc::new(manager);
         follow_mcp_tools(&mcp, base_tools, &runs);
+        // Before recovery, so the runs it resumes hear the other instances too.
+        runs.listen_to_instances()
+            .await
+            .map_err(|e| BuildError::Store(StoreError::Connect(e.to_string())))?;
         let recovered = runs.recover().await?;
         if recovered.total() > 0 {
             tracing::warn!(

@@ -1,15 +1,16 @@
-//! Commands to live runs: cancel, interrupts (queue and recall) and approval decisions. Each
-//! checks the caller owns the run against the live state, which a pending interrupt or
-//! approval implies exists, so no command reads the database to decide who may send it.
+//! Commands to live runs: cancel, interrupts (queue and recall) and approval decisions. For a
+//! run live here each checks the caller owns the run against the live state, which a pending
+//! interrupt or approval implies exists; a run running on another instance (SPEC §11) is
+//! checked against its rows and commanded through them (`remote`).
 
 use uuid::Uuid;
 
 use super::checks::{check_storable, check_text};
+use super::commands::{NOT_PENDING, RECALLED};
 use super::manager::{RunError, RunManager};
 use crate::agent::hooks::approval::ApprovalInfo;
-use crate::agent::interrupts::Recall;
-use crate::domain::{MessageKind, MessageRole};
-use crate::store::NewMessage;
+use crate::domain::{MessageKind, MessageRole, RunStatus};
+use crate::store::{NewMessage, RowDecision};
 
 /// An accepted follow-up: `next_run` when it came after the loop closed and will be the query
 /// of the run started when this one ends.
@@ -35,6 +36,10 @@ impl RunManager {
             return Ok(());
         }
         match self.store.get_run(owner, run_id).await? {
+            // Running, not here: another instance's (SPEC §11).
+            Some(row) if row.status == RunStatus::Running && self.store.is_shared() => {
+                self.cancel_elsewhere(run_id).await
+            }
             Some(_) => Err(RunError::Finished),
             None => Err(RunError::NotFound),
         }
@@ -54,7 +59,13 @@ impl RunManager {
             self.queues.get(&conversation_id).map(|q| q.clone()),
             self.active_run_of(conversation_id),
         ) else {
-            return Err(RunError::NoActiveRun);
+            return match self.running_elsewhere(conversation_id).await? {
+                Some(run_id) => {
+                    self.interrupt_elsewhere(conversation_id, run_id, content)
+                        .await
+                }
+                None => Err(RunError::NoActiveRun),
+            };
         };
         let Some(live) = self.live_run(owner, run_id) else {
             return Err(RunError::NoActiveRun);
@@ -98,27 +109,23 @@ impl RunManager {
         interrupt_id: Uuid,
     ) -> Result<(), RunError> {
         self.owned(owner, conversation_id).await?;
-        let late = self
+        if self.active_run_of(conversation_id).is_none() {
+            if let Some(run_id) = self.running_elsewhere(conversation_id).await? {
+                if let Some(()) = self.recall_elsewhere(run_id, interrupt_id).await? {
+                    return Ok(());
+                }
+            }
+        }
+        let live = self
             .active_run_of(conversation_id)
-            .and_then(|run_id| self.live_run(owner, run_id))
-            .is_some_and(|live| live.follow_ups.recall(interrupt_id));
-        let queue = self.queues.get(&conversation_id).map(|q| q.clone());
-        let recalled = late || queue.is_some_and(|q| q.recall(interrupt_id) == Recall::Recalled);
-        match recalled.then_some(Recall::Recalled) {
-            Some(Recall::Recalled) => {
-                self.store
-                    .delete_message(conversation_id, interrupt_id)
-                    .await?;
-                Ok(())
-            }
-            // Accepted once (it is stored): already drained. Never accepted: unknown.
-            _ if self
-                .store
-                .has_message(conversation_id, interrupt_id)
-                .await? =>
-            {
-                Err(RunError::NotPending)
-            }
+            .and_then(|run_id| self.live_run(owner, run_id));
+        let _turn = self.command_turn.lock().await;
+        match self
+            .recall_in(live.as_deref(), conversation_id, interrupt_id)
+            .await?
+        {
+            RECALLED => Ok(()),
+            NOT_PENDING => Err(RunError::NotPending),
             _ => Err(RunError::NotFound),
         }
     }
@@ -129,31 +136,70 @@ impl RunManager {
         Uuid::parse_str(&info.run_id).is_ok_and(|id| self.live_run(owner, id).is_some())
     }
 
-    /// `owner`'s pending approvals.
-    pub fn approvals_of(&self, owner: &str) -> Vec<(Uuid, ApprovalInfo)> {
+    /// `owner`'s pending approvals: this process's, and (several instances) those stored by
+    /// the owners of runs elsewhere.
+    pub async fn approvals_of(&self, owner: &str) -> Result<Vec<(Uuid, ApprovalInfo)>, RunError> {
         let mut pending = self.approvals.list();
         pending.retain(|(_, info)| self.approval_of(owner, info));
-        pending
+        if !self.approvals.has_ledger() {
+            return Ok(pending);
+        }
+        for row in self.store.pending_approvals(owner).await? {
+            let (Ok(id), Ok(run)) = (Uuid::parse_str(&row.id), row.run()) else {
+                continue;
+            };
+            if self.live.contains_key(&run) || pending.iter().any(|(p, _)| *p == id) {
+                continue;
+            }
+            match serde_json::from_str::<ApprovalInfo>(&row.info) {
+                Ok(info) => pending.push((id, info)),
+                Err(e) => tracing::warn!(approval_id = %id, error = %e, "unreadable approval row"),
+            }
+        }
+        Ok(pending)
     }
 
     /// Delivers a reviewer's decision on one of `owner`'s approvals; `NotFound` when it is
-    /// unknown, already decided, timed out or another tenant's.
-    pub fn decide_approval(
+    /// unknown, already decided, timed out or another tenant's. With several instances the
+    /// approval's row decides (once, whoever asks first) and wakes its run's owner.
+    pub async fn decide_approval(
         &self,
         owner: &str,
         id: Uuid,
         approve: bool,
         reason: Option<String>,
-    ) -> Result<ApprovalInfo, RunError> {
+    ) -> Result<(), RunError> {
         check_storable("reason", reason.as_deref().unwrap_or_default())?;
-        let info = self.approvals.get(id).ok_or(RunError::NotFound)?;
-        if !self.approval_of(owner, &info) {
+        let local = self.approvals.get(id);
+        if local
+            .as_ref()
+            .is_some_and(|info| !self.approval_of(owner, info))
+        {
             return Err(RunError::NotFound);
         }
+        if self.approvals.has_ledger() {
+            let decision = if approve { "approved" } else { "rejected" };
+            match self
+                .store
+                .decide_approval(id, Some(owner), decision, reason.as_deref())
+                .await?
+            {
+                RowDecision::Decided => {
+                    // Here, or heard by its owner (who may also have read the row by now).
+                    let _ = self.approvals.decide(id, approve, reason);
+                    tracing::info!(approval_id = %id, approve, "approval decided");
+                    return Ok(());
+                }
+                RowDecision::Taken(..) => return Err(RunError::NotFound),
+                // Not stored (its write failed): only this process knows it.
+                RowDecision::Missing => {}
+            }
+        }
+        let info = local.ok_or(RunError::NotFound)?;
         self.approvals
             .decide(id, approve, reason)
             .map_err(|_| RunError::NotFound)?;
         tracing::info!(approval_id = %id, run_id = %info.run_id, approve, "approval decided");
-        Ok(info)
+        Ok(())
     }
 }

@@ -189,6 +189,7 @@ impl RunManager {
     /// database) sees it finished and complete.
     async fn finish(self: &Arc<Self>, writer: &EventWriter, live: &LiveRun, done: Done) {
         let (done, next) = self.plan_next_run(live, done);
+        let stopped = done.outcome.status == RunStatus::Cancelled || self.shutdown.is_cancelled();
         let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
         let event = StoredEvent {
             seq: done.seq as i64,
@@ -204,6 +205,7 @@ impl RunManager {
                 tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
             }
         }
+        let next = self.settle_commands(live, next, stopped).await;
         self.release(live);
         // Started before `done` becomes visible, so a client following `next_run_id` finds it.
         if let Some(next) = next {

@@ -40,6 +40,11 @@ impl FollowUps {
         s.open
     }
 
+    /// Whether the run still takes follow-ups.
+    pub fn is_open(&self) -> bool {
+        self.lock().open
+    }
+
     /// Takes one back before the next run starts; `false` when it is not (or no longer) here.
     pub fn recall(&self, id: Uuid) -> bool {
         let mut s = self.lock();

@@ -21,6 +21,7 @@ use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
 use crate::config::{AgentSpec, DagConfig, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
+use crate::store::notify::Notifier;
 use crate::store::{RecoveryLock, Store, StoreError};
 use crate::tools::ToolRegistry;
 
@@ -89,6 +90,9 @@ pub enum RunError {
     Invalid(String),
     #[error("server is shutting down")]
     ShuttingDown,
+    /// The instance running the run did not answer in time (SPEC §11).
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Internal(String),
     #[error(transparent)]
@@ -146,6 +150,10 @@ pub struct RunManager {
     pub instance_id: String,
     /// Held once this process recovered the database's runs (see [`crate::store::RecoveryLock`]).
     pub(super) recovery_lock: tokio::sync::Mutex<Option<RecoveryLock>>,
+    /// The process's one listener for other instances' hints (PostgreSQL, once listening).
+    pub(super) notifier: OnceLock<Notifier>,
+    /// Held while command rows are done, so each takes effect once and in order.
+    pub(super) command_turn: tokio::sync::Mutex<()>,
 }
 
 /// A name for this process when none is configured: host name, process id, random suffix.
@@ -194,6 +202,8 @@ impl RunManager {
             resume_on_restart: true,
             instance_id: default_instance_id(),
             recovery_lock: tokio::sync::Mutex::new(None),
+            notifier: OnceLock::new(),
+            command_turn: tokio::sync::Mutex::new(()),
             dag: DagConfig::default(),
         }
     }
@@ -294,6 +304,9 @@ impl RunManager {
         // After the last write: the next process may now recover what is left running.
         if let Some(lock) = self.recovery_lock.lock().await.take() {
             lock.release().await;
+        }
+        if let Some(n) = self.notifier.get() {
+            n.stop();
         }
     }
 }

@@ -11,6 +11,9 @@
 //! - `drive` — the task: the event sink, the panic fallback, `done` and the final state written
 //!   together from the run's one [`RunOutcome`](crate::agent::RunOutcome);
 //! - `control` — commands to live runs: cancel, interrupt and recall, approval decisions;
+//! - `remote` — the same commands for runs another instance owns (SPEC §11), as rows, and
+//!   `commands` — the owner's side of them (woken by `LISTEN/NOTIFY`, re-read on a tick);
+//! - `follow` — the events of a run another instance owns, from the database, followed live;
 //! - `read` — a run's events, live or replayed from the database (`replay`: a page at a time);
 //! - `recover` — runs a crash left `running`, failed with the same fallback tail;
 //! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
@@ -20,10 +23,12 @@
 
 mod binding;
 pub mod checks;
+mod commands;
 mod control;
 mod conversations;
 mod drive;
 mod engines;
+mod follow;
 pub mod follow_up;
 pub mod log;
 pub mod manager;
@@ -31,6 +36,7 @@ pub mod persist;
 pub mod progress;
 mod read;
 mod recover;
+mod remote;
 pub mod replay;
 mod start;
 #[cfg(test)]

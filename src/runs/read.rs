@@ -8,9 +8,11 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream, StreamExt};
 use uuid::Uuid;
 
+use super::follow::followed_events;
 use super::log::LoggedEvent;
 use super::manager::{LiveRun, RunError, RunManager};
 use super::replay::{stored_events, stored_events_until};
+use crate::domain::RunStatus;
 use crate::store::RunRow;
 
 impl RunManager {
@@ -41,8 +43,15 @@ impl RunManager {
             }
             return Ok(self.live_events(&live, after));
         }
-        if self.store.get_run(owner, run_id).await?.is_none() {
-            return Err(RunError::NotFound);
+        let row = self
+            .store
+            .get_run(owner, run_id)
+            .await?
+            .ok_or(RunError::NotFound)?;
+        // Running on another instance (SPEC §11): followed from the database.
+        if let (RunStatus::Running, Some(n)) = (row.status, self.notifier.get()) {
+            let hints = n.subscribe();
+            return Ok(followed_events(self.store.clone(), run_id, after, hints));
         }
         Ok(stored_events(self.store.clone(), run_id, after, u64::MAX))
     }

@@ -132,6 +132,10 @@ impl RunManager {
             reset_answer,
         };
         self.spawn_run(live, RunEngine::React(agent), input, queue, Some(resume));
+        // The run is live now: a failed read must not fail it (the owner's tick retries).
+        if let Err(e) = self.apply_pending_commands(run.id).await {
+            tracing::warn!(run_id = %run.id, error = %e, "cannot read the resumed run's pending commands");
+        }
         Ok(true)
     }
 

@@ -27,7 +27,7 @@ pub async fn list(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
 ) -> Result<Json<Vec<Approval>>, ApiError> {
-    let items = state.runs.approvals_of(&owner.0);
+    let items = state.runs.approvals_of(&owner.0).await?;
     Ok(Json(items.into_iter().map(Approval::from).collect()))
 }
 
@@ -45,7 +45,8 @@ pub async fn decide(
 ) -> Result<Json<Decided>, ApiError> {
     state
         .runs
-        .decide_approval(&owner.0, id, body.approve, body.reason)?;
+        .decide_approval(&owner.0, id, body.approve, body.reason)
+        .await?;
     Ok(Json(Decided {
         id,
         approved: body.approve,

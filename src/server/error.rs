@@ -126,6 +126,7 @@ impl From<RunError> for ApiError {
             RunError::Invalid(message) => Self::invalid(message),
             RunError::Internal(message) => Self::Internal(message),
             RunError::ShuttingDown => Self::Unavailable("server is shutting down".into()),
+            RunError::Unavailable(message) => Self::Unavailable(message),
             RunError::Store(e) => e.into(),
         }
     }

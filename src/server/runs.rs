@@ -255,7 +255,8 @@ pub async fn interrupt(
            ("interrupt_id" = Uuid, Path, description = "Interrupt id")),
     summary = "Take back a follow-up the agent has not seen yet",
     responses((status = 200, description = "Recalled: the agent will not see it", body = Recalled),
-              (status = 409, description = "`conflict`: already delivered to the agent", body = ErrorBody)))]
+              (status = 409, description = "`conflict`: already delivered to the agent", body = ErrorBody),
+              (status = 503, description = "`unavailable`: the instance running the run did not answer within 5 s (several instances); the recall was withdrawn", body = ErrorBody)))]
 pub async fn recall(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -28,6 +28,7 @@ use uuid::Uuid;
 use super::binds::bind;
 use super::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
 use super::models::{now, time, to_i64, uuid};
+use super::notify::EVENTS_CHANNEL;
 use super::runs::{CHECKPOINT_SQL, FINISH_RUN_SQL, RAISE_CEILING_SQL};
 use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
 use crate::domain::RunStatus;
@@ -221,6 +222,19 @@ impl AuditRecord {
     }
 }
 
+/// Longest `pg_notify` payload sent; PostgreSQL refuses 8000 bytes and more.
+const MAX_HINT_BYTES: usize = 7000;
+
+/// The [`EVENTS_CHANNEL`] payload of a batch: its run ids, or "" ("any run") when too long.
+fn events_hint(ids: &[String]) -> String {
+    let payload = ids.join(",");
+    if payload.len() > MAX_HINT_BYTES {
+        String::new()
+    } else {
+        payload
+    }
+}
+
 impl Store {
     /// Appends a batch of events of one run atomically. Already stored sequence numbers are
     /// skipped.
@@ -265,6 +279,7 @@ impl Store {
         let rows = pack(&events);
         let (_, micros) = now();
         let mut finished = vec![false; batches.len()];
+        let hint = self.is_shared().then(|| events_hint(&ids));
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for chunk in rows.chunks(EVENT_CHUNK) {
@@ -321,6 +336,14 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                 }
+            }
+            if let Some(payload) = &hint {
+                // One hint per committed batch, sent at commit (SPEC §11).
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(EVENTS_CHANNEL)
+                    .bind(payload.as_str())
+                    .execute(&mut *tx)
+                    .await?;
             }
             tx.commit().await?;
         });

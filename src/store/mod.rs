@@ -15,8 +15,10 @@
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
 //! rows, so handlers turn both "missing" and "not yours" into the same 404.
 
+mod approvals;
 mod artifacts;
 mod binds;
+pub mod commands;
 mod conversations;
 pub mod error;
 mod events;
@@ -35,6 +37,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use approvals::{ApprovalRecord, RowDecision};
+pub use commands::{CommandKind, RunCommand};
 pub use error::StoreError;
 pub use models::{
     AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,

@@ -59,6 +59,15 @@ impl Subscription {
             Err(broadcast::error::RecvError::Closed) => None,
         }
     }
+
+    /// A hint already waiting, without waiting (lag is [`Hint::Missed`]); `None` when none.
+    pub fn try_recv(&mut self) -> Option<Hint> {
+        match self.rx.try_recv() {
+            Ok(hint) => Some(hint),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => Some(Hint::Missed),
+            Err(_) => None,
+        }
+    }
 }
 
 impl Notifier {

@@ -12,7 +12,8 @@
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
-//! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM.
+//! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
+//! - [`instances`]: several instances on one PostgreSQL database (SPEC §11).
 //!
 //! Helpers: `tests/support/` (shared with `tests/core`). `TEST_LOG=1` shows the logs.
 
@@ -33,6 +34,8 @@ mod crash;
 mod dag;
 mod faults;
 mod http;
+#[cfg(unix)]
+mod instances;
 mod mcp;
 mod openai;
 mod races;

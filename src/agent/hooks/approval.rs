@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
@@ -23,7 +23,7 @@ use crate::agent::events::{AgentEvent, StepEvent};
 pub use crate::config::hooks::DEFAULT_APPROVAL_TIMEOUT;
 
 /// What a reviewer (and the server's tenancy check) needs to know about a pending request.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalInfo {
     pub run_id: String,
     pub conversation_id: String,
@@ -59,11 +59,23 @@ struct Pending {
     tx: oneshot::Sender<Decision>,
 }
 
+/// Where requests are also recorded when other instances must see and decide them (SPEC §11):
+/// the database's approval rows, whose single `UPDATE` decides each request once.
+#[async_trait]
+pub trait ApprovalLedger: Send + Sync {
+    /// Records a pending request, before its event goes out.
+    async fn requested(&self, id: Uuid, info: &ApprovalInfo);
+    /// The wait timed out here: decides the request as timed out unless a reviewer (on any
+    /// instance) decided first, whose decision is then returned and stands.
+    async fn timed_out(&self, id: Uuid) -> Option<Decision>;
+}
+
 /// Pending approvals of every run, shared by the hooks and the HTTP handlers. Cheap to clone:
 /// clones share the same table.
 #[derive(Clone, Default)]
 pub struct ApprovalBroker {
     pending: Arc<DashMap<Uuid, Pending>>,
+    ledger: Arc<std::sync::OnceLock<Arc<dyn ApprovalLedger>>>,
 }
 
 impl ApprovalBroker {
@@ -115,6 +127,34 @@ impl ApprovalBroker {
 
     pub fn pending_count(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Records every request in `ledger` from now on (set once; later calls are ignored).
+    pub fn set_ledger(&self, ledger: Arc<dyn ApprovalLedger>) {
+        let _ = self.ledger.set(ledger);
+    }
+
+    pub fn has_ledger(&self) -> bool {
+        self.ledger.get().is_some()
+    }
+
+    async fn record(&self, id: Uuid, info: &ApprovalInfo) {
+        if let Some(ledger) = self.ledger.get() {
+            ledger.requested(id, info).await;
+        }
+    }
+
+    /// A local timeout, unless the ledger holds a reviewer's decision that came first.
+    async fn settle_timeout(&self, id: Uuid) -> ApprovalOutcome {
+        let decided = match self.ledger.get() {
+            Some(ledger) => ledger.timed_out(id).await,
+            None => None,
+        };
+        match decided {
+            Some(Decision { approve: true, .. }) => ApprovalOutcome::Approved,
+            Some(Decision { reason, .. }) => ApprovalOutcome::Rejected(reason),
+            None => ApprovalOutcome::TimedOut,
+        }
     }
 }
 
@@ -183,13 +223,17 @@ impl Hook for ApprovalHook {
         if !ctx.requires_approval {
             return Ok(PreVerdict::Allow);
         }
-        let pending = self.broker.request(ApprovalInfo {
+        let info = ApprovalInfo {
             run_id: ctx.run_id.clone(),
             conversation_id: ctx.conversation_id.clone(),
             tool: ctx.tool.clone(),
             arguments: ctx.arguments.clone(),
             requested_at: Utc::now(),
-        });
+        };
+        let pending = self.broker.request(info.clone());
+        let id = pending.id();
+        // Listed everywhere before anyone can learn the id from the event.
+        self.broker.record(id, &info).await;
         let event = AgentEvent::Step(StepEvent::ApprovalRequired {
             iteration: ctx.iteration,
             approval_id: pending.id().to_string(),
@@ -206,7 +250,11 @@ impl Hook for ApprovalHook {
             }
         }
         tracing::info!(run_id = %ctx.run_id, tool = %ctx.tool, approval_id = %pending.id(), "waiting for approval");
-        Ok(match pending.wait(self.timeout).await {
+        let outcome = match pending.wait(self.timeout).await {
+            ApprovalOutcome::TimedOut => self.broker.settle_timeout(id).await,
+            decided => decided,
+        };
+        Ok(match outcome {
             ApprovalOutcome::Approved => PreVerdict::Allow,
             ApprovalOutcome::Rejected(Some(reason)) if !reason.trim().is_empty() => {
                 PreVerdict::Block(format!("rejected by a reviewer: {}", reason.trim()))

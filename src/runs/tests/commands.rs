@@ -75,17 +75,25 @@ async fn approvals_are_visible_and_decidable_by_their_runs_owner_only() {
         requested_at: chrono::Utc::now(),
     });
     let id = pending.id();
-    assert_eq!(f.runs.approvals_of("alice").len(), 1);
-    assert!(f.runs.approvals_of("bob").is_empty());
-    let foreign = f.runs.decide_approval("bob", id, true, None);
+    assert_eq!(f.runs.approvals_of("alice").await.unwrap().len(), 1);
+    assert!(f.runs.approvals_of("bob").await.unwrap().is_empty());
+    let foreign = f.runs.decide_approval("bob", id, true, None).await;
     assert!(matches!(foreign, Err(RunError::NotFound)), "{foreign:?}");
     let nul = f
         .runs
-        .decide_approval("alice", id, false, Some("a\0b".into()));
+        .decide_approval("alice", id, false, Some("a\0b".into()))
+        .await;
     assert!(matches!(nul, Err(RunError::Invalid(_))), "{nul:?}");
-    let info = f.runs.decide_approval("alice", id, true, None).unwrap();
-    assert_eq!(info.run_id, live.id.to_string());
-    assert!(f.runs.approvals_of("alice").is_empty(), "decided once");
+    f.runs
+        .decide_approval("alice", id, true, None)
+        .await
+        .unwrap();
+    assert!(
+        f.runs.approvals_of("alice").await.unwrap().is_empty(),
+        "decided once"
+    );
+    let again = f.runs.decide_approval("alice", id, true, None).await;
+    assert!(matches!(again, Err(RunError::NotFound)), "{again:?}");
     finished(&live).await;
 }
 
@@ -148,4 +156,57 @@ async fn deleting_a_conversation_stops_its_run_first() {
         .await
         .unwrap()
         .is_none());
+}
+
+#[tokio::test]
+async fn a_takeover_applies_the_pending_commands_once() {
+    use crate::store::CommandKind;
+    let f = fixture().await;
+    let live = f.slow_run("alice", Duration::from_secs(30)).await;
+    let conv = live.conversation_id;
+    let queued = f.runs.interrupt("alice", conv, "hi".into()).await.unwrap();
+    let recall = f
+        .store
+        .send_command(live.id, CommandKind::Recall, Some(queued.id));
+    let recall = recall.await.unwrap().unwrap();
+    let unknown = f
+        .store
+        .send_command(live.id, CommandKind::Recall, Some(Uuid::new_v4()));
+    let unknown = unknown.await.unwrap().unwrap();
+    let cancel = f.store.send_command(live.id, CommandKind::Cancel, None);
+    cancel.await.unwrap().unwrap();
+    assert_eq!(
+        f.store.pending_commands(Some(live.id)).await.unwrap().len(),
+        3
+    );
+    assert_eq!(f.store.pending_commands(None).await.unwrap().len(), 3);
+    // The previous owner's request: its hook is gone.
+    let stale = Uuid::new_v4();
+    f.store.insert_approval(stale, live.id, "{}").await.unwrap();
+    assert_eq!(
+        f.store.undecided_approvals(live.id).await.unwrap(),
+        vec![stale]
+    );
+
+    f.runs.apply_pending_commands(live.id).await.unwrap();
+    assert!(f
+        .store
+        .undecided_approvals(live.id)
+        .await
+        .unwrap()
+        .is_empty());
+    let (_, outcome) = finished(&live).await;
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert!(outcome.unprocessed_interrupts.is_empty(), "recalled first");
+    let answer = |seq| f.store.command_result(seq);
+    assert_eq!(answer(recall).await.unwrap(), Some(Some("recalled".into())));
+    assert_eq!(
+        answer(unknown).await.unwrap(),
+        Some(Some("not_found".into()))
+    );
+    assert!(f.store.pending_commands(None).await.unwrap().is_empty());
+    // Done once: a second claim fails, and a finished run takes no command.
+    assert!(!f.store.claim_command(recall, None).await.unwrap());
+    let late = f.store.send_command(live.id, CommandKind::Cancel, None);
+    assert_eq!(late.await.unwrap(), None);
 }

@@ -1,0 +1,133 @@
+//! The events of a run another instance owns (SPEC §11): what is stored, a page at a time,
+//! then followed as the owner's writer commits more. Each committed batch sends one
+//! `pg_notify` on [`EVENTS_CHANNEL`] naming its runs; a hint for this run (or an empty one,
+//! "any run"), a [`Hint::Missed`], or a slow safety poll makes the follower read `seq > last`.
+//! The stream ends after `done`, or once the run's row is terminal and everything is read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use uuid::Uuid;
+
+use super::log::LoggedEvent;
+use super::replay::REPLAY_PAGE;
+use crate::domain::{EventName, RunStatus};
+use crate::store::notify::{Hint, Subscription, EVENTS_CHANNEL};
+use crate::store::Store;
+
+/// Longest a follower waits without a hint before reading anyway (and checking the run).
+pub const FOLLOW_POLL: Duration = Duration::from_secs(2);
+
+struct Follower {
+    store: Store,
+    run_id: Uuid,
+    run: String,
+    cursor: i64,
+    hints: Subscription,
+    /// `done` was read, or the run is terminal and its last read came back empty.
+    ended: bool,
+    /// The row was seen terminal: the next empty read ends the stream.
+    terminal: bool,
+}
+
+impl Follower {
+    /// Whether `hint` may mean new events of this run.
+    fn concerns(&self, hint: &Hint) -> bool {
+        match hint {
+            Hint::Notified { channel, payload } => {
+                channel == EVENTS_CHANNEL
+                    && (payload.is_empty() || payload.split(',').any(|r| r == self.run))
+            }
+            Hint::Missed => true,
+        }
+    }
+
+    /// Until a hint for this run, or the safety poll (`true`: then check the row too).
+    async fn wait(&mut self) -> Option<bool> {
+        let poll = tokio::time::sleep(FOLLOW_POLL);
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                hint = self.hints.recv() => match hint {
+                    Some(h) if self.concerns(&h) => {
+                        // The read that follows covers every commit hinted so far.
+                        while self.hints.try_recv().is_some() {}
+                        return Some(false);
+                    }
+                    Some(_) => {}
+                    None => return None,
+                },
+                _ = &mut poll => return Some(true),
+            }
+        }
+    }
+
+    /// The next page after the cursor, waiting for one; `None` at the end.
+    async fn next_page(&mut self) -> Option<Vec<Arc<LoggedEvent>>> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            let page = match self
+                .store
+                .list_events_page(self.run_id, self.cursor, REPLAY_PAGE as i64)
+                .await
+            {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::error!(run_id = %self.run_id, error = %e, "cannot read a followed run's events");
+                    return None;
+                }
+            };
+            if let Some(last) = page.last() {
+                self.cursor = last.seq;
+                let done = EventName::Done.as_str();
+                self.ended = page.iter().any(|e| e.name == done);
+                let events = page
+                    .into_iter()
+                    .map(|e| Arc::new(LoggedEvent::stored(e.seq as u64, &e.name, e.data)))
+                    .collect();
+                return Some(events);
+            }
+            if self.terminal {
+                return None;
+            }
+            let check = self.wait().await?;
+            if check {
+                // Terminal rows are written with their last events: one more read gets them.
+                match self.store.get_run_any(self.run_id).await {
+                    Ok(Some(r)) if r.status == RunStatus::Running => {}
+                    Ok(_) => self.terminal = true,
+                    Err(e) => {
+                        tracing::warn!(run_id = %self.run_id, error = %e, "cannot read a followed run")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The run's events after `after`, from the database, followed until its end.
+pub fn followed_events(
+    store: Store,
+    run_id: Uuid,
+    after: u64,
+    hints: Subscription,
+) -> BoxStream<'static, Arc<LoggedEvent>> {
+    let follower = Follower {
+        store,
+        run_id,
+        run: run_id.to_string(),
+        cursor: i64::try_from(after).unwrap_or(i64::MAX),
+        hints,
+        ended: false,
+        terminal: false,
+    };
+    stream::unfold(follower, |mut f| async move {
+        let page = f.next_page().await?;
+        Some((stream::iter(page), f))
+    })
+    .flatten()
+    .boxed()
+}
