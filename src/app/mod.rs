@@ -1,6 +1,6 @@
 //! The one place that assembles the service and runs it. [`App::build`] turns a [`Config`]
 //! into the running parts — store (migrated), model registry (metered), tools, hooks, the run
-//! manager (after restart recovery), auth — held in the handlers' [`AppState`];
+//! manager (after restart recovery, with its lease task), auth — held in the handlers' [`AppState`];
 //! [`App::run_until_stopped`] serves the router until a shutdown signal, then stops the runs
 //! within the grace period and closes the store. `main` and the integration tests build the
 //! service the same way; [`AppOverrides`] only swaps the model clients and tools for fakes.
@@ -24,10 +24,10 @@ use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::builtin::AuditSink;
 use crate::config::{Config, ConfigError};
 use crate::llm::registry::ModelRegistry;
-use crate::runs::{RunError, RunManager};
+use crate::runs::{LeaseTimes, RunError, RunManager};
 use crate::server::audit::StoreAudit;
 use crate::server::{self, sse, AppState, Auth, Metrics};
-use crate::store::{Store, StoreError};
+use crate::store::{LeaseHolder, Store, StoreError};
 use crate::tools::mcp::McpManager;
 use crate::tools::ToolRegistry;
 use setup::{agent_config, hook_runner, model_registry, tool_registry, with_mcp_tools, SetupError};
@@ -63,10 +63,14 @@ pub struct App {
 }
 
 impl App {
-    /// Connects the store (migrating it), marks runs a previous process left `running` as
-    /// failed, and builds the run manager with the configured models, tools and hooks.
+    /// Connects the store (migrating it), builds the run manager with the configured models,
+    /// tools and hooks, takes over the runs a previous process left `running` (resumed or
+    /// failed, see `RunManager::recover`) and starts the lease task (SPEC §11).
     pub async fn build(config: Config, overrides: AppOverrides) -> Result<App, BuildError> {
-        let store = Store::connect(&config.server.database_url).await?;
+        // A transaction idle for half the lease TTL is a paused or stuck instance's: ended, so
+        // its row locks do not keep its runs from being taken over (SPEC §11).
+        let idle = Duration::from_secs(config.server.lease_ttl_s) / 2;
+        let store = Store::connect_with(&config.server.database_url, Some(idle)).await?;
         if let Some(warning) = setup::key_warning(&config) {
             tracing::warn!("{warning}");
         }
@@ -122,6 +126,14 @@ impl App {
         if let Some(id) = &config.server.instance_id {
             manager.instance_id = id.clone();
         }
+        manager.lease = LeaseTimes {
+            ttl: Duration::from_secs(config.server.lease_ttl_s),
+            renew: Duration::from_secs(config.server.lease_renew_s),
+        };
+        store.hold_leases_as(LeaseHolder {
+            instance: manager.instance_id.clone(),
+            ttl: manager.lease.ttl,
+        });
         let runs = Arc::new(manager);
         follow_mcp_tools(&mcp, base_tools, &runs);
         // Before recovery, so the runs it resumes hear the other instances too.
@@ -129,11 +141,12 @@ impl App {
             .await
             .map_err(|e| BuildError::Store(StoreError::Connect(e.to_string())))?;
         let recovered = runs.recover().await?;
+        runs.start_leases();
         if recovered.total() > 0 {
             tracing::warn!(
                 resumed = recovered.resumed,
                 failed = recovered.failed,
-                "recovered runs left running by a previous process"
+                "took over runs left running by a previous process (or whose lease lapsed)"
             );
         }
         let auth = Arc::new(Auth::new(

@@ -138,6 +138,14 @@ pub(super) fn apply(
     if let Some(raw) = get(env, "REAGENT_INSTANCE_ID") {
         file.server.instance_id = Some(raw.to_string());
     }
+    set(
+        &mut file.server.lease_ttl_s,
+        int(env, "REAGENT_LEASE_TTL_S", 2)?,
+    );
+    set(
+        &mut file.server.lease_renew_s,
+        int(env, "REAGENT_LEASE_RENEW_S", 1)?,
+    );
 
     let llm = &mut file.llm;
     set(&mut llm.timeout_s, int(env, "LLM_TIMEOUT_S", 1)?);

@@ -69,6 +69,12 @@ pub struct ServerConfig {
     /// `REAGENT_INSTANCE_ID`: this process's name (host name, process id and a random suffix
     /// when absent).
     pub instance_id: Option<String>,
+    /// `REAGENT_LEASE_TTL_S`: seconds after which a run whose lease was not renewed may be
+    /// taken over by another instance (SPEC §11).
+    pub lease_ttl_s: u64,
+    /// `REAGENT_LEASE_RENEW_S`: seconds between two renewals of this instance's leases (and
+    /// sweeps for lapsed ones); less than `lease_ttl_s`.
+    pub lease_renew_s: u64,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +93,8 @@ impl Default for ServerConfig {
             sse_stall_s: 60,
             resume_on_restart: true,
             instance_id: None,
+            lease_ttl_s: 20,
+            lease_renew_s: 5,
         }
     }
 }
@@ -107,6 +115,8 @@ impl fmt::Debug for ServerConfig {
             .field("sse_stall_s", &self.sse_stall_s)
             .field("resume_on_restart", &self.resume_on_restart)
             .field("instance_id", &self.instance_id)
+            .field("lease_ttl_s", &self.lease_ttl_s)
+            .field("lease_renew_s", &self.lease_renew_s)
             .finish()
     }
 }

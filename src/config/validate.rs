@@ -196,6 +196,13 @@ pub(super) fn config(c: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
+    let (ttl, renew) = (c.server.lease_ttl_s, c.server.lease_renew_s);
+    if renew == 0 || renew >= ttl {
+        return Err(ConfigError::invalid(
+            "server.lease_renew_s",
+            format!("must be at least 1 and less than server.lease_ttl_s ({ttl}), not {renew}"),
+        ));
+    }
     let mut seen = HashSet::new();
     for k in &c.auth.keys {
         if !seen.insert(k.key.expose()) {

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::engines::RunEngine;
 use super::manager::{LiveRun, RunManager};
-use super::persist::EventWriter;
+use super::persist::{EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{Checkpoint, CheckpointSink, Resume};
@@ -79,7 +79,11 @@ impl RunManager {
         resume: Option<Resume>,
     ) {
         let writer = self.writer();
-        writer.register(live.id, live.log.clone());
+        let fence = Fence {
+            epoch: live.epoch,
+            lost: live.lost.clone(),
+        };
+        writer.register_fenced(live.id, live.log.clone(), Some(fence));
         let (sink, done_rx) = self.sink(&live, &writer);
         let handles = RunHandles {
             events: sink.clone(),
@@ -201,6 +205,13 @@ impl RunManager {
             Ok(false) => {
                 tracing::warn!(run_id = %live.id, "the run was already finished in the database")
             }
+            Err(PersistError::Fenced) => {
+                // Another instance owns the run: its `done` is not this one (the run's task is
+                // being stopped through `lost`).
+                self.release(live);
+                live.log.close();
+                return;
+            }
             Err(e) => {
                 tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
             }
@@ -247,8 +258,27 @@ impl RunManager {
     /// `running` with its last checkpoint, which the writer still stores, for the next start.
     pub(super) fn handed_over(&self, live: &LiveRun) {
         tracing::info!(run_id = %live.id, "run handed over to the next start");
+        self.handed_over
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((live.id, live.epoch));
         self.live.remove(&live.id);
         self.release(live);
+        live.done.cancel();
+    }
+
+    /// Another instance took the run over (its lease was not renewed in time): its task was
+    /// dropped without writing anything more; its local streams end without `done` and their
+    /// clients resume by `Last-Event-ID` on any instance.
+    pub(super) fn lost(&self, live: &LiveRun) {
+        tracing::warn!(run_id = %live.id, epoch = live.epoch, "run stopped here: its lease is held by another instance now");
+        if let Some(w) = self.writer.get() {
+            w.forget(live.id);
+        }
+        self.live
+            .remove_if(&live.id, |_, l| std::ptr::eq(l.as_ref(), live));
+        self.release(live);
+        live.log.close();
         live.done.cancel();
     }
 

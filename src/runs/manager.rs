@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::follow_up::FollowUps;
+use super::lease::{LeaseStats, LeaseTimes};
 use super::log::EventLog;
 use super::persist::EventWriter;
 use super::progress::Progress;
@@ -22,7 +23,7 @@ use crate::config::{AgentSpec, DagConfig, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
 use crate::store::notify::Notifier;
-use crate::store::{RecoveryLock, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::tools::ToolRegistry;
 
 /// The error text of runs found `running` at start-up.
@@ -42,6 +43,11 @@ pub struct LiveRun {
     pub id: Uuid,
     pub conversation_id: Uuid,
     pub owner: String,
+    /// The lease epoch this instance executes the run under (SPEC §11): its writes are
+    /// conditional on it.
+    pub epoch: i64,
+    /// Cancelled when another instance took the run over: its task stops without writing.
+    pub lost: CancellationToken,
     pub log: Arc<EventLog>,
     pub cancel: CancellationToken,
     /// Fired once the run's final state and every event are written (see [`LiveRun::finished`]).
@@ -136,7 +142,7 @@ pub struct RunManager {
     /// reviewers answer only their own runs' requests.
     pub approvals: Arc<ApprovalBroker>,
     /// The one writer of every run's events, started with the first run.
-    writer: OnceLock<Arc<EventWriter>>,
+    pub(super) writer: OnceLock<Arc<EventWriter>>,
     writer_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Called with every event of every run, in the task that emits it, before the event is
     /// logged (the app's metrics count runs, tool calls and outcomes this way).
@@ -148,8 +154,16 @@ pub struct RunManager {
     pub resume_on_restart: bool,
     /// This process's name in `step {type:"resumed"}` (`REAGENT_INSTANCE_ID`).
     pub instance_id: String,
-    /// Held once this process recovered the database's runs (see [`crate::store::RecoveryLock`]).
-    pub(super) recovery_lock: tokio::sync::Mutex<Option<RecoveryLock>>,
+    /// `REAGENT_LEASE_TTL_S` / `REAGENT_LEASE_RENEW_S` (SPEC §11).
+    pub lease: LeaseTimes,
+    pub(super) lease_stats: LeaseStats,
+    /// Stops the lease task (see `lease.rs`).
+    pub(super) lease_stop: CancellationToken,
+    pub(super) lease_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Runs the shutdown handed over, with their epochs: their leases are released last.
+    pub(super) handed_over: Mutex<Vec<(Uuid, i64)>>,
+    /// When this process started (µs since the Unix epoch), for `instances.started_at`.
+    pub(super) started_at: i64,
     /// The process's one listener for other instances' hints (PostgreSQL, once listening).
     pub(super) notifier: OnceLock<Notifier>,
     /// Held while command rows are done, so each takes effect once and in order.
@@ -201,7 +215,12 @@ impl RunManager {
             observer: None,
             resume_on_restart: true,
             instance_id: default_instance_id(),
-            recovery_lock: tokio::sync::Mutex::new(None),
+            lease: LeaseTimes::default(),
+            lease_stats: LeaseStats::default(),
+            lease_stop: CancellationToken::new(),
+            lease_task: Mutex::new(None),
+            handed_over: Mutex::new(Vec::new()),
+            started_at: chrono::Utc::now().timestamp_micros(),
             notifier: OnceLock::new(),
             command_turn: tokio::sync::Mutex::new(()),
             dag: DagConfig::default(),
@@ -301,10 +320,8 @@ impl RunManager {
                 }
             }
         }
-        // After the last write: the next process may now recover what is left running.
-        if let Some(lock) = self.recovery_lock.lock().await.take() {
-            lock.release().await;
-        }
+        // After the last write: another instance (or the next start) may take what is left.
+        self.release_leases().await;
         if let Some(n) = self.notifier.get() {
             n.stop();
         }

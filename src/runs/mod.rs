@@ -15,7 +15,9 @@
 //!   `commands` — the owner's side of them (woken by `LISTEN/NOTIFY`, re-read on a tick);
 //! - `follow` — the events of a run another instance owns, from the database, followed live;
 //! - `read` — a run's events, live or replayed from the database (`replay`: a page at a time);
-//! - `recover` — runs a crash left `running`, failed with the same fallback tail;
+//! - `recover` — runs taken over (a crash left them `running`, or their lease lapsed): resumed
+//!   from their checkpoint, or failed with the same fallback tail;
+//! - `lease` — the lease task: heartbeat, renewals, lost runs stopped, the sweeper (SPEC §11);
 //! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
 //! - `checks` — the text rules of SPEC §3.7;
 //! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
@@ -30,6 +32,7 @@ mod drive;
 mod engines;
 mod follow;
 pub mod follow_up;
+pub mod lease;
 pub mod log;
 pub mod manager;
 pub mod persist;
@@ -43,6 +46,7 @@ mod start;
 mod tests;
 
 pub use control::Accepted;
+pub use lease::{LeaseCounts, LeaseTimes};
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
 pub use recover::Recovered;

@@ -21,17 +21,23 @@
 //! - memory: the writer holds a cursor per run and at most [`MAX_ROWS_PER_TICK`] events per
 //!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
 //!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
-//!   the others, which are retried on their own after a failed shared transaction.
+//!   the others, which are retried on their own after a failed shared transaction;
+//! - fencing (SPEC §11): a run registered with its lease epoch is written only while its row
+//!   still has that epoch ([`Store::write_batches`]); once refused, nothing more of it is
+//!   written, its waiter is told [`PersistError::Fenced`] and its `lost` token is cancelled, which
+//!   stops the run's task (another instance owns the run now).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::log::EventLog;
-use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent, EVENT_ID_BLOCK};
+use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent, Written, EVENT_ID_BLOCK};
 
 /// Most event rows committed in one transaction; the rest wait for the next tick.
 pub const MAX_ROWS_PER_TICK: usize = 20_000;
@@ -45,6 +51,16 @@ pub enum PersistError {
     Stopped,
     #[error("giving up after {MAX_FAILURES} failed writes: {0}")]
     Failed(String),
+    #[error("the run's lease was taken over by another instance: its writes are refused")]
+    Fenced,
+}
+
+/// The lease a run is written under: its epoch, and the token cancelled when a write is
+/// refused because the run's row has another epoch.
+#[derive(Clone, Debug)]
+pub struct Fence {
+    pub epoch: i64,
+    pub lost: CancellationToken,
 }
 
 struct Closing {
@@ -64,11 +80,14 @@ struct Tracked {
     failures: u32,
     /// The run's latest checkpoint not yet stored: written with the events up to its id.
     checkpoint: Option<(u64, Arc<str>)>,
+    fence: Option<Fence>,
 }
 
 #[derive(Default)]
 struct State {
     runs: HashMap<Uuid, Tracked>,
+    /// Runs refused by fencing, until their task is stopped ([`EventWriter::forget`]).
+    fenced: std::collections::HashSet<Uuid>,
     /// Rotates the start of each tick's scan so a capped tick cannot starve a run.
     tick: usize,
     stopping: bool,
@@ -108,6 +127,8 @@ pub struct EventWriter {
     closing: Notify,
     /// Shortest time between two transactions: events arriving meanwhile share the next one.
     interval: Duration,
+    /// Batches refused by fencing so far (`reagent_fenced_writes_total`).
+    fenced: AtomicU64,
 }
 
 impl EventWriter {
@@ -118,16 +139,29 @@ impl EventWriter {
             wake: Notify::new(),
             closing: Notify::new(),
             interval,
+            fenced: AtomicU64::new(0),
         })
+    }
+
+    /// Batches refused so far because their run's lease had moved on.
+    pub fn fenced_writes(&self) -> u64 {
+        self.fenced.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts tracking a run's log (nothing of it is stored yet).
+    /// Starts tracking a run's log (nothing of it is stored yet), written unconditionally.
     pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) {
-        self.lock().runs.insert(
+        self.register_fenced(run_id, log, None);
+    }
+
+    /// Starts tracking a run's log, written only while the run's lease has `fence`'s epoch.
+    pub fn register_fenced(&self, run_id: Uuid, log: Arc<EventLog>, fence: Option<Fence>) {
+        let mut st = self.lock();
+        st.fenced.remove(&run_id);
+        st.runs.insert(
             run_id,
             Tracked {
                 // A resumed run's log starts above what is stored.
@@ -136,6 +170,7 @@ impl EventWriter {
                 closing: None,
                 failures: 0,
                 checkpoint: None,
+                fence,
             },
         );
     }
@@ -168,6 +203,9 @@ impl EventWriter {
             let mut st = self.lock();
             if st.stopped {
                 return Err(PersistError::Stopped);
+            }
+            if st.fenced.contains(&run_id) {
+                return Err(PersistError::Fenced);
             }
             let Some(t) = st.runs.get_mut(&run_id) else {
                 return Err(PersistError::Failed("run not registered".into()));
@@ -284,6 +322,7 @@ impl EventWriter {
                     ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
                     checkpoint: checkpoint.map(|(_, c)| c.to_string()),
                     finish,
+                    epoch: t.fence.as_ref().map(|f| f.epoch),
                 },
                 last_seq,
                 raise,
@@ -301,8 +340,12 @@ impl EventWriter {
             planned.into_iter().partition(|p| !p.suspect);
         let mut all = true;
         for p in &suspects {
-            match self.store.write_runs(std::slice::from_ref(&p.batch)).await {
-                Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
+            match self
+                .store
+                .write_batches(std::slice::from_ref(&p.batch))
+                .await
+            {
+                Ok(f) => self.outcome(p, f.first().copied()),
                 Err(e) => {
                     self.failed(p, e);
                     all = false;
@@ -316,10 +359,10 @@ impl EventWriter {
             .iter_mut()
             .map(|p| std::mem::take(&mut p.batch))
             .collect();
-        match self.store.write_runs(&batches).await {
-            Ok(finished) => {
-                for (p, f) in planned.iter().zip(finished) {
-                    self.written(p, Ok(f));
+        match self.store.write_batches(&batches).await {
+            Ok(written) => {
+                for (p, w) in planned.iter().zip(written) {
+                    self.outcome(p, Some(w));
                 }
                 all
             }
@@ -331,8 +374,8 @@ impl EventWriter {
                 // One run's rows may be at fault: write each run on its own so the others go on.
                 tracing::warn!(error = %e, runs = planned.len(), "shared event write failed; retrying run by run");
                 for (p, b) in planned.iter().zip(&batches) {
-                    match self.store.write_runs(std::slice::from_ref(b)).await {
-                        Ok(f) => self.written(p, Ok(f.first().copied().unwrap_or(false))),
+                    match self.store.write_batches(std::slice::from_ref(b)).await {
+                        Ok(f) => self.outcome(p, f.first().copied()),
                         Err(e) => {
                             self.failed(p, e);
                             all = false;
@@ -342,6 +385,43 @@ impl EventWriter {
                 all
             }
         }
+    }
+
+    /// Records what the store did with a run's batch.
+    fn outcome(&self, p: &Planned, w: Option<Written>) {
+        match w {
+            Some(Written::Fenced) => self.fenced(p),
+            Some(Written::Stored(f)) => self.written(p, Ok(f)),
+            None => self.written(p, Ok(false)),
+        }
+    }
+
+    /// A write refused by fencing: the run is forgotten (nothing of it is written again) and
+    /// its task told to stop.
+    fn fenced(&self, p: &Planned) {
+        self.fenced.fetch_add(1, Ordering::Relaxed);
+        let Some(t) = ({
+            let mut st = self.lock();
+            st.fenced.insert(p.run_id);
+            st.runs.remove(&p.run_id)
+        }) else {
+            return;
+        };
+        tracing::warn!(run_id = %p.run_id, epoch = ?t.fence.as_ref().map(|f| f.epoch), "write refused: the run's lease was taken over by another instance (fenced); stopping the run here");
+        if let Some(f) = &t.fence {
+            // Before the waiter hears: the run's task must stop rather than end the run here.
+            f.lost.cancel();
+        }
+        if let Some((_, tx)) = t.closing {
+            let _ = tx.send(Err(PersistError::Fenced));
+        }
+    }
+
+    /// Stops writing a run (its task stopped without ending it: lease lost or handed over).
+    pub fn forget(&self, run_id: Uuid) {
+        let mut st = self.lock();
+        st.runs.remove(&run_id);
+        st.fenced.remove(&run_id);
     }
 
     /// Records a committed write: advances the cursor; a closed run is forgotten and its

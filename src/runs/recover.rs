@@ -1,11 +1,12 @@
-//! Restart recovery: runs a previous process left `running` resume from their last checkpoint
-//! (SPEC §11, `REAGENT_RESUME_ON_RESTART`), their stream going on under the same run id after
-//! `step {type:"resumed"}`; runs without a usable checkpoint (or with resuming off) are failed,
+//! Takeover and restart recovery (SPEC §11): runs taken from a dead (or paused, or cut off)
+//! instance — at start-up, or by the lease sweeper on PostgreSQL — resume from their last
+//! checkpoint (`REAGENT_RESUME_ON_RESTART`) under the new lease epoch, their stream going on
+//! under the same run id after `step {type:"resumed"}`; runs without a usable checkpoint (or
+//! with resuming off) are failed,
 //! their logs closed with the same fallback tail as any failed run, so replays end truthfully. The tail's ids
 //! start above the run's committed event-id ceiling, never at an id a client may have seen.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::drive::final_state;
 use super::engines::RunEngine;
@@ -17,10 +18,10 @@ use crate::agent::events::{AnswerEvent, DagSummary, StartEvent, StepEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
 use crate::domain::{Engine, EventName, MessageKind};
-use crate::store::{RecoveryLock, RunBatch, RunRow, StoredEvent, EVENT_ID_BLOCK};
+use crate::store::{RunBatch, RunRow, StoredEvent, TakenRun, Written, EVENT_ID_BLOCK};
 
-/// Attempts at the recovery lock, half a second apart, before leaving recovery to its holder.
-const RECOVERY_LOCK_TRIES: u32 = 6;
+/// Most runs one sweep takes: a dead instance's runs spread over the sweeping instances.
+const SWEEP_BATCH: i64 = 32;
 
 /// What start-up recovery did with the runs a previous process left `running`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,19 +37,77 @@ impl Recovered {
 }
 
 impl RunManager {
-    /// Runs left `running` by a previous process: resumed from their checkpoint (unless
-    /// `resume_on_restart` is off, or they have none, or it cannot be used), else failed.
+    /// Start-up recovery. SQLite serves one process, so every running run (but this
+    /// process's own) is a dead process's: all are taken at once. PostgreSQL: the runs still
+    /// leased to this instance's name (its previous process's: an instance id names one live
+    /// process) and those whose lease lapsed (or never had one); the others belong to live
+    /// instances, or to a dead one whose lease the sweeper takes once it lapses. Each taken run
+    /// is resumed from its checkpoint (unless `resume_on_restart` is off, or it has none, or it
+    /// cannot be used), else failed.
     pub async fn recover(self: &Arc<Self>) -> Result<Recovered, RunError> {
-        let Some(lock) = self.recovery_lock().await? else {
-            tracing::warn!("another reagent process holds this database's recovery lock: runs left running are not recovered by this one (several instances per database are not supported yet)");
-            return Ok(Recovered::default());
-        };
-        *self.recovery_lock.lock().await = Some(lock);
-        let stale = self.store.running_runs().await?;
+        if self.store.backend() == "postgres" {
+            let mut recovered = Recovered::default();
+            let (me, ttl) = (self.instance_id.clone(), self.lease.ttl);
+            loop {
+                let own = self.store.take_own(&me, ttl, SWEEP_BATCH).await?;
+                let r = self.take_over(&own).await?;
+                recovered.resumed += r.resumed;
+                recovered.failed += r.failed;
+                if own.len() < SWEEP_BATCH as usize {
+                    break;
+                }
+            }
+            loop {
+                let r = self.sweep().await?;
+                recovered.resumed += r.resumed;
+                recovered.failed += r.failed;
+                if r.total() < SWEEP_BATCH as usize {
+                    return Ok(recovered);
+                }
+            }
+        }
+        let (me, ttl) = (self.instance_id.clone(), self.lease.ttl);
+        let mut taken = Vec::new();
+        for run in self.store.running_runs().await? {
+            if self.live.contains_key(&run.id) {
+                continue;
+            }
+            if let Some(t) = self.store.take_run(run.id, &me, ttl).await? {
+                taken.push(t);
+            }
+        }
+        self.take_over(&taken).await
+    }
+
+    /// One sweep (PostgreSQL): takes up to [`SWEEP_BATCH`] runs whose lease lapsed, with a new
+    /// epoch, and resumes (or fails) them.
+    pub(super) async fn sweep(self: &Arc<Self>) -> Result<Recovered, RunError> {
+        let taken = self
+            .store
+            .take_lapsed(&self.instance_id, self.lease.ttl, SWEEP_BATCH)
+            .await?;
+        self.take_over(&taken).await
+    }
+
+    /// Runs just taken: resumed, else failed, each under its new epoch.
+    async fn take_over(self: &Arc<Self>, taken: &[TakenRun]) -> Result<Recovered, RunError> {
         let mut recovered = Recovered::default();
-        for run in &stale {
+        for t in taken {
+            self.lease_stats
+                .takeovers
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Our own run whose lease lapsed (renewals failed for a whole TTL): its old task
+            // stops first, so one task at a time executes the run here.
+            if let Some(old) = self.live.get(&t.id).map(|l| l.clone()) {
+                old.lost.cancel();
+                old.finished().await;
+            }
+            let Some(run) = self.store.get_run_any(t.id).await? else {
+                continue;
+            };
+            tracing::info!(run_id = %run.id, epoch = t.epoch, "took the run over");
             if self.resume_on_restart {
-                match self.resume_one(run).await {
+                match self.resume_one(&run, t.epoch).await {
                     Ok(true) => {
                         recovered.resumed += 1;
                         continue;
@@ -59,26 +118,14 @@ impl RunManager {
                     }
                 }
             }
-            self.recover_one(run).await?;
+            self.recover_one(&run, t.epoch).await?;
             recovered.failed += 1;
         }
         Ok(recovered)
     }
 
-    /// The recovery lock, waiting a little for the sessions of a process that just died to
-    /// end (PostgreSQL ends them once it notices; the lock goes with them).
-    async fn recovery_lock(&self) -> Result<Option<RecoveryLock>, RunError> {
-        for _ in 0..RECOVERY_LOCK_TRIES {
-            if let Some(lock) = self.store.recovery_lock().await? {
-                return Ok(Some(lock));
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        Ok(None)
-    }
-
-    /// Resumes `run` from its stored checkpoint; `false` when it has none.
-    async fn resume_one(self: &Arc<Self>, run: &RunRow) -> Result<bool, RunError> {
+    /// Resumes `run` from its stored checkpoint under lease `epoch`; `false` when it has none.
+    async fn resume_one(self: &Arc<Self>, run: &RunRow, epoch: i64) -> Result<bool, RunError> {
         let Some(raw) = self.store.run_checkpoint(run.id).await? else {
             return Ok(false);
         };
@@ -101,7 +148,20 @@ impl RunManager {
                 .iter()
                 .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
         let ceiling = base.saturating_add(EVENT_ID_BLOCK);
-        self.store.raise_event_ceiling(run.id, ceiling).await?;
+        let raised = self
+            .store
+            .write_batches(&[RunBatch {
+                run_id: run.id,
+                ceiling: Some(ceiling),
+                epoch: Some(epoch),
+                ..RunBatch::default()
+            }])
+            .await?;
+        if raised.first() == Some(&Written::Fenced) {
+            return Err(RunError::Internal(
+                "another instance took the run over meanwhile".into(),
+            ));
+        }
         let log = EventLog::resumed(base as u64, ceiling as u64);
         // Interrupts answered 202 that the loop had not taken yet are queued again.
         let queue = Arc::new(InterruptQueue::new());
@@ -114,7 +174,7 @@ impl RunManager {
             }
         }
         self.active.insert(conv.id, run.id);
-        let mut live = self.live_run_of(&run.owner, conv.id, run.id, log);
+        let mut live = self.live_run_of(&run.owner, conv.id, run.id, epoch, log);
         // Its counters so far come from its stored events, as for a run that is failed.
         if let Some(l) = Arc::get_mut(&mut live) {
             l.progress = Arc::new(Progress::of_stored(&events));
@@ -139,7 +199,8 @@ impl RunManager {
         Ok(true)
     }
 
-    async fn recover_one(&self, run: &RunRow) -> Result<(), RunError> {
+    /// Fails `run` under lease `epoch` (nothing is written if another instance took it since).
+    async fn recover_one(&self, run: &RunRow, epoch: i64) -> Result<(), RunError> {
         let events = self.store.list_events(run.id, 0).await?;
         // Above every id clients may have seen (some never stored): an id never names two
         // events, at the price of a gap in the ids where the crash was.
@@ -215,6 +276,7 @@ impl RunManager {
                 ceiling: None,
                 checkpoint: None,
                 finish: Some(state),
+                epoch: Some(epoch),
             }])
             .await?;
         Ok(())

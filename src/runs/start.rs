@@ -202,7 +202,8 @@ impl RunManager {
         let queue = Arc::new(InterruptQueue::new());
         // The run's row was committed with its first block of ids reserved.
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
-        let live = self.live_run_of(owner, conv.id, run_id, log);
+        // Created with its lease at epoch 1 (see `Store::hold_leases_as`).
+        let live = self.live_run_of(owner, conv.id, run_id, 1, log);
         self.spawn_run(live.clone(), agent, input, queue, None);
         live
     }
@@ -213,12 +214,15 @@ impl RunManager {
         owner: &str,
         conversation_id: Uuid,
         run_id: Uuid,
+        epoch: i64,
         log: EventLog,
     ) -> Arc<LiveRun> {
         Arc::new(LiveRun {
             id: run_id,
             conversation_id,
             owner: owner.to_string(),
+            epoch,
+            lost: CancellationToken::new(),
             log: Arc::new(log),
             cancel: self.runs_cancel.child_token(),
             done: CancellationToken::new(),
@@ -246,9 +250,11 @@ impl RunManager {
         let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv);
         self.tracker.spawn(
             async move {
+                let lost = live.lost.clone();
                 tokio::select! {
                     biased;
                     () = handover.cancelled() => me.handed_over(&live),
+                    () = lost.cancelled() => me.lost(&live),
                     () = me.clone().drive(live.clone(), agent, input, queue, resume) => {}
                 }
             }

@@ -55,6 +55,16 @@ impl Metrics {
         self.recorder.handle().render()
     }
 
+    /// The lease figures of SPEC §11, as the run manager counts them.
+    pub fn leases(&self, c: crate::runs::LeaseCounts) {
+        self.with(|| {
+            metrics::gauge!("reagent_leases_owned").set(c.owned as f64);
+            metrics::counter!("reagent_takeovers_total").absolute(c.takeovers);
+            metrics::counter!("reagent_fenced_writes_total").absolute(c.fenced_writes);
+            metrics::counter!("reagent_lease_renewal_failures_total").absolute(c.renewal_failures);
+        });
+    }
+
     pub fn run_started(&self) {
         self.with(|| metrics::counter!("reagent_runs_started_total").increment(1));
     }

@@ -87,6 +87,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        // Outside `/api`'s key layer: guarded like `/metrics` (SPEC §11).
+        .route("/api/instances", get(ops::instances))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback_service(statics)
         .layer(DefaultBodyLimit::max(state.config.server.max_body_bytes))

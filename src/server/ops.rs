@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::auth::Owner;
 use super::error::{ApiError, ApiPath};
 use super::state::AppState;
-use super::views::{ErrorBody, Health, Model, Ready, Tool};
+use super::views::{ErrorBody, Health, Instance, Model, Ready, Tool};
 
 #[utoipa::path(get, path = "/healthz", tag = "operations",
     summary = "Liveness",
@@ -60,6 +60,7 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
             .metrics
             .mcp_server_up(&s.name, s.state == crate::tools::mcp::State::Ready);
     }
+    state.metrics.leases(state.runs.lease_counts());
     let text = state.metrics.render(state.runs.active_runs());
     (
         [(
@@ -69,6 +70,26 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         text,
     )
         .into_response()
+}
+
+#[utoipa::path(get, path = "/api/instances", tag = "operations",
+    summary = "The live instances sharing this database, with the runs each executes (SPEC §11)",
+    description = "Instances heartbeat every `REAGENT_LEASE_RENEW_S`; one not seen for \
+        `REAGENT_LEASE_TTL_S` is left out. Guarded like `/metrics`: by the metrics key when one is set.",
+    responses((status = 200, description = "Live instances, by id", body = Vec<Instance>),
+              (status = 401, description = "`unauthorized`: a metrics key is configured and was not given", body = ErrorBody),
+              (status = 503, description = "`unavailable`: the database is unreachable", body = ErrorBody)))]
+pub async fn instances(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = state.auth.check_metrics(&headers) {
+        return e.into_response();
+    }
+    match state.store.instances(state.runs.lease.ttl).await {
+        Ok(rows) => Json(rows.into_iter().map(Instance::from).collect::<Vec<_>>()).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list the instances");
+            ApiError::Unavailable("database unreachable".into()).into_response()
+        }
+    }
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "catalog",

@@ -331,6 +331,30 @@ impl From<llm::registry::ModelInfo> for Model {
     }
 }
 
+/// One entry of `GET /api/instances` (SPEC §11).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Instance {
+    /// `REAGENT_INSTANCE_ID`.
+    pub id: String,
+    /// When the instance started.
+    pub started_at: DateTime<Utc>,
+    /// Its last heartbeat, by the database's clock.
+    pub last_seen: DateTime<Utc>,
+    /// Running runs whose lease it holds.
+    pub runs_owned: i64,
+}
+
+impl From<crate::store::InstanceRow> for Instance {
+    fn from(r: crate::store::InstanceRow) -> Self {
+        Self {
+            id: r.id,
+            started_at: r.started_at,
+            last_seen: r.last_seen,
+            runs_owned: r.runs_owned,
+        }
+    }
+}
+
 /// `GET /healthz`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {

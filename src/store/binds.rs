@@ -12,6 +12,7 @@ pub(super) enum Arg<'q> {
     OptStr(Option<&'q str>),
     OptString(Option<String>),
     Int(i64),
+    OptInt(Option<i64>),
 }
 
 /// Binds `args` in order.
@@ -23,6 +24,7 @@ where
     Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     args.into_iter().fold(q, |q, arg| match arg {
         Arg::Str(v) => q.bind(v),
@@ -30,5 +32,6 @@ where
         Arg::OptStr(v) => q.bind(v),
         Arg::OptString(v) => q.bind(v),
         Arg::Int(v) => q.bind(v),
+        Arg::OptInt(v) => q.bind(v),
     })
 }

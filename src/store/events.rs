@@ -21,6 +21,7 @@
 //! different start) read as one log without duplicates.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
@@ -30,12 +31,17 @@ use super::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_S
 use super::models::{now, time, to_i64, uuid};
 use super::notify::EVENTS_CHANNEL;
 use super::runs::{CHECKPOINT_SQL, FINISH_RUN_SQL, RAISE_CEILING_SQL};
-use super::{with_pool, with_writer, AuditRow, RunBatch, Store, StoreError, StoredEvent};
+use super::{
+    with_pool, with_writer, AuditRow, Backend, RunBatch, Store, StoreError, StoredEvent, Written,
+};
 use crate::domain::RunStatus;
 
 /// Rows per INSERT statement: 5 binds each keeps us far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.
 const EVENT_CHUNK: usize = 500;
+
+/// Most runs whose epoch one statement checks (one bind each).
+const FENCE_CHUNK: usize = 1000;
 
 /// Most events one row holds. Reading relies on it (a row holding event `s` starts after
 /// `s - MAX_PACK`): it may only grow together with the read query's bound, which uses it.
@@ -261,31 +267,90 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::write_batches`], answering per batch whether its terminal state was written
+    /// by this call (a fenced batch: `false`).
+    pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
+        let written = self.write_batches(batches).await?;
+        Ok(written
+            .into_iter()
+            .map(|w| w == Written::Stored(true))
+            .collect())
+    }
+
     /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
     /// every event row (multi-row INSERTs across runs; already stored `(run, seq)` and the rows of
     /// runs that no longer exist skipped), the raised event-id ceilings and new checkpoints,
     /// then each terminal state with its answer message. A run's terminal state and its `done`
     /// event therefore become durable together or not at all. Returns, per batch, whether its
-    /// terminal state was written by this call (`false` when it had none or the run was no
-    /// longer `running`; the answer message is only stored when `true`).
-    pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
+    /// terminal state was written by this call (`Stored(false)` when it had none or the run was
+    /// no longer `running`; the answer message is only stored with `Stored(true)`).
+    ///
+    /// Fencing (SPEC §11): the rows of the runs of batches with an `epoch` are locked first
+    /// (PostgreSQL: `FOR NO KEY UPDATE`, so a takeover's epoch change waits for this commit or
+    /// this transaction sees it); a batch whose run's epoch is no longer its own writes nothing
+    /// and is answered [`Written::Fenced`].
+    pub async fn write_batches(&self, batches: &[RunBatch]) -> Result<Vec<Written>, StoreError> {
         let _turn = self.write_turn().await;
         let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
-        let events: Vec<(&str, &StoredEvent)> = batches
+        let (_, micros) = now();
+        let mut written = vec![Written::Stored(false); batches.len()];
+        let lock = match self.backend {
+            Backend::Postgres(_) => " FOR NO KEY UPDATE",
+            Backend::Sqlite(_) => "",
+        };
+        let mut fenced_ids: Vec<&str> = batches
             .iter()
             .zip(&ids)
-            .flat_map(|(b, id)| b.events.iter().map(move |e| (id.as_str(), e)))
+            .filter(|(b, _)| b.epoch.is_some())
+            .map(|(_, id)| id.as_str())
             .collect();
-        let rows = pack(&events);
-        let (_, micros) = now();
-        let mut finished = vec![false; batches.len()];
-        let hint = self.is_shared().then(|| events_hint(&ids));
+        // One lock order for every writer.
+        fenced_ids.sort_unstable();
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
+            let mut epochs: HashMap<String, i64> = HashMap::new();
+            for chunk in fenced_ids.chunks(FENCE_CHUNK) {
+                let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
+                let mut list = q.separated(", ");
+                for id in chunk {
+                    list.push_bind(*id);
+                }
+                q.push(") ORDER BY id").push(lock);
+                let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                epochs.extend(rows);
+            }
+            let fenced = |b: &RunBatch, id: &str| {
+                b.epoch
+                    .is_some_and(|ep| epochs.get(id).is_some_and(|stored| *stored != ep))
+            };
+            for (i, (b, id)) in batches.iter().zip(&ids).enumerate() {
+                if fenced(b, id) {
+                    written[i] = Written::Fenced;
+                }
+            }
+            let keep: Vec<bool> = written.iter().map(|w| *w != Written::Fenced).collect();
+            let kept = |i: usize| keep[i];
+            let events: Vec<(&str, &StoredEvent)> = batches
+                .iter()
+                .zip(&ids)
+                .enumerate()
+                .filter(|(i, _)| kept(*i))
+                .flat_map(|(_, (b, id))| b.events.iter().map(move |e| (id.as_str(), e)))
+                .collect();
+            let rows = pack(&events);
+            // Only the runs whose batches are written here are named in the hint.
+            let stored: Vec<String> = (0..ids.len())
+                .filter(|i| kept(*i))
+                .map(|i| ids[i].clone())
+                .collect();
+            let hint = (self.is_shared() && !stored.is_empty()).then(|| events_hint(&stored));
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_rows(chunk).build().execute(&mut *tx).await?;
             }
-            for (batch, run_id) in batches.iter().zip(&ids) {
+            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
+                if !kept(i) {
+                    continue;
+                }
                 if let Some(ceiling) = batch.ceiling {
                     sqlx::query(RAISE_CEILING_SQL)
                         .bind(ceiling)
@@ -302,6 +367,9 @@ impl Store {
                 }
             }
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
+                if !kept(i) {
+                    continue;
+                }
                 let Some(fin) = &batch.finish else { continue };
                 let f = &fin.finish;
                 if f.status == RunStatus::Running {
@@ -321,8 +389,9 @@ impl Store {
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
-                finished[i] = updated == 1;
-                if let (true, Some(answer)) = (finished[i], &fin.answer) {
+                let finished = updated == 1;
+                written[i] = Written::Stored(finished);
+                if let (true, Some(answer)) = (finished, &fin.answer) {
                     let id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
                     bind(
                         sqlx::query(INSERT_MESSAGE_SQL),
@@ -347,7 +416,7 @@ impl Store {
             }
             tx.commit().await?;
         });
-        Ok(finished)
+        Ok(written)
     }
 
     /// Events with `seq > after`, ascending.

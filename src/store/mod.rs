@@ -8,8 +8,9 @@
 //!
 //! Layout: [`models`] (the public rows; their JSON is `server::views`), [`error`], `binds` (the
 //! one binder of the inserts), then one file per table family — `conversations` (conversations
-//! and messages), `runs`, `events` (event log and tool audit), `artifacts` (which also
-//! implements the engine's `ArtifactSink`).
+//! and messages), `runs`, `events` (event log and tool audit; the event writer's batches,
+//! fenced by lease epoch), `leases` (run leases, the takeover sweep and the `instances`
+//! heartbeat, SPEC §11), `artifacts` (which also implements the engine's `ArtifactSink`).
 //!
 //! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
@@ -22,9 +23,9 @@ pub mod commands;
 mod conversations;
 pub mod error;
 mod events;
+mod leases;
 pub mod models;
 pub mod notify;
-mod recovery;
 mod runs;
 
 use std::str::FromStr;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -40,11 +41,12 @@ use sqlx::sqlite::{
 pub use approvals::{ApprovalRecord, RowDecision};
 pub use commands::{CommandKind, RunCommand};
 pub use error::StoreError;
+pub use leases::LeaseHolder;
 pub use models::{
-    AuditRow, Conversation, FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish,
-    RunRow, StoredArtifact, StoredEvent, StoredMessage, EVENT_ID_BLOCK,
+    AuditRow, Conversation, FinalState, InstanceRow, NewConversation, NewMessage, NewRun, RunBatch,
+    RunFinish, RunRow, StoredArtifact, StoredEvent, StoredMessage, TakenRun, Written,
+    EVENT_ID_BLOCK,
 };
-pub use recovery::RecoveryLock;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -103,12 +105,26 @@ pub struct Store {
     writer: Option<SqlitePool>,
     /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).
     pending_starts: Arc<std::sync::Mutex<Vec<runs::PendingStart>>>,
+    /// Who new runs are leased to (see [`Store::hold_leases_as`]); shared by every clone.
+    lease_holder: Arc<std::sync::OnceLock<Arc<LeaseHolder>>>,
 }
 
 impl Store {
     /// Connects to `database_url` (`sqlite:…` or `postgres:`/`postgresql:…`) and applies the
     /// pending migrations, so a returned store is ready to serve.
     pub async fn connect(database_url: &str) -> Result<Store, StoreError> {
+        Self::connect_with(database_url, None).await
+    }
+
+    /// [`Store::connect`]; on PostgreSQL, a session left idle inside a transaction for
+    /// `idle_in_transaction` is ended by the server. A paused instance (SIGSTOP, a VM frozen)
+    /// would otherwise keep the row locks of its open transaction, and no other instance could
+    /// take its runs (`SKIP LOCKED` skips them) until it woke up: the run manager passes a
+    /// fraction of the lease TTL.
+    pub async fn connect_with(
+        database_url: &str,
+        idle_in_transaction: Option<Duration>,
+    ) -> Result<Store, StoreError> {
         let url = database_url.trim();
         let mut writer = None;
         let backend = if url.starts_with("sqlite:") {
@@ -116,10 +132,16 @@ impl Store {
             writer = write;
             Backend::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let mut options =
+                PgConnectOptions::from_str(url).map_err(|e| StoreError::Connect(e.to_string()))?;
+            if let Some(idle) = idle_in_transaction {
+                let ms = idle.as_millis().max(1);
+                options = options.options([("idle_in_transaction_session_timeout", ms)]);
+            }
             let pool = PgPoolOptions::new()
                 .max_connections(10)
                 .acquire_timeout(Duration::from_secs(10))
-                .connect(url)
+                .connect_with(options)
                 .await
                 .map_err(|e| StoreError::Connect(e.to_string()))?;
             Backend::Postgres(pool)
@@ -135,6 +157,7 @@ impl Store {
             write_gate,
             writer,
             pending_starts: Arc::default(),
+            lease_holder: Arc::default(),
         };
         store.migrate().await?;
         Ok(store)

@@ -97,6 +97,35 @@ pub struct RunBatch {
     /// The run's latest checkpoint (JSON), taken once the batch's events were appended.
     pub checkpoint: Option<String>,
     pub finish: Option<FinalState>,
+    /// The lease epoch the writer holds the run under: the batch is written only while the
+    /// run's row still has it (fencing, SPEC §11); `None` writes unconditionally.
+    pub epoch: Option<i64>,
+}
+
+/// What [`Store::write_batches`](super::Store::write_batches) did with one batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// Stored; `true` when its terminal state was written by this call.
+    Stored(bool),
+    /// Refused: the run's lease epoch is no longer the batch's (another instance took it).
+    Fenced,
+}
+
+/// A run this instance took over: its id and the lease epoch it now holds it under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TakenRun {
+    pub id: Uuid,
+    pub epoch: i64,
+}
+
+/// One live instance (`GET /api/instances`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceRow {
+    pub id: String,
+    pub started_at: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// Running runs whose lease it holds.
+    pub runs_owned: i64,
 }
 
 /// Event ids are reserved this many at a time: `runs.event_ceiling` (committed) bounds the ids

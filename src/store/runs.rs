@@ -13,6 +13,7 @@ use super::conversations::{
     conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
     TOUCH_CONVERSATION_SQL,
 };
+use super::leases::LeaseHolder;
 use super::models::{now, status, text, time, to_i64, to_u32, to_u64, uuid};
 use super::{
     with_pool, with_writer, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError,
@@ -102,11 +103,15 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
 }
 
-/// Inserts a `running` run with its first block of event ids reserved. Binds: id,
-/// conversation_id, owner, mode, model, started_at, event_ceiling (see [`run_row`]).
+/// Inserts a `running` run with its first block of event ids reserved, leased (epoch 1) to
+/// the store's lease holder until `started_at + ttl` (both NULL without one). Binds: id,
+/// conversation_id, owner, mode, model, started_at, event_ceiling, lease_owner, ttl (µs) (see
+/// [`run_row`]). `started_at` is the local clock: the lease is renewed by the database's clock
+/// within `lease_renew_s`, long before a clock skew could matter.
 const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
-     event_ceiling) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)";
+     event_ceiling, lease_owner, lease_epoch, lease_until) \
+     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $6 + $9)";
 
 /// Replaces a running run's checkpoint. Binds: checkpoint, id.
 pub(super) const CHECKPOINT_SQL: &str =
@@ -116,8 +121,8 @@ pub(super) const CHECKPOINT_SQL: &str =
 pub(super) const RAISE_CEILING_SQL: &str =
     "UPDATE runs SET event_ceiling = $1 WHERE id = $2 AND event_ceiling < $1";
 
-/// The values of [`INSERT_RUN_SQL`] for `r`, started at `micros`.
-fn run_row(r: &NewRun, micros: i64) -> Vec<Arg<'_>> {
+/// The values of [`INSERT_RUN_SQL`] for `r`, started at `micros`, leased to `holder`.
+fn run_row<'a>(r: &'a NewRun, micros: i64, holder: Option<&'a LeaseHolder>) -> Vec<Arg<'a>> {
     vec![
         Arg::String(r.id.to_string()),
         Arg::String(r.conversation_id.to_string()),
@@ -126,6 +131,10 @@ fn run_row(r: &NewRun, micros: i64) -> Vec<Arg<'_>> {
         Arg::Str(r.model.as_str()),
         Arg::Int(micros),
         Arg::Int(super::EVENT_ID_BLOCK),
+        holder.map_or(Arg::OptStr(None), |h| {
+            Arg::OptStr(Some(h.instance.as_str()))
+        }),
+        holder.map_or(Arg::OptInt(None), |h| Arg::OptInt(Some(h.ttl_micros()))),
     ]
 }
 
@@ -172,9 +181,12 @@ impl Store {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_writer!(self, |pool| {
-            bind(sqlx::query(INSERT_RUN_SQL), run_row(&new, micros))
-                .execute(pool)
-                .await?;
+            bind(
+                sqlx::query(INSERT_RUN_SQL),
+                run_row(&new, micros, self.lease_holder()),
+            )
+            .execute(pool)
+            .await?;
         });
         Ok(())
     }
@@ -305,9 +317,12 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                bind(sqlx::query(INSERT_RUN_SQL), run_row(&row.run, micros))
-                    .execute(&mut *tx)
-                    .await?;
+                bind(
+                    sqlx::query(INSERT_RUN_SQL),
+                    run_row(&row.run, micros, self.lease_holder()),
+                )
+                .execute(&mut *tx)
+                .await?;
                 bind(
                     sqlx::query(INSERT_MESSAGE_SQL),
                     message_row(message_id, &row.query, micros),

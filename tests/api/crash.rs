@@ -59,6 +59,9 @@ async fn start_with(dir: &Path, db_url: &str, llm: &str, extra: &[(&str, &str)])
         ("LLM_API_KEY", "test"),
         ("LLM_MAX_RETRIES", "0"),
         ("RUST_LOG", "info"),
+        // PostgreSQL: a restart takes the killed process's runs once their lease lapses.
+        ("REAGENT_LEASE_TTL_S", "2"),
+        ("REAGENT_LEASE_RENEW_S", "1"),
     ];
     env.extend_from_slice(extra);
     Server::serve(dir, &env).await

@@ -382,6 +382,10 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
         )
         .await
         .unwrap();
+    // Its process is gone and its lease lapsed (created through this store, the run is leased
+    // to this instance; the next one has another name and takes only lapsed leases).
+    let me = app.app.state.runs.instance_id.clone();
+    store.release_leases(&me, &[(killed, 1)]).await.unwrap();
     let db_url = app.db_url.clone();
     let dir = app.stop().await;
 
@@ -760,6 +764,7 @@ async fn openapi_lists_every_route() {
         ("/healthz", vec!["get"]),
         ("/readyz", vec!["get"]),
         ("/metrics", vec!["get"]),
+        ("/api/instances", vec!["get"]),
         ("/v1/models", vec!["get"]),
         ("/v1/chat/completions", vec!["post"]),
     ];

@@ -1,7 +1,177 @@
-//! Several instances on one PostgreSQL database (SPEC §11), each a real child process
-//! (`tests/support/cluster.rs`).
+//! Several instances on one PostgreSQL database (SPEC §11, issue 21), with real `reagent`
+//! processes ([`Cluster`]) on a fresh database per test.
 //!
 //! - [`commands`]: every request about a run (stream, interrupt, recall, approval, cancel,
 //!   delete) through an instance that does not run it.
+//! - [`takeover`]: kill -9 of a run's owner in its tool loop → another instance takes the run
+//!   over within the lease TTL and finishes it; a client resuming with `Last-Event-ID` on a
+//!   survivor sees one `resumed` naming the taker, rising ids, one `done`. SIGSTOP of the owner
+//!   past the TTL, then SIGCONT → its writes are refused (fenced), the run ends exactly once.
+//!   An instance restarted under its own name resumes its runs at once.
+//! - [`tools`]: a tool call in flight at the owner's death is not called again by the taker
+//!   unless the tool is `idempotent = true`.
+//! - [`listing`]: `GET /api/instances` lists the live instances with the runs each owns; a
+//!   SIGTERMed instance leaves the list and hands its runs over at once (not after the TTL).
+//!
+//! Leases here: `REAGENT_LEASE_TTL_S=2`, `REAGENT_LEASE_RENEW_S=1` (whole seconds; the smallest
+//! the settings allow).
 
 mod commands;
+mod listing;
+mod takeover;
+mod tools;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use reagent::store::Store;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::support::child::{Server, TIMEOUT};
+use crate::support::sse::{read_all, read_until, Sse};
+
+/// The short lease every test here runs with.
+const LEASE_ENV: [(&str, &str); 2] = [("REAGENT_LEASE_TTL_S", "2"), ("REAGENT_LEASE_RENEW_S", "1")];
+const TTL: Duration = Duration::from_secs(2);
+
+/// Starts a run on `server` in a new conversation and follows its stream until `stop`; returns
+/// the run id and what the client saw.
+async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (Uuid, Vec<Sse>) {
+    let client = reqwest::Client::new();
+    let conv: Value = client
+        .post(server.url("/api/conversations"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let conv = conv["id"].as_str().unwrap();
+    let r = client
+        .post(server.url(&format!("/api/conversations/{conv}/runs")))
+        .json(&json!({"query": "work through some tools"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let body: Value = r.json().await.unwrap();
+    let run = Uuid::parse_str(body["run_id"].as_str().unwrap()).unwrap();
+    let r = client
+        .get(server.url(&format!("/api/runs/{run}/events")))
+        .send()
+        .await
+        .unwrap();
+    let (seen, _) = tokio::time::timeout(TIMEOUT, read_until(r, stop))
+        .await
+        .expect("the run streams");
+    (run, seen)
+}
+
+/// The run's events after `after` from `server`, as a client that resumes with `Last-Event-ID`
+/// whenever its stream ends before `done` (an instance that does not execute the run replays
+/// what is stored); every connection's events, in order.
+async fn events_until_done(server: &Server, run: Uuid, mut after: u64) -> Vec<Sse> {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    let mut all: Vec<Sse> = Vec::new();
+    loop {
+        let r = reqwest::Client::new()
+            .get(server.url(&format!("/api/runs/{run}/events")))
+            .header("Last-Event-ID", after.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let got = tokio::time::timeout_at(deadline, read_all(r))
+            .await
+            .expect("the stream ends");
+        all.extend(got);
+        if all.last().is_some_and(|e| e.event == "done") {
+            return all;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "run {run}: no done");
+        after = all.last().map_or(after, |e| e.id);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until an instance other than `from` holds the run's lease at a later epoch; returns
+/// that instance's name and how long it took.
+async fn taken_over(store: &Store, run: Uuid, from: &str) -> (String, Duration) {
+    let started = tokio::time::Instant::now();
+    loop {
+        let states = store.lease_states(&[run]).await.unwrap();
+        if let Some((_, Some(owner), epoch)) = states.first() {
+            if owner != from && *epoch >= 2 {
+                return (owner.clone(), started.elapsed());
+            }
+        }
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "run {run} was never taken over"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the run's row is no longer `running`.
+async fn finished(store: &Store, run: Uuid) {
+    crate::support::eventually("the run ends", || async {
+        store
+            .get_run_any(run)
+            .await
+            .unwrap()
+            .is_some_and(|r| r.status.as_str() != "running")
+    })
+    .await;
+}
+
+/// Ids strictly increase; no id a client saw names other content in `replay` (unless an answer
+/// `reset` after it discards it, as after any crash); exactly one `done`, last.
+fn check_stream(run: Uuid, seen: &[Sse], replay: &[Sse]) {
+    let ids: Vec<u64> = replay.iter().map(|e| e.id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "run {run}: ids rise: {ids:?}"
+    );
+    let by_id: HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
+    let reset = replay
+        .iter()
+        .filter(|e| e.label() == "answer:reset")
+        .map(|e| e.id)
+        .max();
+    for e in seen {
+        match by_id.get(&e.id) {
+            Some(r) => assert_eq!(
+                (&r.event, &r.data),
+                (&e.event, &e.data),
+                "run {run}: id {} was seen with other content",
+                e.id
+            ),
+            None => assert!(
+                reset.is_some_and(|r| r > e.id),
+                "run {run}: seen id {} is not stored and no reset follows it",
+                e.id
+            ),
+        }
+    }
+    let dones = replay.iter().filter(|e| e.event == "done").count();
+    assert_eq!(dones, 1, "run {run}: one done");
+    assert_eq!(replay.last().map(|e| e.event.as_str()), Some("done"));
+}
+
+/// The whole replay of a finished run from `server`.
+async fn replay(server: &Server, run: Uuid) -> Vec<Sse> {
+    events_until_done(server, run, 0).await
+}
+
+/// `/metrics` of `server`.
+async fn metrics(server: &Server) -> String {
+    reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}

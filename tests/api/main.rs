@@ -10,6 +10,8 @@
 //! - [`security`]: auth and tenancy on every route, SSRF, paths, injection, limits, secrets;
 //! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
+//! - [`instances`]: several real instances on one PostgreSQL database: takeover, fencing,
+//!   `/api/instances`, SIGTERM hand-over (SPEC §11);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;

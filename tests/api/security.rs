@@ -38,7 +38,7 @@ use crate::support::target::Target;
 use crate::support::tools::{deploy, FakeTool};
 
 /// Routes that need no API key (SPEC §3.5; `/metrics` has its own, absent here).
-const PUBLIC: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/api/instances"];
 
 /// One operation of the OpenAPI document.
 #[derive(Clone, Debug)]

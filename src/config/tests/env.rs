@@ -156,6 +156,10 @@ fn every_spec_variable_is_read() {
         ("REAGENT_INSTANCE_ID", "node-a", |c| {
             c.server.instance_id.as_deref() == Some("node-a")
         }),
+        ("REAGENT_LEASE_TTL_S", "30", |c| c.server.lease_ttl_s == 30),
+        ("REAGENT_LEASE_RENEW_S", "3", |c| {
+            c.server.lease_renew_s == 3
+        }),
     ];
     let defaults = load(None, &[]).unwrap();
     for (var, value, check) in table {
@@ -166,6 +170,31 @@ fn every_spec_variable_is_read() {
         let c = load(None, &[(var, value)]).unwrap_or_else(|e| panic!("{var}={value}: {e}"));
         assert!(check(&c), "{var}={value} was not applied");
     }
+}
+
+#[test]
+fn a_lease_renewed_no_sooner_than_it_lapses_is_refused() {
+    for (ttl, renew) in [("5", "5"), ("2", "3")] {
+        let e = load(
+            None,
+            &[
+                ("REAGENT_LEASE_TTL_S", ttl),
+                ("REAGENT_LEASE_RENEW_S", renew),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.key(), Some("server.lease_renew_s"), "{e}");
+    }
+    assert!(
+        load(None, &[("REAGENT_LEASE_TTL_S", "1")]).is_err(),
+        "at least 2"
+    );
+    let c = load(
+        None,
+        &[("REAGENT_LEASE_TTL_S", "2"), ("REAGENT_LEASE_RENEW_S", "1")],
+    )
+    .unwrap();
+    assert_eq!((c.server.lease_ttl_s, c.server.lease_renew_s), (2, 1));
 }
 
 #[test]

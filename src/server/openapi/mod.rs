@@ -85,7 +85,8 @@ struct Catalog;
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(ops::healthz, ops::readyz, ops::metrics, document),
+    paths(ops::healthz, ops::readyz, ops::metrics, ops::instances, document),
+    components(schemas(super::views::Instance)),
     tags((name = "operations", description = "Health, metrics and this document (SPEC §3.4)"))
 )]
 struct Operations;

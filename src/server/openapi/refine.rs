@@ -17,7 +17,7 @@ const NOT_BLANK: &str =
     r"[^\u0000\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 
 /// Operations that need no API key (SPEC §3.5); `/metrics` has its own optional key.
-pub const PUBLIC: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/api/instances"];
 
 /// An error response with the one error body.
 fn error(description: &str) -> Value {

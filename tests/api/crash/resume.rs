@@ -204,9 +204,9 @@ async fn kill_during_a_tool_call(db_url: &str, idempotent: bool) -> (usize, Sse)
     (calls.load(Ordering::SeqCst), end)
 }
 
-/// Two processes on one PostgreSQL database (several instances are not supported yet, SPEC
-/// §11): the second one started while the first runs a run must not resume (nor fail) that
-/// run, which the first finishes alone.
+/// Two processes on one PostgreSQL database: the second one started while the first runs a run
+/// must not take (resume or fail) that run, whose lease the first keeps renewing: the first
+/// finishes it alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_second_process_leaves_a_live_processs_runs_alone() {
     run_on(Backend::Postgres, |db_url| async move {
@@ -235,7 +235,11 @@ async fn postgres_a_second_process_leaves_a_live_processs_runs_alone() {
             "the second process resumed a live run"
         );
         store.close().await;
-        assert!(b.log().contains("recovery lock"), "{}", b.log());
+        assert!(!b.log().contains("took the run over"), "{}", b.log());
+        for log in [a.log(), b.log()] {
+            assert!(!log.contains("could not renew"), "{log}");
+            assert!(!log.contains("could not record"), "{log}");
+        }
         b.kill9().await;
         a.kill9().await;
         mock.shutdown().await;

@@ -144,15 +144,33 @@ pub(super) async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (S
 
 /// The run's events (after `after`, as `Last-Event-ID`) from the restarted server, to the end.
 pub(super) async fn events(server: &Server, run: &str, after: Option<u64>) -> Vec<Sse> {
-    let mut req = reqwest::Client::new().get(server.url(&format!("/api/runs/{run}/events")));
-    if let Some(after) = after {
-        req = req.header("Last-Event-ID", after.to_string());
+    // On PostgreSQL a restarted process takes the run once the killed one's lease lapses; until
+    // then its stream replays what is stored and ends: the client resumes with `Last-Event-ID`
+    // like any client, until `done`.
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    let mut all: Vec<Sse> = Vec::new();
+    let mut after = after;
+    loop {
+        let mut req = reqwest::Client::new().get(server.url(&format!("/api/runs/{run}/events")));
+        if let Some(after) = after {
+            req = req.header("Last-Event-ID", after.to_string());
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let got = tokio::time::timeout_at(deadline, read_all(r))
+            .await
+            .expect("a recovered run's stream closes");
+        all.extend(got);
+        if all.last().is_some_and(|e| e.event == "done") {
+            return all;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run {run} never reached done"
+        );
+        after = all.last().map(|e| e.id).or(after);
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let r = req.send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    tokio::time::timeout(TIMEOUT, read_all(r))
-        .await
-        .expect("a recovered run's stream closes")
 }
 
 /// No id with two contents: every seen event is replayed as seen, or a `reset` above it.
