@@ -2,6 +2,7 @@
 //! optionally an interrupt and a cancel sent from the side while the stream is read, then the
 //! stream verified ([`crate::verify`]) and its timings kept.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
@@ -9,6 +10,7 @@ use futures::StreamExt;
 use reagent::testing::mock_provider::{token_stamps, unix_micros};
 use serde_json::{json, Value};
 
+use crate::multi::Targets;
 use crate::verify::{verify, Ev, Expect};
 
 /// What to do in one conversation.
@@ -25,6 +27,8 @@ pub struct ConvPlan {
     /// Extra acceptable final statuses (e.g. `failed` under injected faults).
     pub also_ok: Vec<&'static str>,
     pub timeout: Duration,
+    /// Several instances (`--urls`): the conversation goes through [`crate::multi`].
+    pub targets: Option<Arc<Targets>>,
 }
 
 /// What one conversation measured.
@@ -43,10 +47,20 @@ pub struct ConvResult {
     /// Arrival of each `tool_end`, relative to the request.
     pub tool_end_ms: Vec<f64>,
     pub interrupts_accepted: usize,
+    /// Of those, the ones that became the query of the next run (deleted as interrupts then).
+    pub interrupts_moved: usize,
     pub cancel_accepted: bool,
+    /// Streams broken and resumed with `Last-Event-ID` on another instance.
+    pub reconnects: usize,
+    /// `step {type:"resumed"}` events, and when each arrived (ms since the request).
+    pub resumed: usize,
+    pub resumed_at_ms: Vec<f64>,
 }
 
 pub async fn run(http: &reqwest::Client, base: &str, plan: &ConvPlan, n: usize) -> ConvResult {
+    if let Some(targets) = &plan.targets {
+        return crate::multi::run(http, targets, plan, n).await;
+    }
     let mut result = ConvResult::default();
     match tokio::time::timeout(plan.timeout, drive(http, base, plan, n, &mut result)).await {
         Ok(Ok(())) => {}
@@ -128,20 +142,22 @@ async fn drive(
     }
     let mut expect = Expect {
         statuses: vec!["completed"],
-        interrupts: vec![],
+        ..Expect::default()
     };
     expect.statuses.extend(plan.also_ok.iter().copied());
     if let Some(side) = side {
         let s = side.await?;
         out.errors.extend(s.errors);
-        out.interrupts_accepted = s.interrupts.len();
+        out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
         expect.interrupts = s.interrupts;
+        expect.next_run = s.next_run;
         if s.cancel_accepted {
             out.cancel_accepted = true;
             // A cancel accepted while the run was finishing may still see it complete.
             expect.statuses.push("cancelled");
         }
     }
+    out.interrupts_moved = crate::side::handed_on(&events, &expect);
     let run = out.run_id.clone().unwrap_or_else(|| "?".into());
     out.errors.extend(
         verify(&events, &expect)
@@ -152,10 +168,14 @@ async fn drive(
 }
 
 #[derive(Default)]
-struct Side {
-    interrupts: Vec<String>,
-    cancel_accepted: bool,
-    errors: Vec<String>,
+pub struct Side {
+    pub interrupts: Vec<String>,
+    /// Accepted with `next_run: true`: the query of the run that follows (SPEC §3.8).
+    pub next_run: Vec<String>,
+    pub cancel_accepted: bool,
+    pub errors: Vec<String>,
+    /// Through which instance each side request was accepted (several instances).
+    pub notes: Vec<String>,
 }
 
 /// Interrupt, then cancel, as a second client would; 409 (run already over) is fine.
@@ -177,6 +197,7 @@ async fn side_actions(
         match r {
             Ok(r) if r.status() == reqwest::StatusCode::ACCEPTED => match r.json::<Value>().await {
                 Ok(v) => match v["id"].as_str() {
+                    Some(id) if v["next_run"] == true => side.next_run.push(id.to_string()),
                     Some(id) => side.interrupts.push(id.to_string()),
                     None => side
                         .errors

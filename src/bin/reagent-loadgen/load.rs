@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::conv::{self, ConvPlan, ConvResult};
+use crate::multi::Targets;
 use reagent::testing::mock_provider::unix_micros;
 
 use crate::cost::{saturated, show_us, us_per};
@@ -34,6 +35,8 @@ pub struct Load {
     /// Conversation i starts at `i * ramp / conversations` (zero: all at once), so that a steady
     /// state of streams with random phases can be measured apart from a start stampede.
     pub ramp: Duration,
+    /// Several instances: each conversation spread over them ([`crate::multi`]).
+    pub targets: Option<Arc<Targets>>,
 }
 
 impl Default for Load {
@@ -49,6 +52,7 @@ impl Default for Load {
             seed: 1,
             timeout: Duration::from_secs(300),
             ramp: Duration::ZERO,
+            targets: None,
         }
     }
 }
@@ -61,7 +65,12 @@ pub struct LoadReport {
     pub error_samples: Vec<String>,
     pub statuses: BTreeMap<String, usize>,
     pub interrupts_accepted: usize,
+    /// Accepted interrupts that became a next run's query (SPEC §3.8).
+    pub interrupts_moved: usize,
     pub cancels_accepted: usize,
+    /// Streams resumed on another instance, and `step resumed` events seen (several instances).
+    pub reconnects: usize,
+    pub resumed: usize,
     pub wall_s: f64,
     pub runs_per_s: f64,
     pub run_ms: Summary,
@@ -140,6 +149,7 @@ fn plans(load: &Load) -> Vec<ConvPlan> {
             cancel: rng.random::<f64>() < load.cancel_rate,
             also_ok: load.also_ok.clone(),
             timeout: load.timeout,
+            targets: load.targets.clone(),
         })
         .collect()
 }
@@ -235,7 +245,10 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
             .entry(r.status.clone().unwrap_or_else(|| "none".into()))
             .or_default() += 1;
         report.interrupts_accepted += r.interrupts_accepted;
+        report.interrupts_moved += r.interrupts_moved;
         report.cancels_accepted += usize::from(r.cancel_accepted);
+        (report.reconnects, report.resumed) =
+            (report.reconnects + r.reconnects, report.resumed + r.resumed);
         run_ms.extend(r.run_ms);
         ttfe.extend(r.ttfe_ms);
         tok.extend(r.tokens.iter().map(|t| t.1));
@@ -326,6 +339,12 @@ impl LoadReport {
             self.runs, self.wall_s, self.runs_per_s, self.errors, self.statuses,
             self.interrupts_accepted, self.cancels_accepted
         );
+        if self.reconnects + self.resumed > 0 {
+            println!(
+                "  streams resumed on another instance {}, step resumed seen {}",
+                self.reconnects, self.resumed
+            );
+        }
         let row = |name: &str, s: &Summary| {
             if s.n > 0 {
                 println!(

@@ -8,6 +8,11 @@
 //!   R repeats, a Markdown table on stdout and a JSON file for `scripts/plot_benchmarks.py`.
 //! - `smoke`: seconds of mixed load with interrupts and cancels, then the process and database
 //!   checks; fails only on a broken stream or an inconsistency, never on slowness (CI).
+//! - `run --urls A,B,C` / `run --spawn-instances N [--chaos-kill-every S]`: the same load over
+//!   several instances on one PostgreSQL database (SPEC §11), each request to a random one, a
+//!   broken stream resumed elsewhere with `Last-Event-ID` and checked with the takeover rule.
+//! - `chaos-smoke`: its bounded CI form (3 instances, kill -9 every 5 s); `instances`: the
+//!   several-instances figures of BENCHMARKS.md.
 //! - `soak --minutes N`: mixed load with injected provider errors, interrupts and cancels, then
 //!   RSS stability, `/metrics` back to idle and a read-only check of the database.
 //! - `floor`: streams read straight from a spawned mock, without reagent: the harness's own
@@ -20,20 +25,27 @@
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
+mod chaos;
 mod check;
 mod conv;
 mod cost;
 mod facade;
+mod fleet;
 mod floor;
+mod instances;
 mod load;
 mod memprobe;
+mod multi;
+mod pgdb;
 mod procinfo;
 mod relay;
+mod side;
 mod soak;
 mod spawn;
 mod stats;
 mod suite;
 mod table;
+mod takeover;
 mod verify;
 mod verify_dag;
 
@@ -64,11 +76,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// One load against a running server (--url) or a spawned one (--spawn).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Every benchmark scenario; prints the results table and writes a JSON file.
     Suite(SuiteArgs),
     /// A few seconds of mixed load with interrupts and cancels; fails on a broken stream.
     Smoke,
+    /// CI chaos over 3 instances on a fresh PostgreSQL database (SPEC §11): kill -9 every 5 s;
+    /// fails on a broken stream, a lost accepted interrupt or an inconsistent database.
+    ChaosSmoke,
+    /// The several-instances figures: event latency on a non-owner, kill -9 → progress again,
+    /// short-run throughput with 1 and 3 instances (BENCHMARKS.md).
+    Instances(instances::InstancesArgs),
     /// N minutes of mixed load with faults, then process and database consistency checks.
     Soak(SoakArgs),
     /// The harness's own token latency: N streams straight from the mock, no reagent.
@@ -129,8 +147,25 @@ struct RunArgs {
     #[arg(long, conflicts_with = "url")]
     spawn: bool,
     /// Base URL of a running reagent (its LLM should be a mock provider).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "urls")]
     url: Option<String>,
+    /// Several running instances on one database: each request goes to a random one.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["spawn", "spawn_instances"])]
+    urls: Vec<String>,
+    /// Spawn N instances on one PostgreSQL database (and a mock), requests spread over them.
+    #[arg(long, conflicts_with = "spawn")]
+    spawn_instances: Option<usize>,
+    /// Their database; a fresh one is created (and dropped) on the test server when absent.
+    #[arg(long, requires = "spawn_instances")]
+    database_url: Option<String>,
+    /// kill -9 a random spawned instance every SECS and restart it under the same name.
+    #[arg(long, requires = "spawn_instances")]
+    chaos_kill_every: Option<f64>,
+    /// REAGENT_LEASE_TTL_S / _RENEW_S for the spawned instances (3 / 1 with chaos).
+    #[arg(long)]
+    lease_ttl_s: Option<u64>,
+    #[arg(long)]
+    lease_renew_s: Option<u64>,
     /// Pid of that server, for CPU and RSS.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -229,9 +264,11 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         eprintln!("warning: open-file limit is {fds}; thousands of streams need more (ulimit -n)");
     }
     match cmd {
-        Cmd::Run(a) => run(a).await,
+        Cmd::Run(a) => run(*a).await,
         Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), &a.out).await,
         Cmd::Smoke => soak::smoke().await,
+        Cmd::ChaosSmoke => chaos::chaos_smoke().await,
+        Cmd::Instances(a) => instances::instances(a).await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
         Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup).await,
         Cmd::Floor(a) => {
@@ -274,26 +311,45 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
         seed: a.seed,
         timeout: Duration::from_secs(600),
         ramp: Duration::from_secs_f64(a.ramp_s.max(0.0)),
+        targets: None,
     };
-    let report = if let Some(url) = a.url {
+    let flags = MockFlags {
+        latency_ms: a.latency_ms,
+        tokens_per_s: a.tokens_per_s,
+        answer_tokens: a.answer_tokens,
+        tool_iterations: a.iterations,
+        error_rate: a.error_rate,
+        seed: a.seed,
+        stamp_tokens: true,
+        first_call_latency_ms: None,
+    };
+    let report = if let Some(n) = a.spawn_instances {
+        let chaos = a
+            .chaos_kill_every
+            .map(|s| Duration::from_secs_f64(s.max(0.5)));
+        let leases = fleet::Leases {
+            ttl_s: a.lease_ttl_s.or(chaos.map(|_| 3)),
+            renew_s: a.lease_renew_s.or(chaos.map(|_| 1)),
+        };
+        return instances::run_spawned(&http, n, a.database_url, &flags, leases, &load, chaos)
+            .await;
+    } else if !a.urls.is_empty() {
+        let targets = std::sync::Arc::new(multi::Targets::new(a.urls));
+        let base = targets.urls[0].clone();
+        let load = Load {
+            targets: Some(targets),
+            ..load.clone()
+        };
+        load::run(&http, &base, a.server_pid, &load).await
+    } else if let Some(url) = a.url {
         load::run(&http, url.trim_end_matches('/'), a.server_pid, &load).await
     } else if a.spawn {
-        let flags = MockFlags {
-            latency_ms: a.latency_ms,
-            tokens_per_s: a.tokens_per_s,
-            answer_tokens: a.answer_tokens,
-            tool_iterations: a.iterations,
-            error_rate: a.error_rate,
-            seed: a.seed,
-            stamp_tokens: true,
-            first_call_latency_ms: None,
-        };
         let stack = suite::Stack::start(&http, &flags, &[]).await?;
         let report = load::run(&http, &stack.server.base, Some(stack.server.pid), &load).await;
         stack.stop().await?;
         report
     } else {
-        anyhow::bail!("give --spawn or --url");
+        anyhow::bail!("give --spawn, --url, --urls or --spawn-instances");
     };
     report.print(&format!(
         "{} conversations, concurrency {}, mode {}",

@@ -186,7 +186,11 @@ impl ServerSpec {
 
     /// Starts `reagent serve` (logs to `serve.log` in the directory) and waits for `/readyz`.
     pub async fn start(&self, http: &reqwest::Client) -> anyhow::Result<Server> {
-        let port = free_port()?;
+        self.start_at(http, free_port()?).await
+    }
+
+    /// [`ServerSpec::start`] on a given port (an instance restarted where clients expect it).
+    pub async fn start_at(&self, http: &reqwest::Client, port: u16) -> anyhow::Result<Server> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -21,27 +21,42 @@ pub struct Expect {
     pub statuses: Vec<&'static str>,
     /// Interrupt ids the server accepted (202); each must be drained or reported unprocessed.
     pub interrupts: Vec<String>,
+    /// Interrupts accepted with `next_run: true` (SPEC §3.8): `done` must name the next run.
+    pub next_run: Vec<String>,
+    /// A `failed` end because the run's instance died (`error` says interrupted) is a valid end.
+    pub restart_failure_ok: bool,
 }
 
 /// Every violation found, in stream order; empty when the stream is sound.
 pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
+    verify_with(events, expect, 0)
+}
+
+/// [`verify`] for a run that up to `takeovers` takeovers may have moved between instances
+/// (SPEC §11): the id rule of [`crate::takeover::check_ids`], and after each `resumed` the
+/// answer may start over (its `reset`, steps, a new `answer start`).
+pub fn verify_with(events: &[Ev], expect: &Expect, takeovers: usize) -> Vec<String> {
     let mut errs = Vec::new();
     if events.is_empty() {
         errs.push("empty stream".into());
         return errs;
     }
-    for (i, ev) in events.iter().enumerate() {
-        let want = i as u64 + 1;
-        match ev.id.parse::<u64>() {
-            Ok(id) if id == want => {}
-            _ => {
-                errs.push(format!(
-                    "event #{want} ({}) has id {:?}, expected {want}",
-                    ev.name, ev.id
-                ));
-                break;
+    if takeovers == 0 {
+        for (i, ev) in events.iter().enumerate() {
+            let want = i as u64 + 1;
+            match ev.id.parse::<u64>() {
+                Ok(id) if id == want => {}
+                _ => {
+                    errs.push(format!(
+                        "event #{want} ({}) has id {:?}, expected {want}",
+                        ev.name, ev.id
+                    ));
+                    break;
+                }
             }
         }
+    } else {
+        errs.extend(crate::takeover::check_ids(events, takeovers));
     }
     if events[0].name != "start" {
         errs.push(format!("first event is {:?}, not start", events[0].name));
@@ -63,6 +78,11 @@ pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
     let mut text = String::new();
     let mut answer_done: Option<String> = None;
     for ev in events {
+        if crate::takeover::is_resumed(ev) {
+            // The new owner goes on from its checkpoint: a partial answer is discarded.
+            (answer_started, answer_done) = (false, None);
+            text.clear();
+        }
         match ev.name.as_str() {
             "step" | "compact" => {
                 if answer_started {
@@ -124,7 +144,31 @@ pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
                     Some(_) => {}
                 }
                 let status = d["status"].as_str().unwrap_or_default();
-                if !expect.statuses.is_empty() && !expect.statuses.contains(&status) {
+                let restart_failure = expect.restart_failure_ok
+                    && status == "failed"
+                    && d["error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("interrupted"));
+                let reported: Vec<&str> = d["unprocessed_interrupts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|u| u["id"].as_str())
+                    .collect();
+                let lost: Vec<&String> = expect
+                    .next_run
+                    .iter()
+                    .filter(|i| !reported.contains(&i.as_str()))
+                    .collect();
+                if !lost.is_empty() && d["next_run_id"].as_str().is_none() {
+                    errs.push(format!(
+                        "interrupts {lost:?} were accepted for the next run, but done ({status}) neither names a next run nor reports them unprocessed"
+                    ));
+                }
+                if !restart_failure
+                    && !expect.statuses.is_empty()
+                    && !expect.statuses.contains(&status)
+                {
                     errs.push(format!(
                         "status {status:?}, expected one of {:?} (error: {})",
                         expect.statuses, d["error"]
@@ -192,6 +236,7 @@ mod tests {
         Expect {
             statuses: vec!["completed"],
             interrupts: vec!["i1".into(), "i2".into()],
+            ..Expect::default()
         }
     }
 

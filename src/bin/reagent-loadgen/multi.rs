@@ -1,0 +1,387 @@
+//! One conversation across several instances (SPEC §11, `--urls`): the conversation is created
+//! on one instance, the run started on another, its events streamed from another, interrupt
+//! and cancel sent through others (each a random pick). A broken stream is resumed with
+//! `Last-Event-ID` on another instance; the joined stream is verified with the takeover rule
+//! ([`crate::takeover`]) and against a full replay taken after the end.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use rand::Rng;
+use reagent::testing::mock_provider::{token_stamps, unix_micros};
+use serde_json::{json, Value};
+
+use crate::conv::{ConvPlan, ConvResult, Side};
+use crate::takeover;
+use crate::verify::{verify_with, Ev, Expect};
+
+/// The instances a client may talk to, and which were killed when (chaos): a run can have
+/// been taken over at most once per kill during its life, and a stream may break only when
+/// its instance was killed.
+#[derive(Debug, Default)]
+pub struct Targets {
+    pub urls: Vec<String>,
+    /// How long a request is retried on other instances while they fail to answer.
+    pub retry_for: Duration,
+    killed: Mutex<Vec<(String, Instant)>>,
+}
+
+impl Targets {
+    pub fn new(urls: Vec<String>) -> Targets {
+        Targets {
+            urls: urls
+                .into_iter()
+                .map(|u| u.trim_end_matches('/').to_string())
+                .collect(),
+            killed: Mutex::default(),
+            retry_for: RETRY_FOR,
+        }
+    }
+
+    /// Instance `url` is about to be killed.
+    pub fn note_kill(&self, url: &str) {
+        if let Ok(mut k) = self.killed.lock() {
+            k.push((url.to_string(), Instant::now()));
+        }
+    }
+
+    pub fn kills(&self) -> usize {
+        self.killed.lock().map_or(0, |k| k.len())
+    }
+
+    /// Whether `url` was killed within `from..=to`.
+    pub fn killed_within(&self, url: &str, from: Instant, to: Instant) -> bool {
+        self.killed
+            .lock()
+            .is_ok_and(|k| k.iter().any(|(u, t)| u == url && (from..=to).contains(t)))
+    }
+
+    /// A random instance, other than `not` when there is another.
+    pub fn pick(&self, not: Option<&str>) -> &str {
+        let mut rng = rand::rng();
+        let others: Vec<&String> = self
+            .urls
+            .iter()
+            .filter(|u| Some(u.as_str()) != not)
+            .collect();
+        if others.is_empty() {
+            return &self.urls[rng.random_range(0..self.urls.len())];
+        }
+        others[rng.random_range(0..others.len())]
+    }
+}
+
+/// How long a client keeps retrying other instances while one is down.
+const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// Sends `req(base)` to a random instance (not `not`), then to others while the connection
+/// fails (the instance is down or died mid-request); the first answer, and who gave it.
+pub async fn send_any<F>(
+    targets: &Targets,
+    not: Option<&str>,
+    req: F,
+) -> anyhow::Result<(reqwest::Response, String)>
+where
+    F: Fn(&str) -> reqwest::RequestBuilder,
+{
+    let t0 = Instant::now();
+    let mut base = targets.pick(not).to_string();
+    loop {
+        match req(&base).send().await {
+            Ok(r) => return Ok((r, base)),
+            Err(e) if t0.elapsed() > targets.retry_for => {
+                anyhow::bail!("no instance answered for {:?}: {e}", targets.retry_for)
+            }
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                base = targets.pick(Some(&base)).to_string();
+            }
+        }
+    }
+}
+
+pub async fn run(
+    http: &reqwest::Client,
+    targets: &Targets,
+    plan: &ConvPlan,
+    n: usize,
+) -> ConvResult {
+    let mut result = ConvResult::default();
+    let kills = targets.kills();
+    let drive = drive(http, targets, plan, n, kills, &mut result);
+    match tokio::time::timeout(plan.timeout, drive).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => result.errors.push(format!("{e:#}")),
+        Err(_) => result.errors.push(format!(
+            "run {}: no done within {:?}",
+            result.run_id.as_deref().unwrap_or("?"),
+            plan.timeout
+        )),
+    }
+    result
+}
+
+/// Creates the conversation and starts its run on random instances; (conversation, run, where
+/// the run was started).
+async fn start(
+    http: &reqwest::Client,
+    targets: &Targets,
+    plan: &ConvPlan,
+    n: usize,
+) -> anyhow::Result<(String, String, String)> {
+    let (r, _) = send_any(targets, None, |b| {
+        http.post(format!("{b}/api/conversations")).json(&json!({}))
+    })
+    .await?;
+    let conv: Value = r.error_for_status()?.json().await?;
+    let conv = conv["id"].as_str().unwrap_or_default().to_string();
+    let body = json!({"query": format!("load test conversation {n}: what is 1+1?"),
+        "mode": plan.mode, "engine": plan.engine});
+    let (r, owner) = send_any(targets, None, |b| {
+        http.post(format!("{b}/api/conversations/{conv}/runs"))
+            .json(&body)
+    })
+    .await?;
+    let status = r.status();
+    let v: Value = r.json().await.unwrap_or_default();
+    match v["run_id"].as_str() {
+        Some(run) if status == reqwest::StatusCode::ACCEPTED => Ok((conv, run.to_string(), owner)),
+        // An instance that died after starting the run, before answering, made send_any
+        // retry: the run it started is the conversation's active one.
+        _ if v["error"]["code"] == "run_active" => {
+            let (r, _) = send_any(targets, None, |b| {
+                http.get(format!("{b}/api/conversations/{conv}"))
+            })
+            .await?;
+            let c: Value = r.error_for_status()?.json().await?;
+            match c["active_run_id"].as_str() {
+                Some(run) => Ok((conv, run.to_string(), owner)),
+                None => anyhow::bail!("POST runs → run_active, but {conv} has no active run"),
+            }
+        }
+        _ => anyhow::bail!("POST /api/conversations/{conv}/runs → {status}: {v}"),
+    }
+}
+
+/// Everything the stream gave, connection by connection.
+#[derive(Default)]
+struct Received {
+    segments: Vec<Vec<Ev>>,
+    reconnects: usize,
+}
+
+impl Received {
+    fn last_id(&self) -> Option<String> {
+        self.segments
+            .iter()
+            .rev()
+            .find_map(|s| s.last().map(|e| e.id.clone()))
+    }
+
+    fn done(&self) -> bool {
+        self.segments
+            .last()
+            .and_then(|s| s.last())
+            .is_some_and(|e| e.name == "done")
+    }
+}
+
+async fn drive(
+    http: &reqwest::Client,
+    targets: &Targets,
+    plan: &ConvPlan,
+    n: usize,
+    kills_before: usize,
+    out: &mut ConvResult,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let (conv, run, owner) = start(http, targets, plan, n).await?;
+    out.run_id = Some(run.clone());
+    let mut got = Received::default();
+    let mut side: Option<tokio::task::JoinHandle<Side>> = None;
+    let mut at = targets.pick(Some(&owner)).to_string();
+    while !got.done() {
+        if !got.segments.is_empty() {
+            got.reconnects += 1;
+            at = targets.pick(Some(&at)).to_string();
+        }
+        let mut on_event = |ev: &Ev| {
+            let due = plan.interrupt || plan.cancel;
+            if side.is_none() && due && (ev.name == "step" || ev.name == "answer") {
+                side = Some(tokio::spawn(crate::side::actions(
+                    http.clone(),
+                    targets.urls.clone(),
+                    run.clone(),
+                    conv.clone(),
+                    plan.interrupt,
+                    plan.cancel,
+                )));
+            }
+        };
+        let last = got.last_id();
+        let from = Instant::now();
+        let mut conn = Conn::default();
+        let broke = follow(http, &at, &run, last, t0, out, &mut conn, &mut on_event).await;
+        got.segments.push(conn.events);
+        if let Err(e) = broke {
+            // Only a kill of that instance may end a stream early (SPEC §11: every instance
+            // follows every run live until `done`).
+            let until = Instant::now() + Duration::from_millis(500);
+            if conn.opened && !targets.killed_within(&at, from, until) {
+                out.errors.push(format!(
+                    "run {run}: {e:#}, though that instance was not killed"
+                ));
+            }
+            if got.reconnects >= 200 {
+                return Err(e.context(format!("run {run}: 200 reconnects")));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    out.reconnects = got.reconnects;
+    let takeovers = targets.kills() - kills_before;
+    let mut expect = Expect {
+        statuses: vec!["completed"],
+        restart_failure_ok: takeovers > 0,
+        ..Expect::default()
+    };
+    expect.statuses.extend(plan.also_ok.iter().copied());
+    let mut notes = vec![format!("started on {owner}")];
+    if let Some(side) = side {
+        let s = side.await?;
+        notes.extend(s.notes);
+        out.errors.extend(s.errors);
+        out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
+        expect.interrupts = s.interrupts;
+        expect.next_run = s.next_run;
+        if s.cancel_accepted {
+            out.cancel_accepted = true;
+            expect.statuses.push("cancelled");
+        }
+    }
+    let (seen, mut errs) = takeover::join(&got.segments);
+    out.interrupts_moved = crate::side::moved(http, targets, &conv, &seen, &mut expect).await;
+    out.resumed = seen.iter().filter(|e| takeover::is_resumed(e)).count();
+    errs.extend(verify_with(&seen, &expect, takeovers));
+    let replay = replay(http, targets, &run).await?;
+    errs.extend(takeover::compare(&seen, &replay, takeovers));
+    if !errs.is_empty() {
+        errs.push(format!(
+            "{}; the stream as joined: {}",
+            notes.join(", "),
+            outline(&seen)
+        ));
+    }
+    out.errors
+        .extend(errs.into_iter().map(|e| format!("run {run}: {e}")));
+    Ok(())
+}
+
+/// `id:name[:type|status]` of each event, for a failure report.
+fn outline(events: &[Ev]) -> String {
+    let label = |e: &Ev| {
+        let kind = e.data["type"].as_str().or(e.data["status"].as_str());
+        kind.map_or(format!("{}:{}", e.id, e.name), |k| {
+            format!("{}:{}:{k}", e.id, e.name)
+        })
+    };
+    events.iter().map(label).collect::<Vec<_>>().join(" ")
+}
+
+/// One connection of a stream: what it gave, and whether the server answered at all.
+#[derive(Default)]
+pub struct Conn {
+    pub events: Vec<Ev>,
+    pub opened: bool,
+}
+
+/// Reads one connection of the run's stream from `base` into `seg` until it ends; `Err` when it
+/// broke (or would not open) before `done`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn follow(
+    http: &reqwest::Client,
+    base: &str,
+    run: &str,
+    last_id: Option<String>,
+    t0: Instant,
+    out: &mut ConvResult,
+    conn: &mut Conn,
+    on_event: &mut (dyn FnMut(&Ev) + Send),
+) -> anyhow::Result<()> {
+    let mut req = http.get(format!("{base}/api/runs/{run}/events"));
+    if let Some(id) = &last_id {
+        req = req.header("last-event-id", id.as_str());
+    }
+    let resp = req.send().await?;
+    conn.opened = true;
+    if resp.status() != reqwest::StatusCode::OK {
+        anyhow::bail!("GET {base}/api/runs/{run}/events → {}", resp.status());
+    }
+    let mut stream = resp.bytes_stream().eventsource();
+    while let Some(item) = stream.next().await {
+        let ev = item.map_err(|e| anyhow::anyhow!("SSE error from {base}: {e}"))?;
+        let now_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let data: Value = serde_json::from_str(&ev.data)
+            .map_err(|e| anyhow::anyhow!("event {} data is not JSON: {e}", ev.id))?;
+        if out.ttfe_ms.is_none() {
+            out.ttfe_ms = Some(now_ms);
+        }
+        match ev.event.as_str() {
+            "answer" if data["status"] == "delta" => {
+                let now = unix_micros();
+                for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
+                    out.tokens.push((stamp, (now as f64 - stamp as f64) / 1e3));
+                }
+            }
+            "step" if data["type"] == "tool_end" => out.tool_end_ms.push(now_ms),
+            "step" if data["type"] == "resumed" => out.resumed_at_ms.push(now_ms),
+            "done" => {
+                out.run_ms = Some(now_ms);
+                out.status = data["status"].as_str().map(str::to_string);
+            }
+            _ => {}
+        }
+        let done = ev.event == "done";
+        let ev = Ev {
+            id: ev.id,
+            name: ev.event,
+            data,
+        };
+        on_event(&ev);
+        conn.events.push(ev);
+        if done {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the stream from {base} ended before done")
+}
+
+/// The run's whole stream after its end, from a random instance.
+async fn replay(http: &reqwest::Client, targets: &Targets, run: &str) -> anyhow::Result<Vec<Ev>> {
+    let mut out = ConvResult::default();
+    for _ in 0..5 {
+        let mut conn = Conn::default();
+        let at = targets.pick(None).to_string();
+        let mut ignore = |_: &Ev| {};
+        let read = follow(
+            http,
+            &at,
+            run,
+            None,
+            Instant::now(),
+            &mut out,
+            &mut conn,
+            &mut ignore,
+        );
+        if read.await.is_ok() {
+            return Ok(conn.events);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    anyhow::bail!("run {run}: no complete replay from any instance")
+}
+
+#[cfg(test)]
+mod tests;
