@@ -12,7 +12,6 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::manager::{LiveRun, RunError, RunManager};
-use super::start::StartRun;
 use crate::agent::hooks::approval::{ApprovalInfo, ApprovalLedger, Decision};
 use crate::agent::interrupts::Recall;
 use crate::store::notify::{Hint, COMMANDS_CHANNEL, EVENTS_CHANNEL};
@@ -238,32 +237,38 @@ impl RunManager {
         })
     }
 
-    /// After a run's terminal state is stored: commands that committed before it but were
-    /// not done yet (no other can follow, see `Store::send_command`). Interrupts join the next
-    /// run's query (a new one unless the run was stopped), recalls are answered against them.
-    pub(super) async fn settle_commands(
-        &self,
-        live: &LiveRun,
-        mut next: Option<StartRun>,
-        stopped: bool,
-    ) -> Option<StartRun> {
+    /// At a run's end, before its `done` is built: the door to new commands is closed
+    /// (`Store::close_commands`: a command commits before that or is refused), then the
+    /// commands not done yet are taken. Their interrupts are returned, to join the next run's
+    /// query or `done.unprocessed_interrupts`; recalls are answered against them and the run's
+    /// follow-ups.
+    pub(super) async fn settle_commands(&self, live: &LiveRun) -> Vec<(Uuid, String)> {
         if !self.store.is_shared() {
-            return next;
+            return Vec::new();
         }
         let _turn = self.command_turn.lock().await;
-        let commands = match self.store.pending_commands(Some(live.id)).await {
+        let commands = match self.store.close_commands(live.id).await {
+            Ok(()) => self.store.pending_commands(Some(live.id)).await,
+            Err(e) => Err(e),
+        };
+        let commands = match commands {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(run_id = %live.id, error = %e, "cannot read the run's last commands");
-                return next;
+                return Vec::new();
             }
         };
         let mut late: Vec<(Uuid, String)> = Vec::new();
         for c in commands {
             let outcome = match (c.kind, c.target) {
                 (CommandKind::Interrupt, Some(id)) => {
-                    late.push((id, c.content.clone().unwrap_or_default()));
-                    self.store.claim_command(c.seq, None).await
+                    match self.store.claim_command(c.seq, None).await {
+                        Ok(true) => {
+                            late.push((id, c.content.clone().unwrap_or_default()));
+                            Ok(true)
+                        }
+                        other => other,
+                    }
                 }
                 (CommandKind::Recall, Some(id)) if late.iter().any(|(i, _)| *i == id) => {
                     late.retain(|(i, _)| *i != id);
@@ -274,7 +279,7 @@ impl RunManager {
                     }
                 }
                 (CommandKind::Recall, Some(id)) => {
-                    match self.recall_in(None, live.conversation_id, id).await {
+                    match self.recall_in(Some(live), live.conversation_id, id).await {
                         Ok(r) => self.store.claim_command(c.seq, Some(r)).await,
                         Err(e) => Err(e),
                     }
@@ -285,22 +290,6 @@ impl RunManager {
                 tracing::warn!(run_id = %live.id, seq = c.seq, error = %e, "cannot settle a command");
             }
         }
-        if late.is_empty() || stopped {
-            return next;
-        }
-        let mut run = next.take().unwrap_or_else(|| {
-            StartRun::new(
-                super::start::ConversationRef::Existing(live.conversation_id),
-                String::new(),
-            )
-        });
-        for (id, content) in late {
-            if !run.query.is_empty() {
-                run.query.push_str("\n\n");
-            }
-            run.query.push_str(&content);
-            run.replaces.push(id);
-        }
-        Some(run)
+        late
     }
 }

@@ -17,7 +17,9 @@ use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{Checkpoint, CheckpointSink, Resume};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
-use crate::agent::{AgentEvent, EventSink, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome};
+use crate::agent::{
+    AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
+};
 use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
@@ -192,8 +194,8 @@ impl RunManager {
     /// reads `done` and asks for the run (or starts another, or replays the events from the
     /// database) sees it finished and complete.
     async fn finish(self: &Arc<Self>, writer: &EventWriter, live: &LiveRun, done: Done) {
-        let (done, next) = self.plan_next_run(live, done);
-        let stopped = done.outcome.status == RunStatus::Cancelled || self.shutdown.is_cancelled();
+        let late = self.settle_commands(live).await;
+        let (done, next) = self.plan_next_run(live, done, late);
         let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
         let event = StoredEvent {
             seq: done.seq as i64,
@@ -216,7 +218,6 @@ impl RunManager {
                 tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
             }
         }
-        let next = self.settle_commands(live, next, stopped).await;
         self.release(live);
         // Started before `done` becomes visible, so a client following `next_run_id` finds it.
         if let Some(next) = next {
@@ -227,17 +228,34 @@ impl RunManager {
         live.log.close_with(EventName::Done.as_str(), done.data);
     }
 
-    /// Late follow-ups (and interrupts the loop never saw) become the query of a next run,
-    /// announced in `done.next_run_id` — unless the user stopped this run or the server stops.
-    fn plan_next_run(&self, live: &LiveRun, mut done: Done) -> (Done, Option<StartRun>) {
+    /// Late follow-ups (and interrupts the loop never saw, and those sent through other
+    /// instances that came after it, `late`) become the query of a next run, announced in
+    /// `done.next_run_id` — unless the user stopped this run or the server stops: then every
+    /// one of them is reported in `done.unprocessed_interrupts`, so none accepted goes unsaid.
+    fn plan_next_run(
+        &self,
+        live: &LiveRun,
+        mut done: Done,
+        late: Vec<(Uuid, String)>,
+    ) -> (Done, Option<StartRun>) {
         let mut items: Vec<(Uuid, String)> = done
             .outcome
             .unprocessed_interrupts
             .iter()
             .map(|i| (i.id, i.content.clone()))
             .collect();
+        let reported = items.len();
         items.extend(live.follow_ups.close());
+        items.extend(late);
         let stopped = done.outcome.status == RunStatus::Cancelled || self.shutdown.is_cancelled();
+        if stopped && items.len() > reported {
+            done.outcome.unprocessed_interrupts = items
+                .into_iter()
+                .map(|(id, content)| Interrupt { id, content })
+                .collect();
+            done.data = AgentEvent::Done(done.outcome.clone()).data_json();
+            return (done, None);
+        }
         if items.is_empty() || stopped {
             return (done, None);
         }

@@ -85,10 +85,25 @@ impl Store {
     /// `SELECT … FOR SHARE` of a running run: holds its terminal write back until commit.
     fn lock_running_sql(&self) -> &'static str {
         if self.is_shared() {
-            "SELECT id FROM runs WHERE id = $1 AND status = 'running' FOR SHARE"
+            "SELECT id FROM runs WHERE id = $1 AND status = 'running' AND NOT closing FOR SHARE"
         } else {
             "SELECT id FROM runs WHERE id = $1 AND status = 'running'"
         }
+    }
+
+    /// Refuses commands for `run_id` from now on (its owner is ending it): waits for those
+    /// being sent to commit, so what [`Store::pending_commands`] reads next is all of them.
+    pub async fn close_commands(&self, run_id: Uuid) -> Result<(), StoreError> {
+        if !self.is_shared() {
+            return Ok(());
+        }
+        with_pool!(self, |pool| {
+            sqlx::query("UPDATE runs SET closing = TRUE WHERE id = $1")
+                .bind(run_id.to_string())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
     }
 
     /// Stores the interrupt message and its command for `run_id`'s owner, in one transaction

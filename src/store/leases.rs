@@ -201,7 +201,7 @@ impl Store {
         };
         let now = self.now_sql();
         let sql = format!(
-            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, \
+            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, closing = FALSE, \
              lease_until = {now} + $2 WHERE id IN (SELECT id FROM runs \
              WHERE status = 'running' AND (lease_until IS NULL OR lease_until < {now}) \
              ORDER BY started_at, id LIMIT $3{lock}) AND status = 'running' \
@@ -226,7 +226,7 @@ impl Store {
         };
         let now = self.now_sql();
         let sql = format!(
-            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, \
+            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, closing = FALSE, \
              lease_until = {now} + $2 WHERE id IN (SELECT id FROM runs \
              WHERE status = 'running' AND lease_owner = $1 \
              ORDER BY started_at, id LIMIT $3{lock}) AND status = 'running' \
@@ -244,7 +244,7 @@ impl Store {
         ttl: Duration,
     ) -> Result<Option<TakenRun>, StoreError> {
         let sql = format!(
-            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, \
+            "UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, closing = FALSE, \
              lease_until = {} + $2 WHERE id = $3 AND status = 'running' \
              RETURNING id, lease_epoch",
             self.now_sql()

@@ -33,6 +33,7 @@ on_both_backends!(
     recall_vs_drain,
     start_vs_delete,
     follow_ups_during_the_answer_become_the_next_run,
+    follow_ups_of_a_cancelled_run_are_reported_unprocessed,
 );
 
 /// Rounds per race. Each round is a whole run through HTTP and the database.
@@ -570,4 +571,36 @@ async fn follow_ups_during_the_answer_become_the_next_run(db: String) {
         .count();
     assert!(seen >= 1, "the next run asked the model about {joined:?}");
     assert_eq!(app.app.state.runs.active_runs(), 0);
+}
+
+/// Follow-ups accepted with `next_run: true`, then the run is cancelled: no next run starts
+/// (the user stopped it), and `done.unprocessed_interrupts` names every one of them, so no
+/// accepted message goes unsaid (found by the chaos load: they were dropped).
+async fn follow_ups_of_a_cancelled_run_are_reported_unprocessed(db: String) {
+    let (app, fake) = app(&db).await;
+    fake.push(FakeReply::text(FINAL));
+    fake.push(FakeReply::text("first answer").delay(1500));
+    let conv = app.create_conversation(None).await;
+    let run = app.start_run(&conv, json!({"query": "go"}), None).await;
+    app.wait_for(&run, |e| e.label() == "answer:start").await;
+    let mut accepted = Vec::new();
+    for content in ["and also this", "and that"] {
+        let r = app.interrupt(&conv, content).await;
+        assert_eq!(r.status(), 202);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["next_run"], true, "{body}");
+        accepted.push(body["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(app.cancel(&run).await.status(), 202);
+    let events = app.events(&run, None).await;
+    let done = done(&events);
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(done["next_run_id"].is_null(), "{done}");
+    let reported: Vec<&str> = done["unprocessed_interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(reported, accepted, "{done}");
 }
