@@ -6,6 +6,14 @@
 //! ("elem/s") counts loop iterations. Synthesis (one streamed call) and the run's one copy of
 //! its input history are included in the run; `(run at K=20 − run at K=10) / 10` cancels them
 //! and is the cost of one iteration alone. The scripted LLM keeps no requests, as a real client.
+//!
+//! `native_cp_*` runs with a checkpoint sink as the service's run manager has: the loop hands
+//! it each checkpoint's JSON (two per iteration, SPEC §11) and it keeps the latest, as the
+//! event writer does until its next flush.
+//!
+//! Instruction counts (stable on a shared machine): `ENGINE_ONCE=native_cp,20,1000 valgrind
+//! --tool=callgrind target/release/deps/engine-*` runs that one case 20 times and exits; the
+//! difference between K = 20 and K = 10, divided by 10 × 20, is one iteration's instructions.
 
 // Test code may panic on what it did not expect (Cargo.toml [lints]).
 #![allow(clippy::unwrap_used)]
@@ -15,6 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use reagent::agent::artifacts::MemoryArtifacts;
+use reagent::agent::checkpoint::CheckpointSink;
 use reagent::agent::context::estimate_tokens;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, InterruptQueue, ReActAgent, RunHandles, RunInput};
@@ -84,12 +93,24 @@ fn scripted(json_mode: bool, iterations: usize) -> Arc<ScriptedLlm> {
     llm
 }
 
+/// A sink that keeps the latest checkpoint (the loop serialised it), as the run manager does.
+fn checkpoint_sink() -> CheckpointSink {
+    let latest = std::sync::Mutex::new(String::new());
+    Arc::new(move |json: String| *latest.lock().unwrap() = json)
+}
+
 /// One run of `iterations` tool iterations over `past`, checked.
-fn one_run(rt: &tokio::runtime::Runtime, agent: ReActAgent, past: Vec<Message>, iterations: usize) {
+fn one_run(
+    rt: &tokio::runtime::Runtime,
+    agent: ReActAgent,
+    past: Vec<Message>,
+    iterations: usize,
+    checkpoints: bool,
+) {
     rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let handles = RunHandles {
-            checkpoints: None,
+            checkpoints: checkpoints.then(checkpoint_sink),
             events: tx.into(),
             interrupts: Arc::new(InterruptQueue::new()),
             cancel: Default::default(),
@@ -108,32 +129,41 @@ fn one_run(rt: &tokio::runtime::Runtime, agent: ReActAgent, past: Vec<Message>, 
     })
 }
 
+fn agent(json_mode: bool, k: usize) -> ReActAgent {
+    let cfg = AgentConfig {
+        completion_check: false,
+        ..AgentConfig::default()
+    };
+    let tools = ToolRegistry::new().with(Arc::new(Noop));
+    ReActAgent::new(scripted(json_mode, k), tools, HookRunner::default(), cfg)
+}
+
+/// The cases: (name, JSON mode, with checkpoints).
+const CASES: [(&str, bool, bool); 3] = [
+    ("native", false, false),
+    ("json", true, false),
+    ("native_cp", false, true),
+];
+
 fn bench_iterations(c: &mut Criterion) {
+    if let Ok(once) = std::env::var("ENGINE_ONCE") {
+        return run_once(&once);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let mut group = c.benchmark_group("engine_iteration");
-    for json_mode in [false, true] {
+    for (mode, json_mode, cp) in CASES {
         for k in ITERATIONS {
             group.throughput(Throughput::Elements(k as u64 + 1));
             for hist in [10usize, 200, 1000] {
-                let mode = if json_mode { "json" } else { "native" };
                 let id = BenchmarkId::new(format!("{mode}_k{k}"), hist);
                 let past = history(hist);
                 group.bench_with_input(id, &hist, |b, _| {
                     b.iter_batched(
-                        || {
-                            let cfg = AgentConfig {
-                                completion_check: false,
-                                ..AgentConfig::default()
-                            };
-                            let tools = ToolRegistry::new().with(Arc::new(Noop));
-                            let llm = scripted(json_mode, k);
-                            let agent = ReActAgent::new(llm, tools, HookRunner::default(), cfg);
-                            (agent, past.clone())
-                        },
-                        |(agent, past)| one_run(&rt, agent, past, k),
+                        || (agent(json_mode, k), past.clone()),
+                        |(agent, past)| one_run(&rt, agent, past, k, cp),
                         BatchSize::SmallInput,
                     )
                 });
@@ -141,6 +171,26 @@ fn bench_iterations(c: &mut Criterion) {
         }
     }
     group.finish();
+}
+
+/// `ENGINE_ONCE=case,K,history`: that case 20 times, for an instruction count.
+fn run_once(spec: &str) {
+    let parts: Vec<&str> = spec.split(',').collect();
+    let (mode, k, hist) = (
+        parts[0],
+        parts[1].parse().unwrap(),
+        parts[2].parse().unwrap(),
+    );
+    let (_, json_mode, cp) = CASES.into_iter().find(|c| c.0 == mode).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let past = history(hist);
+    for _ in 0..20 {
+        one_run(&rt, agent(json_mode, k), past.clone(), k, cp);
+    }
+    std::process::exit(0);
 }
 
 fn bench_estimate(c: &mut Criterion) {

@@ -15,6 +15,10 @@ use super::interrupts::Interrupt;
 use super::run::StepRecord;
 use crate::llm::{Message, Usage};
 
+mod json;
+
+pub use json::{JsonList, KEEP_FROM as JSON_KEEP_FROM};
+
 /// The observation of a tool call that was running when its instance stopped (SPEC §11).
 pub const INTERRUPTED_TOOL: &str =
     "[interrupted: the instance running this tool stopped; the call was not retried]";
@@ -51,8 +55,51 @@ pub struct Checkpoint {
     pub executions: u32,
 }
 
-/// Where a run's checkpoints go (the run manager stores them with the run's events).
-pub type CheckpointSink = Arc<dyn Fn(&Checkpoint) + Send + Sync>;
+/// Where a run's checkpoints go, as the JSON of a [`Checkpoint`] (the run manager stores them
+/// with the run's events). The loop serialises them itself, keeping the JSON of its history
+/// between checkpoints ([`JsonList`]), so a checkpoint does not copy the whole history.
+pub type CheckpointSink = Arc<dyn Fn(String) + Send + Sync>;
+
+/// A [`Checkpoint`]'s fields borrowed from the loop, except the two lists that grow with the
+/// run (messages, steps), which [`CheckpointHead::to_json`] takes already serialised.
+#[derive(Serialize)]
+pub struct CheckpointHead<'a> {
+    pub mode: Mode,
+    pub query: &'a str,
+    pub tools: &'a [String],
+    pub iterations: u32,
+    pub max_iterations: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub processed: &'a [Interrupt],
+    pub in_flight: Vec<InFlightCall>,
+    pub checklist_done: bool,
+    pub last_parse_failed: bool,
+    pub executions: u32,
+}
+
+impl CheckpointHead<'_> {
+    /// The checkpoint's JSON, as `serde_json::to_string(&Checkpoint)` would write it (fields
+    /// in another order), with `messages` and `steps` writing those two arrays; `lists_len`:
+    /// about how long they are, reserved at once (not grown by doubling, copy after copy).
+    pub fn to_json(
+        &self,
+        lists_len: usize,
+        messages: impl FnOnce(&mut String) -> serde_json::Result<()>,
+        steps: impl FnOnce(&mut String) -> serde_json::Result<()>,
+    ) -> serde_json::Result<String> {
+        let mut out = serde_json::to_string(self)?;
+        // A struct serialises as a non-empty object: drop its closing brace, append the lists.
+        out.pop();
+        out.reserve(lists_len + 64);
+        out.push_str(",\"messages\":");
+        messages(&mut out)?;
+        out.push_str(",\"steps\":");
+        steps(&mut out)?;
+        out.push('}');
+        Ok(out)
+    }
+}
 
 /// A run to go on with: its checkpoint, and whether a client may have seen part of an answer
 /// the previous instance streamed (then `answer {status:"reset"}` follows `resumed`).
@@ -61,3 +108,6 @@ pub struct Resume {
     pub checkpoint: Checkpoint,
     pub reset_answer: bool,
 }
+
+#[cfg(test)]
+mod tests;

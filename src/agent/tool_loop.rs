@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
 use super::call_ids::CallIds;
+use super::checkpoint::JsonList;
 use super::context::{estimate_tool_tokens, ContextGuard, History};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -76,6 +77,8 @@ pub(super) struct LoopRun<'a> {
     /// Shared with each request (no copy per iteration); keeps its own token estimate.
     messages: History,
     steps: Vec<StepRecord>,
+    /// `steps` as checkpoints write them (only appended to, as `steps` is).
+    steps_json: JsonList,
     pub iterations: u32,
     tool_calls: u32,
     pub usage: Usage,
@@ -142,6 +145,7 @@ impl<'a> LoopRun<'a> {
             guard: ContextGuard::new(budget),
             messages: History::new(messages),
             steps: Vec::new(),
+            steps_json: JsonList::default(),
             iterations: 0,
             tool_calls: 0,
             usage: Usage::default(),
@@ -366,7 +370,8 @@ impl<'a> LoopRun<'a> {
     }
 
     /// Records executed calls and appends the safeguards' messages (after all tool results).
-    fn after_tools(&mut self, executed: &[Executed]) {
+    /// Takes the calls by value: their records move into the run's steps, uncopied.
+    fn after_tools(&mut self, executed: Vec<Executed>) {
         let mut ran = 0;
         for e in executed {
             self.tool_calls += 1;
@@ -380,7 +385,7 @@ impl<'a> LoopRun<'a> {
                         .push(Message::user(prompts::cycle_warning(&e.record.tool, n)));
                 }
             }
-            self.steps.push(e.record.clone());
+            self.steps.push(e.record);
         }
         if self.reflection.add(ran) {
             self.messages

@@ -15,7 +15,7 @@ use super::manager::{LiveRun, RunManager};
 use super::persist::{EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
-use crate::agent::checkpoint::{Checkpoint, CheckpointSink, Resume};
+use crate::agent::checkpoint::{CheckpointSink, Resume};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
     AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
@@ -63,10 +63,7 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
 /// The run's checkpoint sink: each checkpoint is stored with the events appended before it.
 fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
     let (run_id, log, writer) = (live.id, live.log.clone(), writer.clone());
-    Arc::new(move |cp: &Checkpoint| match serde_json::to_string(cp) {
-        Ok(data) => writer.checkpoint(run_id, log.len() as u64, data),
-        Err(e) => tracing::warn!(error = %e, "could not serialise the run's checkpoint"),
-    })
+    Arc::new(move |data: String| writer.checkpoint(run_id, log.len() as u64, data))
 }
 
 impl RunManager {

@@ -28,8 +28,9 @@ fn handles(
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),
         artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
-        checkpoints: Some(Arc::new(move |cp: &Checkpoint| {
-            checkpoints.lock().unwrap().push(cp.clone())
+        checkpoints: Some(Arc::new(move |json: String| {
+            let cp: Checkpoint = serde_json::from_str(&json).unwrap();
+            checkpoints.lock().unwrap().push(cp)
         })),
     }
 }

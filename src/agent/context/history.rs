@@ -11,6 +11,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::estimate::{estimate_message_tokens, message_tokens};
+use crate::agent::checkpoint::JsonList;
 use crate::llm::Message;
 
 #[derive(Clone, Debug, Default)]
@@ -18,6 +19,8 @@ pub struct History {
     messages: Arc<Vec<Message>>,
     /// `estimate_message_tokens(&messages)`, kept by every change.
     tokens: usize,
+    /// The messages' JSON for checkpoints (only appended to, as the list is).
+    json: JsonList,
 }
 
 impl History {
@@ -26,6 +29,7 @@ impl History {
         Self {
             messages: Arc::new(messages),
             tokens,
+            json: JsonList::default(),
         }
     }
 
@@ -44,6 +48,17 @@ impl History {
     pub fn tokens(&self) -> usize {
         debug_assert_eq!(self.tokens, estimate_message_tokens(&self.messages));
         self.tokens
+    }
+
+    /// Writes the messages as a JSON array, serialising only those appended since the last
+    /// call once the history is long ([`JsonList`]).
+    pub fn write_json(&mut self, out: &mut String) -> serde_json::Result<()> {
+        self.json.write(&self.messages, out)
+    }
+
+    /// Bytes of the messages' JSON kept from the last [`Self::write_json`].
+    pub fn json_len(&self) -> usize {
+        self.json.kept_len()
     }
 
     pub fn into_vec(self) -> Vec<Message> {

@@ -3,7 +3,7 @@
 //! [`LoopRun::answer_in_flight`] answers the calls it left running.
 
 use super::{LoopRun, LoopSetup};
-use crate::agent::checkpoint::{Checkpoint, InFlightCall};
+use crate::agent::checkpoint::{Checkpoint, CheckpointHead, InFlightCall, JsonList};
 use crate::agent::context::History;
 use crate::agent::events::Mode;
 use crate::agent::executor::PendingCall;
@@ -26,6 +26,7 @@ impl<'a> LoopRun<'a> {
         lr.usage = cp.usage;
         lr.messages = History::new(cp.messages);
         lr.steps = cp.steps;
+        lr.steps_json = JsonList::default();
         lr.processed = cp.processed;
         lr.checklist_done = cp.checklist_done;
         lr.last_parse_failed = cp.last_parse_failed;
@@ -33,22 +34,21 @@ impl<'a> LoopRun<'a> {
         (lr, cp.in_flight)
     }
 
-    /// Hands the loop's state to the checkpoint sink; `in_flight`: the calls about to run.
-    pub(super) fn save(&self, in_flight: &[PendingCall]) {
+    /// Hands the loop's state to the checkpoint sink as JSON; `in_flight`: the calls about to
+    /// run. The history and the steps are serialised incrementally ([`JsonList`]).
+    pub(super) fn save(&mut self, in_flight: &[PendingCall]) {
         let Some(sink) = &self.handles.checkpoints else {
             return;
         };
-        sink(&Checkpoint {
+        let head = CheckpointHead {
             mode: self.mode,
-            query: self.query.clone(),
-            tools: self.tool_names.clone(),
+            query: &self.query,
+            tools: &self.tool_names,
             iterations: self.iterations,
             max_iterations: self.config.max_iterations,
             tool_calls: self.tool_calls,
             usage: self.usage,
-            messages: self.messages.to_vec(),
-            steps: self.steps.clone(),
-            processed: self.processed.clone(),
+            processed: &self.processed,
             in_flight: in_flight
                 .iter()
                 .map(|c| InFlightCall {
@@ -60,7 +60,18 @@ impl<'a> LoopRun<'a> {
             checklist_done: self.checklist_done,
             last_parse_failed: self.last_parse_failed,
             executions: self.reflection.executions(),
-        });
+        };
+        let (messages, steps, steps_json) = (&mut self.messages, &self.steps, &mut self.steps_json);
+        // What was appended since the last checkpoint is small beside what is kept.
+        let lists_len = messages.json_len() + steps_json.kept_len();
+        match head.to_json(
+            lists_len,
+            |out| messages.write_json(out),
+            |out| steps_json.write(steps, out),
+        ) {
+            Ok(json) => sink(json),
+            Err(e) => tracing::warn!(error = %e, "could not serialise the run's checkpoint"),
+        }
     }
 
     /// Answers the calls a stopped instance left running: idempotent tools run again, the
@@ -101,7 +112,7 @@ impl<'a> LoopRun<'a> {
             };
             self.messages.push(message);
         }
-        self.after_tools(&executed);
+        self.after_tools(executed);
         self.drain_interrupts();
     }
 }

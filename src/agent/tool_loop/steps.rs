@@ -61,7 +61,7 @@ impl LoopRun<'_> {
                 e.record.observation.clone(),
             ));
         }
-        self.after_tools(&executed);
+        self.after_tools(executed);
         if cancelled {
             self.cancelled();
             return Next::Stop;
@@ -130,7 +130,7 @@ impl LoopRun<'_> {
                     self.messages
                         .push(Message::user(prompts::observation(&e.record.observation)));
                 }
-                self.after_tools(&executed);
+                self.after_tools(executed);
                 if cancelled {
                     self.cancelled();
                     return Next::Stop;

@@ -210,6 +210,9 @@ struct SuiteArgs {
     /// Repeat every scenario this many times and report medians.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Only these scenarios (comma-separated: overhead, history, scale, streams, throughput).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Machine-readable results.
     #[arg(long, default_value = "target/benchmarks.json")]
     out: std::path::PathBuf,
@@ -265,7 +268,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
     }
     match cmd {
         Cmd::Run(a) => run(*a).await,
-        Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), &a.out).await,
+        Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), a.only, &a.out).await,
         Cmd::Smoke => soak::smoke().await,
         Cmd::ChaosSmoke => chaos::chaos_smoke().await,
         Cmd::Instances(a) => instances::instances(a).await,

@@ -97,10 +97,16 @@ pub type Figures = BTreeMap<String, f64>;
 struct Ctx {
     http: reqwest::Client,
     quick: bool,
+    /// Scenarios to run; empty = all.
+    only: Vec<String>,
     errors: Vec<String>,
 }
 
 impl Ctx {
+    fn runs(&self, scenario: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == scenario)
+    }
+
     fn keep(&mut self, name: &str, r: &LoadReport) {
         r.print(name);
         self.errors
@@ -409,30 +415,57 @@ async fn throughput(ctx: &mut Ctx, f: &mut Figures) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The suite's scenarios, in order, by the names `--only` takes.
+pub const SCENARIOS: [&str; 5] = ["overhead", "history", "scale", "streams", "throughput"];
+
 async fn one_repeat(ctx: &mut Ctx) -> anyhow::Result<Figures> {
     let mut f = Figures::new();
-    overhead(ctx, &mut f, "native").await?;
-    overhead(ctx, &mut f, "json").await?;
-    history(ctx, &mut f).await?;
-    let sizes: &[usize] = if ctx.quick {
-        &[10, 100]
-    } else {
-        &[10, 100, 1000, 2000]
+    if ctx.runs("overhead") {
+        overhead(ctx, &mut f, "native").await?;
+        overhead(ctx, &mut f, "json").await?;
+    }
+    if ctx.runs("history") {
+        history(ctx, &mut f).await?;
+    }
+    let sizes: &[usize] = match (ctx.runs("scale"), ctx.quick) {
+        (false, _) => &[],
+        (true, true) => &[10, 100],
+        (true, false) => &[10, 100, 1000, 2000],
     };
     for &n in sizes {
         scale(ctx, &mut f, n).await?;
     }
-    for rate in [10, 20, 50] {
+    let rates: &[u32] = if ctx.runs("streams") {
+        &[10, 20, 50]
+    } else {
+        &[]
+    };
+    for &rate in rates {
         streams(ctx, &mut f, rate).await?;
     }
-    throughput(ctx, &mut f).await?;
+    if ctx.runs("throughput") {
+        throughput(ctx, &mut f).await?;
+    }
     Ok(f)
 }
 
-pub async fn suite(quick: bool, repeat: usize, out: &Path) -> anyhow::Result<bool> {
+/// `only`: the scenarios to run ([`SCENARIOS`]); empty = all.
+pub async fn suite(
+    quick: bool,
+    repeat: usize,
+    only: Vec<String>,
+    out: &Path,
+) -> anyhow::Result<bool> {
+    if let Some(bad) = only.iter().find(|o| !SCENARIOS.contains(&o.as_str())) {
+        anyhow::bail!(
+            "unknown scenario {bad:?}; the scenarios: {}",
+            SCENARIOS.join(", ")
+        );
+    }
     let mut ctx = Ctx {
         http: crate::http_client()?,
         quick,
+        only,
         errors: vec![],
     };
     let t0 = Instant::now();
@@ -447,7 +480,12 @@ pub async fn suite(quick: bool, repeat: usize, out: &Path) -> anyhow::Result<boo
         let v: Vec<f64> = repeats.iter().filter_map(|r| r.get(k).copied()).collect();
         medians.insert(k.clone(), median(&v));
     }
-    println!("\n{}", crate::table::table(&medians, repeat, quick));
+    let table = crate::table::table(&medians, repeat, quick);
+    // With --only, the rows of the scenarios not run (no figure: NaN) are left out.
+    let rows = table
+        .lines()
+        .filter(|l| ctx.only.is_empty() || !l.contains("NaN"));
+    println!("\n{}", rows.collect::<Vec<_>>().join("\n"));
     let doc: Value = json!({
         "quick": quick, "repeat": repeat, "elapsed_s": t0.elapsed().as_secs_f64(),
         "median": medians, "repeats": repeats, "errors": ctx.errors,

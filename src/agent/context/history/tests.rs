@@ -51,3 +51,22 @@ fn a_request_still_held_keeps_what_it_was_sent() {
     assert_eq!(h.clone().into_vec().len(), 3);
     assert_eq!(History::from(sample()).into_vec(), sample());
 }
+
+#[test]
+fn the_json_for_checkpoints_follows_every_append_and_a_new_history() {
+    let mut h = History::new(sample());
+    for i in 0..3 * crate::agent::checkpoint::JSON_KEEP_FROM {
+        let mut out = String::new();
+        h.write_json(&mut out).unwrap();
+        assert_eq!(out, serde_json::to_string(&h.shared()).unwrap(), "at {i}");
+        h.push(Message::tool(
+            format!("call_{i}"),
+            format!("result \"{i}\"\n"),
+        ));
+    }
+    // A compaction replaces the history: the kept JSON goes with the old one.
+    let mut h = History::new(vec![Message::user("summary")]);
+    let mut out = String::new();
+    h.write_json(&mut out).unwrap();
+    assert_eq!(out, serde_json::to_string(&h.shared()).unwrap());
+}

@@ -1,0 +1,114 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+fn checkpoint() -> Checkpoint {
+    Checkpoint {
+        mode: Mode::Native,
+        query: "look \"it\" up".into(),
+        tools: vec!["lookup".into()],
+        iterations: 3,
+        max_iterations: 20,
+        tool_calls: 2,
+        usage: Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            total_tokens: 15,
+            llm_calls: 3,
+        },
+        messages: (0..40)
+            .map(|i| Message::user(format!("message {i}\n")))
+            .collect(),
+        steps: (0..2)
+            .map(|i| StepRecord {
+                iteration: i,
+                call_id: format!("c{i}"),
+                tool: "lookup".into(),
+                arguments: json!({"x": i}),
+                observation: "found".into(),
+                error: false,
+                blocked: i == 1,
+                duration_ms: 7,
+            })
+            .collect(),
+        processed: vec![Interrupt {
+            id: uuid::Uuid::new_v4(),
+            content: "stop".into(),
+        }],
+        in_flight: vec![InFlightCall {
+            call_id: "c2".into(),
+            tool: "lookup".into(),
+            arguments: Err("{not json".into()),
+        }],
+        checklist_done: true,
+        last_parse_failed: false,
+        executions: 2,
+    }
+}
+
+#[test]
+fn the_head_and_its_lists_read_back_as_the_checkpoint() {
+    let cp = checkpoint();
+    let head = CheckpointHead {
+        mode: cp.mode,
+        query: &cp.query,
+        tools: &cp.tools,
+        iterations: cp.iterations,
+        max_iterations: cp.max_iterations,
+        tool_calls: cp.tool_calls,
+        usage: cp.usage,
+        processed: &cp.processed,
+        in_flight: cp.in_flight.clone(),
+        checklist_done: cp.checklist_done,
+        last_parse_failed: cp.last_parse_failed,
+        executions: cp.executions,
+    };
+    let (mut messages, mut steps) = (JsonList::default(), JsonList::default());
+    let json = head
+        .to_json(
+            0,
+            |out| messages.write(&cp.messages, out),
+            |out| steps.write(&cp.steps, out),
+        )
+        .unwrap();
+    let back: Checkpoint = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, cp);
+    // The same JSON as the whole checkpoint serialised (up to the order of the fields).
+    let value: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value, serde_json::to_value(&cp).unwrap());
+}
+
+#[test]
+fn a_long_list_serialises_only_what_was_appended_since_the_last_write() {
+    let mut list = JsonList::default();
+    let mut items: Vec<Value> = Vec::new();
+    for i in 0..3 * JSON_KEEP_FROM {
+        let mut out = String::new();
+        list.write(&items, &mut out).unwrap();
+        assert_eq!(out, serde_json::to_string(&items).unwrap(), "at {i}");
+        let kept = if i < JSON_KEEP_FROM { 0 } else { i };
+        assert_eq!(list.kept(), kept, "at {i}");
+        items.push(json!({"i": i, "text": "a \"quoted\"\nline"}));
+    }
+    // What was kept is not serialised again (the list is append-only by contract): a change
+    // to an early element does not show, a new element does.
+    items[0] = json!("changed");
+    items.push(json!("new"));
+    let mut out = String::new();
+    list.write(&items, &mut out).unwrap();
+    let back: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(back[0], json!({"i": 0, "text": "a \"quoted\"\nline"}));
+    assert_eq!(back.last(), Some(&json!("new")));
+    assert_eq!(back.len(), items.len());
+}
+
+#[test]
+fn a_shorter_list_is_serialised_afresh() {
+    let mut list = JsonList::default();
+    let items: Vec<u32> = (0..2 * JSON_KEEP_FROM as u32).collect();
+    list.write(&items, &mut String::new()).unwrap();
+    let mut out = String::new();
+    list.write(&items[..3], &mut out).unwrap();
+    assert_eq!(out, "[0,1,2]");
+    assert_eq!(list.kept(), 0);
+}
