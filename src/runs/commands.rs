@@ -193,7 +193,7 @@ impl RunManager {
                 }
                 let queue = self.queues.get(&live.conversation_id).map(|q| q.clone());
                 let open = queue.as_ref().is_some_and(|q| q.is_open()) || live.follow_ups.is_open();
-                // A closed run's are left to `settle_commands`, which runs after its end.
+                // A closed run's are left to `settle_commands`, which takes them before its `done`.
                 if !open || !self.store.claim_command(c.seq, None).await? {
                     return Ok(());
                 }
