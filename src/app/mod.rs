@@ -80,7 +80,12 @@ impl App {
             None => model_registry(&config)?,
         };
         let models = metrics::meter_models(&metrics, &models);
-        let http = reqwest::Client::new();
+        // HTTP/1.1 as before reqwest's `http2` feature (enabled for `LLM_HTTP2`): tools, hooks
+        // and MCP servers do not negotiate h2.
+        let http = reqwest::Client::builder()
+            .http1_only()
+            .build()
+            .map_err(|e| SetupError::Hooks(format!("cannot build the HTTP client: {e}")))?;
         let base_tools = match overrides.tools {
             Some(t) => t,
             None => tool_registry(&config, &http)?,

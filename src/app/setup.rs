@@ -44,7 +44,14 @@ pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
                     format!("cannot build its client: {e}"),
                 )
             })?
-            .with_max_response_bytes(config.llm.max_response_bytes);
+            .with_max_response_bytes(config.llm.max_response_bytes)
+            .with_http2(config.llm.http2)
+            .map_err(|e| {
+                ConfigError::invalid(
+                    format!("model {:?}", m.name),
+                    format!("cannot build its client: {e}"),
+                )
+            })?;
         entries.push((model_info(m), Arc::new(client) as Arc<dyn Llm>));
     }
     ModelRegistry::from_llms(entries, &config.default_model)

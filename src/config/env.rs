@@ -154,6 +154,7 @@ pub(super) fn apply(
         &mut llm.max_response_bytes,
         int(env, "LLM_MAX_RESPONSE_BYTES", 1)?,
     );
+    set(&mut llm.http2, boolean(env, "LLM_HTTP2")?);
 
     let r = &mut file.react;
     set(&mut r.max_iterations, int(env, "REACT_MAX_ITERATIONS", 1)?);

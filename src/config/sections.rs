@@ -180,6 +180,9 @@ pub struct LlmConfig {
     /// `LLM_MAX_RESPONSE_BYTES`: the most one model response may send (a non-streamed body,
     /// or a whole stream), so a broken or hostile provider cannot exhaust memory.
     pub max_response_bytes: usize,
+    /// `LLM_HTTP2`: HTTP/2 to the providers, so concurrent calls share one connection: with
+    /// prior knowledge (h2c) to `http://` base URLs, by ALPN to `https://`. Off: HTTP/1.1.
+    pub http2: bool,
 }
 
 impl Default for LlmConfig {
@@ -188,6 +191,7 @@ impl Default for LlmConfig {
             timeout_s: 120,
             max_retries: 3,
             max_response_bytes: DEFAULT_LLM_MAX_RESPONSE_BYTES,
+            http2: false,
         }
     }
 }

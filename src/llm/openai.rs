@@ -59,6 +59,32 @@ pub struct OpenAiConfig {
     pub max_retries: u32,
 }
 
+/// How the client picks its HTTP version (`LLM_HTTP2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Version {
+    /// HTTP/1.1 only, TLS included: one connection per concurrent call.
+    Http1,
+    /// `https://`: offer h2 by ALPN, HTTP/1.1 when the provider declines.
+    Negotiate,
+    /// `http://`: HTTP/2 from the first byte (h2c prior knowledge).
+    PriorKnowledge,
+}
+
+/// The provider's connection pool. Off is HTTP/1.1 even over TLS: hyper's h2 pool never opens
+/// a second connection, so past the provider's `SETTINGS_MAX_CONCURRENT_STREAMS` (often 100)
+/// calls would queue, and the operator opts into that trade for the memory it saves.
+fn http_client(connect_timeout: Duration, version: Version) -> Result<reqwest::Client, LlmError> {
+    let builder = reqwest::Client::builder().connect_timeout(connect_timeout);
+    let builder = match version {
+        Version::Http1 => builder.http1_only(),
+        Version::Negotiate => builder,
+        Version::PriorKnowledge => builder.http2_prior_knowledge(),
+    };
+    builder
+        .build()
+        .map_err(|e| LlmError::Connect(format!("cannot build the HTTP client: {e}")))
+}
+
 pub struct OpenAiClient {
     cfg: OpenAiConfig,
     shared: Arc<Shared>,
@@ -95,10 +121,7 @@ impl OpenAiClient {
     pub fn new(cfg: OpenAiConfig) -> Result<Self, LlmError> {
         url::Url::parse(&cfg.base_url)
             .map_err(|e| LlmError::Connect(format!("invalid base URL {:?}: {e}", cfg.base_url)))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(cfg.timeout)
-            .build()
-            .map_err(|e| LlmError::Connect(format!("cannot build the HTTP client: {e}")))?;
+        let http = http_client(cfg.timeout, Version::Http1)?;
         let shared = Shared {
             http,
             url: format!("{}/chat/completions", cfg.base_url.trim_end_matches('/')),
@@ -124,6 +147,19 @@ impl OpenAiClient {
     pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
         Arc::make_mut(&mut self.shared).max_response_bytes = bytes.max(1);
         self
+    }
+
+    /// `LLM_HTTP2`: HTTP/2 to the provider, so concurrent calls multiplex over one connection:
+    /// with prior knowledge (h2c) for an `http://` base URL, by ALPN for `https://`.
+    pub fn with_http2(mut self, on: bool) -> Result<Self, LlmError> {
+        let plain = url::Url::parse(&self.cfg.base_url).is_ok_and(|u| u.scheme() == "http");
+        let version = match (on, plain) {
+            (false, _) => Version::Http1,
+            (true, true) => Version::PriorKnowledge,
+            (true, false) => Version::Negotiate,
+        };
+        Arc::make_mut(&mut self.shared).http = http_client(self.cfg.timeout, version)?;
+        Ok(self)
     }
 
     /// The full URL requests go to.

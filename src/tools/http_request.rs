@@ -80,6 +80,7 @@ impl HttpRequestTool {
     async fn send_once(&self, req: &Request) -> Result<reqwest::Response, ToolError> {
         let addrs = resolve_checked(&req.url, &self.options.policy).await?;
         let mut builder = reqwest::Client::builder()
+            .http1_only()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .timeout(self.options.timeout);

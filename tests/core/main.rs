@@ -6,7 +6,8 @@
 //! - [`engine`], [`safeguards`]: `ReActAgent::run` and its safeguards (selection, reflection,
 //!   cycles, checklist, hooks, context guard, interrupts);
 //! - [`recovery`]: tool calls written in the content, JSON-mode aliases, run-unique call ids;
-//! - [`llm_client`]: the real client against the in-process fake server;
+//! - [`llm_client`]: the real client against the in-process fake server; [`llm_http2`]: the
+//!   same over h2c (`LLM_HTTP2`);
 //! - [`mock_provider`]: `reagent mock-provider` through the real client;
 //! - [`runs`]: `RunManager` on a real SQLite file;
 //! - [`store`], [`persist`]: the store suite and the shared event writer, both backends;
@@ -26,6 +27,7 @@ mod engine;
 mod event_ids;
 mod fuzz_smoke;
 mod llm_client;
+mod llm_http2;
 mod mock_provider;
 mod notify;
 mod persist;

@@ -162,12 +162,16 @@ impl Leg {
 /// The relay leg: a fresh mock, the relay as a child process, `shape` through it.
 pub async fn relay_leg(http: &reqwest::Client, shape: &Shape) -> anyhow::Result<Leg> {
     let mock = Mock::start(&shape.mock(0)).await?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args([
-            "relay",
-            "--upstream",
-            &format!("{}/chat/completions", mock.base_url),
-        ])
+    let mut relay = Command::new(std::env::current_exe()?);
+    relay.args([
+        "relay",
+        "--upstream",
+        &format!("{}/chat/completions", mock.base_url),
+    ]);
+    if crate::spawn::llm_http2() {
+        relay.arg("--llm-http2");
+    }
+    let mut child = relay
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()

@@ -71,6 +71,10 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
+    /// Spawned servers get `LLM_HTTP2=true` (h2c to the mock, one shared connection) and the
+    /// relay's upstream client speaks h2c too: for the HTTP/2 figures in BENCHMARKS.md.
+    #[arg(long, global = true)]
+    llm_http2: bool,
 }
 
 #[derive(Subcommand)]
@@ -232,6 +236,7 @@ struct SoakArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    spawn::set_llm_http2(cli.llm_http2);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -4,7 +4,7 @@
 //! run, no events log, no database. It runs as its own process (`reagent-loadgen relay`) so
 //! that `/proc/<pid>/stat` charges it alone, exactly as it charges the server.
 //!
-//! The upstream side uses reqwest, the same client as the server's; the downstream side is a
+//! The upstream side uses reqwest, the same client as the server's (h2c with `--llm-http2`); the downstream side is a
 //! hand-written HTTP/1.1 response delimited by closing the connection (cheaper than any
 //! framework, as a floor should be).
 
@@ -20,7 +20,11 @@ const HEAD: &[u8] =
 pub async fn serve(upstream: String) -> anyhow::Result<bool> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     println!("relay listening on http://{}", listener.local_addr()?);
-    let http = crate::http_client()?;
+    let http = if crate::spawn::llm_http2() {
+        reqwest::Client::builder().http2_prior_knowledge().build()?
+    } else {
+        crate::http_client()?
+    };
     let body = serde_json::json!({
         "model": "mock-model", "stream": true,
         "messages": [{"role": "user", "content": "Write the answer."}],

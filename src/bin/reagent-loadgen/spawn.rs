@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -154,6 +155,17 @@ pub struct Server {
     pub ready_after: Duration,
 }
 
+/// `--llm-http2`: set once at start-up, read wherever a server or the relay is spawned.
+static LLM_HTTP2: AtomicBool = AtomicBool::new(false);
+
+pub fn set_llm_http2(on: bool) {
+    LLM_HTTP2.store(on, Ordering::Relaxed);
+}
+
+pub fn llm_http2() -> bool {
+    LLM_HTTP2.load(Ordering::Relaxed)
+}
+
 /// Everything needed to (re)start the service on the same database.
 pub struct ServerSpec {
     pub dir: TempDir,
@@ -173,6 +185,9 @@ impl ServerSpec {
             ("LLM_MAX_RETRIES".into(), "3".into()),
             ("RUST_LOG".into(), "info".into()),
         ];
+        if llm_http2() {
+            env.push(("LLM_HTTP2".into(), "true".into()));
+        }
         for (k, v) in extra {
             env.retain(|(key, _)| key != k);
             env.push((k.to_string(), v.clone()));

@@ -119,6 +119,7 @@ fn every_spec_variable_is_read() {
         ("LLM_MAX_RESPONSE_BYTES", "4096", |c| {
             c.llm.max_response_bytes == 4096
         }),
+        ("LLM_HTTP2", "true", |c| c.llm.http2),
         ("REACT_MAX_ITERATIONS", "4", |c| c.react.max_iterations == 4),
         ("REACT_TOOL_SELECTION_THRESHOLD", "20", |c| {
             c.react.tool_selection_threshold == 20

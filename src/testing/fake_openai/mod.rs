@@ -191,8 +191,9 @@ impl FakeReply {
 struct Shared {
     script: Mutex<VecDeque<FakeReply>>,
     default: Mutex<FakeReply>,
-    /// Each request's body and `Authorization` header, recorded together so they stay aligned.
-    requests: Mutex<Vec<(Value, Option<String>)>>,
+    /// Each request's body, `Authorization` header and HTTP version, recorded together so they
+    /// stay aligned.
+    requests: Mutex<Vec<(Value, Option<String>, axum::http::Version)>>,
     shutdown: CancellationToken,
 }
 
@@ -256,7 +257,7 @@ impl FakeOpenAi {
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.shared.requests)
             .iter()
-            .map(|(body, _)| body.clone())
+            .map(|(body, _, _)| body.clone())
             .collect()
     }
 
@@ -264,7 +265,15 @@ impl FakeOpenAi {
     pub fn authorizations(&self) -> Vec<Option<String>> {
         lock(&self.shared.requests)
             .iter()
-            .map(|(_, auth)| auth.clone())
+            .map(|(_, auth, _)| auth.clone())
+            .collect()
+    }
+
+    /// The HTTP version of every request, in order (`LLM_HTTP2` speaks HTTP/2 here).
+    pub fn http_versions(&self) -> Vec<axum::http::Version> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(_, _, version)| *version)
             .collect()
     }
 
@@ -287,6 +296,7 @@ impl Drop for FakeOpenAi {
 
 async fn completions(
     State(shared): State<Arc<Shared>>,
+    version: axum::http::Version,
     headers: header::HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -296,7 +306,7 @@ async fn completions(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    lock(&shared.requests).push((request.clone(), auth));
+    lock(&shared.requests).push((request.clone(), auth, version));
     let reply = lock(&shared.script)
         .pop_front()
         .unwrap_or_else(|| lock(&shared.default).clone());

@@ -30,7 +30,7 @@
 //!
 //! Files: this one (configuration, server, the completions handler), `request` (what the mock
 //! reads of a request and how it counts the run's tool results), `reply` (usage, errors and the
-//! streamed answer).
+//! streamed answer), `serve` (the accept loop: HTTP/1.1 and h2c).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +55,7 @@ use request::{results_since_query, MockRequest};
 
 mod reply;
 mod request;
+mod serve;
 
 /// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
 pub const DEFAULT_TOOL_ARGS: &str = r#"{"expression":"<i>+1"}"#;
@@ -207,17 +208,7 @@ impl MockProvider {
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(Arc::clone(&shared));
         let token = shared.shutdown.clone();
-        let task = tokio::spawn(async move {
-            use axum::serve::ListenerExt;
-            // Small stream chunks must not wait for delayed ACKs (Nagle).
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            let serve = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::warn!(error = %e, "mock provider stopped");
-            }
-        });
+        let task = tokio::spawn(serve::serve(listener, app, token.cancelled_owned()));
         Ok(MockProvider { addr, shared, task })
     }
 
