@@ -1,0 +1,187 @@
+//! The shared event writer's one transaction per tick: many runs' events, ceilings,
+//! checkpoints and terminal states, fenced by lease epoch (SPEC §11), with one `pg_notify` per
+//! committed batch.
+
+use std::collections::HashMap;
+
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{insert_rows, pack, EVENT_CHUNK};
+use crate::domain::RunStatus;
+use crate::store::binds::bind;
+use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use crate::store::models::{now, to_i64};
+use crate::store::notify::EVENTS_CHANNEL;
+use crate::store::runs::{CHECKPOINT_SQL, FINISH_RUN_SQL, RAISE_CEILING_SQL};
+use crate::store::{with_writer, Backend, RunBatch, Store, StoreError, StoredEvent, Written};
+
+/// Most runs whose epoch one statement checks (one bind each).
+const FENCE_CHUNK: usize = 1000;
+
+/// Longest `pg_notify` payload sent; PostgreSQL refuses 8000 bytes and more.
+const MAX_HINT_BYTES: usize = 7000;
+
+/// The [`EVENTS_CHANNEL`] payload of a batch: its run ids, or "" ("any run") when too long.
+fn events_hint(ids: &[String]) -> String {
+    let payload = ids.join(",");
+    if payload.len() > MAX_HINT_BYTES {
+        String::new()
+    } else {
+        payload
+    }
+}
+
+impl Store {
+    /// [`Store::write_batches`], answering per batch whether its terminal state was written
+    /// by this call (a fenced batch: `false`).
+    pub async fn write_runs(&self, batches: &[RunBatch]) -> Result<Vec<bool>, StoreError> {
+        let written = self.write_batches(batches).await?;
+        Ok(written
+            .into_iter()
+            .map(|w| w == Written::Stored(true))
+            .collect())
+    }
+
+    /// Commits the batches of many runs in ONE transaction (the shared event writer's tick):
+    /// every event row (multi-row INSERTs across runs; already stored `(run, seq)` and the rows of
+    /// runs that no longer exist skipped), the raised event-id ceilings and new checkpoints,
+    /// then each terminal state with its answer message. A run's terminal state and its `done`
+    /// event therefore become durable together or not at all. Returns, per batch, whether its
+    /// terminal state was written by this call (`Stored(false)` when it had none or the run was
+    /// no longer `running`; the answer message is only stored with `Stored(true)`).
+    ///
+    /// Fencing (SPEC §11): the rows of the runs of batches with an `epoch` are locked first
+    /// (PostgreSQL: `FOR NO KEY UPDATE`, so a takeover's epoch change waits for this commit or
+    /// this transaction sees it); a batch whose run's epoch is no longer its own writes nothing
+    /// and is answered [`Written::Fenced`].
+    pub async fn write_batches(&self, batches: &[RunBatch]) -> Result<Vec<Written>, StoreError> {
+        let _turn = self.write_turn().await;
+        let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
+        let (_, micros) = now();
+        let mut written = vec![Written::Stored(false); batches.len()];
+        let lock = match self.backend {
+            Backend::Postgres(_) => " FOR NO KEY UPDATE",
+            Backend::Sqlite(_) => "",
+        };
+        let mut fenced_ids: Vec<&str> = batches
+            .iter()
+            .zip(&ids)
+            .filter(|(b, _)| b.epoch.is_some())
+            .map(|(_, id)| id.as_str())
+            .collect();
+        // One lock order for every writer.
+        fenced_ids.sort_unstable();
+        with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let mut epochs: HashMap<String, i64> = HashMap::new();
+            for chunk in fenced_ids.chunks(FENCE_CHUNK) {
+                let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
+                let mut list = q.separated(", ");
+                for id in chunk {
+                    list.push_bind(*id);
+                }
+                q.push(") ORDER BY id").push(lock);
+                let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                epochs.extend(rows);
+            }
+            let fenced = |b: &RunBatch, id: &str| {
+                b.epoch
+                    .is_some_and(|ep| epochs.get(id).is_some_and(|stored| *stored != ep))
+            };
+            for (i, (b, id)) in batches.iter().zip(&ids).enumerate() {
+                if fenced(b, id) {
+                    written[i] = Written::Fenced;
+                }
+            }
+            let keep: Vec<bool> = written.iter().map(|w| *w != Written::Fenced).collect();
+            let kept = |i: usize| keep[i];
+            let events: Vec<(&str, &StoredEvent)> = batches
+                .iter()
+                .zip(&ids)
+                .enumerate()
+                .filter(|(i, _)| kept(*i))
+                .flat_map(|(_, (b, id))| b.events.iter().map(move |e| (id.as_str(), e)))
+                .collect();
+            let rows = pack(&events);
+            // Only the runs whose batches are written here are named in the hint.
+            let stored: Vec<String> = (0..ids.len())
+                .filter(|i| kept(*i))
+                .map(|i| ids[i].clone())
+                .collect();
+            let hint = (self.is_shared() && !stored.is_empty()).then(|| events_hint(&stored));
+            for chunk in rows.chunks(EVENT_CHUNK) {
+                insert_rows(chunk).build().execute(&mut *tx).await?;
+            }
+            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
+                if !kept(i) {
+                    continue;
+                }
+                if let Some(ceiling) = batch.ceiling {
+                    sqlx::query(RAISE_CEILING_SQL)
+                        .bind(ceiling)
+                        .bind(run_id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                if let Some(checkpoint) = &batch.checkpoint {
+                    sqlx::query(CHECKPOINT_SQL)
+                        .bind(checkpoint.as_str())
+                        .bind(run_id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
+                if !kept(i) {
+                    continue;
+                }
+                let Some(fin) = &batch.finish else { continue };
+                let f = &fin.finish;
+                if f.status == RunStatus::Running {
+                    continue;
+                }
+                let updated = sqlx::query(FINISH_RUN_SQL)
+                    .bind(f.status.as_str())
+                    .bind(i64::from(f.iterations))
+                    .bind(i64::from(f.tool_calls))
+                    .bind(to_i64(f.usage.prompt_tokens))
+                    .bind(to_i64(f.usage.completion_tokens))
+                    .bind(to_i64(f.usage.total_tokens))
+                    .bind(to_i64(f.usage.llm_calls))
+                    .bind(f.error.as_deref().map(crate::store::storable))
+                    .bind(micros)
+                    .bind(run_id.as_str())
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                let finished = updated == 1;
+                written[i] = Written::Stored(finished);
+                if let (true, Some(answer)) = (finished, &fin.answer) {
+                    let id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
+                    bind(
+                        sqlx::query(INSERT_MESSAGE_SQL),
+                        message_row(id, answer, micros),
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query(TOUCH_CONVERSATION_SQL)
+                        .bind(micros)
+                        .bind(answer.conversation_id.to_string())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            if let Some(payload) = &hint {
+                // One hint per committed batch, sent at commit (SPEC §11).
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(EVENTS_CHANNEL)
+                    .bind(payload.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+        });
+        Ok(written)
+    }
+}
