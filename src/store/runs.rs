@@ -5,37 +5,22 @@
 //! the loser learns it lost (`false`). A partial unique index keeps at most one running run per
 //! conversation, so `create_run` for a busy conversation fails with [`StoreError::Conflict`]
 //! even across processes sharing a PostgreSQL database.
+//!
+//! Run starts (the group commit behind `create_run_with_query` and friends) are in
+//! `runs/start.rs`.
 
 use uuid::Uuid;
 
 use super::binds::{bind, Arg};
-use super::conversations::{
-    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
-    TOUCH_CONVERSATION_SQL,
-};
 use super::leases::LeaseHolder;
 use super::models::{now, status, text, time, to_i64, to_u32, to_u64, uuid};
-use super::{
-    with_pool, with_writer, Conversation, NewMessage, NewRun, RunFinish, RunRow, Store, StoreError,
-};
+use super::{with_pool, with_writer, NewRun, RunFinish, RunRow, Store, StoreError};
 use crate::domain::RunStatus;
 use crate::llm::Usage;
 
-/// A run start: its run, its query, and its conversation when that is new too.
-#[derive(Debug)]
-pub(crate) struct StartRow {
-    conversation: Option<Conversation>,
-    /// Earlier turns a new conversation is seeded with, stored before the query.
-    history: Vec<NewMessage>,
-    run: NewRun,
-    query: NewMessage,
-}
+mod start;
 
-/// A start waiting in [`Store`]'s queue for the next group commit, with where to report.
-pub(crate) type PendingStart = (
-    StartRow,
-    tokio::sync::oneshot::Sender<Result<(), StoreError>>,
-);
+pub(crate) use start::PendingStart;
 
 #[derive(sqlx::FromRow)]
 struct RunRecord {
@@ -187,157 +172,6 @@ impl Store {
             )
             .execute(pool)
             .await?;
-        });
-        Ok(())
-    }
-
-    /// Records a new `running` run and its query message, and bumps the conversation's
-    /// `updated_at`, in one transaction (group-committed with concurrent starts, see
-    /// [`Store::start_grouped`]). Fails with [`StoreError::Conflict`] when the conversation
-    /// already has a running run; then nothing is written.
-    pub async fn create_run_with_query(
-        &self,
-        new: NewRun,
-        query: NewMessage,
-    ) -> Result<(), StoreError> {
-        self.start_grouped(StartRow {
-            conversation: None,
-            history: Vec::new(),
-            run: new,
-            query,
-        })
-        .await
-    }
-
-    /// Stores a new conversation (from [`Store::draft_conversation`]) with its first `running`
-    /// run and that run's query in one transaction — the start of `POST /api/chat` without a
-    /// conversation id costs one write transaction (shared with concurrent starts), and a
-    /// failed start leaves nothing behind.
-    pub async fn create_conversation_with_run(
-        &self,
-        conversation: &Conversation,
-        new: NewRun,
-        query: NewMessage,
-    ) -> Result<(), StoreError> {
-        self.create_conversation_with_history(conversation, Vec::new(), new, query)
-            .await
-    }
-
-    /// Like [`Store::create_conversation_with_run`], the conversation seeded with earlier
-    /// turns (`history`, oldest first, stored before the query) in the same transaction: a
-    /// client that brings its own history (the OpenAI-compatible API) sees it in the
-    /// conversation like any other.
-    pub async fn create_conversation_with_history(
-        &self,
-        conversation: &Conversation,
-        history: Vec<NewMessage>,
-        new: NewRun,
-        query: NewMessage,
-    ) -> Result<(), StoreError> {
-        self.start_grouped(StartRow {
-            conversation: Some(conversation.clone()),
-            history,
-            run: new,
-            query,
-        })
-        .await
-    }
-
-    /// Group commit of run starts: the start joins a queue, then waits for its turn to write
-    /// (SQLite's write gate); whoever gets the turn writes every queued start in one
-    /// transaction. 2000 runs started at once were 2000 write transactions taking turns, ~2 ms
-    /// each (the commits' WAL writes); now they are a few. If the shared transaction fails
-    /// (one start conflicting, say), each start of it is retried alone, so one start's error
-    /// never fails another. On PostgreSQL (no gate) concurrent starts batch opportunistically.
-    async fn start_grouped(&self, row: StartRow) -> Result<(), StoreError> {
-        let (reply, done) = tokio::sync::oneshot::channel();
-        self.pending_starts().push((row, reply));
-        {
-            let _turn = self.write_turn().await;
-            let batch = std::mem::take(&mut *self.pending_starts());
-            if !batch.is_empty() {
-                self.write_starts(batch).await;
-            }
-        }
-        // Our start was in our batch or in an earlier writer's, which replied before letting
-        // the gate go.
-        done.await
-            .unwrap_or_else(|_| Err(StoreError::Database("run start lost".into())))
-    }
-
-    fn pending_starts(&self) -> std::sync::MutexGuard<'_, Vec<PendingStart>> {
-        self.pending_starts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    async fn write_starts(&self, batch: Vec<PendingStart>) {
-        let (_, micros) = now();
-        let (rows, replies): (Vec<StartRow>, Vec<_>) = batch.into_iter().unzip();
-        let all: Vec<&StartRow> = rows.iter().collect();
-        match self.insert_starts(&all, micros).await {
-            Ok(()) => {
-                for reply in replies {
-                    let _ = reply.send(Ok(()));
-                }
-            }
-            Err(e) if rows.len() == 1 => {
-                if let Some(reply) = replies.into_iter().next() {
-                    let _ = reply.send(Err(e));
-                }
-            }
-            Err(_) => {
-                for (row, reply) in rows.iter().zip(replies) {
-                    let _ = reply.send(self.insert_starts(&[row], micros).await);
-                }
-            }
-        }
-    }
-
-    /// One transaction writing `rows`: each start's conversation (when new), run and query,
-    /// or for a start in an existing conversation its run, query and the conversation's
-    /// `updated_at`. The caller holds the write turn.
-    async fn insert_starts(&self, rows: &[&StartRow], micros: i64) -> Result<(), StoreError> {
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            for row in rows {
-                let message_id = row.query.id.unwrap_or_else(Uuid::new_v4).to_string();
-                if let Some(c) = &row.conversation {
-                    // `updated_at` is the query's time, as a touch by the query would leave it.
-                    bind(
-                        sqlx::query(INSERT_CONVERSATION_SQL),
-                        conversation_row(c, micros),
-                    )
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                for m in &row.history {
-                    let id = m.id.unwrap_or_else(Uuid::new_v4).to_string();
-                    bind(sqlx::query(INSERT_MESSAGE_SQL), message_row(id, m, micros))
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                bind(
-                    sqlx::query(INSERT_RUN_SQL),
-                    run_row(&row.run, micros, self.lease_holder()),
-                )
-                .execute(&mut *tx)
-                .await?;
-                bind(
-                    sqlx::query(INSERT_MESSAGE_SQL),
-                    message_row(message_id, &row.query, micros),
-                )
-                .execute(&mut *tx)
-                .await?;
-                if row.conversation.is_none() {
-                    sqlx::query(TOUCH_CONVERSATION_SQL)
-                        .bind(micros)
-                        .bind(row.query.conversation_id.to_string())
-                        .execute(&mut *tx)
-                        .await?;
-                }
-            }
-            tx.commit().await?;
         });
         Ok(())
     }
