@@ -2,16 +2,21 @@
 //!
 //! Listing is keyset-paginated on `(updated_at, id)` — stable under concurrent inserts, unlike
 //! OFFSET — and the cursor handed to clients is that key, opaque to them.
+//!
+//! Messages (insert, delete, list) are in `conversations/messages.rs`.
 
 use uuid::Uuid;
 
 use super::binds::{bind, Arg};
-use super::models::{now, opt_uuid, text, time, uuid};
-use super::{
-    with_pool, with_writer, Conversation, NewConversation, NewMessage, Store, StoreError,
-    StoredMessage,
-};
+use super::models::{now, opt_uuid, time, uuid};
+use super::{with_pool, with_writer, Conversation, NewConversation, Store, StoreError};
 use crate::domain::Engine;
+
+mod messages;
+#[cfg(test)]
+mod tests;
+
+pub(super) use messages::{message_row, INSERT_MESSAGE_SQL};
 
 /// The largest page `list_conversations` returns, whatever the caller asks.
 pub const MAX_PAGE: u32 = 200;
@@ -61,31 +66,6 @@ impl ConversationRecord {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct MessageRecord {
-    id: String,
-    conversation_id: String,
-    role: String,
-    kind: String,
-    content: String,
-    run_id: Option<String>,
-    created_at: i64,
-}
-
-impl MessageRecord {
-    fn into_model(self) -> Result<StoredMessage, StoreError> {
-        Ok(StoredMessage {
-            id: uuid(&self.id)?,
-            conversation_id: uuid(&self.conversation_id)?,
-            role: text(&self.role)?,
-            kind: text(&self.kind)?,
-            content: self.content,
-            run_id: opt_uuid(self.run_id.as_deref())?,
-            created_at: time(self.created_at)?,
-        })
-    }
-}
-
 /// `SELECT <conversation columns> FROM conversations c <rest>`; `active_run_id` comes from the
 /// (at most one, see the unique index) running run.
 macro_rules! select_conversations {
@@ -109,29 +89,6 @@ fn decode_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
     let micros: i64 = micros.parse().map_err(|_| StoreError::InvalidCursor)?;
     let id = Uuid::parse_str(id).map_err(|_| StoreError::InvalidCursor)?;
     Ok((micros, id.to_string()))
-}
-
-/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at.
-pub(super) const INSERT_MESSAGE_SQL: &str =
-    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7)";
-
-/// The values of [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as
-/// U+FFFD, see [`super::storable`]), created at `micros`.
-pub(super) fn message_row(id: String, m: &NewMessage, micros: i64) -> Vec<Arg<'_>> {
-    let content = match super::storable(&m.content) {
-        std::borrow::Cow::Borrowed(text) => Arg::Str(text),
-        std::borrow::Cow::Owned(text) => Arg::String(text),
-    };
-    vec![
-        Arg::String(id),
-        Arg::String(m.conversation_id.to_string()),
-        Arg::Str(m.role.as_str()),
-        Arg::Str(m.kind.as_str()),
-        content,
-        Arg::OptString(m.run_id.map(|r| r.to_string())),
-        Arg::Int(micros),
-    ]
 }
 
 /// Bumps a conversation's `updated_at`. Binds: updated_at, id.
@@ -319,102 +276,5 @@ impl Store {
                 .rows_affected()
         });
         Ok(deleted > 0)
-    }
-
-    /// Appends a message and bumps the conversation's `updated_at`, in one transaction.
-    pub async fn add_message(&self, new: NewMessage) -> Result<StoredMessage, StoreError> {
-        let _turn = self.write_turn().await;
-        let id = new.id.unwrap_or_else(Uuid::new_v4);
-        let (at, micros) = now();
-        let conversation_id = new.conversation_id.to_string();
-        let content = super::storable(&new.content).into_owned();
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            let row = message_row(id.to_string(), &new, micros);
-            bind(sqlx::query(INSERT_MESSAGE_SQL), row)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(TOUCH_CONVERSATION_SQL)
-                .bind(micros)
-                .bind(&conversation_id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-        });
-        Ok(StoredMessage {
-            id,
-            conversation_id: new.conversation_id,
-            role: new.role,
-            kind: new.kind,
-            content,
-            run_id: new.run_id,
-            created_at: at,
-        })
-    }
-
-    /// Removes one message (an interrupt recalled before the agent drained it).
-    pub async fn delete_message(
-        &self,
-        conversation_id: Uuid,
-        id: Uuid,
-    ) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
-        let deleted = with_writer!(self, |pool| {
-            sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
-                .bind(conversation_id.to_string())
-                .bind(id.to_string())
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        Ok(deleted > 0)
-    }
-
-    /// Whether the conversation has a message with this id (an interrupt that was accepted).
-    pub async fn has_message(&self, conversation_id: Uuid, id: Uuid) -> Result<bool, StoreError> {
-        let found: Option<(String,)> = with_pool!(self, |pool| {
-            sqlx::query_as("SELECT id FROM messages WHERE conversation_id = $1 AND id = $2")
-                .bind(conversation_id.to_string())
-                .bind(id.to_string())
-                .fetch_optional(pool)
-                .await?
-        });
-        Ok(found.is_some())
-    }
-
-    /// The conversation's messages, oldest first (insertion order).
-    pub async fn list_messages(
-        &self,
-        conversation_id: Uuid,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        let records: Vec<MessageRecord> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT id, conversation_id, role, kind, content, run_id, created_at \
-                 FROM messages WHERE conversation_id = $1 ORDER BY pos",
-            )
-            .bind(conversation_id.to_string())
-            .fetch_all(pool)
-            .await?
-        });
-        records.into_iter().map(MessageRecord::into_model).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursor_round_trips_and_rejects_garbage() {
-        let id = Uuid::new_v4();
-        let (micros, parsed) = decode_cursor(&format!("1700000000123456_{id}")).unwrap();
-        assert_eq!(micros, 1_700_000_000_123_456);
-        assert_eq!(parsed, id.to_string());
-        for bad in ["", "abc", "12_notauuid", &format!("x_{id}"), "12"] {
-            assert!(
-                matches!(decode_cursor(bad), Err(StoreError::InvalidCursor)),
-                "{bad}"
-            );
-        }
     }
 }

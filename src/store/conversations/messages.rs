@@ -1,0 +1,136 @@
+//! Messages: appended in order, a conversation's `updated_at` bumped in the same transaction.
+
+use uuid::Uuid;
+
+use super::TOUCH_CONVERSATION_SQL;
+use crate::store::binds::{bind, Arg};
+use crate::store::models::{now, opt_uuid, text, time, uuid};
+use crate::store::{with_pool, with_writer, NewMessage, Store, StoreError, StoredMessage};
+
+#[derive(sqlx::FromRow)]
+struct MessageRecord {
+    id: String,
+    conversation_id: String,
+    role: String,
+    kind: String,
+    content: String,
+    run_id: Option<String>,
+    created_at: i64,
+}
+
+impl MessageRecord {
+    fn into_model(self) -> Result<StoredMessage, StoreError> {
+        Ok(StoredMessage {
+            id: uuid(&self.id)?,
+            conversation_id: uuid(&self.conversation_id)?,
+            role: text(&self.role)?,
+            kind: text(&self.kind)?,
+            content: self.content,
+            run_id: opt_uuid(self.run_id.as_deref())?,
+            created_at: time(self.created_at)?,
+        })
+    }
+}
+
+/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at.
+pub(in crate::store) const INSERT_MESSAGE_SQL: &str =
+    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// The values of [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as
+/// U+FFFD, see [`crate::store::storable`]), created at `micros`.
+pub(in crate::store) fn message_row(id: String, m: &NewMessage, micros: i64) -> Vec<Arg<'_>> {
+    let content = match crate::store::storable(&m.content) {
+        std::borrow::Cow::Borrowed(text) => Arg::Str(text),
+        std::borrow::Cow::Owned(text) => Arg::String(text),
+    };
+    vec![
+        Arg::String(id),
+        Arg::String(m.conversation_id.to_string()),
+        Arg::Str(m.role.as_str()),
+        Arg::Str(m.kind.as_str()),
+        content,
+        Arg::OptString(m.run_id.map(|r| r.to_string())),
+        Arg::Int(micros),
+    ]
+}
+
+impl Store {
+    /// Appends a message and bumps the conversation's `updated_at`, in one transaction.
+    pub async fn add_message(&self, new: NewMessage) -> Result<StoredMessage, StoreError> {
+        let _turn = self.write_turn().await;
+        let id = new.id.unwrap_or_else(Uuid::new_v4);
+        let (at, micros) = now();
+        let conversation_id = new.conversation_id.to_string();
+        let content = crate::store::storable(&new.content).into_owned();
+        with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let row = message_row(id.to_string(), &new, micros);
+            bind(sqlx::query(INSERT_MESSAGE_SQL), row)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(TOUCH_CONVERSATION_SQL)
+                .bind(micros)
+                .bind(&conversation_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(StoredMessage {
+            id,
+            conversation_id: new.conversation_id,
+            role: new.role,
+            kind: new.kind,
+            content,
+            run_id: new.run_id,
+            created_at: at,
+        })
+    }
+
+    /// Removes one message (an interrupt recalled before the agent drained it).
+    pub async fn delete_message(
+        &self,
+        conversation_id: Uuid,
+        id: Uuid,
+    ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
+        let deleted = with_writer!(self, |pool| {
+            sqlx::query("DELETE FROM messages WHERE conversation_id = $1 AND id = $2")
+                .bind(conversation_id.to_string())
+                .bind(id.to_string())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(deleted > 0)
+    }
+
+    /// Whether the conversation has a message with this id (an interrupt that was accepted).
+    pub async fn has_message(&self, conversation_id: Uuid, id: Uuid) -> Result<bool, StoreError> {
+        let found: Option<(String,)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT id FROM messages WHERE conversation_id = $1 AND id = $2")
+                .bind(conversation_id.to_string())
+                .bind(id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(found.is_some())
+    }
+
+    /// The conversation's messages, oldest first (insertion order).
+    pub async fn list_messages(
+        &self,
+        conversation_id: Uuid,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let records: Vec<MessageRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, conversation_id, role, kind, content, run_id, created_at \
+                 FROM messages WHERE conversation_id = $1 ORDER BY pos",
+            )
+            .bind(conversation_id.to_string())
+            .fetch_all(pool)
+            .await?
+        });
+        records.into_iter().map(MessageRecord::into_model).collect()
+    }
+}
