@@ -1,0 +1,115 @@
+//! `[llm]` (shared by every model) and `[[models]]` entries with their defaults.
+
+use serde::{Deserialize, Deserializer};
+
+use super::Secret;
+use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::domain::{Abilities, DEFAULT_LLM_MAX_RESPONSE_BYTES};
+
+/// `[llm]`: settings shared by every model.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// `LLM_TIMEOUT_S`: per-call timeout.
+    pub timeout_s: u64,
+    /// `LLM_MAX_RETRIES`: retries on 429/5xx/connect errors.
+    pub max_retries: u32,
+    /// `LLM_MAX_RESPONSE_BYTES`: the most one model response may send (a non-streamed body,
+    /// or a whole stream), so a broken or hostile provider cannot exhaust memory.
+    pub max_response_bytes: usize,
+    /// `LLM_HTTP2`: HTTP/2 to the providers, so concurrent calls share one connection: with
+    /// prior knowledge (h2c) to `http://` base URLs, by ALPN to `https://`. Off: HTTP/1.1.
+    pub http2: bool,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            timeout_s: 120,
+            max_retries: 3,
+            max_response_bytes: DEFAULT_LLM_MAX_RESPONSE_BYTES,
+            http2: false,
+        }
+    }
+}
+
+/// One `[[models]]` entry, resolved (key looked up, defaults applied).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The name clients use (`model` in requests, `GET /api/models`).
+    pub name: String,
+    #[serde(default = "default_base_url")]
+    pub base_url: String,
+    /// The environment variable holding this model's key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The provider's model name; defaults to `name`.
+    #[serde(default)]
+    pub model: String,
+    /// Missing abilities default to `true`.
+    #[serde(default, deserialize_with = "partial_abilities")]
+    pub abilities: Abilities,
+    #[serde(default = "default_context_window")]
+    pub context_window: u32,
+    #[serde(default = "default_max_output_tokens")]
+    pub max_output_tokens: u32,
+    /// Free-form notes for users choosing a model ("fast", "vision"...).
+    #[serde(default)]
+    pub hints: Vec<String>,
+    /// What DAG steps may ask this model for by `model_hint` (SPEC §9: `fast`, `reasoning`…).
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub default: bool,
+    /// Looked up at load time; never read from the file.
+    #[serde(skip)]
+    pub api_key: Option<Secret>,
+}
+
+impl ModelConfig {
+    /// A model with the SPEC §6 defaults.
+    pub fn new(name: impl Into<String>) -> Self {
+        let name = name.into();
+        Self {
+            model: DEFAULT_MODEL.into(),
+            name,
+            base_url: DEFAULT_BASE_URL.into(),
+            api_key_env: None,
+            abilities: Abilities::default(),
+            context_window: default_context_window(),
+            max_output_tokens: default_max_output_tokens(),
+            hints: Vec::new(),
+            roles: Vec::new(),
+            default: false,
+            api_key: None,
+        }
+    }
+}
+
+fn default_base_url() -> String {
+    DEFAULT_BASE_URL.into()
+}
+fn default_context_window() -> u32 {
+    128_000
+}
+fn default_max_output_tokens() -> u32 {
+    4_096
+}
+
+/// `abilities = { tool_call = false }` leaves the other abilities at `true`.
+fn partial_abilities<'de, D: Deserializer<'de>>(d: D) -> Result<Abilities, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Partial {
+        tool_call: Option<bool>,
+        json_mode: Option<bool>,
+        tool_choice: Option<bool>,
+    }
+    let p = Partial::deserialize(d)?;
+    Ok(Abilities {
+        tool_call: p.tool_call.unwrap_or(true),
+        json_mode: p.json_mode.unwrap_or(true),
+        tool_choice: p.tool_choice.unwrap_or(true),
+    })
+}
