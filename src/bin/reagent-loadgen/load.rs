@@ -1,22 +1,29 @@
 //! A load: N conversations at concurrency C against one server, with the server's CPU, RSS and
 //! `/metrics` sampled meanwhile.
+//!
+//! The report and its figures are in `load/report.rs`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::conv::{self, ConvPlan, ConvResult};
 use crate::multi::Targets;
 use reagent::testing::mock_provider::unix_micros;
 
-use crate::cost::{saturated, show_us, us_per};
-use crate::procinfo::{busy_pct, memory_kib, read_machine_ticks, CpuMeter, MachineMeter};
+use crate::cost::us_per;
+use crate::procinfo::{memory_kib, read_machine_ticks, CpuMeter, MachineMeter};
 use crate::stats::Summary;
+
+mod report;
+#[cfg(test)]
+mod tests;
+
+pub use report::LoadReport;
+use report::{busy_within, plateau, plateau_bounds};
 
 /// The shape of a load.
 #[derive(Clone, Debug)]
@@ -55,66 +62,6 @@ impl Default for Load {
             targets: None,
         }
     }
-}
-
-/// Everything a load measured.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LoadReport {
-    pub runs: usize,
-    pub errors: usize,
-    pub error_samples: Vec<String>,
-    pub statuses: BTreeMap<String, usize>,
-    pub interrupts_accepted: usize,
-    /// Accepted interrupts that became a next run's query (SPEC §3.8).
-    pub interrupts_moved: usize,
-    pub cancels_accepted: usize,
-    /// Streams resumed on another instance, and `step resumed` events seen (several instances).
-    pub reconnects: usize,
-    pub resumed: usize,
-    pub wall_s: f64,
-    pub runs_per_s: f64,
-    pub run_ms: Summary,
-    pub ttfe_ms: Summary,
-    pub token_ms: Summary,
-    /// Token → SSE for the tokens sent while every conversation of the load was streaming its
-    /// answer (between the last first token and the first last token): the figure "at N
-    /// concurrent streams", free of start-up and wind-down.
-    pub plateau_token_ms: Summary,
-    /// Length of that window, seconds (0 when the streams never all overlapped).
-    pub plateau_s: f64,
-    /// Busy share of all the machine's cores over that window, percent (0 if unknown).
-    pub plateau_machine_busy_pct: f64,
-    /// Gaps between consecutive `tool_end` events of a run, at the client.
-    pub iter_gap_ms: Summary,
-    pub cpu_s: f64,
-    pub cpu_pct: f64,
-    /// Stamped answer tokens received over SSE (0 when the mock does not stamp them).
-    pub tokens_streamed: usize,
-    /// Server CPU (all threads) per streamed answer token, µs: everything the server did in the
-    /// load, runs and tool iterations included, over the tokens it streamed.
-    pub cpu_us_per_token: Option<f64>,
-    /// Server CPU per run, µs.
-    pub cpu_us_per_run: Option<f64>,
-    /// CPU seconds of this load generator during the load.
-    pub loadgen_cpu_s: f64,
-    /// Busy share of all the machine's cores during the load, percent (0 if unknown).
-    pub machine_busy_pct: f64,
-    pub idle_rss_kib: u64,
-    pub peak_rss_kib: u64,
-    pub hwm_kib: u64,
-    pub peak_active: u64,
-    pub rss_at_peak_active_kib: u64,
-    /// (RSS at the most active sample − idle RSS) / active runs then.
-    pub rss_per_run_kib: f64,
-    /// (index of the later iteration, gap in ms) for every gap, for binning by history size.
-    #[serde(skip)]
-    pub gaps: Vec<(usize, f64)>,
-    /// (seconds since the start, RSS KiB, active runs) samples.
-    #[serde(skip)]
-    pub samples: Vec<(f64, u64, u64)>,
-    /// (unix µs, machine busy ticks, machine total ticks) samples, same cadence.
-    #[serde(skip)]
-    pub machine_samples: Vec<(u64, u64, u64)>,
 }
 
 /// The value of an unlabelled metric in Prometheus text.
@@ -285,200 +232,4 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     report.samples = samples;
     report.machine_samples = machine_samples;
     report
-}
-
-/// The window when every conversation was streaming its answer, unix µs: from the last first
-/// token to the first last token; `None` when the streams never all overlapped.
-fn plateau_bounds(results: &[ConvResult]) -> Option<(u64, u64)> {
-    let spans: Vec<(u64, u64)> = results
-        .iter()
-        .filter_map(|r| {
-            let first = r.tokens.iter().map(|t| t.0).min()?;
-            let last = r.tokens.iter().map(|t| t.0).max()?;
-            Some((first, last))
-        })
-        .collect();
-    if spans.len() != results.len() || spans.is_empty() {
-        return None;
-    }
-    let from = spans.iter().map(|s| s.0).max()?;
-    let to = spans.iter().map(|s| s.1).min()?;
-    (from < to).then_some((from, to))
-}
-
-/// The latencies of the tokens sent within `from..=to` (see [`LoadReport::plateau_token_ms`]).
-fn plateau(results: &[ConvResult], from: u64, to: u64) -> Vec<f64> {
-    results
-        .iter()
-        .flat_map(|r| r.tokens.iter())
-        .filter(|t| (from..=to).contains(&t.0))
-        .map(|t| t.1)
-        .collect()
-}
-
-/// The machine's busy share over the samples spanning `from..=to` (the last sample at or before
-/// `from`, the first at or after `to`; the nearest ones when the window runs past them).
-fn busy_within(samples: &[(u64, u64, u64)], from: u64, to: u64) -> f64 {
-    let start = samples
-        .iter()
-        .rev()
-        .find(|s| s.0 <= from)
-        .or(samples.first());
-    let end = samples.iter().find(|s| s.0 >= to).or(samples.last());
-    match (start, end) {
-        (Some(a), Some(b)) if b.0 > a.0 => busy_pct((a.1, a.2), (b.1, b.2)),
-        _ => 0.0,
-    }
-}
-
-impl LoadReport {
-    pub fn print(&self, title: &str) {
-        println!("== {title}");
-        println!(
-            "runs {} in {:.2} s ({:.1} runs/s), errors {}, statuses {:?}, interrupts accepted {}, cancels accepted {}",
-            self.runs, self.wall_s, self.runs_per_s, self.errors, self.statuses,
-            self.interrupts_accepted, self.cancels_accepted
-        );
-        if self.reconnects + self.resumed > 0 {
-            println!(
-                "  streams resumed on another instance {}, step resumed seen {}",
-                self.reconnects, self.resumed
-            );
-        }
-        let row = |name: &str, s: &Summary| {
-            if s.n > 0 {
-                println!(
-                    "  {name:<22} n={:<7} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} ms",
-                    s.n, s.p50, s.p90, s.p99, s.max
-                );
-            }
-        };
-        row("run duration", &self.run_ms);
-        row("time to first event", &self.ttfe_ms);
-        row("token -> SSE event", &self.token_ms);
-        if self.plateau_s > 0.0 {
-            row(
-                &format!("  all streaming {:.1} s", self.plateau_s),
-                &self.plateau_token_ms,
-            );
-            if self.plateau_machine_busy_pct > 0.0 {
-                println!(
-                    "    machine {:.0}% busy while all streamed",
-                    self.plateau_machine_busy_pct
-                );
-            }
-        }
-        row("tool_end gap", &self.iter_gap_ms);
-        if self.idle_rss_kib > 0 {
-            println!(
-                "  server CPU {:.2} s ({:.0}% of one core); RSS idle {} KiB, peak {} KiB, HWM {} KiB; peak active runs {} at RSS {} KiB → {:.1} KiB per active run",
-                self.cpu_s, self.cpu_pct, self.idle_rss_kib, self.peak_rss_kib, self.hwm_kib,
-                self.peak_active, self.rss_at_peak_active_kib, self.rss_per_run_kib
-            );
-        }
-        if self.cpu_us_per_run.is_some() {
-            println!(
-                "  server CPU per streamed answer token {} ({} tokens), per run {}",
-                show_us(self.cpu_us_per_token),
-                self.tokens_streamed,
-                show_us(self.cpu_us_per_run)
-            );
-        }
-        if saturated(self.machine_busy_pct) {
-            println!(
-                "  SATURATED: the machine was {:.0} % busy; the latencies above measure its queues, not the server",
-                self.machine_busy_pct
-            );
-        }
-        if self.machine_busy_pct > 0.0 {
-            println!(
-                "  machine {:.0}% busy (all {} cores: server, load generator {:.2} s CPU, mock, anything else)",
-                self.machine_busy_pct,
-                std::thread::available_parallelism().map_or(0, |n| n.get()),
-                self.loadgen_cpu_s
-            );
-        }
-        for e in &self.error_samples {
-            println!("  ERROR {e}");
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn conv(tokens: &[(u64, f64)]) -> ConvResult {
-        ConvResult {
-            tokens: tokens.to_vec(),
-            ..ConvResult::default()
-        }
-    }
-
-    #[test]
-    fn plateau_keeps_the_tokens_sent_while_every_stream_was_open() {
-        let (a, b) = (
-            conv(&[(100, 1.0), (200, 2.0), (300, 3.0), (400, 4.0)]),
-            conv(&[(250, 5.0), (350, 6.0), (450, 7.0)]),
-        );
-        let both = [a, b];
-        // Window [250, 400]: a's 300 and 400, b's 250 and 350.
-        assert_eq!(plateau_bounds(&both), Some((250, 400)));
-        assert_eq!(plateau(&both, 250, 400), [3.0, 4.0, 5.0, 6.0]);
-        // No overlap, or a conversation without tokens: no plateau.
-        assert_eq!(
-            plateau_bounds(&[conv(&[(1, 1.0), (2, 1.0)]), conv(&[(5, 1.0)])]),
-            None
-        );
-        assert_eq!(
-            plateau_bounds(&[conv(&[(1, 1.0), (9, 1.0)]), conv(&[])]),
-            None
-        );
-    }
-
-    #[test]
-    fn machine_busy_is_taken_over_the_samples_spanning_the_window() {
-        // (unix µs, busy ticks, total ticks): 50 % busy until 300, then fully busy.
-        let samples = [
-            (100, 0, 0),
-            (200, 50, 100),
-            (300, 100, 200),
-            (400, 200, 300),
-        ];
-        assert_eq!(busy_within(&samples, 250, 400), 100.0 * 150.0 / 200.0);
-        assert_eq!(busy_within(&samples, 300, 400), 100.0);
-        // A window past the samples uses the nearest; too few samples: unknown.
-        assert_eq!(busy_within(&samples, 0, 1000), 100.0 * 200.0 / 300.0);
-        assert_eq!(busy_within(&samples[..1], 0, 1000), 0.0);
-    }
-
-    #[test]
-    fn reads_unlabelled_metrics_only() {
-        let text = "# TYPE reagent_active_runs gauge\nreagent_active_runs 12\nreagent_active_runs_x 3\nreagent_sse_subscribers 0\n";
-        assert_eq!(metric(text, "reagent_active_runs"), Some(12.0));
-        assert_eq!(metric(text, "reagent_sse_subscribers"), Some(0.0));
-        assert_eq!(metric(text, "reagent_missing"), None);
-    }
-
-    #[test]
-    fn plans_follow_the_rates_and_seed() {
-        let load = Load {
-            conversations: 1000,
-            mode: "mixed".into(),
-            interrupt_rate: 0.3,
-            cancel_rate: 0.0,
-            ..Load::default()
-        };
-        let p = plans(&load);
-        let interrupts = p.iter().filter(|p| p.interrupt).count();
-        assert!((200..400).contains(&interrupts), "{interrupts}");
-        assert!(p.iter().all(|p| !p.cancel));
-        assert_eq!(p[0].mode, "native");
-        assert_eq!(p[1].mode, "json");
-        let again = plans(&load);
-        assert!(p
-            .iter()
-            .zip(&again)
-            .all(|(a, b)| a.interrupt == b.interrupt));
-    }
 }
