@@ -109,50 +109,13 @@ impl Store {
     /// Stores the interrupt message and its command for `run_id`'s owner, in one transaction
     /// that wakes the owner at commit; `false` (nothing stored) when the run is not running.
     pub async fn send_interrupt(&self, run_id: Uuid, msg: NewMessage) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
-        let (_, micros) = now();
         let id = msg.id.unwrap_or_else(Uuid::new_v4).to_string();
-        let run = run_id.to_string();
         let content = super::storable(&msg.content).into_owned();
-        let shared = self.is_shared();
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            let running: Option<(String,)> = sqlx::query_as(self.lock_running_sql())
-                .bind(run.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-            if running.is_none() {
-                return Ok(false);
-            }
-            bind(
-                sqlx::query(INSERT_MESSAGE_SQL),
-                message_row(id.clone(), &msg, micros),
-            )
-            .execute(&mut *tx)
+        let kind = CommandKind::Interrupt;
+        let seq = self
+            .insert_command(run_id, kind, Some(id), Some(content), Some(&msg))
             .await?;
-            sqlx::query(TOUCH_CONVERSATION_SQL)
-                .bind(micros)
-                .bind(msg.conversation_id.to_string())
-                .execute(&mut *tx)
-                .await?;
-            let _: i64 = sqlx::query_scalar(INSERT_COMMAND_SQL)
-                .bind(run.as_str())
-                .bind(CommandKind::Interrupt.as_str())
-                .bind(id.as_str())
-                .bind(content.as_str())
-                .bind(micros)
-                .fetch_one(&mut *tx)
-                .await?;
-            if shared {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(COMMANDS_CHANNEL)
-                    .bind(run.as_str())
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-        });
-        Ok(true)
+        Ok(seq.is_some())
     }
 
     /// Stores a cancel or recall command for `run_id`'s owner (woken at commit); its `seq`, or
@@ -162,6 +125,22 @@ impl Store {
         run_id: Uuid,
         kind: CommandKind,
         target: Option<Uuid>,
+    ) -> Result<Option<i64>, StoreError> {
+        let target = target.map(|t| t.to_string());
+        self.insert_command(run_id, kind, target, None, None).await
+    }
+
+    /// One command row, after `message` (an interrupt's, stored under the id `target`) when
+    /// given, in one transaction that holds the running run's row (see
+    /// [`Store::lock_running_sql`]) and wakes the owner at commit; its `seq`, or `None` (nothing
+    /// stored) when the run is not running.
+    async fn insert_command(
+        &self,
+        run_id: Uuid,
+        kind: CommandKind,
+        target: Option<String>,
+        content: Option<String>,
+        message: Option<&NewMessage>,
     ) -> Result<Option<i64>, StoreError> {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
@@ -176,11 +155,24 @@ impl Store {
             if running.is_none() {
                 return Ok(None);
             }
+            if let (Some(msg), Some(id)) = (message, &target) {
+                bind(
+                    sqlx::query(INSERT_MESSAGE_SQL),
+                    message_row(id.clone(), msg, micros),
+                )
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(TOUCH_CONVERSATION_SQL)
+                    .bind(micros)
+                    .bind(msg.conversation_id.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+            }
             let seq: i64 = sqlx::query_scalar(INSERT_COMMAND_SQL)
                 .bind(run.as_str())
                 .bind(kind.as_str())
-                .bind(target.map(|t| t.to_string()))
-                .bind(None::<String>)
+                .bind(target.as_deref())
+                .bind(content.as_deref())
                 .bind(micros)
                 .fetch_one(&mut *tx)
                 .await?;
