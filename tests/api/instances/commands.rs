@@ -83,6 +83,29 @@ async fn until(server: &Server, run: &str, stop: impl FnMut(&Sse) -> bool) -> Ve
     read_until(events(server, run).await, stop).await.0
 }
 
+/// Three instances with a slow mock, and a run started on A (its owner) whose first tool result
+/// B has streamed: the moment the tests send their commands through B or C. Returns the mock,
+/// the cluster, the conversation id and the run id.
+async fn in_flight(
+    db: &str,
+    tools: usize,
+    latency_ms: u64,
+) -> (MockProvider, Cluster, String, String) {
+    let mock = slow_mock(tools, latency_ms).await;
+    let cluster = Cluster::start(3, db, &mock.base_url(), &[]).await;
+    let (conv, run) = start(cluster.at(0), "go").await;
+    until(cluster.at(1), &run, |e| e.label() == "step:tool_end").await;
+    (mock, cluster, conv, run)
+}
+
+/// Sends an interrupt through `server` to `path`: its id, once accepted (202).
+async fn interrupt(server: &Server, path: &str, content: &str) -> String {
+    let r = post(server, path, json!({"content": content})).await;
+    assert_eq!(r.status(), 202);
+    let body: Value = r.json().await.unwrap();
+    body["id"].as_str().unwrap().to_string()
+}
+
 async fn status(server: &Server, run: &str) -> String {
     let row: Value = get(server, &format!("/api/runs/{run}"))
         .await
@@ -160,11 +183,8 @@ async fn a_stream_followed_on_another_instance_is_live_and_equals_the_owners() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupts_and_recalls_through_another_instance_are_truthful() {
     run_on(Backend::Postgres, |db| async move {
-        let mock = slow_mock(3, 1500).await;
-        let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
-        let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (conv, run) = start(a, "go").await;
-        until(b, &run, |e| e.label() == "step:tool_end").await;
+        let (mock, cluster, conv, run) = in_flight(&db, 3, 1500).await;
+        let (b, c) = (cluster.at(1), cluster.at(2));
         // Right after a tool result: the next LLM call takes 1.5 s, the interrupts stay pending.
         let path = format!("/api/conversations/{conv}/interrupt");
         let r = post(c, &path, json!({"content": "recall me"})).await;
@@ -176,10 +196,7 @@ async fn interrupts_and_recalls_through_another_instance_are_truthful() {
         assert_eq!(r.status(), 200, "a pending interrupt is recalled through C");
         assert_eq!(r.json::<Value>().await.unwrap(), json!({"recalled": true}));
 
-        let r = post(c, &path, json!({"content": "take me"})).await;
-        assert_eq!(r.status(), 202);
-        let taken: Value = r.json().await.unwrap();
-        let taken = taken["id"].as_str().unwrap().to_string();
+        let taken = interrupt(c, &path, "take me").await;
         let seen = until(b, &run, |e| {
             drained(std::slice::from_ref(e)).contains(&taken)
         })
@@ -293,11 +310,8 @@ async fn approvals_are_listed_and_decided_on_another_instance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_through_another_instance_ends_the_run_cancelled() {
     run_on(Backend::Postgres, |db| async move {
-        let mock = slow_mock(5, 800).await;
-        let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
-        let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (_, run) = start(a, "go").await;
-        until(b, &run, |e| e.label() == "step:tool_end").await;
+        let (mock, cluster, _, run) = in_flight(&db, 5, 800).await;
+        let (b, c) = (cluster.at(1), cluster.at(2));
         let r = post(c, &format!("/api/runs/{run}/cancel"), json!({})).await;
         assert_eq!(r.status(), 202);
         assert_eq!(
@@ -317,11 +331,8 @@ async fn a_cancel_through_another_instance_ends_the_run_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_arrive_after_the_owners_listener_connection_is_killed() {
     run_on(Backend::Postgres, |db| async move {
-        let mock = slow_mock(4, 1500).await;
-        let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
-        let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (conv, run) = start(a, "go").await;
-        until(b, &run, |e| e.label() == "step:tool_end").await;
+        let (mock, cluster, conv, run) = in_flight(&db, 4, 1500).await;
+        let (b, c) = (cluster.at(1), cluster.at(2));
         let pool = sqlx::PgPool::connect(&db).await.unwrap();
         let killed: Vec<(bool,)> = sqlx::query_as(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
@@ -345,10 +356,7 @@ async fn commands_arrive_after_the_owners_listener_connection_is_killed() {
         .await;
         pool.close().await;
         let path = format!("/api/conversations/{conv}/interrupt");
-        let r = post(c, &path, json!({"content": "still heard"})).await;
-        assert_eq!(r.status(), 202);
-        let id: Value = r.json().await.unwrap();
-        let id = id["id"].as_str().unwrap().to_string();
+        let id = interrupt(c, &path, "still heard").await;
         let seen = until(b, &run, |e| drained(std::slice::from_ref(e)).contains(&id)).await;
         assert!(drained(&seen).contains(&id));
         let r = post(c, &format!("/api/runs/{run}/cancel"), json!({})).await;
@@ -399,16 +407,10 @@ async fn deleting_the_conversation_on_another_instance_stops_its_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recall_the_owner_does_not_answer_is_503_and_withdrawn() {
     run_on(Backend::Postgres, |db| async move {
-        let mock = slow_mock(3, 1500).await;
-        let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
+        let (mock, cluster, conv, run) = in_flight(&db, 3, 1500).await;
         let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (conv, run) = start(a, "go").await;
-        until(b, &run, |e| e.label() == "step:tool_end").await;
         let path = format!("/api/conversations/{conv}/interrupt");
-        let r = post(c, &path, json!({"content": "keep me"})).await;
-        assert_eq!(r.status(), 202);
-        let id: Value = r.json().await.unwrap();
-        let id = id["id"].as_str().unwrap().to_string();
+        let id = interrupt(c, &path, "keep me").await;
         let pool = sqlx::PgPool::connect(&db).await.unwrap();
         let pool = &pool;
         eventually("A queued the interrupt", || async move {
