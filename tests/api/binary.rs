@@ -19,7 +19,7 @@ use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
 
 use crate::support::child::Server;
-use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, read_until};
+use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all};
 
 /// `server.shutdown_grace_s` of the children.
 const GRACE_S: u64 = 3;
@@ -44,33 +44,7 @@ async fn start_with(dir: &Path, db_url: &str, llm: &FakeOpenAi, extra: &[(&str, 
 /// Creates a conversation, starts a run (202) and returns its id once the run's `start`
 /// event has been streamed, i.e. the run is really in flight.
 async fn start_run(server: &Server) -> String {
-    let client = reqwest::Client::new();
-    let r = client
-        .post(server.url("/api/conversations"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let conv: Value = r.json().await.unwrap();
-    let r = client
-        .post(server.url(&format!(
-            "/api/conversations/{}/runs",
-            conv["id"].as_str().unwrap()
-        )))
-        .json(&json!({"query": "take your time"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let body: Value = r.json().await.unwrap();
-    let run = body["run_id"].as_str().unwrap().to_string();
-    let events = client
-        .get(server.url(&format!("/api/runs/{run}/events")))
-        .send()
-        .await
-        .unwrap();
-    let (seen, _) = read_until(events, |e| e.event == "start").await;
+    let (run, seen) = server.watch("take your time", |e| e.event == "start").await;
     assert_eq!(seen.last().map(|e| e.event.as_str()), Some("start"));
     let shown = server.get_json(&format!("/api/runs/{run}")).await;
     assert_eq!(shown["status"], "running");
@@ -260,28 +234,7 @@ async fn clients_that_never_read_a_long_replay_hold_little_memory() {
     llm.set_default(FakeReply::text("x".repeat(100_000)).chunk_chars(1));
     let server = start(dir.path(), &db_url, &llm).await;
     let client = reqwest::Client::new();
-    let conv: Value = client
-        .post(server.url("/api/conversations"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let started: Value = client
-        .post(server.url(&format!(
-            "/api/conversations/{}/runs",
-            conv["id"].as_str().unwrap()
-        )))
-        .json(&json!({"query": "write a lot"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_string();
+    let (_, run) = server.start_run("write a lot").await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let shown: Value = client

@@ -25,11 +25,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use reagent::store::Store;
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::child::{Server, TIMEOUT};
-use crate::support::sse::{read_all, read_until, Sse};
+use crate::support::sse::{read_all, Sse};
 
 /// The short lease every test here runs with.
 const LEASE_ENV: [(&str, &str); 2] = [("REAGENT_LEASE_TTL_S", "2"), ("REAGENT_LEASE_RENEW_S", "1")];
@@ -38,35 +37,8 @@ const TTL: Duration = Duration::from_secs(2);
 /// Starts a run on `server` in a new conversation and follows its stream until `stop`; returns
 /// the run id and what the client saw.
 async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (Uuid, Vec<Sse>) {
-    let client = reqwest::Client::new();
-    let conv: Value = client
-        .post(server.url("/api/conversations"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let conv = conv["id"].as_str().unwrap();
-    let r = client
-        .post(server.url(&format!("/api/conversations/{conv}/runs")))
-        .json(&json!({"query": "work through some tools"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let body: Value = r.json().await.unwrap();
-    let run = Uuid::parse_str(body["run_id"].as_str().unwrap()).unwrap();
-    let r = client
-        .get(server.url(&format!("/api/runs/{run}/events")))
-        .send()
-        .await
-        .unwrap();
-    let (seen, _) = tokio::time::timeout(TIMEOUT, read_until(r, stop))
-        .await
-        .expect("the run streams");
-    (run, seen)
+    let (run, seen) = server.watch("work through some tools", stop).await;
+    (Uuid::parse_str(&run).unwrap(), seen)
 }
 
 /// The run's events after `after` from `server`, as a client that resumes with `Last-Event-ID`

@@ -10,9 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
+
+use super::sse::{read_until, Sse};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_reagent");
@@ -123,6 +126,42 @@ impl Server {
             .json()
             .await
             .unwrap()
+    }
+
+    /// Starts a run of `query` in a new conversation (201, then 202): (conversation id, run id).
+    pub async fn start_run(&self, query: &str) -> (String, String) {
+        let client = reqwest::Client::new();
+        let r = client
+            .post(self.url("/api/conversations"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let conv: Value = r.json().await.unwrap();
+        let conv = conv["id"].as_str().unwrap().to_string();
+        let r = client
+            .post(self.url(&format!("/api/conversations/{conv}/runs")))
+            .json(&json!({"query": query}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        let body: Value = r.json().await.unwrap();
+        (conv, body["run_id"].as_str().unwrap().to_string())
+    }
+
+    /// Starts a run of `query` in a new conversation and follows its stream until `stop`
+    /// (within [`TIMEOUT`]): the run id and what the client saw.
+    pub async fn watch(&self, query: &str, stop: impl FnMut(&Sse) -> bool) -> (String, Vec<Sse>) {
+        let (_, run) = self.start_run(query).await;
+        let r = reqwest::get(self.url(&format!("/api/runs/{run}/events")))
+            .await
+            .unwrap();
+        let (seen, _) = tokio::time::timeout(TIMEOUT, read_until(r, stop))
+            .await
+            .expect("the run streams");
+        (run, seen)
     }
 
     /// Sends `signal` (e.g. `-TERM`) with `kill(1)`.

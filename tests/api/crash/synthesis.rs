@@ -10,11 +10,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
-use serde_json::{json, Value};
 
 use super::{start_with, wait_for_dead_sessions};
 use crate::support::child::{Server, TIMEOUT};
-use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, read_until, Sse};
+use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, Sse};
 
 /// Kills per backend, each after a different number of streamed deltas.
 const KILLS: [usize; 3] = [5, 40, 150];
@@ -111,35 +110,7 @@ async fn watch_until_deltas(server: &Server, deltas: usize) -> (String, Vec<Sse>
 
 /// Starts a run in a new conversation and follows its events until `stop`; what was seen.
 pub(super) async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (String, Vec<Sse>) {
-    let client = reqwest::Client::new();
-    let conv: Value = client
-        .post(server.url("/api/conversations"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let conv = conv["id"].as_str().unwrap();
-    let r = client
-        .post(server.url(&format!("/api/conversations/{conv}/runs")))
-        .json(&json!({"query": "stream a long answer"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let body: Value = r.json().await.unwrap();
-    let run = body["run_id"].as_str().unwrap().to_string();
-    let r = client
-        .get(server.url(&format!("/api/runs/{run}/events")))
-        .send()
-        .await
-        .unwrap();
-    let (seen, _) = tokio::time::timeout(TIMEOUT, read_until(r, stop))
-        .await
-        .expect("the run streams");
-    (run, seen)
+    server.watch("stream a long answer", stop).await
 }
 
 /// The run's events (after `after`, as `Last-Event-ID`) from the restarted server, to the end.

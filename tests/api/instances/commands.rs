@@ -53,25 +53,6 @@ async fn delete(server: &Server, path: &str) -> reqwest::Response {
         .unwrap()
 }
 
-/// Starts a run on `server` in a new conversation: (conversation id, run id).
-async fn start(server: &Server, query: &str) -> (String, String) {
-    let conv: Value = post(server, "/api/conversations", json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let conv = conv["id"].as_str().unwrap().to_string();
-    let r = post(
-        server,
-        &format!("/api/conversations/{conv}/runs"),
-        json!({"query": query}),
-    )
-    .await;
-    assert_eq!(r.status(), 202);
-    let body: Value = r.json().await.unwrap();
-    (conv, body["run_id"].as_str().unwrap().to_string())
-}
-
 async fn events(server: &Server, run: &str) -> reqwest::Response {
     let r = get(server, &format!("/api/runs/{run}/events")).await;
     assert_eq!(r.status(), 200);
@@ -93,7 +74,7 @@ async fn in_flight(
 ) -> (MockProvider, Cluster, String, String) {
     let mock = slow_mock(tools, latency_ms).await;
     let cluster = Cluster::start(3, db, &mock.base_url(), &[]).await;
-    let (conv, run) = start(cluster.at(0), "go").await;
+    let (conv, run) = cluster.at(0).start_run("go").await;
     until(cluster.at(1), &run, |e| e.label() == "step:tool_end").await;
     (mock, cluster, conv, run)
 }
@@ -151,7 +132,7 @@ async fn a_stream_followed_on_another_instance_is_live_and_equals_the_owners() {
         let mock = slow_mock(3, 400).await;
         let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
         let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (_, run) = start(a, "go").await;
+        let (_, run) = a.start_run("go").await;
         let stream = events(b, &run).await;
         // Read on B while the run goes on: the first tool result arrives before the end.
         let (first, _) = read_until(stream, |e| e.label() == "step:tool_end").await;
@@ -266,7 +247,7 @@ async fn approvals_are_listed_and_decided_on_another_instance() {
         }
         let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
         for (approve, decider) in [(true, b), (false, c)] {
-            let (_, run) = start(a, "ship it").await;
+            let (_, run) = a.start_run("ship it").await;
             let seen = until(a, &run, |e| e.label() == "step:approval_required").await;
             let id = seen.last().unwrap().data["approval_id"]
                 .as_str()
@@ -374,7 +355,7 @@ async fn deleting_the_conversation_on_another_instance_stops_its_run() {
         let mock = slow_mock(5, 800).await;
         let cluster = Cluster::start(3, &db, &mock.base_url(), &[]).await;
         let (a, b, c) = (cluster.at(0), cluster.at(1), cluster.at(2));
-        let (conv, run) = start(a, "go").await;
+        let (conv, run) = a.start_run("go").await;
         let owner_stream = events(a, &run).await;
         until(a, &run, |e| e.label() == "step:tool_end").await;
         let r = delete(b, &format!("/api/conversations/{conv}")).await;
