@@ -13,6 +13,7 @@
 //! - [`tools`]: `FakeTool`, the one configurable fake tool;
 //! - [`wait`]: `eventually`, the one poll loop;
 //! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise);
+//! - [`lookup`]: `lookup`, an HTTP tool whose first call hangs, for calls in flight at a kill;
 //! - [`peers`]: where `scripts/peers.sh` installed the real MCP servers and OpenAI clients.
 
 // Each binary uses part of the helpers.
@@ -25,6 +26,7 @@ pub mod child;
 pub mod cluster;
 pub mod engine;
 pub mod log;
+pub mod lookup;
 pub mod peers;
 pub mod sse;
 pub mod target;

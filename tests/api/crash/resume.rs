@@ -6,24 +6,18 @@
 //! in flight at the kill (a real HTTP tool that counts its calls) is answered as interrupted,
 //! not called again, unless the tool is `idempotent = true`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::post;
-use axum::{Json, Router};
 use reagent::agent::checkpoint::INTERRUPTED_TOOL;
 use reagent::store::Store;
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::synthesis::{compare, events, watch};
 use super::{probe_url, start_with, wait_for_dead_sessions};
 use crate::support::backends::{run_on, Backend};
-use crate::support::eventually;
+use crate::support::lookup::{lookup_mock, tool_end_after_resumed, Lookup};
 use crate::support::sse::Sse;
-use crate::support::target::Target;
 
 on_both_backends!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,75 +127,27 @@ async fn an_interrupted_idempotent_tool_call_runs_again(db_url: String) {
 /// call count and the call's `tool_end` in the replay.
 async fn kill_during_a_tool_call(db_url: &str, idempotent: bool) -> (usize, Sse) {
     let dir = tempfile::tempdir().unwrap();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = calls.clone();
-    let routes = Router::new().route(
-        "/lookup",
-        post(move || {
-            let counter = counter.clone();
-            async move {
-                if counter.fetch_add(1, Ordering::SeqCst) == 0 {
-                    std::future::pending::<()>().await;
-                }
-                Json(json!({"result": "found"}))
-            }
-        }),
-    );
-    let tool = Target::serve("127.0.0.1", routes).await;
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!(
-            "[[tools.http]]\nname = \"lookup\"\ndescription = \"looks up\"\nurl = \"{}\"\n\
-             idempotent = {idempotent}\ntimeout_s = 120\n",
-            tool.url("/lookup")
-        ),
-    )
-    .unwrap();
-    let mock = MockProvider::start(MockConfig {
-        latency: Duration::from_millis(20),
-        answer_tokens: 5,
-        tool_iterations: 1,
-        tool: "lookup".into(),
-        tool_args: "{}".into(),
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
+    let tool = Lookup::serve().await;
+    std::fs::write(dir.path().join("config.toml"), tool.config(idempotent)).unwrap();
+    let mock = lookup_mock().await;
     let llm = mock.base_url();
     let env = [("REAGENT_HTTP_ALLOW_PRIVATE", "true")];
     let mut server = start_with(dir.path(), db_url, &llm, &env).await;
     let (run, _) = watch(&server, |e| e.label() == "step:tool_start").await;
     // Killed once the call is at the tool and the checkpoint naming it is stored.
     let store = Store::connect(&probe_url(db_url)).await.unwrap();
-    let run_id = Uuid::parse_str(&run).unwrap();
-    eventually(
-        "the call reached the tool, its checkpoint stored",
-        || async {
-            let stored = store
-                .run_checkpoint(run_id)
-                .await
-                .unwrap()
-                .unwrap_or_default();
-            calls.load(Ordering::SeqCst) == 1 && stored.contains("\"in_flight\":[{")
-        },
-    )
-    .await;
+    tool.wait_in_flight(&store, Uuid::parse_str(&run).unwrap())
+        .await;
     store.close().await;
     server.kill9().await;
     wait_for_dead_sessions(db_url).await;
     server = start_with(dir.path(), db_url, &llm, &env).await;
     let replay = events(&server, &run, None).await;
     assert_eq!(replay.last().unwrap().data["status"], "completed");
-    let resumed = replay.iter().position(|e| e.label() == "step:resumed");
-    let end = replay
-        .iter()
-        .skip(resumed.expect("a resumed step"))
-        .find(|e| e.label() == "step:tool_end")
-        .expect("the interrupted call's tool_end after resumed")
-        .clone();
+    let end = tool_end_after_resumed(&replay);
     server.kill9().await;
     mock.shutdown().await;
-    (calls.load(Ordering::SeqCst), end)
+    (tool.calls(), end)
 }
 
 /// Two processes on one PostgreSQL database: the second one started while the first runs a run
