@@ -21,14 +21,13 @@ mod listing;
 mod takeover;
 mod tools;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use reagent::store::Store;
 use uuid::Uuid;
 
 use crate::support::child::{Server, TIMEOUT};
-use crate::support::sse::{read_all, Sse};
+use crate::support::sse::{assert_seen_replayed, Sse};
 
 /// The short lease every test here runs with.
 const LEASE_ENV: [(&str, &str); 2] = [("REAGENT_LEASE_TTL_S", "2"), ("REAGENT_LEASE_RENEW_S", "1")];
@@ -44,28 +43,10 @@ async fn watch(server: &Server, stop: impl FnMut(&Sse) -> bool) -> (Uuid, Vec<Ss
 /// The run's events after `after` from `server`, as a client that resumes with `Last-Event-ID`
 /// whenever its stream ends before `done` (an instance that does not execute the run replays
 /// what is stored); every connection's events, in order.
-async fn events_until_done(server: &Server, run: Uuid, mut after: u64) -> Vec<Sse> {
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    let mut all: Vec<Sse> = Vec::new();
-    loop {
-        let r = reqwest::Client::new()
-            .get(server.url(&format!("/api/runs/{run}/events")))
-            .header("Last-Event-ID", after.to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        let got = tokio::time::timeout_at(deadline, read_all(r))
-            .await
-            .expect("the stream ends");
-        all.extend(got);
-        if all.last().is_some_and(|e| e.event == "done") {
-            return all;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run {run}: no done");
-        after = all.last().map_or(after, |e| e.id);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn events_until_done(server: &Server, run: Uuid, after: u64) -> Vec<Sse> {
+    server
+        .events_until_done(&run.to_string(), Some(after))
+        .await
 }
 
 /// Waits until an instance other than `from` holds the run's lease at a later epoch; returns
@@ -107,27 +88,7 @@ fn check_stream(run: Uuid, seen: &[Sse], replay: &[Sse]) {
         ids.windows(2).all(|w| w[0] < w[1]),
         "run {run}: ids rise: {ids:?}"
     );
-    let by_id: HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
-    let reset = replay
-        .iter()
-        .filter(|e| e.label() == "answer:reset")
-        .map(|e| e.id)
-        .max();
-    for e in seen {
-        match by_id.get(&e.id) {
-            Some(r) => assert_eq!(
-                (&r.event, &r.data),
-                (&e.event, &e.data),
-                "run {run}: id {} was seen with other content",
-                e.id
-            ),
-            None => assert!(
-                reset.is_some_and(|r| r > e.id),
-                "run {run}: seen id {} is not stored and no reset follows it",
-                e.id
-            ),
-        }
-    }
+    assert_seen_replayed(&run.to_string(), seen, replay);
     let dones = replay.iter().filter(|e| e.event == "done").count();
     assert_eq!(dones, 1, "run {run}: one done");
     assert_eq!(replay.last().map(|e| e.event.as_str()), Some("done"));

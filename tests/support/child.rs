@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
-use super::sse::{read_until, Sse};
+use super::sse::{read_all, read_until, Sse};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_reagent");
@@ -162,6 +162,36 @@ impl Server {
             .await
             .expect("the run streams");
         (run, seen)
+    }
+
+    /// The run's events after `after` (as `Last-Event-ID`), as a client that resumes whenever
+    /// its stream ends before `done` (an instance that does not execute the run, or a restarted
+    /// one before the killed one's lease lapses, replays what is stored and ends): every
+    /// connection's events, in order, within [`TIMEOUT`].
+    pub async fn events_until_done(&self, run: &str, mut after: Option<u64>) -> Vec<Sse> {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        let mut all: Vec<Sse> = Vec::new();
+        loop {
+            let mut req = reqwest::Client::new().get(self.url(&format!("/api/runs/{run}/events")));
+            if let Some(after) = after {
+                req = req.header("Last-Event-ID", after.to_string());
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let got = tokio::time::timeout_at(deadline, read_all(r))
+                .await
+                .expect("the stream ends");
+            all.extend(got);
+            if all.last().is_some_and(|e| e.event == "done") {
+                return all;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {run} never reached done"
+            );
+            after = all.last().map(|e| e.id).or(after);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// Sends `signal` (e.g. `-TERM`) with `kill(1)`.

@@ -134,3 +134,29 @@ pub fn assert_ids_rise_with_one_crash_gap(ids: &[u64]) {
     let gaps = from_zero.windows(2).filter(|w| w[1] != w[0] + 1).count();
     assert!(gaps <= 1, "at most one gap (the crash): {ids:?}");
 }
+
+/// No id with two contents: every event in `seen` is in `replay` as it was seen, unless an
+/// answer `reset` after it discards it (as after any crash). `run` names the run in failures.
+pub fn assert_seen_replayed(run: &str, seen: &[Sse], replay: &[Sse]) {
+    let by_id: std::collections::HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
+    let reset = replay
+        .iter()
+        .filter(|e| e.label() == "answer:reset")
+        .map(|e| e.id)
+        .max();
+    for e in seen {
+        match by_id.get(&e.id) {
+            Some(r) => assert_eq!(
+                (&r.event, &r.data),
+                (&e.event, &e.data),
+                "run {run}: id {} was seen with other content",
+                e.id
+            ),
+            None => assert!(
+                reset.is_some_and(|r| r > e.id),
+                "run {run}: seen id {} is not stored and no reset follows it",
+                e.id
+            ),
+        }
+    }
+}

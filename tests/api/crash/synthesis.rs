@@ -6,14 +6,13 @@
 //! id it saw gets that `reset` (it would otherwise keep a half-written answer). Both with the
 //! run failed by recovery (`REAGENT_RESUME_ON_RESTART=false`) and resumed from its checkpoint.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 
 use super::{start_with, wait_for_dead_sessions};
-use crate::support::child::{Server, TIMEOUT};
-use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all, Sse};
+use crate::support::child::Server;
+use crate::support::sse::{assert_ids_rise_with_one_crash_gap, assert_seen_replayed, Sse};
 
 /// Kills per backend, each after a different number of streamed deltas.
 const KILLS: [usize; 3] = [5, 40, 150];
@@ -118,55 +117,12 @@ pub(super) async fn events(server: &Server, run: &str, after: Option<u64>) -> Ve
     // On PostgreSQL a restarted process takes the run once the killed one's lease lapses; until
     // then its stream replays what is stored and ends: the client resumes with `Last-Event-ID`
     // like any client, until `done`.
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    let mut all: Vec<Sse> = Vec::new();
-    let mut after = after;
-    loop {
-        let mut req = reqwest::Client::new().get(server.url(&format!("/api/runs/{run}/events")));
-        if let Some(after) = after {
-            req = req.header("Last-Event-ID", after.to_string());
-        }
-        let r = req.send().await.unwrap();
-        assert_eq!(r.status(), 200);
-        let got = tokio::time::timeout_at(deadline, read_all(r))
-            .await
-            .expect("a recovered run's stream closes");
-        all.extend(got);
-        if all.last().is_some_and(|e| e.event == "done") {
-            return all;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "run {run} never reached done"
-        );
-        after = all.last().map(|e| e.id).or(after);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    server.events_until_done(run, after).await
 }
 
 /// No id with two contents: every seen event is replayed as seen, or a `reset` above it.
 pub(super) fn compare(run: &str, seen: &[Sse], replay: &[Sse]) {
     let ids: Vec<u64> = replay.iter().map(|e| e.id).collect();
     assert_ids_rise_with_one_crash_gap(&ids);
-    let by_id: HashMap<u64, &Sse> = replay.iter().map(|e| (e.id, e)).collect();
-    let reset = replay
-        .iter()
-        .filter(|e| e.label() == "answer:reset")
-        .map(|e| e.id)
-        .max();
-    for e in seen {
-        match by_id.get(&e.id) {
-            Some(r) => assert_eq!(
-                (&r.event, &r.data),
-                (&e.event, &e.data),
-                "run {run}: id {} was seen with other content",
-                e.id
-            ),
-            None => assert!(
-                reset.is_some_and(|r| r > e.id),
-                "run {run}: seen id {} is not stored and no reset follows it",
-                e.id
-            ),
-        }
-    }
+    assert_seen_replayed(run, seen, replay);
 }
