@@ -1,0 +1,79 @@
+//! Hooks as the LLM and the tool see them: a blocked call and a rewritten one.
+
+use super::*;
+
+struct Blocker;
+#[async_trait]
+impl Hook for Blocker {
+    fn name(&self) -> &str {
+        "blocker"
+    }
+    async fn pre_tool_use(&self, _: &HookContext) -> Result<PreVerdict, HookError> {
+        Ok(PreVerdict::Block("organisation is read-only".into()))
+    }
+}
+
+struct Rewriter;
+#[async_trait]
+impl Hook for Rewriter {
+    fn name(&self) -> &str {
+        "rewriter"
+    }
+    async fn pre_tool_use(&self, ctx: &HookContext) -> Result<PreVerdict, HookError> {
+        let mut a = ctx.arguments.clone();
+        a["x"] = json!("rewritten");
+        Ok(PreVerdict::Rewrite(a))
+    }
+    async fn post_tool_use(&self, ctx: &PostContext) -> Result<PostVerdict, HookError> {
+        Ok(PostVerdict::Rewrite(format!(
+            "summary of {} chars",
+            ctx.observation.len()
+        )))
+    }
+}
+
+#[tokio::test]
+async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
+    let llm = Arc::new(ScriptedLlm::native());
+    llm.tool_calls(&[("c", "lookup", r#"{"x":"orig"}"#)])
+        .text("ok");
+    let tool = FakeTool::new("lookup", "0123456789");
+    let hooks = HookRunner::new(vec![HookEntry::new(Arc::new(Blocker))]);
+    let h = Harness::new(
+        llm.clone(),
+        registry(vec![tool.clone()]),
+        hooks,
+        AgentConfig::default(),
+    );
+    let (_, ev) = h.run("q").await;
+    assert_eq!(tool.call_count(), 0);
+    let obs = llm.chat_requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(obs.contains("organisation is read-only"), "{obs}");
+    assert!(matches!(
+        tool_ends(&ev)[0],
+        StepEvent::ToolEnd { blocked: true, .. }
+    ));
+
+    let llm = Arc::new(ScriptedLlm::native());
+    llm.tool_calls(&[("c", "lookup", r#"{"x":"orig"}"#)])
+        .text("ok");
+    let tool = FakeTool::new("lookup", "0123456789");
+    let hooks = HookRunner::new(vec![HookEntry::new(Arc::new(Rewriter))]);
+    let h = Harness::new(
+        llm.clone(),
+        registry(vec![tool.clone()]),
+        hooks,
+        AgentConfig::default(),
+    );
+    h.run("q").await;
+    assert_eq!(tool.seen(), vec![json!({"x": "rewritten"})]);
+    assert_eq!(
+        llm.chat_requests()[1].messages.last().unwrap().content,
+        "summary of 10 chars"
+    );
+}
