@@ -1,0 +1,158 @@
+//! Fencing (SPEC §11): a batch under an old epoch writes nothing, and the writer stops a run
+//! another instance took.
+
+use super::*;
+
+/// Fencing (SPEC §11): once another instance took the run (a new epoch), a batch written
+/// under the old epoch stores nothing — no events, no checkpoint, no terminal state — and is
+/// answered `Fenced`; the taker's batch under the new epoch is stored.
+async fn fenced(store: Store) {
+    let (conv, run) = new_run(&store).await;
+    let ttl = Duration::from_secs(20);
+    let taken = store.take_run(run, "b", ttl).await.unwrap().unwrap();
+    assert_eq!(taken.epoch, 2, "created at epoch 1, taken at 2");
+    let old = RunBatch {
+        run_id: run,
+        events: vec![StoredEvent {
+            seq: 1,
+            name: "start".into(),
+            data: "{}".into(),
+        }],
+        ceiling: Some(5000),
+        checkpoint: Some("{}".into()),
+        finish: None,
+        epoch: Some(1),
+    };
+    assert_eq!(
+        store
+            .write_batches(std::slice::from_ref(&old))
+            .await
+            .unwrap(),
+        [Written::Fenced]
+    );
+    let closing = RunBatch {
+        events: vec![done_event(2)],
+        finish: Some(final_state(conv, run, "old")),
+        ..old.clone()
+    };
+    let new = RunBatch {
+        epoch: Some(2),
+        ceiling: None,
+        checkpoint: None,
+        ..old.clone()
+    };
+    // One transaction with both: the old owner's is refused, the new one's stored.
+    let (_, other) = new_run(&store).await;
+    let mixed = [
+        closing,
+        RunBatch {
+            run_id: other,
+            epoch: Some(1),
+            ..new.clone()
+        },
+    ];
+    assert_eq!(
+        store.write_batches(&mixed).await.unwrap(),
+        [Written::Fenced, Written::Stored(false)]
+    );
+    assert!(store.list_events(run, 0).await.unwrap().is_empty());
+    assert_eq!(store.list_events(other, 0).await.unwrap().len(), 1);
+    assert_eq!(store.run_checkpoint(run).await.unwrap(), None);
+    assert!(store.event_ceiling(run).await.unwrap() < 5000);
+    let row = store.get_run_any(run).await.unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Running);
+    assert_eq!(
+        store.write_batches(&[new]).await.unwrap(),
+        [Written::Stored(false)]
+    );
+    assert_eq!(store.list_events(run, 0).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_fenced_batch_writes_nothing_sqlite() {
+    with_store(Backend::Sqlite, fenced).await;
+}
+
+#[tokio::test]
+async fn a_fenced_batch_writes_nothing_postgres() {
+    with_store(Backend::Postgres, fenced).await;
+}
+
+/// The writer under fencing: once the run's epoch moved on, its next batch is refused; the
+/// writer counts it, cancels the run's `lost` token, writes nothing more of it (a later event
+/// neither), and tells the run's final write `Fenced`. Another run's writes go on.
+async fn writer_fenced(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_millis(2));
+    let task = tokio::spawn(writer.clone().run());
+    let (conv, run) = new_run(&store).await;
+    let (_, other) = new_run(&store).await;
+    let lost = tokio_util::sync::CancellationToken::new();
+    let log = Arc::new(EventLog::new());
+    let fence = Fence {
+        epoch: 1,
+        lost: lost.clone(),
+    };
+    writer.register_fenced(run, log.clone(), Some(fence.clone()));
+    let other_log = Arc::new(EventLog::new());
+    writer.register_fenced(
+        other,
+        other_log.clone(),
+        Some(Fence {
+            epoch: 1,
+            lost: tokio_util::sync::CancellationToken::new(),
+        }),
+    );
+    log.append("start", "{}".into());
+    writer.notify();
+    let store = &store;
+    eventually("`start` written under epoch 1", || async move {
+        store.list_events(run, 0).await.unwrap().len() == 1
+    })
+    .await;
+    store
+        .take_run(run, "b", Duration::from_secs(20))
+        .await
+        .unwrap()
+        .unwrap();
+    log.append("step", "{}".into());
+    other_log.append("start", "{}".into());
+    writer.notify();
+    tokio::time::timeout(Duration::from_secs(10), lost.cancelled())
+        .await
+        .expect("the refused write cancels `lost`");
+    assert_eq!(writer.fenced_writes(), 1);
+    log.append("step", "{}".into());
+    writer.notify();
+    let fin = final_state(conv, run, "bye");
+    let end = writer.finish(run, Some((done_event(4), fin))).await;
+    assert!(matches!(end, Err(PersistError::Fenced)), "{end:?}");
+    eventually("the other run is written", || async move {
+        store.list_events(other, 0).await.unwrap().len() == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let names: Vec<String> = store
+        .list_events(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["start"], "nothing after the takeover");
+    assert_eq!(
+        store.get_run_any(run).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    writer.stop();
+    task.abort();
+}
+
+#[tokio::test]
+async fn the_writer_stops_a_fenced_run_sqlite() {
+    with_store(Backend::Sqlite, writer_fenced).await;
+}
+
+#[tokio::test]
+async fn the_writer_stops_a_fenced_run_postgres() {
+    with_store(Backend::Postgres, writer_fenced).await;
+}

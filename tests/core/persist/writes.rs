@@ -1,0 +1,169 @@
+//! What the writer stores: many concurrent runs contiguously, a run's end without waiting for
+//! the interval, the terminal state and answer exactly once.
+
+use super::*;
+
+async fn many_runs(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_millis(2));
+    let task = tokio::spawn(writer.clone().run());
+    let mut handles = Vec::new();
+    for r in 0..40u64 {
+        let (conv, run) = new_run(&store).await;
+        let writer = writer.clone();
+        handles.push(tokio::spawn(async move {
+            let log = Arc::new(EventLog::new());
+            writer.register(run, log.clone());
+            let n = 20 + r * 3;
+            for i in 0..n {
+                log.append("step", format!("{{\"i\":{i}}}"));
+                writer.notify();
+                if i % 7 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let done = done_event(log.len() as u64 + 1);
+            let fin = final_state(conv, run, &format!("answer {r}"));
+            assert!(writer.finish(run, Some((done, fin))).await.unwrap());
+            log.append("done", "{\"status\":\"completed\"}".into());
+            (conv, run, n + 1)
+        }));
+    }
+    for h in handles {
+        let (conv, run, total) = h.await.unwrap();
+        let events = store.list_events(run, 0).await.unwrap();
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=total as i64).collect::<Vec<_>>(), "run {run}");
+        assert_eq!(events.last().unwrap().name, "done");
+        let row = store.get_run_any(run).await.unwrap().unwrap();
+        assert_eq!(row.status, RunStatus::Completed);
+        let answers: Vec<_> = store
+            .list_messages(conv)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::Answer)
+            .collect();
+        assert_eq!(answers.len(), 1);
+    }
+    writer.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writer_persists_many_runs_contiguously_sqlite() {
+    with_store(Backend::Sqlite, many_runs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writer_persists_many_runs_contiguously_postgres() {
+    with_store(Backend::Postgres, many_runs).await;
+}
+
+/// A run's end is written right after the write in progress, not an `interval` later: with
+/// an hour between ticks, the final write of a run whose events were just written still
+/// completes (the bound below is far from both the hour and any real write time).
+async fn ends_skip_the_interval(store: Store) {
+    let writer = EventWriter::new(store.clone(), Duration::from_secs(3600));
+    let task = tokio::spawn(writer.clone().run());
+    let (conv, run) = new_run(&store).await;
+    let log = Arc::new(EventLog::new());
+    writer.register(run, log.clone());
+    log.append("start", "{}".into());
+    writer.notify();
+    // The first tick writes `start` (no wait before a first tick); the writer then waits.
+    let store = &store;
+    let written = eventually("the first tick wrote `start`", || async move {
+        let n = store.list_events(run, 0).await.unwrap().len();
+        (n >= 1).then_some(n)
+    })
+    .await;
+    assert_eq!(written, 1, "the first tick wrote `start`");
+    log.append("step", "{}".into());
+    writer.notify();
+    let fin = final_state(conv, run, "bye");
+    let finished = tokio::time::timeout(
+        Duration::from_secs(120),
+        writer.finish(run, Some((done_event(3), fin))),
+    )
+    .await
+    .expect("the final write waited for the next tick");
+    assert!(finished.unwrap());
+    let names: Vec<String> = store
+        .list_events(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["start", "step", "done"]);
+    writer.stop();
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_run_end_skips_the_tick_interval_sqlite() {
+    with_store(Backend::Sqlite, ends_skip_the_interval).await;
+}
+
+#[tokio::test]
+async fn a_run_end_skips_the_tick_interval_postgres() {
+    with_store(Backend::Postgres, ends_skip_the_interval).await;
+}
+
+async fn once(store: Store) {
+    let (conv, run) = new_run(&store).await;
+    let batch = RunBatch {
+        ceiling: None,
+        checkpoint: None,
+        run_id: run,
+        events: vec![
+            StoredEvent {
+                seq: 1,
+                name: "start".into(),
+                data: "{}".into(),
+            },
+            done_event(2),
+        ],
+        finish: Some(final_state(conv, run, "first")),
+        epoch: None,
+    };
+    assert_eq!(
+        store
+            .write_runs(std::slice::from_ref(&batch))
+            .await
+            .unwrap(),
+        [true]
+    );
+    // A retried or racing second write changes nothing.
+    let mut second = batch.clone();
+    second.finish = Some(FinalState {
+        finish: RunFinish {
+            status: RunStatus::Cancelled,
+            ..final_state(conv, run, "").finish
+        },
+        ..final_state(conv, run, "second")
+    });
+    assert_eq!(store.write_runs(&[second]).await.unwrap(), [false]);
+    let row = store.get_run_any(run).await.unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Completed);
+    let answers: Vec<String> = store
+        .list_messages(conv)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Answer)
+        .map(|m| m.content)
+        .collect();
+    assert_eq!(answers, ["first"]);
+    assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn terminal_state_written_once_sqlite() {
+    with_store(Backend::Sqlite, once).await;
+}
+
+#[tokio::test]
+async fn terminal_state_written_once_postgres() {
+    with_store(Backend::Postgres, once).await;
+}
