@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::log::EventLog;
-use crate::store::{FinalState, RunBatch, Store, StoreError, StoredEvent, Written, EVENT_ID_BLOCK};
+use crate::store::{FinalState, RunBatch, Store, StoredEvent, EVENT_ID_BLOCK};
 
 /// Most event rows committed in one transaction; the rest wait for the next tick.
 pub const MAX_ROWS_PER_TICK: usize = 20_000;
@@ -334,143 +334,12 @@ impl EventWriter {
         planned
     }
 
-    /// Commits one tick; `false` when some run's write failed.
-    async fn write(&self, planned: Vec<Planned>) -> bool {
-        let (mut planned, suspects): (Vec<Planned>, Vec<Planned>) =
-            planned.into_iter().partition(|p| !p.suspect);
-        let mut all = true;
-        for p in &suspects {
-            match self
-                .store
-                .write_batches(std::slice::from_ref(&p.batch))
-                .await
-            {
-                Ok(f) => self.outcome(p, f.first().copied()),
-                Err(e) => {
-                    self.failed(p, e);
-                    all = false;
-                }
-            }
-        }
-        if planned.is_empty() {
-            return all;
-        }
-        let batches: Vec<RunBatch> = planned
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.batch))
-            .collect();
-        match self.store.write_batches(&batches).await {
-            Ok(written) => {
-                for (p, w) in planned.iter().zip(written) {
-                    self.outcome(p, Some(w));
-                }
-                all
-            }
-            Err(e) if planned.len() == 1 => {
-                self.failed(&planned[0], e);
-                false
-            }
-            Err(e) => {
-                // One run's rows may be at fault: write each run on its own so the others go on.
-                tracing::warn!(error = %e, runs = planned.len(), "shared event write failed; retrying run by run");
-                for (p, b) in planned.iter().zip(&batches) {
-                    match self.store.write_batches(std::slice::from_ref(b)).await {
-                        Ok(f) => self.outcome(p, f.first().copied()),
-                        Err(e) => {
-                            self.failed(p, e);
-                            all = false;
-                        }
-                    }
-                }
-                all
-            }
-        }
-    }
-
-    /// Records what the store did with a run's batch.
-    fn outcome(&self, p: &Planned, w: Option<Written>) {
-        match w {
-            Some(Written::Fenced) => self.fenced(p),
-            Some(Written::Stored(f)) => self.written(p, Ok(f)),
-            None => self.written(p, Ok(false)),
-        }
-    }
-
-    /// A write refused by fencing: the run is forgotten (nothing of it is written again) and
-    /// its task told to stop.
-    fn fenced(&self, p: &Planned) {
-        self.fenced.fetch_add(1, Ordering::Relaxed);
-        let Some(t) = ({
-            let mut st = self.lock();
-            st.fenced.insert(p.run_id);
-            st.runs.remove(&p.run_id)
-        }) else {
-            return;
-        };
-        tracing::warn!(run_id = %p.run_id, epoch = ?t.fence.as_ref().map(|f| f.epoch), "write refused: the run's lease was taken over by another instance (fenced); stopping the run here");
-        if let Some(f) = &t.fence {
-            // Before the waiter hears: the run's task must stop rather than end the run here.
-            f.lost.cancel();
-        }
-        if let Some((_, tx)) = t.closing {
-            let _ = tx.send(Err(PersistError::Fenced));
-        }
-    }
-
     /// Stops writing a run (its task stopped without ending it: lease lost or handed over).
     pub fn forget(&self, run_id: Uuid) {
         let mut st = self.lock();
         st.runs.remove(&run_id);
         st.fenced.remove(&run_id);
     }
-
-    /// Records a committed write: advances the cursor; a closed run is forgotten and its
-    /// waiter told.
-    fn written(&self, p: &Planned, outcome: Result<bool, PersistError>) {
-        let mut st = self.lock();
-        let run_id = p.run_id;
-        let Some(t) = st.runs.get_mut(&run_id) else {
-            return;
-        };
-        t.written = t.written.max(p.last_seq);
-        t.failures = 0;
-        let stored =
-            |(_, c): &(u64, Arc<str>)| p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c));
-        if t.checkpoint.as_ref().is_some_and(stored) {
-            t.checkpoint = None;
-        }
-        if p.closes {
-            // Everything the log will ever hold is stored (`done` is appended after this).
-            t.log.raise_ceiling(u64::MAX);
-        } else if let Some(c) = p.raise {
-            t.log.raise_ceiling(c);
-        }
-        // Persisted: the log may drop what every reader in memory has read too.
-        t.log.release(t.written);
-        if p.closes {
-            if let Some(t) = st.runs.remove(&run_id) {
-                if let Some((_, tx)) = t.closing {
-                    let _ = tx.send(outcome);
-                }
-            }
-        }
-    }
-
-    fn failed(&self, p: &Planned, e: StoreError) {
-        let run_id = p.run_id;
-        let mut st = self.lock();
-        let Some(t) = st.runs.get_mut(&run_id) else {
-            return;
-        };
-        t.failures += 1;
-        tracing::error!(%run_id, error = %e, failures = t.failures, "could not persist events");
-        if t.failures >= MAX_FAILURES {
-            if let Some(t) = st.runs.remove(&run_id) {
-                tracing::error!(%run_id, unwritten_after = t.written, "giving up persisting this run's events");
-                if let Some((_, tx)) = t.closing {
-                    let _ = tx.send(Err(PersistError::Failed(e.to_string())));
-                }
-            }
-        }
-    }
 }
+
+mod outcome;
