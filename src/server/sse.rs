@@ -40,6 +40,9 @@ pub fn sse_response(
         keep_alive,
         timer: Box::pin(tokio::time::sleep(keep_alive)),
         last_sent: Instant::now(),
+        gathered: String::new(),
+        turns: 0,
+        ended: false,
         // Lives as long as the stream: dropping the response decrements the gauge.
         _guard: metrics.sse_subscriber(),
     };
@@ -60,15 +63,35 @@ pub fn sse_response(
         .into_response()
 }
 
-/// The response body: one frame per event, and a keep-alive comment after `keep_alive` without
-/// one. The keep-alive timer is not moved on every event (a timer-wheel update per token per
-/// stream, as axum's `KeepAlive` does): it stays where it was armed, and when it fires before
-/// `last_sent + keep_alive` it is moved there.
+/// Events that follow the last write by less than this are a burst (an answer the provider
+/// sent at once): they are gathered over a few scheduler turns and written together.
+const BURST: Duration = Duration::from_millis(1);
+
+/// Most scheduler turns a burst's frames wait for more events before they are written.
+const MAX_TURNS: u8 = 4;
+
+/// Most bytes of frames gathered into one body chunk.
+const MAX_CHUNK: usize = 32 * 1024;
+
+/// The response body: the frames of the events ready at once in one chunk, and a keep-alive
+/// comment after `keep_alive` without one. In a burst, frames wait while more events keep
+/// coming, one scheduler turn at a time (the task wakes itself; at most [`MAX_TURNS`]): a
+/// write per event was a `writev` and a wake-up of the client per token (BENCHMARKS.md,
+/// short runs). An event after a quiet spell is written at once. The keep-alive timer is not
+/// moved on every event (a timer-wheel update per token per stream, as axum's `KeepAlive`
+/// does): it stays where it was armed, and when it fires before `last_sent + keep_alive` it is
+/// moved there.
 struct Frames {
     events: BoxStream<'static, Arc<LoggedEvent>>,
     keep_alive: Duration,
     timer: Pin<Box<Sleep>>,
     last_sent: Instant,
+    /// Frames gathered and not written yet.
+    gathered: String,
+    /// Turns the gathered frames have waited.
+    turns: u8,
+    /// The events ended: the body ends once `gathered` is written.
+    ended: bool,
     _guard: SubscriberGuard,
 }
 
@@ -77,13 +100,35 @@ impl Stream for Frames {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        match this.events.poll_next_unpin(cx) {
-            Poll::Ready(Some(ev)) => {
-                this.last_sent = Instant::now();
-                return Poll::Ready(Some(Ok(frame(&ev))));
+        let mut got = false;
+        while !this.ended && this.gathered.len() < MAX_CHUNK {
+            match this.events.poll_next_unpin(cx) {
+                Poll::Ready(Some(ev)) => {
+                    push_frame(&mut this.gathered, &ev);
+                    got = true;
+                }
+                Poll::Ready(None) => this.ended = true,
+                Poll::Pending => break,
             }
-            Poll::Ready(None) => return Poll::Ready(None),
-            Poll::Pending => {}
+        }
+        if !this.gathered.is_empty() {
+            let wait = got
+                && !this.ended
+                && this.gathered.len() < MAX_CHUNK
+                && this.turns < MAX_TURNS
+                && this.last_sent.elapsed() < BURST;
+            if wait {
+                this.turns += 1;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            this.turns = 0;
+            this.last_sent = Instant::now();
+            let out = std::mem::take(&mut this.gathered);
+            return Poll::Ready(Some(Ok(Bytes::from(out))));
+        }
+        if this.ended {
+            return Poll::Ready(None);
         }
         loop {
             ready!(this.timer.as_mut().poll(cx));
@@ -102,8 +147,16 @@ impl Stream for Frames {
 
 /// One event as an SSE frame: `id`, `event`, then `data` (one line per line of the data; the
 /// engine's JSON has none, so that is one `data:` line), then a blank line.
+#[cfg(test)]
 fn frame(ev: &LoggedEvent) -> Bytes {
-    let mut out = String::with_capacity(ev.name.len() + ev.data.len() + 40);
+    let mut out = String::new();
+    push_frame(&mut out, ev);
+    Bytes::from(out)
+}
+
+/// Appends `ev`'s frame (see `frame`) to `out`.
+fn push_frame(out: &mut String, ev: &LoggedEvent) {
+    out.reserve(ev.name.len() + ev.data.len() + 40);
     // Writing to a String cannot fail.
     let _ = write!(out, "id: {}\nevent: {}\n", ev.id, ev.name);
     if ev.data.contains(['\n', '\r']) {
@@ -118,7 +171,6 @@ fn frame(ev: &LoggedEvent) -> Bytes {
         out.push('\n');
     }
     out.push('\n');
-    Bytes::from(out)
 }
 
 /// Where a subscriber resumes: the `Last-Event-ID` header wins over `?after=N`; 0 replays all.
@@ -219,6 +271,57 @@ mod tests {
         while let Some(frame) = body.next().await {
             assert_eq!(frame.unwrap(), KEEP_ALIVE_FRAME);
         }
+    }
+
+    #[tokio::test]
+    async fn a_burst_shares_one_chunk_and_keeps_every_byte() {
+        let events: Vec<Arc<LoggedEvent>> = (1..=30)
+            .map(|id| {
+                Arc::new(LoggedEvent {
+                    id,
+                    name: "answer",
+                    data: format!("{{\"n\":{id}}}").into(),
+                })
+            })
+            .collect();
+        let expected: String = events
+            .iter()
+            .map(|e| String::from_utf8(frame(e).to_vec()).unwrap())
+            .collect();
+        let body = sse_response(
+            futures::stream::iter(events).boxed(),
+            DEFAULT_KEEP_ALIVE,
+            &Metrics::new(),
+        );
+        let chunks: Vec<Bytes> = body
+            .into_body()
+            .into_data_stream()
+            .map(|c| c.unwrap())
+            .collect()
+            .await;
+        // Thirty events ready at once: one write, not thirty.
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(std::str::from_utf8(&chunks[0]).unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn an_event_after_a_quiet_spell_is_not_held() {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Arc<LoggedEvent>>();
+        let body = sse_response(rx.boxed(), DEFAULT_KEEP_ALIVE, &Metrics::new());
+        let mut body = body.into_body().into_data_stream();
+        // Longer than `BURST` (a sleep is never shorter than asked).
+        tokio::time::sleep(BURST * 5).await;
+        tx.unbounded_send(Arc::new(LoggedEvent {
+            id: 1,
+            name: "step",
+            data: "{}".into(),
+        }))
+        .unwrap();
+        let first = futures::poll!(body.next());
+        assert!(
+            matches!(&first, Poll::Ready(Some(Ok(b))) if b == "id: 1\nevent: step\ndata: {}\n\n"),
+            "{first:?}"
+        );
     }
 
     #[tokio::test]
