@@ -35,3 +35,69 @@ where
         Arg::OptInt(v) => q.bind(v),
     })
 }
+
+/// Most rows in one statement built by [`many_rows`] (at ≤ 10 binds a row, far below
+/// SQLite's 32 766 and PostgreSQL's 65 535 bind limits).
+pub(super) const MANY_ROWS: usize = 500;
+
+/// Statements of at most this many rows keep their prepared form in the connection's cache
+/// (sqlx's holds 100): the few common batch sizes, not one entry per size seen.
+pub(super) const CACHED_ROWS: usize = 8;
+
+/// `sql`, an `INSERT … VALUES (…)` of one row binding `$1..$per_row` once each, in order, as
+/// one statement of `rows` rows: bind the rows' values one row after the other. PostgreSQL
+/// gets the binds renumbered (`$1..`); SQLite (`numbered` false) plain `?`, since naming them
+/// makes its parser look every name up among those before (quadratic in the binds). One
+/// statement instead of one per row saves a round trip to SQLite's worker thread per row
+/// (BENCHMARKS.md, short runs).
+pub(super) fn many_rows(sql: &str, per_row: usize, rows: usize, numbered: bool) -> String {
+    let Some(at) = sql.find(" VALUES ") else {
+        return sql.to_string();
+    };
+    let (head, tuple) = (&sql[..at + 8], &sql[at + 8..]);
+    let mut out = String::with_capacity(head.len() + rows * (tuple.len() + 8));
+    out.push_str(head);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        let mut rest = tuple;
+        while let Some(i) = rest.find('$') {
+            out.push_str(&rest[..i]);
+            rest = &rest[i + 1..];
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            if numbered {
+                let n: usize = rest[..digits].parse().unwrap_or(0);
+                out.push('$');
+                out.push_str(&(n + r * per_row).to_string());
+            } else {
+                out.push('?');
+            }
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::many_rows;
+
+    #[test]
+    fn rows_are_renumbered_in_order() {
+        let sql = "INSERT INTO t (a, b, c) VALUES ($1, 'x', $2 + 1)";
+        assert_eq!(many_rows(sql, 2, 1, true), sql);
+        assert_eq!(
+            many_rows(sql, 2, 3, true),
+            "INSERT INTO t (a, b, c) VALUES ($1, 'x', $2 + 1), ($3, 'x', $4 + 1), \
+             ($5, 'x', $6 + 1)"
+        );
+        assert_eq!(
+            many_rows(sql, 2, 2, false),
+            "INSERT INTO t (a, b, c) VALUES (?, 'x', ? + 1), (?, 'x', ? + 1)"
+        );
+    }
+}

@@ -252,6 +252,9 @@ async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), S
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
+        // The statement journal of a multi-row write (the group commits) stays in memory
+        // instead of spilling to a temporary file opened and closed per statement.
+        .pragma("temp_store", "memory")
         .busy_timeout(SQLITE_BUSY_TIMEOUT);
 
     let in_memory = url.contains(":memory:") || url.contains("mode=memory");

@@ -79,10 +79,18 @@ macro_rules! select_runs {
 /// The terminal-state update: only a row still `running` changes, which is what makes the
 /// terminal state written exactly once; the checkpoint, only needed to resume, goes. Binds:
 /// status, iterations, tool_calls, the four usage counters, error, finished_at, id.
-pub(super) const FINISH_RUN_SQL: &str =
-    "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
+const FINISH_RUN_SQL: &str = "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
      error = $8, finished_at = $9, checkpoint = NULL WHERE id = $10 AND status = 'running'";
+
+/// The terminal states of several runs in one statement: this, then `micros` (bound), then
+/// ` FROM (VALUES (id, status, iterations, tool_calls, prompt_tokens, completion_tokens,
+/// total_tokens, llm_calls, error), …) AS v WHERE runs.id = v.column1 AND runs.status =
+/// 'running' RETURNING id` (both backends name a VALUES list's columns `column1`, …).
+pub(super) const FINISH_RUNS_SQL: &str =
+    "UPDATE runs SET status = v.column2, iterations = v.column3, tool_calls = v.column4, \
+     prompt_tokens = v.column5, completion_tokens = v.column6, total_tokens = v.column7, \
+     llm_calls = v.column8, error = v.column9, checkpoint = NULL, finished_at = ";
 
 fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
@@ -90,17 +98,13 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
 
 /// Inserts a `running` run with its first block of event ids reserved, leased (epoch 1) to
 /// the store's lease holder until `started_at + ttl` (both NULL without one). Binds: id,
-/// conversation_id, owner, mode, model, started_at, event_ceiling, lease_owner, ttl (µs) (see
+/// conversation_id, owner, mode, model, started_at, event_ceiling, lease_owner, lease_until (see
 /// [`run_row`]). `started_at` is the local clock: the lease is renewed by the database's clock
 /// within `lease_renew_s`, long before a clock skew could matter.
 const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
      event_ceiling, lease_owner, lease_epoch, lease_until) \
-     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $6 + $9)";
-
-/// Replaces a running run's checkpoint. Binds: checkpoint, id.
-pub(super) const CHECKPOINT_SQL: &str =
-    "UPDATE runs SET checkpoint = $1 WHERE id = $2 AND status = 'running'";
+     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $9)";
 
 /// Raises a run's event-id ceiling, never lowering it. Binds: ceiling, id.
 pub(super) const RAISE_CEILING_SQL: &str =
@@ -119,7 +123,9 @@ fn run_row<'a>(r: &'a NewRun, micros: i64, holder: Option<&'a LeaseHolder>) -> V
         holder.map_or(Arg::OptStr(None), |h| {
             Arg::OptStr(Some(h.instance.as_str()))
         }),
-        holder.map_or(Arg::OptInt(None), |h| Arg::OptInt(Some(h.ttl_micros()))),
+        holder.map_or(Arg::OptInt(None), |h| {
+            Arg::OptInt(Some(micros + h.ttl_micros()))
+        }),
     ]
 }
 

@@ -2,19 +2,21 @@
 //! checkpoints and terminal states, fenced by lease epoch (SPEC §11), with one `pg_notify` per
 //! committed batch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{insert_rows, pack, EVENT_CHUNK};
 use crate::domain::RunStatus;
-use crate::store::binds::bind;
-use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
+use crate::store::binds::{bind, many_rows, CACHED_ROWS, MANY_ROWS};
+use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
 use crate::store::models::{now, to_i64};
 use crate::store::notify::EVENTS_CHANNEL;
-use crate::store::runs::{CHECKPOINT_SQL, FINISH_RUN_SQL, RAISE_CEILING_SQL};
-use crate::store::{with_writer, Backend, RunBatch, Store, StoreError, StoredEvent, Written};
+use crate::store::runs::{FINISH_RUNS_SQL, RAISE_CEILING_SQL};
+use crate::store::{
+    with_writer, Backend, FinalState, RunBatch, Store, StoreError, StoredEvent, Written,
+};
 
 /// Most runs whose epoch one statement checks (one bind each).
 const FENCE_CHUNK: usize = 1000;
@@ -113,6 +115,13 @@ impl Store {
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_rows(chunk).build().execute(&mut *tx).await?;
             }
+            // A run finishing in this batch needs no checkpoint: its terminal state clears it.
+            let finishes = |b: &RunBatch| {
+                b.finish
+                    .as_ref()
+                    .is_some_and(|f| f.finish.status != RunStatus::Running)
+            };
+            let mut checkpoints: Vec<(&str, &str)> = Vec::new();
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
                 if !kept(i) {
                     continue;
@@ -124,53 +133,84 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                if let Some(checkpoint) = &batch.checkpoint {
-                    sqlx::query(CHECKPOINT_SQL)
-                        .bind(checkpoint.as_str())
-                        .bind(run_id.as_str())
-                        .execute(&mut *tx)
-                        .await?;
+                if let (Some(checkpoint), false) = (&batch.checkpoint, finishes(batch)) {
+                    checkpoints.push((run_id.as_str(), checkpoint.as_str()));
                 }
             }
-            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
-                if !kept(i) {
-                    continue;
+            for chunk in checkpoints.chunks(MANY_ROWS) {
+                let mut q = QueryBuilder::new("UPDATE runs SET checkpoint = v.column2 FROM (");
+                q.push_values(chunk, |mut row, (id, checkpoint)| {
+                    row.push_bind(*id).push_bind(*checkpoint);
+                });
+                q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running'");
+                let cached = chunk.len() <= CACHED_ROWS;
+                q.build().persistent(cached).execute(&mut *tx).await?;
+            }
+            // Terminal states: one statement for all of them; the runs it finished (still
+            // `running` until then) get their answer and their conversation's `updated_at`.
+            let finishing: Vec<(usize, &str, &FinalState)> = batches
+                .iter()
+                .zip(&ids)
+                .enumerate()
+                .filter(|(i, (b, _))| kept(*i) && finishes(b))
+                .filter_map(|(i, (b, id))| b.finish.as_ref().map(|f| (i, id.as_str(), f)))
+                .collect();
+            let mut finished: HashSet<String> = HashSet::new();
+            for chunk in finishing.chunks(MANY_ROWS) {
+                let mut q = QueryBuilder::new(FINISH_RUNS_SQL);
+                q.push_bind(micros).push(" FROM (");
+                q.push_values(chunk, |mut row, (_, id, fin)| {
+                    let f = &fin.finish;
+                    row.push_bind(*id)
+                        .push_bind(f.status.as_str())
+                        .push_bind(i64::from(f.iterations))
+                        .push_bind(i64::from(f.tool_calls))
+                        .push_bind(to_i64(f.usage.prompt_tokens))
+                        .push_bind(to_i64(f.usage.completion_tokens))
+                        .push_bind(to_i64(f.usage.total_tokens))
+                        .push_bind(to_i64(f.usage.llm_calls))
+                        .push_bind(f.error.as_deref().map(crate::store::storable));
+                });
+                q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");
+                let cached = chunk.len() <= CACHED_ROWS;
+                let done: Vec<String> = q
+                    .build_query_scalar()
+                    .persistent(cached)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                finished.extend(done);
+            }
+            let mut answers = Vec::new();
+            let mut touched = Vec::new();
+            for (i, id, fin) in &finishing {
+                let stored = finished.contains(*id);
+                written[*i] = Written::Stored(stored);
+                if let (true, Some(answer)) = (stored, &fin.answer) {
+                    let message_id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
+                    answers.push(message_row(message_id, answer, micros));
+                    touched.push(answer.conversation_id.to_string());
                 }
-                let Some(fin) = &batch.finish else { continue };
-                let f = &fin.finish;
-                if f.status == RunStatus::Running {
-                    continue;
-                }
-                let updated = sqlx::query(FINISH_RUN_SQL)
-                    .bind(f.status.as_str())
-                    .bind(i64::from(f.iterations))
-                    .bind(i64::from(f.tool_calls))
-                    .bind(to_i64(f.usage.prompt_tokens))
-                    .bind(to_i64(f.usage.completion_tokens))
-                    .bind(to_i64(f.usage.total_tokens))
-                    .bind(to_i64(f.usage.llm_calls))
-                    .bind(f.error.as_deref().map(crate::store::storable))
-                    .bind(micros)
-                    .bind(run_id.as_str())
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                let finished = updated == 1;
-                written[i] = Written::Stored(finished);
-                if let (true, Some(answer)) = (finished, &fin.answer) {
-                    let id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
-                    bind(
-                        sqlx::query(INSERT_MESSAGE_SQL),
-                        message_row(id, answer, micros),
-                    )
+            }
+            let mut answers = answers.into_iter().peekable();
+            while answers.peek().is_some() {
+                let chunk: Vec<_> = answers.by_ref().take(MANY_ROWS).collect();
+                let cached = chunk.len() <= CACHED_ROWS;
+                let sql = many_rows(INSERT_MESSAGE_SQL, 7, chunk.len(), self.is_shared());
+                let args = chunk.into_iter().flatten().collect();
+                bind(sqlx::query(&sql).persistent(cached), args)
                     .execute(&mut *tx)
                     .await?;
-                    sqlx::query(TOUCH_CONVERSATION_SQL)
-                        .bind(micros)
-                        .bind(answer.conversation_id.to_string())
-                        .execute(&mut *tx)
-                        .await?;
+            }
+            for chunk in touched.chunks(MANY_ROWS) {
+                let mut q = QueryBuilder::new("UPDATE conversations SET updated_at = ");
+                q.push_bind(micros).push(" WHERE id IN (");
+                let mut list = q.separated(", ");
+                for id in chunk {
+                    list.push_bind(id.as_str());
                 }
+                q.push(")");
+                let cached = chunk.len() <= CACHED_ROWS;
+                q.build().persistent(cached).execute(&mut *tx).await?;
             }
             if let Some(payload) = &hint {
                 // One hint per committed batch, sent at commit (SPEC §11).

@@ -1,13 +1,13 @@
 //! Run starts, group-committed: a start's run, its query and (when new) its conversation in
 //! one transaction shared with the starts queued meanwhile.
 
+use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{run_row, INSERT_RUN_SQL};
-use crate::store::binds::bind;
+use crate::store::binds::{bind, many_rows, Arg, CACHED_ROWS, MANY_ROWS};
 use crate::store::conversations::{
     conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
-    TOUCH_CONVERSATION_SQL,
 };
 use crate::store::models::now;
 use crate::store::{with_writer, Conversation, NewMessage, NewRun, Store, StoreError};
@@ -132,48 +132,64 @@ impl Store {
         }
     }
 
-    /// One transaction writing `rows`: each start's conversation (when new), run and query,
-    /// or for a start in an existing conversation its run, query and the conversation's
-    /// `updated_at`. The caller holds the write turn.
+    /// One transaction writing `rows`: the new conversations, the runs, the messages (each
+    /// start's history then its query) and the `updated_at` of the existing conversations
+    /// started in, each kind as one multi-row statement ([`many_rows`]). The caller holds the
+    /// write turn.
     async fn insert_starts(&self, rows: &[&StartRow], micros: i64) -> Result<(), StoreError> {
+        let conversations: Vec<Vec<Arg<'_>>> = rows
+            .iter()
+            .filter_map(|r| r.conversation.as_ref())
+            .map(|c| conversation_row(c, micros))
+            .collect();
+        let runs: Vec<Vec<Arg<'_>>> = rows
+            .iter()
+            .map(|r| run_row(&r.run, micros, self.lease_holder()))
+            .collect();
+        let messages: Vec<Vec<Arg<'_>>> = rows
+            .iter()
+            .flat_map(|r| r.history.iter().chain(std::iter::once(&r.query)))
+            .map(|m| message_row(m.id.unwrap_or_else(Uuid::new_v4).to_string(), m, micros))
+            .collect();
+        let touched: Vec<String> = rows
+            .iter()
+            .filter(|r| r.conversation.is_none())
+            .map(|r| r.query.conversation_id.to_string())
+            .collect();
+        let numbered = self.is_shared();
+        // Conversations before what refers to them.
+        let inserts = [
+            (INSERT_CONVERSATION_SQL, 10, conversations),
+            (INSERT_RUN_SQL, 9, runs),
+            (INSERT_MESSAGE_SQL, 7, messages),
+        ];
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
-            for row in rows {
-                let message_id = row.query.id.unwrap_or_else(Uuid::new_v4).to_string();
-                if let Some(c) = &row.conversation {
-                    // `updated_at` is the query's time, as a touch by the query would leave it.
-                    bind(
-                        sqlx::query(INSERT_CONVERSATION_SQL),
-                        conversation_row(c, micros),
-                    )
+            for (sql, per_row, values) in inserts {
+                let mut values = values.into_iter().peekable();
+                while values.peek().is_some() {
+                    let chunk: Vec<Vec<Arg<'_>>> = values.by_ref().take(MANY_ROWS).collect();
+                    // Prepared statements are cached for the few common batch sizes only.
+                    let cached = chunk.len() <= CACHED_ROWS;
+                    let sql = many_rows(sql, per_row, chunk.len(), numbered);
+                    let args = chunk.into_iter().flatten().collect();
+                    bind(sqlx::query(&sql).persistent(cached), args)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            for chunk in touched.chunks(MANY_ROWS) {
+                let mut q = QueryBuilder::new("UPDATE conversations SET updated_at = ");
+                q.push_bind(micros).push(" WHERE id IN (");
+                let mut list = q.separated(", ");
+                for id in chunk {
+                    list.push_bind(id.as_str());
+                }
+                q.push(")");
+                q.build()
+                    .persistent(chunk.len() <= CACHED_ROWS)
                     .execute(&mut *tx)
                     .await?;
-                }
-                for m in &row.history {
-                    let id = m.id.unwrap_or_else(Uuid::new_v4).to_string();
-                    bind(sqlx::query(INSERT_MESSAGE_SQL), message_row(id, m, micros))
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                bind(
-                    sqlx::query(INSERT_RUN_SQL),
-                    run_row(&row.run, micros, self.lease_holder()),
-                )
-                .execute(&mut *tx)
-                .await?;
-                bind(
-                    sqlx::query(INSERT_MESSAGE_SQL),
-                    message_row(message_id, &row.query, micros),
-                )
-                .execute(&mut *tx)
-                .await?;
-                if row.conversation.is_none() {
-                    sqlx::query(TOUCH_CONVERSATION_SQL)
-                        .bind(micros)
-                        .bind(row.query.conversation_id.to_string())
-                        .execute(&mut *tx)
-                        .await?;
-                }
             }
             tx.commit().await?;
         });
