@@ -217,9 +217,11 @@ struct SuiteArgs {
     /// Only these scenarios (comma-separated: overhead, history, scale, streams, throughput).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Machine-readable results.
-    #[arg(long, default_value = "target/benchmarks.json")]
-    out: std::path::PathBuf,
+    /// Machine-readable results: by default target/benchmarks.json for the whole suite (what
+    /// the plot reads), target/benchmarks-only.json with --only, so that one scenario's rerun
+    /// does not overwrite the whole suite's figures.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -273,7 +275,13 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
     }
     match cmd {
         Cmd::Run(a) => run(*a).await,
-        Cmd::Suite(a) => suite::suite(a.quick, a.repeat.max(1), a.only, &a.out).await,
+        Cmd::Suite(a) => {
+            let out = a.out.unwrap_or_else(|| match a.only.is_empty() {
+                true => "target/benchmarks.json".into(),
+                false => "target/benchmarks-only.json".into(),
+            });
+            suite::suite(a.quick, a.repeat.max(1), a.only, &out).await
+        }
         Cmd::Smoke => soak::smoke().await,
         Cmd::ChaosSmoke => chaos::chaos_smoke().await,
         Cmd::Instances(a) => instances::instances(a).await,
