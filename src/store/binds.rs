@@ -82,6 +82,48 @@ pub(super) fn many_rows(sql: &str, per_row: usize, rows: usize, numbered: bool) 
     out
 }
 
+/// Inserts `rows` (each [`Arg`]s of `per_row` values for the one-row `$sql`) in the
+/// transaction `$tx`, [`MANY_ROWS`] rows per statement; `?` on a database error. A macro, not
+/// a function: `$tx` is either backend's transaction.
+macro_rules! insert_many {
+    ($tx:expr, $sql:expr, $per_row:expr, $rows:expr, $numbered:expr) => {{
+        let mut rows = $rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            let chunk: Vec<Vec<$crate::store::binds::Arg<'_>>> = rows
+                .by_ref()
+                .take($crate::store::binds::MANY_ROWS)
+                .collect();
+            // Prepared statements are cached for the few common batch sizes only.
+            let cached = chunk.len() <= $crate::store::binds::CACHED_ROWS;
+            let sql = $crate::store::binds::many_rows($sql, $per_row, chunk.len(), $numbered);
+            let args = chunk.into_iter().flatten().collect();
+            $crate::store::binds::bind(sqlx::query(&sql).persistent(cached), args)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    }};
+}
+pub(crate) use insert_many;
+
+/// Sets `updated_at` to `$micros` on the conversations `$ids` (`&[String]`) in the
+/// transaction `$tx`, [`MANY_ROWS`] per statement; `?` on a database error.
+macro_rules! touch_conversations {
+    ($tx:expr, $ids:expr, $micros:expr) => {{
+        for chunk in $ids.chunks($crate::store::binds::MANY_ROWS) {
+            let mut q = sqlx::QueryBuilder::new("UPDATE conversations SET updated_at = ");
+            q.push_bind($micros).push(" WHERE id IN (");
+            let mut list = q.separated(", ");
+            for id in chunk {
+                list.push_bind(id.as_str());
+            }
+            q.push(")");
+            let cached = chunk.len() <= $crate::store::binds::CACHED_ROWS;
+            q.build().persistent(cached).execute(&mut *$tx).await?;
+        }
+    }};
+}
+pub(crate) use touch_conversations;
+
 #[cfg(test)]
 mod tests {
     use super::many_rows;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{insert_rows, pack, EVENT_CHUNK};
 use crate::domain::RunStatus;
-use crate::store::binds::{bind, many_rows, CACHED_ROWS, MANY_ROWS};
+use crate::store::binds::{insert_many, touch_conversations, CACHED_ROWS, MANY_ROWS};
 use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
 use crate::store::models::{now, to_i64};
 use crate::store::notify::EVENTS_CHANNEL;
@@ -191,27 +191,8 @@ impl Store {
                     touched.push(answer.conversation_id.to_string());
                 }
             }
-            let mut answers = answers.into_iter().peekable();
-            while answers.peek().is_some() {
-                let chunk: Vec<_> = answers.by_ref().take(MANY_ROWS).collect();
-                let cached = chunk.len() <= CACHED_ROWS;
-                let sql = many_rows(INSERT_MESSAGE_SQL, 7, chunk.len(), self.is_shared());
-                let args = chunk.into_iter().flatten().collect();
-                bind(sqlx::query(&sql).persistent(cached), args)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            for chunk in touched.chunks(MANY_ROWS) {
-                let mut q = QueryBuilder::new("UPDATE conversations SET updated_at = ");
-                q.push_bind(micros).push(" WHERE id IN (");
-                let mut list = q.separated(", ");
-                for id in chunk {
-                    list.push_bind(id.as_str());
-                }
-                q.push(")");
-                let cached = chunk.len() <= CACHED_ROWS;
-                q.build().persistent(cached).execute(&mut *tx).await?;
-            }
+            insert_many!(tx, INSERT_MESSAGE_SQL, 7, answers, self.is_shared());
+            touch_conversations!(tx, touched, micros);
             if let Some(payload) = &hint {
                 // One hint per committed batch, sent at commit (SPEC §11).
                 sqlx::query("SELECT pg_notify($1, $2)")

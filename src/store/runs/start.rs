@@ -1,11 +1,10 @@
 //! Run starts, group-committed: a start's run, its query and (when new) its conversation in
 //! one transaction shared with the starts queued meanwhile.
 
-use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{run_row, INSERT_RUN_SQL};
-use crate::store::binds::{bind, many_rows, Arg, CACHED_ROWS, MANY_ROWS};
+use crate::store::binds::{insert_many, touch_conversations, Arg};
 use crate::store::conversations::{
     conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
 };
@@ -166,31 +165,9 @@ impl Store {
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for (sql, per_row, values) in inserts {
-                let mut values = values.into_iter().peekable();
-                while values.peek().is_some() {
-                    let chunk: Vec<Vec<Arg<'_>>> = values.by_ref().take(MANY_ROWS).collect();
-                    // Prepared statements are cached for the few common batch sizes only.
-                    let cached = chunk.len() <= CACHED_ROWS;
-                    let sql = many_rows(sql, per_row, chunk.len(), numbered);
-                    let args = chunk.into_iter().flatten().collect();
-                    bind(sqlx::query(&sql).persistent(cached), args)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                insert_many!(tx, sql, per_row, values, numbered);
             }
-            for chunk in touched.chunks(MANY_ROWS) {
-                let mut q = QueryBuilder::new("UPDATE conversations SET updated_at = ");
-                q.push_bind(micros).push(" WHERE id IN (");
-                let mut list = q.separated(", ");
-                for id in chunk {
-                    list.push_bind(id.as_str());
-                }
-                q.push(")");
-                q.build()
-                    .persistent(chunk.len() <= CACHED_ROWS)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            touch_conversations!(tx, touched, micros);
             tx.commit().await?;
         });
         Ok(())
