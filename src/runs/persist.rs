@@ -79,7 +79,7 @@ struct Tracked {
     closing: Option<(Option<Closing>, Waiter)>,
     failures: u32,
     /// The run's latest checkpoint not yet stored: written with the events up to its id.
-    checkpoint: Option<(u64, Arc<str>)>,
+    checkpoint: Option<(u64, Arc<String>)>,
     fence: Option<Fence>,
 }
 
@@ -102,7 +102,7 @@ struct Planned {
     /// The event-id ceiling this write commits (readers may see up to it afterwards).
     raise: Option<u64>,
     /// The checkpoint this write stores.
-    checkpoint: Option<Arc<str>>,
+    checkpoint: Option<Arc<String>>,
     closes: bool,
     /// The run's last write failed: it is written on its own so it cannot fail the others'.
     suspect: bool,
@@ -179,7 +179,7 @@ impl EventWriter {
     /// (a newer one replaces it if it is not written yet).
     pub fn checkpoint(&self, run_id: Uuid, after: u64, data: String) {
         if let Some(t) = self.lock().runs.get_mut(&run_id) {
-            t.checkpoint = Some((after, data.into()));
+            t.checkpoint = Some((after, Arc::new(data)));
         }
         self.wake.notify_one();
     }
@@ -320,7 +320,7 @@ impl EventWriter {
                     run_id: id,
                     events,
                     ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
-                    checkpoint: checkpoint.map(|(_, c)| c.to_string()),
+                    checkpoint: checkpoint.map(|(_, c)| c.clone()),
                     finish,
                     epoch: t.fence.as_ref().map(|f| f.epoch),
                 },

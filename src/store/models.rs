@@ -94,8 +94,9 @@ pub struct RunBatch {
     pub events: Vec<StoredEvent>,
     /// Raises `runs.event_ceiling` to this (never lowers it), see [`EVENT_ID_BLOCK`].
     pub ceiling: Option<i64>,
-    /// The run's latest checkpoint (JSON), taken once the batch's events were appended.
-    pub checkpoint: Option<String>,
+    /// The run's latest checkpoint (JSON), taken once the batch's events were appended;
+    /// shared with the writer that holds it until stored, not copied per write.
+    pub checkpoint: Option<std::sync::Arc<String>>,
     pub finish: Option<FinalState>,
     /// The lease epoch the writer holds the run under: the batch is written only while the
     /// run's row still has it (fencing, SPEC §11); `None` writes unconditionally.

@@ -102,7 +102,7 @@ impl EventWriter {
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
         let stored =
-            |(_, c): &(u64, Arc<str>)| p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c));
+            |(_, c): &(u64, Arc<String>)| p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c));
         if t.checkpoint.as_ref().is_some_and(stored) {
             t.checkpoint = None;
         }

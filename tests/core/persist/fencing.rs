@@ -19,7 +19,7 @@ async fn fenced(store: Store) {
             data: "{}".into(),
         }],
         ceiling: Some(5000),
-        checkpoint: Some("{}".into()),
+        checkpoint: Some(std::sync::Arc::new("{}".to_string())),
         finish: None,
         epoch: Some(1),
     };
