@@ -276,10 +276,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
     match cmd {
         Cmd::Run(a) => run(*a).await,
         Cmd::Suite(a) => {
-            let out = a.out.unwrap_or_else(|| match a.only.is_empty() {
-                true => "target/benchmarks.json".into(),
-                false => "target/benchmarks-only.json".into(),
-            });
+            let out = a.out.unwrap_or_else(|| suite::default_out(&a.only));
             suite::suite(a.quick, a.repeat.max(1), a.only, &out).await
         }
         Cmd::Smoke => soak::smoke().await,

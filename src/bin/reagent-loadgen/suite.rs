@@ -232,3 +232,15 @@ pub async fn suite(
     }
     Ok(ctx.errors.is_empty())
 }
+
+/// Where `suite` writes its JSON without `--out`: the whole suite's file (the plot's), or with
+/// `--only` a file of its own, so that one scenario's rerun keeps the whole suite's figures.
+pub fn default_out(only: &[String]) -> std::path::PathBuf {
+    match only.is_empty() {
+        true => "target/benchmarks.json".into(),
+        false => "target/benchmarks-only.json".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
