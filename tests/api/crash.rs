@@ -67,6 +67,28 @@ async fn start_with(dir: &Path, db_url: &str, llm: &str, extra: &[(&str, &str)])
     Server::serve(dir, &env).await
 }
 
+/// The environment of a test run with restart resume on or off (`REAGENT_RESUME_ON_RESTART`).
+fn resume_env(resume: bool) -> [(&'static str, &'static str); 1] {
+    [(
+        "REAGENT_RESUME_ON_RESTART",
+        if resume { "true" } else { "false" },
+    )]
+}
+
+/// Kills `server` with SIGKILL and starts it again on the same directory and database, once
+/// the killed process's PostgreSQL sessions are gone (see [`wait_for_dead_sessions`]).
+async fn kill_and_restart(
+    server: &mut Server,
+    dir: &Path,
+    db_url: &str,
+    llm: &str,
+    env: &[(&str, &str)],
+) {
+    server.kill9().await;
+    wait_for_dead_sessions(db_url).await;
+    *server = start_with(dir, db_url, llm, env).await;
+}
+
 /// What the clients were told was accepted.
 #[derive(Default)]
 struct Accepted {

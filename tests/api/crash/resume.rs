@@ -14,7 +14,7 @@ use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use uuid::Uuid;
 
 use super::synthesis::{compare, events, watch};
-use super::{probe_url, start_with, wait_for_dead_sessions};
+use super::{kill_and_restart, probe_url, resume_env, start_with};
 use crate::support::backends::{run_on, Backend};
 use crate::support::lookup::{lookup_mock, tool_end_after_resumed, Lookup};
 use crate::support::sse::Sse;
@@ -61,19 +61,14 @@ async fn kill_after_first_tool(db_url: &str, resume: bool) -> Vec<Sse> {
     .await
     .unwrap();
     let llm = mock.base_url();
-    let env = [(
-        "REAGENT_RESUME_ON_RESTART",
-        if resume { "true" } else { "false" },
-    )];
+    let env = resume_env(resume);
     let mut server = start_with(dir.path(), db_url, &llm, &env).await;
     let (run, seen) = watch(&server, |e| e.label() == "step:tool_end").await;
     assert_eq!(
         seen.last().map(Sse::label).as_deref(),
         Some("step:tool_end")
     );
-    server.kill9().await;
-    wait_for_dead_sessions(db_url).await;
-    server = start_with(dir.path(), db_url, &llm, &env).await;
+    kill_and_restart(&mut server, dir.path(), db_url, &llm, &env).await;
     let replay = events(&server, &run, None).await;
     compare(&run, &seen, &replay);
     let resumed: Vec<&Sse> = replay
@@ -139,9 +134,7 @@ async fn kill_during_a_tool_call(db_url: &str, idempotent: bool) -> (usize, Sse)
     tool.wait_in_flight(&store, Uuid::parse_str(&run).unwrap())
         .await;
     store.close().await;
-    server.kill9().await;
-    wait_for_dead_sessions(db_url).await;
-    server = start_with(dir.path(), db_url, &llm, &env).await;
+    kill_and_restart(&mut server, dir.path(), db_url, &llm, &env).await;
     let replay = events(&server, &run, None).await;
     assert_eq!(replay.last().unwrap().data["status"], "completed");
     let end = tool_end_after_resumed(&replay);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reagent::testing::mock_provider::{MockConfig, MockProvider};
 
-use super::{start_with, wait_for_dead_sessions};
+use super::{kill_and_restart, resume_env, start_with};
 use crate::support::child::Server;
 use crate::support::sse::{assert_ids_rise_with_one_crash_gap, assert_seen_replayed, Sse};
 
@@ -46,16 +46,11 @@ async fn kill_during_synthesis(db_url: &str, resume: bool) {
     .await
     .unwrap();
     let llm = mock.base_url();
-    let env = [(
-        "REAGENT_RESUME_ON_RESTART",
-        if resume { "true" } else { "false" },
-    )];
+    let env = resume_env(resume);
     let mut server = start_with(dir.path(), db_url, &llm, &env).await;
     for deltas in KILLS {
         let (run, seen) = watch_until_deltas(&server, deltas).await;
-        server.kill9().await;
-        wait_for_dead_sessions(db_url).await;
-        server = start_with(dir.path(), db_url, &llm, &env).await;
+        kill_and_restart(&mut server, dir.path(), db_url, &llm, &env).await;
         let replay = events(&server, &run, None).await;
         compare(&run, &seen, &replay);
         let resumed = replay
