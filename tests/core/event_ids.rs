@@ -13,7 +13,10 @@ use reagent::runs::EventLog;
 use reagent::store::{NewConversation, NewRun, Store, EVENT_ID_BLOCK};
 use uuid::Uuid;
 
-use crate::support::backends::{run_on, Backend};
+on_both_backends!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    readers_see_only_committed_ids
+);
 
 /// Events appended at once, far beyond one block, so appends outrun the writer's ticks.
 const EVENTS: u64 = 5 * EVENT_ID_BLOCK as u64;
@@ -79,14 +82,4 @@ async fn readers_see_only_committed_ids(url: String) {
     // Raised a block at a time, not once per tick: few extra writes.
     assert!(ceiling <= EVENTS + EVENT_ID_BLOCK as u64, "{ceiling}");
     store.close().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readers_see_only_committed_ids_sqlite() {
-    run_on(Backend::Sqlite, readers_see_only_committed_ids).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readers_see_only_committed_ids_postgres() {
-    run_on(Backend::Postgres, readers_see_only_committed_ids).await;
 }

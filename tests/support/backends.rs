@@ -3,8 +3,9 @@
 //! (`WITH (FORCE)`, from the admin connection, even when the scenario panics). When
 //! PostgreSQL is unreachable the PostgreSQL tests FAIL unless `REAGENT_SKIP_PG=1` is set.
 //!
-//! [`on_both_backends!`] turns `async fn(db_url: String)` scenarios into one test per backend,
-//! in modules `sqlite` and `postgres` beside them.
+//! [`on_both_backends!`] turns `async fn(db_url: String)` scenarios (or scenarios of another
+//! runner taking a [`Backend`]) into one test per backend, in modules `sqlite` and `postgres`
+//! beside them.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -16,17 +17,17 @@ use tokio::sync::Semaphore;
 /// invoking module; each scenario is an `async fn(String)` given its database URL. An optional
 /// leading `#[tokio::test(...)]` attribute replaces the default one (e.g. a multi-threaded
 /// runtime for races).
+///
+/// `via RUNNER;` runs the scenarios with `RUNNER(backend, scenario)` instead of [`run_on`]
+/// (e.g. a runner handing each scenario a connected store); each scenario then names its own
+/// test attribute, so one file's scenarios can differ in runtime.
 macro_rules! on_both_backends {
-    (#[$test:meta] $($scenario:ident),* $(,)?) => {
+    (via $run:path; $(#[$test:meta] $scenario:ident),* $(,)?) => {
         mod sqlite {
             $(
                 #[$test]
                 async fn $scenario() {
-                    $crate::support::backends::run_on(
-                        $crate::support::backends::Backend::Sqlite,
-                        super::$scenario,
-                    )
-                    .await;
+                    $run($crate::support::backends::Backend::Sqlite, super::$scenario).await;
                 }
             )*
         }
@@ -34,14 +35,13 @@ macro_rules! on_both_backends {
             $(
                 #[$test]
                 async fn $scenario() {
-                    $crate::support::backends::run_on(
-                        $crate::support::backends::Backend::Postgres,
-                        super::$scenario,
-                    )
-                    .await;
+                    $run($crate::support::backends::Backend::Postgres, super::$scenario).await;
                 }
             )*
         }
+    };
+    (#[$test:meta] $($scenario:ident),* $(,)?) => {
+        on_both_backends!(via $crate::support::backends::run_on; $(#[$test] $scenario),*);
     };
     ($($scenario:ident),* $(,)?) => {
         on_both_backends!(#[tokio::test] $($scenario),*);

@@ -3,6 +3,14 @@
 
 use super::*;
 
+on_both_backends!(
+    via crate::persist::with_store;
+    #[tokio::test]
+    a_vanished_run_is_dropped_quietly,
+    #[tokio::test]
+    a_failing_run_does_not_block_the_others,
+);
+
 /// Registers a log for `run` with the writer, holding one `start` event.
 fn follow(writer: &EventWriter, run: Uuid) -> Arc<EventLog> {
     let log = Arc::new(EventLog::new());
@@ -11,7 +19,7 @@ fn follow(writer: &EventWriter, run: Uuid) -> Arc<EventLog> {
     log
 }
 
-async fn failing(store: Store) {
+async fn a_failing_run_does_not_block_the_others(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
     // Its answer names a conversation that does not exist, which breaks a foreign key: its
@@ -46,7 +54,7 @@ async fn failing(store: Store) {
 /// A run whose row is gone (its conversation was deleted while it ran) neither fails nor
 /// blocks the writer: its events have nowhere to go and are dropped, and its end reports that
 /// the run was no longer `running` in the database.
-async fn vanished(store: Store) {
+async fn a_vanished_run_is_dropped_quietly(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(1));
     let task = tokio::spawn(writer.clone().run());
     let ghost = Uuid::new_v4();
@@ -65,26 +73,6 @@ async fn vanished(store: Store) {
     assert!(store.list_events(ghost, 0).await.unwrap().is_empty());
     writer.stop();
     task.await.unwrap();
-}
-
-#[tokio::test]
-async fn a_vanished_run_is_dropped_quietly_sqlite() {
-    with_store(Backend::Sqlite, vanished).await;
-}
-
-#[tokio::test]
-async fn a_vanished_run_is_dropped_quietly_postgres() {
-    with_store(Backend::Postgres, vanished).await;
-}
-
-#[tokio::test]
-async fn a_failing_run_does_not_block_the_others_sqlite() {
-    with_store(Backend::Sqlite, failing).await;
-}
-
-#[tokio::test]
-async fn a_failing_run_does_not_block_the_others_postgres() {
-    with_store(Backend::Postgres, failing).await;
 }
 
 #[tokio::test]

@@ -3,10 +3,18 @@
 
 use super::*;
 
+on_both_backends!(
+    via crate::persist::with_store;
+    #[tokio::test]
+    a_fenced_batch_writes_nothing,
+    #[tokio::test]
+    the_writer_stops_a_fenced_run,
+);
+
 /// Fencing (SPEC §11): once another instance took the run (a new epoch), a batch written
 /// under the old epoch stores nothing — no events, no checkpoint, no terminal state — and is
 /// answered `Fenced`; the taker's batch under the new epoch is stored.
-async fn fenced(store: Store) {
+async fn a_fenced_batch_writes_nothing(store: Store) {
     let (conv, run) = new_run(&store).await;
     let ttl = Duration::from_secs(20);
     let taken = store.take_run(run, "b", ttl).await.unwrap().unwrap();
@@ -68,20 +76,10 @@ async fn fenced(store: Store) {
     assert_eq!(store.list_events(run, 0).await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn a_fenced_batch_writes_nothing_sqlite() {
-    with_store(Backend::Sqlite, fenced).await;
-}
-
-#[tokio::test]
-async fn a_fenced_batch_writes_nothing_postgres() {
-    with_store(Backend::Postgres, fenced).await;
-}
-
 /// The writer under fencing: once the run's epoch moved on, its next batch is refused; the
 /// writer counts it, cancels the run's `lost` token, writes nothing more of it (a later event
 /// neither), and tells the run's final write `Fenced`. Another run's writes go on.
-async fn writer_fenced(store: Store) {
+async fn the_writer_stops_a_fenced_run(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(2));
     let task = tokio::spawn(writer.clone().run());
     let (conv, run) = new_run(&store).await;
@@ -145,14 +143,4 @@ async fn writer_fenced(store: Store) {
     );
     writer.stop();
     task.abort();
-}
-
-#[tokio::test]
-async fn the_writer_stops_a_fenced_run_sqlite() {
-    with_store(Backend::Sqlite, writer_fenced).await;
-}
-
-#[tokio::test]
-async fn the_writer_stops_a_fenced_run_postgres() {
-    with_store(Backend::Postgres, writer_fenced).await;
 }

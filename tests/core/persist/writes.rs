@@ -3,7 +3,18 @@
 
 use super::*;
 
-async fn many_runs(store: Store) {
+on_both_backends!(
+    via crate::persist::with_store;
+    // Forty runs appending at once: on more than one thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    writer_persists_many_runs_contiguously,
+    #[tokio::test]
+    a_run_end_skips_the_tick_interval,
+    #[tokio::test]
+    terminal_state_written_once,
+);
+
+async fn writer_persists_many_runs_contiguously(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_millis(2));
     let task = tokio::spawn(writer.clone().run());
     let mut handles = Vec::new();
@@ -49,20 +60,10 @@ async fn many_runs(store: Store) {
     task.await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writer_persists_many_runs_contiguously_sqlite() {
-    with_store(Backend::Sqlite, many_runs).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writer_persists_many_runs_contiguously_postgres() {
-    with_store(Backend::Postgres, many_runs).await;
-}
-
 /// A run's end is written right after the write in progress, not an `interval` later: with
 /// an hour between ticks, the final write of a run whose events were just written still
 /// completes (the bound below is far from both the hour and any real write time).
-async fn ends_skip_the_interval(store: Store) {
+async fn a_run_end_skips_the_tick_interval(store: Store) {
     let writer = EventWriter::new(store.clone(), Duration::from_secs(3600));
     let task = tokio::spawn(writer.clone().run());
     let (conv, run) = new_run(&store).await;
@@ -100,17 +101,7 @@ async fn ends_skip_the_interval(store: Store) {
     task.abort();
 }
 
-#[tokio::test]
-async fn a_run_end_skips_the_tick_interval_sqlite() {
-    with_store(Backend::Sqlite, ends_skip_the_interval).await;
-}
-
-#[tokio::test]
-async fn a_run_end_skips_the_tick_interval_postgres() {
-    with_store(Backend::Postgres, ends_skip_the_interval).await;
-}
-
-async fn once(store: Store) {
+async fn terminal_state_written_once(store: Store) {
     let (conv, run) = new_run(&store).await;
     let batch = RunBatch {
         ceiling: None,
@@ -156,14 +147,4 @@ async fn once(store: Store) {
         .collect();
     assert_eq!(answers, ["first"]);
     assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
-}
-
-#[tokio::test]
-async fn terminal_state_written_once_sqlite() {
-    with_store(Backend::Sqlite, once).await;
-}
-
-#[tokio::test]
-async fn terminal_state_written_once_postgres() {
-    with_store(Backend::Postgres, once).await;
 }
