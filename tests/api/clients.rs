@@ -46,11 +46,7 @@ fn subscribers(app: &TestApp) -> f64 {
 }
 
 async fn run_status(app: &TestApp, run: &str) -> Value {
-    app.get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap()
+    app.get_json(&format!("/api/runs/{run}"), None).await
 }
 
 /// Waits for the run to finish, then checks what was persisted: a terminal status, events 1..n

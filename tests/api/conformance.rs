@@ -22,12 +22,7 @@ fn token(path: &str) -> String {
 
 impl Doc {
     async fn of(app: &TestApp) -> Doc {
-        Doc(app
-            .get("/api/openapi.json", None)
-            .await
-            .json()
-            .await
-            .unwrap())
+        Doc(app.get_json("/api/openapi.json", None).await)
     }
 
     /// Checks `response` to `method template` against the schema of its status; its JSON.

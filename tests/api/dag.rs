@@ -131,12 +131,7 @@ async fn a_dag_run_streams_resumes_mid_execution_and_replays_after_restart() {
     assert_eq!(rest, all[running_a as usize..].to_vec());
 
     // The conversation keeps the answer; the run row says completed.
-    let row: Value = app
-        .get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let row: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(row["status"], "completed");
 
     let db_url = app.db_url.clone();

@@ -129,12 +129,7 @@ async fn check_end(app: &TestApp, run: &str, events: &[Sse], status: &str) -> Va
     } else {
         assert!(d["error"].is_null(), "{d}");
     }
-    let stored: Value = app
-        .get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(stored["status"], d["status"], "GET run disagrees: {stored}");
     assert_eq!(stored["error"], d["error"]);
     assert_eq!(stored["iterations"], d["iterations"]);

@@ -77,13 +77,9 @@ pub fn tool_end<'a>(events: &'a [Sse], call_id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no tool_end for {call_id}: {events:?}"))
 }
 
-pub async fn get_json(app: &TestApp, path: &str) -> Value {
-    app.get(path, None).await.json().await.unwrap()
-}
-
 /// The `/api/mcp` entry of `name`.
 pub async fn server_status(app: &TestApp, name: &str) -> Value {
-    let all = get_json(app, "/api/mcp").await;
+    let all = app.get_json("/api/mcp", None).await;
     all.as_array()
         .and_then(|a| a.iter().find(|s| s["name"] == name).cloned())
         .unwrap_or_else(|| panic!("no server {name} in {all}"))

@@ -104,11 +104,8 @@ fn interrupt_fates(events: &[Sse]) -> (Vec<String>, Vec<String>) {
 /// The conversation's stored messages of `kind`.
 async fn messages(app: &TestApp, conv: &str, kind: &str) -> Vec<Value> {
     let body: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     body["messages"]
         .as_array()
         .unwrap()

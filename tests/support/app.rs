@@ -209,6 +209,11 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The JSON body of a GET, whatever its status: for tests reading a resource they made.
+    pub async fn get_json(&self, path: &str, key: Option<&str>) -> Value {
+        self.get(path, key).await.json().await.unwrap()
+    }
+
     pub async fn post(&self, path: &str, body: Value, key: Option<&str>) -> reqwest::Response {
         self.auth(self.client.post(self.url(path)).json(&body), key)
             .send()

@@ -78,11 +78,8 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
     let (app, conv) = (&app, conv.as_str());
     let shown = eventually("the hung-up request's run shows up", || async move {
         let detail: Value = app
-            .get(&format!("/api/conversations/{conv}"), None)
-            .await
-            .json()
-            .await
-            .unwrap();
+            .get_json(&format!("/api/conversations/{conv}"), None)
+            .await;
         !detail["messages"].as_array().unwrap().is_empty()
     });
     // Not shown within a moment: it was not accepted, which is allowed.
@@ -106,11 +103,8 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
     // A bounded wait, so a stuck conversation is reported with what it holds.
     let Ok(follow_up) = tokio::time::timeout(Duration::from_secs(30), start).await else {
         let detail: Value = app
-            .get(&format!("/api/conversations/{conv}"), None)
-            .await
-            .json()
-            .await
-            .unwrap();
+            .get_json(&format!("/api/conversations/{conv}"), None)
+            .await;
         let active = detail["active_run_id"].as_str().map(str::to_string);
         let run = match &active {
             Some(id) => run_status(app, id).await,
@@ -123,11 +117,8 @@ async fn disconnecting_at_any_phase_leaves_the_run_complete_and_the_gauge_at_zer
     };
     assert_completed_and_persisted(app, &follow_up).await;
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     let messages = detail["messages"].as_array().unwrap();
     let runs: std::collections::BTreeSet<&str> = messages
         .iter()

@@ -102,7 +102,7 @@ async fn an_approval_never_answered_times_out_and_blocks_the_call() {
     let end = tool_ends(&events)[0];
     assert_eq!(end["blocked"], true, "{end}");
     assert_eq!(deploy.call_count(), 0, "the tool never ran");
-    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(
         pending.as_array().map(Vec::len).unwrap_or(0),
         0,

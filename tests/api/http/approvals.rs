@@ -57,15 +57,10 @@ async fn approvals_pause_the_tool_until_a_reviewer_decides(db: String) {
     );
 
     // The owner sees the request; another tenant neither sees nor decides it.
-    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(pending[0]["id"], id.as_str());
     assert_eq!(pending[0]["run_id"], run.as_str());
-    let bobs: Value = app
-        .get("/api/approvals", Some("kb"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let bobs: Value = app.get_json("/api/approvals", Some("kb")).await;
     assert_eq!(bobs, json!([]));
     let path = format!("/api/approvals/{id}");
     let r = app.post(&path, json!({"approve": true}), Some("kb")).await;
@@ -145,6 +140,6 @@ async fn approval_timeout_blocks_the_call(db: String) {
         "{observation}"
     );
     assert_eq!(deploy.call_count(), 0);
-    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(pending, json!([]));
 }

@@ -53,19 +53,9 @@ async fn tenants_cannot_see_each_other(db: String) {
         )
         .await;
     assert_eq!(error_code(r, 404).await, "not_found");
-    let list: Value = app
-        .get("/api/conversations", bob)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = app.get_json("/api/conversations", bob).await;
     assert_eq!(list["items"], json!([]));
-    let list: Value = app
-        .get("/api/conversations", None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = app.get_json("/api/conversations", None).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     assert_eq!(
         app.delete(&format!("/api/conversations/{conv}"), bob)
@@ -149,11 +139,8 @@ async fn malformed_requests_get_json_errors() {
     assert_eq!(error_code(r, 405).await, "method_not_allowed");
     // Nothing was started by any of these.
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     assert_eq!(detail["messages"], json!([]));
 }
 
@@ -161,20 +148,12 @@ async fn conversations_crud_and_pagination(db: String) {
     let app = TestApp::spawn_on(&db).await;
     let a = app.create_conversation(None).await;
     let b = app.create_conversation(None).await;
-    let page: Value = app
-        .get("/api/conversations?limit=1", None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let page: Value = app.get_json("/api/conversations?limit=1", None).await;
     assert_eq!(page["items"][0]["id"], b.as_str());
     let next = page["next_before"].as_str().unwrap();
     let page2: Value = app
-        .get(&format!("/api/conversations?limit=1&before={next}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations?limit=1&before={next}"), None)
+        .await;
     assert_eq!(page2["items"][0]["id"], a.as_str());
     assert_eq!(
         error_code(
@@ -197,12 +176,7 @@ async fn conversations_crud_and_pagination(db: String) {
     assert!(body["active_run_id"].is_null());
     // Renaming is not activity: the list (newest activity first) keeps its order, so the
     // renamed conversation does not jump to the top under the user's cursor.
-    let listed: Value = app
-        .get("/api/conversations", None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = app.get_json("/api/conversations", None).await;
     let ids: Vec<&str> = listed["items"]
         .as_array()
         .unwrap()

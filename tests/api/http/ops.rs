@@ -32,7 +32,7 @@ async fn ops_endpoints() {
     assert!(metrics.contains("reagent_tool_calls_total{tool=\"echo\"} 1"));
     assert!(metrics.contains("reagent_llm_calls_total"));
     assert!(metrics.contains("reagent_active_runs 0"));
-    let tools: Value = app.get("/api/tools", None).await.json().await.unwrap();
+    let tools: Value = app.get_json("/api/tools", None).await;
     let names: Vec<&str> = tools
         .as_array()
         .unwrap()
@@ -41,7 +41,7 @@ async fn ops_endpoints() {
         .collect();
     assert_eq!(names, ["echo", "gate", "report"]);
     assert_eq!(tools[0]["source"], "builtin");
-    let models: Value = app.get("/api/models", None).await.json().await.unwrap();
+    let models: Value = app.get_json("/api/models", None).await;
     assert_eq!(models[0]["name"], "scripted");
     assert_eq!(models[0]["default"], true);
     assert!(models.to_string().find("api_key").is_none());
@@ -53,12 +53,7 @@ async fn ops_endpoints() {
 #[tokio::test]
 async fn openapi_lists_every_route() {
     let app = TestApp::spawn().await;
-    let doc: Value = app
-        .get("/api/openapi.json", None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = app.get_json("/api/openapi.json", None).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
     let expected = [

@@ -50,20 +50,12 @@ async fn native_run_streams_events_in_order_and_is_stored(db: String) {
     assert_eq!(done["answer"], "Scripted answer.");
     let run_id = events[0].data["run_id"].as_str().unwrap();
 
-    let run: Value = app
-        .get(&format!("/api/runs/{run_id}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let run: Value = app.get_json(&format!("/api/runs/{run_id}"), None).await;
     assert_eq!(run["status"], "completed");
     assert_eq!(run["tool_calls"], 1);
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     let messages: Vec<(String, String)> = detail["messages"]
         .as_array()
         .unwrap()
@@ -189,12 +181,7 @@ async fn cancel_during_a_slow_tool_ends_cancelled(db: String) {
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
     app.wait_for(&run, |e| e.label() == "step:tool_start").await;
     // Mid-run, the run shows its counters so far (they were 0 until the end).
-    let live: Value = app
-        .get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let live: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(live["status"], "running");
     assert_eq!(
         (live["iterations"].as_u64(), live["tool_calls"].as_u64()),
@@ -215,12 +202,7 @@ async fn cancel_during_a_slow_tool_ends_cancelled(db: String) {
     let done = events.last().unwrap();
     assert_eq!(done.event, "done");
     assert_eq!(done.data["status"], "cancelled");
-    let stored: Value = app
-        .get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(stored["status"], "cancelled");
     // Cancelling a finished run is a conflict.
     assert_eq!(error_code(app.cancel(&run).await, 409).await, "conflict");
@@ -275,12 +257,7 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
     })
     .await;
     assert_eq!(app2.events(&done_run, None).await, before);
-    let run: Value = app2
-        .get(&format!("/api/runs/{killed}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let run: Value = app2.get_json(&format!("/api/runs/{killed}"), None).await;
     assert_eq!(run["status"], RunStatus::Failed.as_str());
     assert_eq!(run["error"], "interrupted by server restart");
     let events = app2.events(&killed.to_string(), None).await;
@@ -330,6 +307,6 @@ async fn keep_alive_comment_on_a_quiet_stream_and_unknown_approval() {
         )
         .await;
     assert_eq!(error_code(r, 404).await, "not_found");
-    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(pending, json!([]));
 }

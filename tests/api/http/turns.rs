@@ -54,11 +54,8 @@ async fn interrupt_without_run_is_409_and_not_stored(db: String) {
         "invalid_request"
     );
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     assert_eq!(detail["messages"], json!([]));
     let r = app
         .delete(

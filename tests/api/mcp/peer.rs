@@ -18,7 +18,7 @@ async fn the_observation_is_the_servers_answer_and_the_tool_is_listed() {
     assert_eq!(end["error"], false, "{end}");
     assert_eq!(end["observation"], "echo: hello mcp");
 
-    let tools: Value = super::get_json(&app, "/api/tools").await;
+    let tools: Value = app.get_json("/api/tools", None).await;
     let echo = tools
         .as_array()
         .unwrap()
@@ -93,7 +93,7 @@ async fn a_list_change_is_seen_without_a_restart() {
     let events = run(&app, "add a tool").await;
     assert_eq!(tool_end(&events, "c1")["observation"], "added");
     crate::support::eventually("peer__extra listed", || async {
-        let tools = super::get_json(&app, "/api/tools").await;
+        let tools = app.get_json("/api/tools", None).await;
         tools
             .as_array()
             .unwrap()

@@ -52,12 +52,7 @@ async fn cancel_vs_completion(db: String) {
         );
         let seqs: Vec<i64> = stored.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, (1..=stored.len() as i64).collect::<Vec<_>>());
-        let row: Value = app
-            .get(&format!("/api/runs/{run}"), None)
-            .await
-            .json()
-            .await
-            .unwrap();
+        let row: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
         assert_eq!(
             row["status"], status,
             "round {round}: GET run disagrees with done"

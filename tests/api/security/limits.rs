@@ -154,11 +154,8 @@ async fn bodies_over_the_limit_are_413_on_every_body_route_sized_or_chunked() {
     assert!(checked >= 6, "only {checked} body routes");
     // Nothing was started.
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     assert_eq!(detail["messages"], json!([]));
 }
 
@@ -246,11 +243,8 @@ async fn titles_and_system_prompts_are_bounded() {
         .unwrap();
     assert!(message(r).await.contains("200 characters"));
     let detail: Value = app
-        .get(&format!("/api/conversations/{id}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{id}"), None)
+        .await;
     assert_eq!(
         detail["title"],
         "é".repeat(200),

@@ -21,23 +21,15 @@ async fn nul_in_model_and_tool_output_is_persisted(db: String) {
     let done = &events.last().unwrap().data;
     assert_eq!(done["status"], "completed", "{done}");
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     let messages = detail["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{detail}");
     assert!(messages[1]["content"]
         .as_str()
         .unwrap()
         .contains("answer with"));
-    let run_row: Value = app
-        .get(&format!("/api/runs/{run}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let run_row: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(run_row["status"], "completed");
     let stored = app
         .app

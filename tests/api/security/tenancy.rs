@@ -132,18 +132,15 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
 
     // Nothing bob did changed alice's state.
     let detail: Value = app
-        .get(&format!("/api/conversations/{conv}"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
     assert_eq!(detail["title"], "t", "bob renamed alice's conversation");
     assert_eq!(
         detail["active_run_id"],
         run.as_str(),
         "bob stopped alice's run"
     );
-    let pending: Value = app.get("/api/approvals", None).await.json().await.unwrap();
+    let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(
         pending[0]["id"],
         approval_id.as_str(),
@@ -151,12 +148,7 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     );
     assert_eq!(deploy.call_count(), 0);
     // Bob's POST /api/chat created his own conversation only: alice still has three.
-    let mine: Value = app
-        .get("/api/conversations", None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let mine: Value = app.get_json("/api/conversations", None).await;
     assert_eq!(mine["items"].as_array().unwrap().len(), 3);
     // The interrupt is still pending: alice can recall it.
     let r = app
