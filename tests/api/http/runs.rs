@@ -10,6 +10,18 @@ on_both_backends!(
     restart_replays_old_runs_and_fails_the_killed_one,
 );
 
+/// The events of a run that calls one tool, then answers (in either mode).
+const ONE_TOOL_CALL: [&str; 8] = [
+    "start",
+    "step:thinking",
+    "step:tool_start",
+    "step:tool_end",
+    "answer:start",
+    "answer:delta",
+    "answer:done",
+    "done",
+];
+
 async fn native_run_streams_events_in_order_and_is_stored(db: String) {
     let app = TestApp::spawn_on(&db).await;
     app.llm.tool_calls(&[("c1", "echo", r#"{"text":"hi"}"#)]);
@@ -28,19 +40,7 @@ async fn native_run_streams_events_in_order_and_is_stored(db: String) {
     assert_eq!(r.headers()["x-accel-buffering"], "no");
     let events = read_all(r).await;
     assert_sequential(&events);
-    assert_eq!(
-        labels(&events),
-        [
-            "start",
-            "step:thinking",
-            "step:tool_start",
-            "step:tool_end",
-            "answer:start",
-            "answer:delta",
-            "answer:done",
-            "done"
-        ]
-    );
+    assert_eq!(labels(&events), ONE_TOOL_CALL);
     assert_eq!(events[0].data["mode"], "native");
     assert_eq!(events[0].data["conversation_id"], conv.as_str());
     assert_eq!(events[3].data["observation"], r#"echo: {"text":"hi"}"#);
@@ -101,19 +101,7 @@ async fn json_run_via_chat_creates_the_conversation(db: String) {
     assert_eq!(r.status(), 200);
     let events = read_all(r).await;
     assert_sequential(&events);
-    assert_eq!(
-        labels(&events),
-        [
-            "start",
-            "step:thinking",
-            "step:tool_start",
-            "step:tool_end",
-            "answer:start",
-            "answer:delta",
-            "answer:done",
-            "done"
-        ]
-    );
+    assert_eq!(labels(&events), ONE_TOOL_CALL);
     assert_eq!(events[0].data["mode"], "json");
     assert_eq!(events[1].data["reasoning"], "use echo");
     let conv = events[0].data["conversation_id"].as_str().unwrap();
