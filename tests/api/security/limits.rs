@@ -202,33 +202,17 @@ async fn titles_and_system_prompts_are_bounded() {
         assert_eq!(body["error"]["code"], "invalid_request");
         body["error"]["message"].as_str().unwrap().to_string()
     }
-    let r = app
-        .post(
-            "/api/conversations",
-            json!({"title": "t".repeat(201)}),
-            None,
-        )
-        .await;
+    // Each case creates a conversation with its body.
+    let create = |body: Value| app.post("/api/conversations", body, None);
+    let r = create(json!({"title": "t".repeat(201)})).await;
     assert!(message(r)
         .await
         .contains("title is longer than 200 characters"));
-    let r = app
-        .post(
-            "/api/conversations",
-            json!({"system_prompt": "é".repeat(100_001)}),
-            None,
-        )
-        .await;
+    let r = create(json!({"system_prompt": "é".repeat(100_001)})).await;
     assert!(message(r)
         .await
         .contains("system_prompt is longer than 100000 characters"));
-    let r = app
-        .post(
-            "/api/conversations",
-            json!({"title": "é".repeat(200), "system_prompt": "é".repeat(100_000)}),
-            None,
-        )
-        .await;
+    let r = create(json!({"title": "é".repeat(200), "system_prompt": "é".repeat(100_000)})).await;
     assert_eq!(r.status(), 201);
     let id = r.json::<Value>().await.unwrap()["id"]
         .as_str()
