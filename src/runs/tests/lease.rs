@@ -6,34 +6,9 @@ use super::*;
 use crate::runs::LeaseTimes;
 use crate::store::LeaseHolder;
 
-/// A model whose calls never answer: the run stays in its first iteration.
-struct Hanging;
-
-#[async_trait]
-impl Llm for Hanging {
-    fn model(&self) -> &str {
-        "hanging"
-    }
-    fn abilities(&self) -> Abilities {
-        Abilities::default()
-    }
-    fn context_window(&self) -> u32 {
-        128_000
-    }
-    fn max_output_tokens(&self) -> u32 {
-        4096
-    }
-    async fn chat(&self, _: ChatRequest) -> Result<ChatResponse, LlmError> {
-        std::future::pending().await
-    }
-    async fn stream_chat(&self, _: ChatRequest) -> Result<ChatStream, LlmError> {
-        std::future::pending().await
-    }
-}
-
 #[tokio::test]
 async fn a_run_whose_lease_was_taken_stops_without_writing() {
-    let mut f = fixture_with(Arc::new(ScriptedLlm::native()), Arc::new(Hanging)).await;
+    let mut f = fixture_with(Arc::new(ScriptedLlm::native()), Arc::new(Broken::Hanging)).await;
     let ttl = Duration::from_secs(20);
     {
         let runs = Arc::get_mut(&mut f.runs).expect("the fixture's only handle");

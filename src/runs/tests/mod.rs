@@ -104,3 +104,46 @@ async fn finished(live: &LiveRun) -> (Vec<String>, RunOutcome) {
     };
     (events.iter().map(|e| e.name.to_string()).collect(), outcome)
 }
+
+/// A model whose calls never give a reply, for runs the engine cannot end itself.
+enum Broken {
+    /// Every call waits forever: the run stays in its first iteration.
+    Hanging,
+    /// Every call panics.
+    Panicking,
+}
+
+impl Broken {
+    /// What every call does instead of answering.
+    async fn call<T>(&self) -> T {
+        match self {
+            Broken::Hanging => std::future::pending().await,
+            Broken::Panicking => panic!("the model exploded"),
+        }
+    }
+}
+
+#[async_trait]
+impl Llm for Broken {
+    fn model(&self) -> &str {
+        match self {
+            Broken::Hanging => "hanging",
+            Broken::Panicking => "panicking",
+        }
+    }
+    fn abilities(&self) -> Abilities {
+        Abilities::default()
+    }
+    fn context_window(&self) -> u32 {
+        128_000
+    }
+    fn max_output_tokens(&self) -> u32 {
+        4096
+    }
+    async fn chat(&self, _: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.call().await
+    }
+    async fn stream_chat(&self, _: ChatRequest) -> Result<ChatStream, LlmError> {
+        self.call().await
+    }
+}

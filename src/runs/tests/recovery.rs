@@ -2,34 +2,9 @@
 
 use super::*;
 
-/// A model whose every call panics: the engine cannot end the run itself.
-struct Panicking;
-
-#[async_trait]
-impl Llm for Panicking {
-    fn model(&self) -> &str {
-        "panicking"
-    }
-    fn abilities(&self) -> Abilities {
-        Abilities::default()
-    }
-    fn context_window(&self) -> u32 {
-        128_000
-    }
-    fn max_output_tokens(&self) -> u32 {
-        4096
-    }
-    async fn chat(&self, _: ChatRequest) -> Result<ChatResponse, LlmError> {
-        panic!("the model exploded")
-    }
-    async fn stream_chat(&self, _: ChatRequest) -> Result<ChatStream, LlmError> {
-        panic!("the model exploded")
-    }
-}
-
 #[tokio::test]
 async fn a_panicking_engine_ends_with_the_fallback_tail() {
-    let f = fixture_with(Arc::new(ScriptedLlm::native()), Arc::new(Panicking)).await;
+    let f = fixture_with(Arc::new(ScriptedLlm::native()), Arc::new(Broken::Panicking)).await;
     let id = f.conversation("").await;
     let live = f.start_in("", id, "q").await.unwrap();
     let (names, outcome) = finished(&live).await;
@@ -97,35 +72,16 @@ async fn recovery_fails_running_rows_with_the_fallback_tail() {
         assert_eq!(row.status, RunStatus::Failed);
         assert_eq!(row.error.as_deref(), Some(RESTART_ERROR));
     }
-    let restart = Some(RESTART_ERROR.to_string());
-    assert_eq!(
-        f.stored_tail(before_answer).await,
-        (
-            // Ids beyond the stored log may have been streamed (an answer among them): the
-            // fallback answer resets whatever the client may have.
-            vec![
-                "start".into(),
-                "start".into(),
-                "reset".into(),
-                "delta".into(),
-                "done".into()
-            ],
-            restart.clone()
-        )
+    // Ids beyond the stored log may have been streamed (an answer among them): the fallback
+    // answer resets whatever the client may have.
+    let tail = (
+        ["start", "start", "reset", "delta", "done"]
+            .map(String::from)
+            .to_vec(),
+        Some(RESTART_ERROR.to_string()),
     );
-    assert_eq!(
-        f.stored_tail(mid_answer).await,
-        (
-            vec![
-                "start".into(),
-                "start".into(),
-                "reset".into(),
-                "delta".into(),
-                "done".into()
-            ],
-            restart
-        )
-    );
+    assert_eq!(f.stored_tail(before_answer).await, tail);
+    assert_eq!(f.stored_tail(mid_answer).await, tail);
     assert!(
         f.store.list_messages(conv).await.unwrap().is_empty(),
         "the apology is not history"
