@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::support::engine::*;
 use crate::support::tools::{registry, FakeTool};
 use reagent::agent::events::{AgentEvent, StepEvent};
-use reagent::agent::RunStatus;
+use reagent::agent::{AgentResult, RunStatus};
 use reagent::llm::Role;
 use reagent::testing::ScriptedLlm;
 use serde_json::json;
@@ -20,6 +20,23 @@ fn call_ids(events: &[AgentEvent]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// Runs `llm` answering `content` beside a `lookup` tool and checks that `content` stays the
+/// final answer (one iteration, no tool called); the result, for more checks.
+async fn assert_stays_the_answer(llm: ScriptedLlm, content: &str) -> AgentResult {
+    let llm = Arc::new(llm);
+    llm.text(content);
+    let tool = FakeTool::new("lookup", "42");
+    let (r, _) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
+    assert_eq!(
+        (r.outcome.iterations, r.outcome.tool_calls),
+        (1, 0),
+        "{content}"
+    );
+    assert_eq!(r.brief_answer, content);
+    assert_eq!(tool.call_count(), 0, "{content}");
+    r
 }
 
 #[tokio::test]
@@ -74,18 +91,8 @@ async fn native_near_misses_stay_the_final_answer() {
         "Example:\n```python\nd = {\"name\": \"lookup\", \"arguments\": {}}\n```",
         r#"{"name": "lookup", "version": 2}"#,
     ] {
-        let llm = Arc::new(ScriptedLlm::native());
-        llm.text(content);
-        let tool = FakeTool::new("lookup", "42");
-        let (r, _) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
+        let r = assert_stays_the_answer(ScriptedLlm::native(), content).await;
         assert_eq!(r.outcome.status, RunStatus::Completed, "{content}");
-        assert_eq!(
-            (r.outcome.iterations, r.outcome.tool_calls),
-            (1, 0),
-            "{content}"
-        );
-        assert_eq!(r.brief_answer, content);
-        assert_eq!(tool.call_count(), 0, "{content}");
     }
 }
 
@@ -111,17 +118,7 @@ async fn json_mode_near_misses_stay_the_final_answer() {
         r#"{"name": "web_search", "arguments": {"q": "x"}}"#,
         "Use a dict:\n```python\nperson = {\"name\": \"Bob\", \"age\": 3}\n```",
     ] {
-        let llm = Arc::new(ScriptedLlm::json());
-        llm.text(content);
-        let tool = FakeTool::new("lookup", "42");
-        let (r, _) = run_simple(llm.clone(), registry(vec![tool.clone()]), "q").await;
-        assert_eq!(
-            (r.outcome.iterations, r.outcome.tool_calls),
-            (1, 0),
-            "{content}"
-        );
-        assert_eq!(r.brief_answer, content);
-        assert_eq!(tool.call_count(), 0, "{content}");
+        assert_stays_the_answer(ScriptedLlm::json(), content).await;
     }
 }
 
