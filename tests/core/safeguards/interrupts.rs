@@ -30,6 +30,27 @@ fn interrupt_harness(llm: Arc<ScriptedLlm>, msgs: Vec<&'static str>) -> Harness 
     h
 }
 
+/// A harness without tools whose LLM's first reply, `first`, takes 200 ms, and whose queue gets
+/// `interrupt` 50 ms in, while that reply is on its way; the test scripts the replies after it.
+fn interrupted_mid_reply(llm: &Arc<ScriptedLlm>, first: &str, interrupt: &'static str) -> Harness {
+    llm.push(Turn::Reply(
+        reagent::testing::scripted::response(first, vec![]),
+        Duration::from_millis(200),
+    ));
+    let h = Harness::new(
+        llm.clone(),
+        registry(vec![]),
+        Default::default(),
+        AgentConfig::default(),
+    );
+    let q = h.queue.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        q.push(interrupt).unwrap();
+    });
+    h
+}
+
 #[tokio::test]
 async fn native_interrupts_drain_after_tool_results_as_one_pinned_message() {
     let llm = Arc::new(ScriptedLlm::native());
@@ -64,22 +85,8 @@ async fn native_interrupts_drain_after_tool_results_as_one_pinned_message() {
 #[tokio::test]
 async fn json_interrupt_drains_right_after_the_assistant_message_and_discards_a_final_answer() {
     let llm = Arc::new(ScriptedLlm::json());
-    llm.push(Turn::Reply(
-        reagent::testing::scripted::response(&json_final("premature"), vec![]),
-        Duration::from_millis(200),
-    ))
-    .text(&json_final("considered the follow-up"));
-    let h = Harness::new(
-        llm.clone(),
-        registry(vec![]),
-        Default::default(),
-        AgentConfig::default(),
-    );
-    let q = h.queue.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        q.push("actually, in French").unwrap();
-    });
+    let h = interrupted_mid_reply(&llm, &json_final("premature"), "actually, in French");
+    llm.text(&json_final("considered the follow-up"));
     let (r, _) = h.run("q").await;
     assert_eq!(r.brief_answer, "considered the follow-up");
     let msgs = &llm.chat_requests()[1].messages;
@@ -91,22 +98,8 @@ async fn json_interrupt_drains_right_after_the_assistant_message_and_discards_a_
 #[tokio::test]
 async fn native_final_answer_discarded_when_interrupts_arrived() {
     let llm = Arc::new(ScriptedLlm::native());
-    llm.push(Turn::Reply(
-        reagent::testing::scripted::response("premature", vec![]),
-        Duration::from_millis(200),
-    ))
-    .text("with follow-up");
-    let h = Harness::new(
-        llm.clone(),
-        registry(vec![]),
-        Default::default(),
-        AgentConfig::default(),
-    );
-    let q = h.queue.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        q.push("one more thing").unwrap();
-    });
+    let h = interrupted_mid_reply(&llm, "premature", "one more thing");
+    llm.text("with follow-up");
     let (r, _) = h.run("q").await;
     assert_eq!(r.brief_answer, "with follow-up");
     assert_eq!(r.outcome.iterations, 2);
