@@ -77,14 +77,23 @@ async fn cycle_warning_on_the_third_identical_call_only() {
     assert_eq!(reqs[3].messages.last().unwrap().content, warn);
 
     // Different arguments: no warning.
+    assert_no_cycle_warning(FakeTool::new("lookup", "same"), |i| {
+        format!(r#"{{"x":"{i}"}}"#)
+    })
+    .await;
+}
+
+/// Runs three calls of `tool` (named `lookup`), the `i`-th with arguments `args(i)`, and checks
+/// that no request to the LLM carried a cycle warning.
+async fn assert_no_cycle_warning(tool: Arc<FakeTool>, args: impl Fn(usize) -> String) {
     let llm = Arc::new(ScriptedLlm::native());
     for i in 0..3 {
-        llm.tool_calls(&[(&format!("c{i}"), "lookup", &format!(r#"{{"x":"{i}"}}"#))]);
+        llm.tool_calls(&[(&format!("c{i}"), "lookup", &args(i))]);
     }
     llm.text("done").text("done");
     let h = Harness::new(
         llm.clone(),
-        registry(vec![FakeTool::new("lookup", "same")]),
+        registry(vec![tool]),
         Default::default(),
         AgentConfig::default(),
     );
@@ -109,20 +118,5 @@ fn counter() -> Arc<FakeTool> {
 
 #[tokio::test]
 async fn no_cycle_warning_when_results_differ() {
-    let llm = Arc::new(ScriptedLlm::native());
-    for i in 0..3 {
-        llm.tool_calls(&[(&format!("c{i}"), "lookup", "{}")]);
-    }
-    llm.text("done").text("done");
-    let h = Harness::new(
-        llm.clone(),
-        registry(vec![counter()]),
-        Default::default(),
-        AgentConfig::default(),
-    );
-    h.run("q").await;
-    assert!(llm
-        .chat_requests()
-        .iter()
-        .all(|r| count_containing(&r.messages, "identical arguments") == 0));
+    assert_no_cycle_warning(counter(), |_| "{}".to_string()).await;
 }
