@@ -30,7 +30,8 @@ use reagent::domain::{MessageKind, MessageRole, Mode};
 use reagent::llm::Usage;
 use reagent::server::views;
 use reagent::store::{
-    AuditRow, NewConversation, NewMessage, NewRun, RunFinish, Store, StoreError, StoredEvent,
+    AuditRow, Conversation, NewConversation, NewMessage, NewRun, RunFinish, Store, StoreError,
+    StoredEvent,
 };
 use reagent::tools::Artifact;
 use serde_json::{json, Value};
@@ -55,6 +56,16 @@ async fn conversation(store: &Store, owner: &str) -> Uuid {
         .await
         .unwrap()
         .id
+}
+
+/// `owner`'s conversation `id`, which the test expects to be stored.
+async fn stored_conversation(store: &Store, owner: &str, id: Uuid) -> Conversation {
+    store.get_conversation(owner, id).await.unwrap().unwrap()
+}
+
+/// Whether `owner` sees a conversation `id`.
+async fn has_conversation(store: &Store, owner: &str, id: Uuid) -> bool {
+    store.get_conversation(owner, id).await.unwrap().is_some()
 }
 
 async fn run(store: &Store, owner: &str, conversation_id: Uuid) -> Uuid {
@@ -152,11 +163,8 @@ async fn sqlite_suite_creates_file_and_survives_restart() {
     // A restart: migrations are re-checked, data is still there, the run is still running.
     let store = Store::connect(&url).await.unwrap();
     assert_eq!(
-        store
-            .get_conversation(&who, conv.id)
+        stored_conversation(&store, &who, conv.id)
             .await
-            .unwrap()
-            .unwrap()
             .title
             .as_deref(),
         Some("kept")

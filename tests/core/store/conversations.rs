@@ -14,11 +14,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
         engine: Some(reagent::domain::Engine::Dag),
     };
     let created = store.create_conversation(&alice, new).await.unwrap();
-    let got = store
-        .get_conversation(&alice, created.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let got = stored_conversation(store, &alice, created.id).await;
     assert_eq!(got, created);
     assert_eq!(got.tools.as_deref().unwrap(), ["calculator", "http_get"]);
     assert_eq!(got.agent.as_deref(), Some("helper"));
@@ -43,11 +39,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
     assert_eq!(wire["id"], json!(created.id.to_string()));
     assert_eq!(wire["engine"], "dag");
 
-    assert!(store
-        .get_conversation(&bob, created.id)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(!has_conversation(store, &bob, created.id).await);
     assert!(store
         .rename_conversation(&bob, created.id, "x")
         .await
@@ -74,11 +66,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
     assert_eq!(renamed.created_at, created.created_at);
 
     assert!(store.delete_conversation(&alice, created.id).await.unwrap());
-    assert!(store
-        .get_conversation(&alice, created.id)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(!has_conversation(store, &alice, created.id).await);
     assert!(!store.delete_conversation(&alice, created.id).await.unwrap());
 }
 

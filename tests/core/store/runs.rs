@@ -16,7 +16,7 @@ pub(super) async fn run_lifecycle(store: &Store) {
     assert!(store.get_run("someone-else", id).await.unwrap().is_none());
     assert_eq!(store.get_run_any(id).await.unwrap().unwrap(), row);
     assert_eq!(store.active_run_for(conv).await.unwrap(), Some(id));
-    let c = store.get_conversation(&who, conv).await.unwrap().unwrap();
+    let c = stored_conversation(store, &who, conv).await;
     assert_eq!(c.active_run_id, Some(id));
     assert!(store
         .running_runs()
@@ -66,11 +66,8 @@ pub(super) async fn run_lifecycle(store: &Store) {
     assert_eq!(done.usage, finish(RunStatus::Completed).usage);
     assert!(done.finished_at.unwrap() >= done.started_at);
     assert_eq!(store.active_run_for(conv).await.unwrap(), None);
-    assert!(store
-        .get_conversation(&who, conv)
+    assert!(stored_conversation(store, &who, conv)
         .await
-        .unwrap()
-        .unwrap()
         .active_run_id
         .is_none());
     assert!(!store
@@ -144,20 +141,12 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
         run_id: Some(run_id),
     };
     // Not stored until written.
-    assert!(store
-        .get_conversation(&who, draft.id)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(!has_conversation(store, &who, draft.id).await);
     store
         .create_conversation_with_run(&draft, new_run(run_id, draft.id), query(draft.id, run_id))
         .await
         .unwrap();
-    let c = store
-        .get_conversation(&who, draft.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let c = stored_conversation(store, &who, draft.id).await;
     assert_eq!(c.title.as_deref(), Some("hello"));
     assert_eq!(c.model.as_deref(), Some("m"));
     assert_eq!(c.system_prompt.as_deref(), Some("be brief"));
@@ -193,11 +182,7 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
         )
         .await
         .is_err());
-    assert!(store
-        .get_conversation(&who, orphan.id)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(!has_conversation(store, &who, orphan.id).await);
     assert!(store.get_run(&who, bad_run).await.unwrap().is_none());
     // The same draft can still be stored properly afterwards.
     let good = Uuid::new_v4();
@@ -206,11 +191,8 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
         .await
         .unwrap();
     assert_eq!(
-        store
-            .get_conversation(&who, orphan.id)
+        stored_conversation(store, &who, orphan.id)
             .await
-            .unwrap()
-            .unwrap()
             .active_run_id,
         Some(good)
     );
@@ -285,7 +267,7 @@ pub(super) async fn concurrent_starts(store: &Store) {
         assert_eq!(msgs[0].run_id, Some(run_id));
     }
     // The busy conversation still has only its first run, and no stray query.
-    let c = store.get_conversation(&who, busy).await.unwrap().unwrap();
+    let c = stored_conversation(store, &who, busy).await;
     assert_eq!(c.active_run_id, Some(running));
     assert!(store.list_messages(busy).await.unwrap().is_empty());
 }
@@ -331,11 +313,7 @@ pub(super) async fn conversation_seeded_with_history(store: &Store) {
         )
         .await
         .unwrap();
-    let c = store
-        .get_conversation(&who, draft.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let c = stored_conversation(store, &who, draft.id).await;
     assert_eq!(c.agent.as_deref(), Some("helper"));
     let msgs: Vec<(String, Option<Uuid>)> = store
         .list_messages(draft.id)
