@@ -9,22 +9,55 @@ on_both_backends!(
     follow_ups_of_a_cancelled_run_are_reported_unprocessed,
 );
 
-/// Follow-ups sent while the answer streams (the loop has closed its queue) are accepted with
-/// `next_run: true`, joined in order into the query of a run the server starts when the current
-/// one ends, announced as `done.next_run_id`; nothing the user wrote is lost or stored twice.
-async fn follow_ups_during_the_answer_become_the_next_run(db: String) {
-    let (app, fake) = app(&db).await;
+/// A run that got two follow-ups while its answer streamed, and what answered them.
+struct FollowedUp {
+    app: TestApp,
+    fake: FakeOpenAi,
+    conv: String,
+    run: String,
+    /// The bodies of the two 202s, in the order sent.
+    accepted: Vec<Value>,
+}
+
+/// Starts a run whose answer takes 1.5 s and sends it two follow-ups once the answer started;
+/// each must be accepted with `next_run: true`.
+async fn follow_ups_while_answering(db: &str) -> FollowedUp {
+    let (app, fake) = app(db).await;
     fake.push(FakeReply::text(FINAL));
     // The answer takes a while: the window in which the follow-ups arrive.
     fake.push(FakeReply::text("first answer").delay(1500));
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "go"}), None).await;
     app.wait_for(&run, |e| e.label() == "answer:start").await;
+    let mut accepted = Vec::new();
     for content in ["and also this", "and that"] {
         let r = app.interrupt(&conv, content).await;
         assert_eq!(r.status(), 202);
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["next_run"], true, "{body}");
+        accepted.push(body);
+    }
+    FollowedUp {
+        app,
+        fake,
+        conv,
+        run,
+        accepted,
+    }
+}
+
+/// Follow-ups sent while the answer streams (the loop has closed its queue) are accepted with
+/// `next_run: true`, joined in order into the query of a run the server starts when the current
+/// one ends, announced as `done.next_run_id`; nothing the user wrote is lost or stored twice.
+async fn follow_ups_during_the_answer_become_the_next_run(db: String) {
+    let FollowedUp {
+        app,
+        fake,
+        conv,
+        run,
+        accepted,
+    } = follow_ups_while_answering(&db).await;
+    for body in &accepted {
         assert_eq!(body["run_id"], run.as_str());
     }
     let events = app.events(&run, None).await;
@@ -62,20 +95,18 @@ async fn follow_ups_during_the_answer_become_the_next_run(db: String) {
 /// (the user stopped it), and `done.unprocessed_interrupts` names every one of them, so no
 /// accepted message goes unsaid (found by the chaos load: they were dropped).
 async fn follow_ups_of_a_cancelled_run_are_reported_unprocessed(db: String) {
-    let (app, fake) = app(&db).await;
-    fake.push(FakeReply::text(FINAL));
-    fake.push(FakeReply::text("first answer").delay(1500));
-    let conv = app.create_conversation(None).await;
-    let run = app.start_run(&conv, json!({"query": "go"}), None).await;
-    app.wait_for(&run, |e| e.label() == "answer:start").await;
-    let mut accepted = Vec::new();
-    for content in ["and also this", "and that"] {
-        let r = app.interrupt(&conv, content).await;
-        assert_eq!(r.status(), 202);
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["next_run"], true, "{body}");
-        accepted.push(body["id"].as_str().unwrap().to_string());
-    }
+    // The fake model is kept to the end: dropping it would stop its server mid-run.
+    let FollowedUp {
+        app,
+        fake: _fake,
+        run,
+        accepted,
+        ..
+    } = follow_ups_while_answering(&db).await;
+    let accepted: Vec<String> = accepted
+        .iter()
+        .map(|body| body["id"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(app.cancel(&run).await.status(), 202);
     let events = app.events(&run, None).await;
     let done = done(&events);
