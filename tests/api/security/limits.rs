@@ -18,15 +18,9 @@ async fn requests_larger_than_the_read_buffer() {
         .as_str()
         .unwrap()
         .to_string();
-    let got: Value = app
-        .client
-        .get(app.url(&format!("/api/conversations/{id}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got = app
+        .get_json(&format!("/api/conversations/{id}"), None)
+        .await;
     assert_eq!(got["system_prompt"], prompt.as_str(), "stored intact");
 
     let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
