@@ -79,6 +79,17 @@ async fn new_run(store: &Store) -> (Uuid, Uuid) {
     (conv, run)
 }
 
+/// The names of the events stored for `run`, in order.
+async fn event_names(store: &Store, run: Uuid) -> Vec<String> {
+    store
+        .list_events(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
+}
+
 fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
     FinalState {
         finish: RunFinish {

@@ -129,14 +129,11 @@ async fn the_writer_stops_a_fenced_run(store: Store) {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let names: Vec<String> = store
-        .list_events(run, 0)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, ["start"], "nothing after the takeover");
+    assert_eq!(
+        event_names(store, run).await,
+        ["start"],
+        "nothing after the takeover"
+    );
     assert_eq!(
         store.get_run_any(run).await.unwrap().unwrap().status,
         RunStatus::Running

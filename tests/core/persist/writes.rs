@@ -89,14 +89,7 @@ async fn a_run_end_skips_the_tick_interval(store: Store) {
     .await
     .expect("the final write waited for the next tick");
     assert!(finished.unwrap());
-    let names: Vec<String> = store
-        .list_events(run, 0)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, ["start", "step", "done"]);
+    assert_eq!(event_names(store, run).await, ["start", "step", "done"]);
     writer.stop();
     task.abort();
 }
