@@ -68,6 +68,16 @@ async fn has_conversation(store: &Store, owner: &str, id: Uuid) -> bool {
     store.get_conversation(owner, id).await.unwrap().is_some()
 }
 
+/// Whether run `id` is among the store's running runs (what restart recovery would scan).
+async fn is_running(store: &Store, id: Uuid) -> bool {
+    store
+        .running_runs()
+        .await
+        .unwrap()
+        .iter()
+        .any(|r| r.id == id)
+}
+
 async fn run(store: &Store, owner: &str, conversation_id: Uuid) -> Uuid {
     let id = Uuid::new_v4();
     let new = NewRun {
@@ -170,12 +180,7 @@ async fn sqlite_suite_creates_file_and_survives_restart() {
         Some("kept")
     );
     assert_eq!(store.list_events(id, 0).await.unwrap(), events(1..=3));
-    assert!(store
-        .running_runs()
-        .await
-        .unwrap()
-        .iter()
-        .any(|r| r.id == id));
+    assert!(is_running(&store, id).await);
     store.close().await;
 }
 

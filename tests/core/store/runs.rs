@@ -18,12 +18,7 @@ pub(super) async fn run_lifecycle(store: &Store) {
     assert_eq!(store.active_run_for(conv).await.unwrap(), Some(id));
     let c = stored_conversation(store, &who, conv).await;
     assert_eq!(c.active_run_id, Some(id));
-    assert!(store
-        .running_runs()
-        .await
-        .unwrap()
-        .iter()
-        .any(|r| r.id == id));
+    assert!(is_running(store, id).await);
 
     // One running run per conversation.
     let second = NewRun {
@@ -70,12 +65,7 @@ pub(super) async fn run_lifecycle(store: &Store) {
         .await
         .active_run_id
         .is_none());
-    assert!(!store
-        .running_runs()
-        .await
-        .unwrap()
-        .iter()
-        .any(|r| r.id == id));
+    assert!(!is_running(store, id).await);
 
     let wire = serde_json::to_value(views::Run::from(done.clone())).unwrap();
     assert_eq!(
