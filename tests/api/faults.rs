@@ -138,6 +138,15 @@ async fn check_end(app: &TestApp, run: &str, events: &[Sse], status: &str) -> Va
     d
 }
 
+/// Runs `hello` on the default app of `fake` and checks its end with [`check_end`]; the `done`
+/// data and the run's events.
+async fn run_hello(fake: &FakeOpenAi, status: &str) -> (Value, Vec<Sse>) {
+    let app = llm_app(&fake.base_url(), vec![]).await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, status).await;
+    (d, events)
+}
+
 /// A gauge's value in the Prometheus text (absent = 0).
 fn gauge(text: &str, name: &str) -> f64 {
     text.lines()

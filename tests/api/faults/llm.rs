@@ -10,9 +10,7 @@ async fn burst_of_429_with_retry_after_is_retried_and_the_run_completes() {
     fake.push(FakeReply::status(429).retry_after_raw("0.2"));
     fake.push(FakeReply::text("brief"));
     fake.push(FakeReply::text("The synthesised answer."));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "The synthesised answer.");
     assert_eq!(answer_done(&events)["fallback"], false);
     assert_eq!(calls(&fake), (3, 1), "2 retries + 1 loop call, 1 synthesis");
@@ -23,9 +21,7 @@ async fn burst_of_429_with_retry_after_is_retried_and_the_run_completes() {
 async fn endless_429_without_retry_after_gives_up_after_bounded_retries() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.set_default(FakeReply::status(429));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "failed").await;
+    let (d, _) = run_hello(&fake, "failed").await;
     assert!(d["error"].as_str().unwrap().contains("429"), "{d}");
     assert_eq!(
         calls(&fake),
@@ -48,9 +44,7 @@ async fn server_errors_500_and_503_are_retried() {
     fake.push(FakeReply::text("done"));
     fake.push(FakeReply::status(503));
     fake.push(FakeReply::text("Final answer."));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, _) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "Final answer.");
     assert_eq!(d["tool_calls"], 1);
     assert_eq!(calls(&fake), (5, 2));
@@ -61,9 +55,7 @@ async fn server_errors_500_and_503_are_retried() {
 async fn a_non_retryable_status_fails_at_once() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.set_default(FakeReply::status(401).body(r#"{"error":{"message":"bad key"}}"#));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "failed").await;
+    let (d, _) = run_hello(&fake, "failed").await;
     assert!(d["error"].as_str().unwrap().contains("401"), "{d}");
     assert_eq!(fake.request_count(), 1);
     // The answer says in one plain sentence what failed and what to set; the provider's JSON
@@ -106,9 +98,7 @@ async fn a_loop_call_that_times_out_is_retried() {
     fake.push(FakeReply::text("too late").delay(5_000));
     fake.push(FakeReply::text("brief"));
     fake.push(FakeReply::text("Answer after a timeout."));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, _) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "Answer after a timeout.");
     assert_eq!(calls(&fake), (2, 1));
 }
@@ -117,9 +107,7 @@ async fn a_loop_call_that_times_out_is_retried() {
 async fn a_model_that_never_answers_fails_the_run_after_bounded_timeouts() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.set_default(FakeReply::text("never").endless(50));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "failed").await;
+    let (d, _) = run_hello(&fake, "failed").await;
     assert!(d["error"].as_str().unwrap().contains("timed out"), "{d}");
     assert_eq!(calls(&fake), (1 + RETRIES, 0));
 }
@@ -130,9 +118,7 @@ async fn a_stream_cut_mid_answer_resets_to_the_brief_answer() {
     fake.push(FakeReply::text("The brief answer."));
     // Role chunk + 3 content deltas, then the connection ends without `[DONE]`.
     fake.push(FakeReply::text("A long synthesised answer that never finishes").cut_after(4));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     let l = labels(&events);
     assert!(l.contains(&"answer:reset".to_string()), "{l:?}");
     assert_eq!(d["answer"], "The brief answer.");
@@ -150,9 +136,7 @@ async fn a_stream_cut_before_any_delta_is_retried() {
     fake.push(FakeReply::text("brief"));
     fake.push(FakeReply::text("lost").cut_after(1));
     fake.push(FakeReply::text("Second try."));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "Second try.");
     assert!(!labels(&events).contains(&"answer:reset".to_string()));
     assert_eq!(calls(&fake), (1, 2));
@@ -163,9 +147,7 @@ async fn a_malformed_chunk_falls_back_to_the_brief_answer() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.push(FakeReply::text("The brief answer."));
     fake.push(FakeReply::text("Streaming then garbage").malformed_after(3));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "The brief answer.");
     assert_eq!(answer_done(&events)["fallback"], true);
     assert_eq!(calls(&fake), (1, 1));
@@ -176,9 +158,7 @@ async fn a_malformed_loop_reply_fails_the_run_without_retrying() {
     let fake = FakeOpenAi::start().await.unwrap();
     // A non-streamed reply cut inside its JSON.
     fake.set_default(FakeReply::text("x").malformed_after(0));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "failed").await;
+    let (d, _) = run_hello(&fake, "failed").await;
     assert!(
         d["error"].as_str().unwrap().contains("invalid response"),
         "{d}"
@@ -193,9 +173,7 @@ async fn an_endless_trickle_in_synthesis_is_cut_by_the_stream_budget() {
     // A chunk every 50 ms, forever: each gap is under the 1 s timeout, so only the total
     // stream budget (STREAM_TOTAL_FACTOR × timeout) can end it.
     fake.push(FakeReply::text("trickle ").endless(50));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"], "The brief answer.");
     assert_eq!(answer_done(&events)["fallback"], true);
     assert!(labels(&events).contains(&"answer:reset".to_string()));
@@ -208,9 +186,7 @@ async fn an_enormous_streamed_answer_is_delivered_whole() {
     let big: String = "lorem ipsum ".repeat(200_000); // 2.4 MB
     fake.push(FakeReply::text("brief"));
     fake.push(FakeReply::text(big.clone()).chunk_chars(64 * 1024));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     assert_eq!(d["answer"].as_str().unwrap(), big);
     assert_eq!(answer_done(&events)["fallback"], false);
     assert_eq!(calls(&fake), (1, 1));
@@ -221,9 +197,7 @@ async fn an_enormous_loop_reply_still_reaches_the_user_when_synthesis_is_refused
     let fake = FakeOpenAi::start().await.unwrap();
     let big: String = "lorem ipsum ".repeat(200_000); // 2.4 MB
     fake.push(FakeReply::text(big.clone()));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, events) = run_hello(&fake, "completed").await;
     // The synthesis prompt carries the 2.4 MB draft; the fake (like real providers) refuses a
     // body that large with 413, which is not retried, so the draft itself is the answer.
     assert_eq!(d["answer"].as_str().unwrap(), big);

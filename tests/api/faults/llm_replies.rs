@@ -108,9 +108,7 @@ async fn tool_call_arguments_that_are_not_json_become_an_error_observation() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.push(FakeReply::tool_calls(vec![("c1", "echo", "{not json")]));
     fake.push(FakeReply::text("I could not call the tool."));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    check_end(&app, &run, &events, "completed").await;
+    let (_, events) = run_hello(&fake, "completed").await;
     let end = events
         .iter()
         .find(|e| e.label() == "step:tool_end")
@@ -150,9 +148,7 @@ async fn tool_calls_sharing_one_id_get_distinct_ids_before_going_back_to_the_pro
         ("dup", "echo", r#"{"text":"2"}"#),
     ]));
     fake.push(FakeReply::text("both done"));
-    let app = llm_app(&fake.base_url(), vec![]).await;
-    let (run, events) = run(&app, "hello").await;
-    let d = check_end(&app, &run, &events, "completed").await;
+    let (d, _) = run_hello(&fake, "completed").await;
     assert_eq!(d["tool_calls"], 2);
     let msgs = fake.requests()[1]["messages"].as_array().unwrap().clone();
     let assistant = msgs.iter().find(|m| m["tool_calls"].is_array()).unwrap();
