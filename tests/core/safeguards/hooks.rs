@@ -32,13 +32,16 @@ impl Hook for Rewriter {
     }
 }
 
-#[tokio::test]
-async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
+/// Runs one `lookup {"x":"orig"}` call (the tool answers `0123456789`), then `ok`, under `hook`;
+/// the LLM, the tool and the events, to see what each of them got.
+async fn one_lookup_under(
+    hook: Arc<dyn Hook>,
+) -> (Arc<ScriptedLlm>, Arc<FakeTool>, Vec<AgentEvent>) {
     let llm = Arc::new(ScriptedLlm::native());
     llm.tool_calls(&[("c", "lookup", r#"{"x":"orig"}"#)])
         .text("ok");
     let tool = FakeTool::new("lookup", "0123456789");
-    let hooks = HookRunner::new(vec![HookEntry::new(Arc::new(Blocker))]);
+    let hooks = HookRunner::new(vec![HookEntry::new(hook)]);
     let h = Harness::new(
         llm.clone(),
         registry(vec![tool.clone()]),
@@ -46,6 +49,12 @@ async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
         AgentConfig::default(),
     );
     let (_, ev) = h.run("q").await;
+    (llm, tool, ev)
+}
+
+#[tokio::test]
+async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
+    let (llm, tool, ev) = one_lookup_under(Arc::new(Blocker)).await;
     assert_eq!(tool.call_count(), 0);
     let obs = llm.chat_requests()[1]
         .messages
@@ -59,18 +68,7 @@ async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
         StepEvent::ToolEnd { blocked: true, .. }
     ));
 
-    let llm = Arc::new(ScriptedLlm::native());
-    llm.tool_calls(&[("c", "lookup", r#"{"x":"orig"}"#)])
-        .text("ok");
-    let tool = FakeTool::new("lookup", "0123456789");
-    let hooks = HookRunner::new(vec![HookEntry::new(Arc::new(Rewriter))]);
-    let h = Harness::new(
-        llm.clone(),
-        registry(vec![tool.clone()]),
-        hooks,
-        AgentConfig::default(),
-    );
-    h.run("q").await;
+    let (llm, tool, _) = one_lookup_under(Arc::new(Rewriter)).await;
     assert_eq!(tool.seen(), vec![json!({"x": "rewritten"})]);
     assert_eq!(
         llm.chat_requests()[1].messages.last().unwrap().content,
