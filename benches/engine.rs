@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use reagent::agent::artifacts::MemoryArtifacts;
-use reagent::agent::checkpoint::CheckpointSink;
+use reagent::agent::checkpoint::{CheckpointJson, CheckpointSink};
 use reagent::agent::context::estimate_tokens;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, InterruptQueue, ReActAgent, RunHandles, RunInput};
@@ -95,8 +95,8 @@ fn scripted(json_mode: bool, iterations: usize) -> Arc<ScriptedLlm> {
 
 /// A sink that keeps the latest checkpoint (the loop serialised it), as the run manager does.
 fn checkpoint_sink() -> CheckpointSink {
-    let latest = std::sync::Mutex::new(String::new());
-    Arc::new(move |json: String| *latest.lock().unwrap() = json)
+    let latest = std::sync::Mutex::new(CheckpointJson::default());
+    Arc::new(move |json| *latest.lock().unwrap() = json)
 }
 
 /// One run of `iterations` tool iterations over `past`, checked.

@@ -17,7 +17,7 @@ use crate::llm::{Message, Usage};
 
 mod json;
 
-pub use json::{JsonList, KEEP_FROM as JSON_KEEP_FROM};
+pub use json::{CheckpointJson, JsonList, CHUNK as JSON_CHUNK, KEEP_FROM as JSON_KEEP_FROM};
 
 /// The observation of a tool call that was running when its instance stopped (SPEC §11).
 pub const INTERRUPTED_TOOL: &str =
@@ -57,8 +57,9 @@ pub struct Checkpoint {
 
 /// Where a run's checkpoints go, as the JSON of a [`Checkpoint`] (the run manager stores them
 /// with the run's events). The loop serialises them itself, keeping the JSON of its history
-/// between checkpoints ([`JsonList`]), so a checkpoint does not copy the whole history.
-pub type CheckpointSink = Arc<dyn Fn(String) + Send + Sync>;
+/// between checkpoints in shared chunks ([`JsonList`]), so a checkpoint neither serialises nor
+/// copies the whole history; the writer joins the pieces when it stores one.
+pub type CheckpointSink = Arc<dyn Fn(CheckpointJson) + Send + Sync>;
 
 /// A [`Checkpoint`]'s fields borrowed from the loop, except the two lists that grow with the
 /// run (messages, steps), which [`CheckpointHead::to_json`] takes already serialised.
@@ -80,23 +81,21 @@ pub struct CheckpointHead<'a> {
 
 impl CheckpointHead<'_> {
     /// The checkpoint's JSON, as `serde_json::to_string(&Checkpoint)` would write it (fields
-    /// in another order), with `messages` and `steps` writing those two arrays; `lists_len`:
-    /// about how long they are, reserved at once (not grown by doubling, copy after copy).
+    /// in another order), with `messages` and `steps` writing those two arrays.
     pub fn to_json(
         &self,
-        lists_len: usize,
-        messages: impl FnOnce(&mut String) -> serde_json::Result<()>,
-        steps: impl FnOnce(&mut String) -> serde_json::Result<()>,
-    ) -> serde_json::Result<String> {
-        let mut out = serde_json::to_string(self)?;
+        messages: impl FnOnce(&mut CheckpointJson) -> serde_json::Result<()>,
+        steps: impl FnOnce(&mut CheckpointJson) -> serde_json::Result<()>,
+    ) -> serde_json::Result<CheckpointJson> {
+        let mut head = serde_json::to_string(self)?;
         // A struct serialises as a non-empty object: drop its closing brace, append the lists.
-        out.pop();
-        out.reserve(lists_len + 64);
-        out.push_str(",\"messages\":");
+        head.pop();
+        head.push_str(",\"messages\":");
+        let mut out = CheckpointJson::from(head);
         messages(&mut out)?;
         out.push_str(",\"steps\":");
         steps(&mut out)?;
-        out.push('}');
+        out.push_str("}");
         Ok(out)
     }
 }

@@ -63,7 +63,7 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
 /// The run's checkpoint sink: each checkpoint is stored with the events appended before it.
 fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
     let (run_id, log, writer) = (live.id, live.log.clone(), writer.clone());
-    Arc::new(move |data: String| writer.checkpoint(run_id, log.len() as u64, data))
+    Arc::new(move |data| writer.checkpoint(run_id, log.len() as u64, data))
 }
 
 impl RunManager {

@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::log::EventLog;
+use crate::agent::checkpoint::CheckpointJson;
 use crate::store::{FinalState, RunBatch, Store, StoredEvent, EVENT_ID_BLOCK};
 
 /// Most event rows committed in one transaction; the rest wait for the next tick.
@@ -79,7 +80,7 @@ struct Tracked {
     closing: Option<(Option<Closing>, Waiter)>,
     failures: u32,
     /// The run's latest checkpoint not yet stored: written with the events up to its id.
-    checkpoint: Option<(u64, Arc<String>)>,
+    checkpoint: Option<(u64, Arc<CheckpointJson>)>,
     fence: Option<Fence>,
 }
 
@@ -102,7 +103,7 @@ struct Planned {
     /// The event-id ceiling this write commits (readers may see up to it afterwards).
     raise: Option<u64>,
     /// The checkpoint this write stores.
-    checkpoint: Option<Arc<String>>,
+    checkpoint: Option<Arc<CheckpointJson>>,
     closes: bool,
     /// The run's last write failed: it is written on its own so it cannot fail the others'.
     suspect: bool,
@@ -177,7 +178,7 @@ impl EventWriter {
 
     /// The run's loop took a checkpoint after event `after`: stored with the events up to it
     /// (a newer one replaces it if it is not written yet).
-    pub fn checkpoint(&self, run_id: Uuid, after: u64, data: String) {
+    pub fn checkpoint(&self, run_id: Uuid, after: u64, data: CheckpointJson) {
         if let Some(t) = self.lock().runs.get_mut(&run_id) {
             t.checkpoint = Some((after, Arc::new(data)));
         }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::StoreError;
+use crate::agent::checkpoint::CheckpointJson;
 use crate::domain::{Engine, MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
 use crate::llm::Usage;
 
@@ -94,9 +95,9 @@ pub struct RunBatch {
     pub events: Vec<StoredEvent>,
     /// Raises `runs.event_ceiling` to this (never lowers it), see [`EVENT_ID_BLOCK`].
     pub ceiling: Option<i64>,
-    /// The run's latest checkpoint (JSON), taken once the batch's events were appended;
-    /// shared with the writer that holds it until stored, not copied per write.
-    pub checkpoint: Option<std::sync::Arc<String>>,
+    /// The run's latest checkpoint, taken once the batch's events were appended; shared with
+    /// the writer that holds it until stored, joined into one string only to be written.
+    pub checkpoint: Option<std::sync::Arc<CheckpointJson>>,
     pub finish: Option<FinalState>,
     /// The lease epoch the writer holds the run under: the batch is written only while the
     /// run's row still has it (fencing, SPEC §11); `None` writes unconditionally.

@@ -20,6 +20,7 @@ mod writes;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reagent::agent::checkpoint::{CheckpointJson, JsonList};
 use reagent::agent::events::RunStatus;
 use reagent::domain::{MessageKind, MessageRole, Mode};
 use reagent::llm::Usage;

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use reagent::agent::checkpoint::{Checkpoint, Resume, INTERRUPTED_TOOL};
+use reagent::agent::checkpoint::{Checkpoint, CheckpointJson, Resume, INTERRUPTED_TOOL};
 use reagent::agent::events::{AgentEvent, RunStatus, StepEvent};
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, InterruptQueue, ReActAgent, RunHandles, RunInput};
@@ -28,8 +28,8 @@ fn handles(
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),
         artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
-        checkpoints: Some(Arc::new(move |json: String| {
-            let cp: Checkpoint = serde_json::from_str(&json).unwrap();
+        checkpoints: Some(Arc::new(move |json: CheckpointJson| {
+            let cp: Checkpoint = serde_json::from_str(&json.join()).unwrap();
             checkpoints.lock().unwrap().push(cp)
         })),
     }

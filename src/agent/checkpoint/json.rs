@@ -1,7 +1,13 @@
-//! [`JsonList`]: the JSON of an append-only list, kept between checkpoints so that a checkpoint
-//! serialises only what was appended since the previous one (BENCHMARKS.md, issue 23: two
-//! checkpoints per iteration each serialising the whole history made an iteration's cost grow
-//! with it).
+//! A checkpoint's JSON without copying the history into each one (BENCHMARKS.md, issue 23).
+//!
+//! [`JsonList`] keeps the JSON of an append-only list (the messages, the steps) between
+//! checkpoints, so a checkpoint serialises only what was appended since the previous one, and
+//! keeps it in shared chunks of about [`CHUNK`] bytes, so a checkpoint shares them instead of
+//! copying them: two checkpoints per iteration each copying the whole history made an
+//! iteration's cost grow with it. [`CheckpointJson`] is such a checkpoint, joined into one
+//! string only by the writer that stores it, once per write.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -9,40 +15,141 @@ use serde::Serialize;
 /// a short history holds no second copy of it.
 pub const KEEP_FROM: usize = 32;
 
+/// A kept chunk is closed (and then only shared) once it holds this many bytes, so what one
+/// checkpoint copies is at most about this much, whatever the history's length.
+pub const CHUNK: usize = 16 * 1024;
+
+/// A checkpoint's JSON as its pieces in order: text of its own, and chunks shared with the
+/// lists that keep them. [`Self::join`] writes the whole JSON.
+#[derive(Clone, Debug, Default)]
+pub struct CheckpointJson {
+    parts: Vec<Part>,
+    len: usize,
+}
+
+#[derive(Clone, Debug)]
+enum Part {
+    Own(String),
+    Shared(Arc<String>),
+}
+
+impl CheckpointJson {
+    /// Appends `text` (to the last piece when it is the checkpoint's own).
+    pub fn push_str(&mut self, text: &str) {
+        self.len += text.len();
+        match self.parts.last_mut() {
+            Some(Part::Own(last)) => last.push_str(text),
+            _ => self.parts.push(Part::Own(text.to_string())),
+        }
+    }
+
+    /// Appends a chunk that stays shared.
+    fn push_shared(&mut self, chunk: &Arc<String>) {
+        self.len += chunk.len();
+        self.parts.push(Part::Shared(Arc::clone(chunk)));
+    }
+
+    /// Bytes of the whole JSON.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes copied into this checkpoint (the rest it shares with the lists that keep them).
+    pub fn own_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Own(text) => text.len(),
+                Part::Shared(_) => 0,
+            })
+            .sum()
+    }
+
+    /// The whole JSON in one string.
+    pub fn join(&self) -> String {
+        let mut out = String::with_capacity(self.len);
+        for part in &self.parts {
+            out.push_str(match part {
+                Part::Own(text) => text,
+                Part::Shared(chunk) => chunk,
+            });
+        }
+        out
+    }
+}
+
+impl From<String> for CheckpointJson {
+    fn from(text: String) -> Self {
+        Self {
+            len: text.len(),
+            parts: vec![Part::Own(text)],
+        }
+    }
+}
+
+/// Equal when they join to the same JSON, however they are cut.
+impl PartialEq for CheckpointJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.join() == other.join()
+    }
+}
+
 /// The serialised elements `0..count` of a list that is only appended to, comma-separated,
-/// without brackets. Whoever holds one must replace it (`default()`) when the list is replaced.
+/// without brackets: closed chunks, then the one still being filled. Whoever holds one must
+/// replace it (`default()`) when the list is replaced.
 #[derive(Clone, Debug, Default)]
 pub struct JsonList {
-    text: String,
+    closed: Vec<Arc<String>>,
+    open: String,
     count: usize,
 }
 
 impl JsonList {
     /// Writes `items` as a JSON array to `out`. `items` must begin with the elements this
     /// cache saw before (it was only appended to since); a shorter list is serialised afresh.
-    pub fn write<T: Serialize>(&mut self, items: &[T], out: &mut String) -> serde_json::Result<()> {
+    pub fn write<T: Serialize>(
+        &mut self,
+        items: &[T],
+        out: &mut CheckpointJson,
+    ) -> serde_json::Result<()> {
         if items.len() < self.count {
             *self = Self::default();
         }
-        out.push('[');
+        out.push_str("[");
         if self.count == 0 && items.len() < KEEP_FROM {
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push_str(",");
                 }
                 out.push_str(&serde_json::to_string(item)?);
             }
         } else {
-            for item in &items[self.count..] {
-                if self.count > 0 {
-                    self.text.push(',');
-                }
-                self.text.push_str(&serde_json::to_string(item)?);
-                self.count += 1;
+            self.append(&items[self.count..])?;
+            out.parts.reserve(self.closed.len() + 1);
+            for chunk in &self.closed {
+                out.push_shared(chunk);
             }
-            out.push_str(&self.text);
+            out.push_str(&self.open);
         }
-        out.push(']');
+        out.push_str("]");
+        Ok(())
+    }
+
+    fn append<T: Serialize>(&mut self, items: &[T]) -> serde_json::Result<()> {
+        for item in items {
+            if self.count > 0 {
+                self.open.push(',');
+            }
+            self.open.push_str(&serde_json::to_string(item)?);
+            self.count += 1;
+            if self.open.len() >= CHUNK {
+                self.closed.push(Arc::new(std::mem::take(&mut self.open)));
+            }
+        }
         Ok(())
     }
 
@@ -51,8 +158,8 @@ impl JsonList {
         self.count
     }
 
-    /// Bytes of the JSON kept, so a writer can reserve room for it once.
-    pub fn kept_len(&self) -> usize {
-        self.text.len()
+    /// Chunks closed and shared by every checkpoint from now on.
+    pub fn closed_chunks(&self) -> usize {
+        self.closed.len()
     }
 }

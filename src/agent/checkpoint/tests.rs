@@ -66,11 +66,11 @@ fn the_head_and_its_lists_read_back_as_the_checkpoint() {
     let (mut messages, mut steps) = (JsonList::default(), JsonList::default());
     let json = head
         .to_json(
-            0,
             |out| messages.write(&cp.messages, out),
             |out| steps.write(&cp.steps, out),
         )
-        .unwrap();
+        .unwrap()
+        .join();
     let back: Checkpoint = serde_json::from_str(&json).unwrap();
     assert_eq!(back, cp);
     // The same JSON as the whole checkpoint serialised (up to the order of the fields).
@@ -83,9 +83,10 @@ fn a_long_list_serialises_only_what_was_appended_since_the_last_write() {
     let mut list = JsonList::default();
     let mut items: Vec<Value> = Vec::new();
     for i in 0..3 * JSON_KEEP_FROM {
-        let mut out = String::new();
+        let mut out = CheckpointJson::default();
         list.write(&items, &mut out).unwrap();
-        assert_eq!(out, serde_json::to_string(&items).unwrap(), "at {i}");
+        assert_eq!(out.join(), serde_json::to_string(&items).unwrap(), "at {i}");
+        assert_eq!(out.len(), out.join().len());
         let kept = if i < JSON_KEEP_FROM { 0 } else { i };
         assert_eq!(list.kept(), kept, "at {i}");
         items.push(json!({"i": i, "text": "a \"quoted\"\nline"}));
@@ -94,9 +95,9 @@ fn a_long_list_serialises_only_what_was_appended_since_the_last_write() {
     // to an early element does not show, a new element does.
     items[0] = json!("changed");
     items.push(json!("new"));
-    let mut out = String::new();
+    let mut out = CheckpointJson::default();
     list.write(&items, &mut out).unwrap();
-    let back: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let back: Vec<Value> = serde_json::from_str(&out.join()).unwrap();
     assert_eq!(back[0], json!({"i": 0, "text": "a \"quoted\"\nline"}));
     assert_eq!(back.last(), Some(&json!("new")));
     assert_eq!(back.len(), items.len());
@@ -106,9 +107,43 @@ fn a_long_list_serialises_only_what_was_appended_since_the_last_write() {
 fn a_shorter_list_is_serialised_afresh() {
     let mut list = JsonList::default();
     let items: Vec<u32> = (0..2 * JSON_KEEP_FROM as u32).collect();
-    list.write(&items, &mut String::new()).unwrap();
-    let mut out = String::new();
+    list.write(&items, &mut CheckpointJson::default()).unwrap();
+    let mut out = CheckpointJson::default();
     list.write(&items[..3], &mut out).unwrap();
-    assert_eq!(out, "[0,1,2]");
+    assert_eq!(out.join(), "[0,1,2]");
     assert_eq!(list.kept(), 0);
+}
+
+#[test]
+fn a_checkpoint_of_a_long_list_shares_its_chunks_and_copies_at_most_one() {
+    let mut list = JsonList::default();
+    let item = |i: usize| json!({"i": i, "text": "lorem ipsum dolor sit amet ".repeat(8)});
+    let mut items: Vec<Value> = (0..2_000).map(item).collect();
+    let mut previous = 0;
+    for round in 0..3 {
+        let mut out = CheckpointJson::default();
+        list.write(&items, &mut out).unwrap();
+        let json = serde_json::to_string(&items).unwrap();
+        assert_eq!(out.join(), json, "round {round}");
+        assert!(json.len() > 20 * JSON_CHUNK, "{} bytes", json.len());
+        // What this checkpoint copied: the chunk still being filled and the brackets.
+        assert!(
+            out.own_len() < JSON_CHUNK + 400,
+            "round {round}: {}",
+            out.own_len()
+        );
+        assert!(list.closed_chunks() >= previous && list.closed_chunks() >= 20);
+        previous = list.closed_chunks();
+        items.extend((0..100).map(|i| item(2_000 + 100 * round + i)));
+    }
+    // The same cut or another, equal JSON is an equal checkpoint.
+    let mut again = CheckpointJson::default();
+    JsonList::default().write(&items, &mut again).unwrap();
+    let mut whole = CheckpointJson::default();
+    list.write(&items, &mut whole).unwrap();
+    assert_eq!(again, whole);
+    assert_eq!(
+        again,
+        CheckpointJson::from(serde_json::to_string(&items).unwrap())
+    );
 }

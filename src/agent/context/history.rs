@@ -11,7 +11,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::estimate::{estimate_message_tokens, message_tokens};
-use crate::agent::checkpoint::JsonList;
+use crate::agent::checkpoint::{CheckpointJson, JsonList};
 use crate::llm::Message;
 
 #[derive(Clone, Debug, Default)]
@@ -51,14 +51,9 @@ impl History {
     }
 
     /// Writes the messages as a JSON array, serialising only those appended since the last
-    /// call once the history is long ([`JsonList`]).
-    pub fn write_json(&mut self, out: &mut String) -> serde_json::Result<()> {
+    /// call once the history is long, and sharing what it kept ([`JsonList`]).
+    pub fn write_json(&mut self, out: &mut CheckpointJson) -> serde_json::Result<()> {
         self.json.write(&self.messages, out)
-    }
-
-    /// Bytes of the messages' JSON kept from the last [`Self::write_json`].
-    pub fn json_len(&self) -> usize {
-        self.json.kept_len()
     }
 
     pub fn into_vec(self) -> Vec<Message> {

@@ -62,10 +62,7 @@ impl<'a> LoopRun<'a> {
             executions: self.reflection.executions(),
         };
         let (messages, steps, steps_json) = (&mut self.messages, &self.steps, &mut self.steps_json);
-        // What was appended since the last checkpoint is small beside what is kept.
-        let lists_len = messages.json_len() + steps_json.kept_len();
         match head.to_json(
-            lists_len,
             |out| messages.write_json(out),
             |out| steps_json.write(steps, out),
         ) {

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{EventWriter, PersistError, Planned, MAX_FAILURES};
+use crate::agent::checkpoint::CheckpointJson;
 use crate::store::{RunBatch, StoreError, Written};
 
 impl EventWriter {
@@ -101,8 +102,9 @@ impl EventWriter {
         };
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
-        let stored =
-            |(_, c): &(u64, Arc<String>)| p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c));
+        let stored = |(_, c): &(u64, Arc<CheckpointJson>)| {
+            p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c))
+        };
         if t.checkpoint.as_ref().is_some_and(stored) {
             t.checkpoint = None;
         }

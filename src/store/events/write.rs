@@ -58,6 +58,22 @@ impl Store {
     /// this transaction sees it); a batch whose run's epoch is no longer its own writes nothing
     /// and is answered [`Written::Fenced`].
     pub async fn write_batches(&self, batches: &[RunBatch]) -> Result<Vec<Written>, StoreError> {
+        // A run finishing in this batch needs no checkpoint: its terminal state clears it. The
+        // others' are joined here, once per write, outside the transaction.
+        let finishes = |b: &RunBatch| {
+            b.finish
+                .as_ref()
+                .is_some_and(|f| f.finish.status != RunStatus::Running)
+        };
+        let joined: Vec<Option<String>> = batches
+            .iter()
+            .map(|b| {
+                b.checkpoint
+                    .as_ref()
+                    .filter(|_| !finishes(b))
+                    .map(|c| c.join())
+            })
+            .collect();
         let _turn = self.write_turn().await;
         let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
         let (_, micros) = now();
@@ -115,12 +131,6 @@ impl Store {
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_rows(chunk).build().execute(&mut *tx).await?;
             }
-            // A run finishing in this batch needs no checkpoint: its terminal state clears it.
-            let finishes = |b: &RunBatch| {
-                b.finish
-                    .as_ref()
-                    .is_some_and(|f| f.finish.status != RunStatus::Running)
-            };
             let mut checkpoints: Vec<(&str, &str)> = Vec::new();
             for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
                 if !kept(i) {
@@ -133,7 +143,7 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                if let (Some(checkpoint), false) = (&batch.checkpoint, finishes(batch)) {
+                if let Some(checkpoint) = &joined[i] {
                     checkpoints.push((run_id.as_str(), checkpoint.as_str()));
                 }
             }

@@ -27,7 +27,7 @@ async fn a_fenced_batch_writes_nothing(store: Store) {
             data: "{}".into(),
         }],
         ceiling: Some(5000),
-        checkpoint: Some(std::sync::Arc::new("{}".to_string())),
+        checkpoint: Some(Arc::new(CheckpointJson::from("{}".to_string()))),
         finish: None,
         epoch: Some(1),
     };

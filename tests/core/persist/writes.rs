@@ -1,5 +1,5 @@
 //! What the writer stores: many concurrent runs contiguously, a run's end without waiting for
-//! the interval, the terminal state and answer exactly once.
+//! the interval, the terminal state and answer exactly once, a checkpoint in pieces whole.
 
 use super::*;
 
@@ -12,6 +12,8 @@ on_both_backends!(
     a_run_end_skips_the_tick_interval,
     #[tokio::test]
     terminal_state_written_once,
+    #[tokio::test]
+    a_checkpoint_in_pieces_is_stored_whole,
 );
 
 async fn writer_persists_many_runs_contiguously(store: Store) {
@@ -140,4 +142,42 @@ async fn terminal_state_written_once(store: Store) {
         .collect();
     assert_eq!(answers, ["first"]);
     assert_eq!(store.list_events(run, 0).await.unwrap().len(), 2);
+}
+
+/// A checkpoint in pieces (chunks shared with the loop's lists) is stored as its whole JSON;
+/// one sent with the run's end is not stored (the terminal state clears it).
+async fn a_checkpoint_in_pieces_is_stored_whole(store: Store) {
+    let (conv, run) = new_run(&store).await;
+    let items: Vec<String> = (0..2_000)
+        .map(|i| format!("item {i} {}", "x".repeat(40)))
+        .collect();
+    let mut json = CheckpointJson::from("{\"items\":".to_string());
+    JsonList::default().write(&items, &mut json).unwrap();
+    json.push_str("}");
+    assert!(json.own_len() < json.len() / 2, "in shared pieces");
+    let batch = RunBatch {
+        run_id: run,
+        events: vec![StoredEvent {
+            seq: 1,
+            name: "start".into(),
+            data: "{}".into(),
+        }],
+        ceiling: None,
+        checkpoint: Some(Arc::new(json.clone())),
+        finish: None,
+        epoch: None,
+    };
+    let written = store.write_runs(std::slice::from_ref(&batch)).await;
+    assert_eq!(written.unwrap(), [false]);
+    let stored = store.run_checkpoint(run).await.unwrap().unwrap();
+    assert_eq!(stored, json.join());
+    let value: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(value["items"].as_array().map(Vec::len), Some(2_000));
+    let end = RunBatch {
+        events: vec![done_event(2)],
+        finish: Some(final_state(conv, run, "answer")),
+        ..batch
+    };
+    assert_eq!(store.write_runs(&[end]).await.unwrap(), [true]);
+    assert_eq!(store.run_checkpoint(run).await.unwrap(), None);
 }

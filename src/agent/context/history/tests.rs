@@ -56,9 +56,13 @@ fn a_request_still_held_keeps_what_it_was_sent() {
 fn the_json_for_checkpoints_follows_every_append_and_a_new_history() {
     let mut h = History::new(sample());
     for i in 0..3 * crate::agent::checkpoint::JSON_KEEP_FROM {
-        let mut out = String::new();
+        let mut out = CheckpointJson::default();
         h.write_json(&mut out).unwrap();
-        assert_eq!(out, serde_json::to_string(&h.shared()).unwrap(), "at {i}");
+        assert_eq!(
+            out.join(),
+            serde_json::to_string(&h.shared()).unwrap(),
+            "at {i}"
+        );
         h.push(Message::tool(
             format!("call_{i}"),
             format!("result \"{i}\"\n"),
@@ -66,7 +70,7 @@ fn the_json_for_checkpoints_follows_every_append_and_a_new_history() {
     }
     // A compaction replaces the history: the kept JSON goes with the old one.
     let mut h = History::new(vec![Message::user("summary")]);
-    let mut out = String::new();
+    let mut out = CheckpointJson::default();
     h.write_json(&mut out).unwrap();
-    assert_eq!(out, serde_json::to_string(&h.shared()).unwrap());
+    assert_eq!(out.join(), serde_json::to_string(&h.shared()).unwrap());
 }
