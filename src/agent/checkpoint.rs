@@ -17,7 +17,9 @@ use crate::llm::{Message, Usage};
 
 mod json;
 
-pub use json::{CheckpointJson, JsonList, CHUNK as JSON_CHUNK, KEEP_FROM as JSON_KEEP_FROM};
+pub use json::{
+    CheckpointJson, JsonList, CHUNK as JSON_CHUNK, KEEP_FROM as JSON_KEEP_FROM, STEPS_KEEP_FROM,
+};
 
 /// The observation of a tool call that was running when its instance stopped (SPEC §11).
 pub const INTERRUPTED_TOOL: &str =

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::action::{parse_action, Action};
 use super::call_ids::CallIds;
-use super::checkpoint::JsonList;
+use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
 use super::context::{estimate_tool_tokens, ContextGuard, History};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -145,7 +145,7 @@ impl<'a> LoopRun<'a> {
             guard: ContextGuard::new(budget),
             messages: History::new(messages),
             steps: Vec::new(),
-            steps_json: JsonList::default(),
+            steps_json: JsonList::keeping_from(STEPS_KEEP_FROM),
             iterations: 0,
             tool_calls: 0,
             usage: Usage::default(),

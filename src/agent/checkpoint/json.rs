@@ -11,9 +11,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-/// Lists shorter than this are serialised afresh each time and nothing is kept, so a run with
-/// a short history holds no second copy of it.
+/// By default, lists shorter than this are serialised afresh each time and nothing is kept, so
+/// a run with a short history holds no second copy of it.
 pub const KEEP_FROM: usize = 32;
+
+/// The steps are kept from their fourth: every checkpoint writes them all, and with the default
+/// a run re-serialised up to 31 of them twice per iteration, most of what a checkpoint cost.
+pub const STEPS_KEEP_FROM: usize = 4;
 
 /// A kept chunk is closed (and then only shared) once it holds this many bytes, so what one
 /// checkpoint copies is at most about this much, whatever the history's length.
@@ -101,14 +105,31 @@ impl PartialEq for CheckpointJson {
 /// The serialised elements `0..count` of a list that is only appended to, comma-separated,
 /// without brackets: closed chunks, then the one still being filled. Whoever holds one must
 /// replace it (`default()`) when the list is replaced.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct JsonList {
     closed: Vec<Arc<String>>,
     open: String,
     count: usize,
+    keep_from: usize,
+}
+
+impl Default for JsonList {
+    fn default() -> Self {
+        Self::keeping_from(KEEP_FROM)
+    }
 }
 
 impl JsonList {
+    /// A list kept serialised once it has `keep_from` elements (serialised afresh before).
+    pub fn keeping_from(keep_from: usize) -> Self {
+        Self {
+            closed: Vec::new(),
+            open: String::new(),
+            count: 0,
+            keep_from,
+        }
+    }
+
     /// Writes `items` as a JSON array to `out`. `items` must begin with the elements this
     /// cache saw before (it was only appended to since); a shorter list is serialised afresh.
     pub fn write<T: Serialize>(
@@ -117,10 +138,10 @@ impl JsonList {
         out: &mut CheckpointJson,
     ) -> serde_json::Result<()> {
         if items.len() < self.count {
-            *self = Self::default();
+            *self = Self::keeping_from(self.keep_from);
         }
         out.push_str("[");
-        if self.count == 0 && items.len() < KEEP_FROM {
+        if self.count == 0 && items.len() < self.keep_from {
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(",");

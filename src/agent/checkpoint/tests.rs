@@ -147,3 +147,21 @@ fn a_checkpoint_of_a_long_list_shares_its_chunks_and_copies_at_most_one() {
         CheckpointJson::from(serde_json::to_string(&items).unwrap())
     );
 }
+
+#[test]
+fn a_list_keeps_from_its_threshold_and_a_new_list_keeps_the_threshold() {
+    let mut list = JsonList::keeping_from(STEPS_KEEP_FROM);
+    let items: Vec<u32> = (0..10).collect();
+    for n in 0..items.len() {
+        let mut out = CheckpointJson::default();
+        list.write(&items[..n], &mut out).unwrap();
+        assert_eq!(out.join(), serde_json::to_string(&items[..n]).unwrap());
+        let kept = if n < STEPS_KEEP_FROM { 0 } else { n };
+        assert_eq!(list.kept(), kept, "at {n}");
+    }
+    // A shorter list starts afresh, kept again from the same threshold.
+    let mut out = CheckpointJson::default();
+    list.write(&items[..STEPS_KEEP_FROM], &mut out).unwrap();
+    assert_eq!(list.kept(), STEPS_KEEP_FROM);
+    assert_eq!(out.join(), "[0,1,2,3]");
+}

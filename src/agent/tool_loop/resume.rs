@@ -3,7 +3,9 @@
 //! [`LoopRun::answer_in_flight`] answers the calls it left running.
 
 use super::{LoopRun, LoopSetup};
-use crate::agent::checkpoint::{Checkpoint, CheckpointHead, InFlightCall, JsonList};
+use crate::agent::checkpoint::{
+    Checkpoint, CheckpointHead, InFlightCall, JsonList, STEPS_KEEP_FROM,
+};
 use crate::agent::context::History;
 use crate::agent::events::Mode;
 use crate::agent::executor::PendingCall;
@@ -26,7 +28,7 @@ impl<'a> LoopRun<'a> {
         lr.usage = cp.usage;
         lr.messages = History::new(cp.messages);
         lr.steps = cp.steps;
-        lr.steps_json = JsonList::default();
+        lr.steps_json = JsonList::keeping_from(STEPS_KEEP_FROM);
         lr.processed = cp.processed;
         lr.checklist_done = cp.checklist_done;
         lr.last_parse_failed = cp.last_parse_failed;
