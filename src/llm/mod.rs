@@ -11,6 +11,7 @@ pub mod openai;
 mod openai_wire;
 pub mod registry;
 pub mod retry;
+mod sse;
 pub mod stream;
 pub mod structured;
 

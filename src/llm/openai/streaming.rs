@@ -6,26 +6,24 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
+use super::super::sse::{NotUtf8, SseData};
 use super::super::stream::StreamDecoder;
 use super::*;
 
-type SseStream = Pin<
-    Box<
-        dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>
-            + Send,
-    >,
->;
+/// The response body's chunks (capped at `max_response_bytes`).
+type BodyStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send>>;
 
 /// One streamed call: the SSE source, the decoder, and the events decoded but not yet handed over.
 pub(super) struct StreamState {
     shared: Arc<Shared>,
     body: bytes::Bytes,
     retries: u32,
-    sse: Option<SseStream>,
+    sse: Option<BodyStream>,
+    /// The SSE events of the body read so far.
+    sse_data: SseData,
     decoder: StreamDecoder,
     pending: VecDeque<StreamEvent>,
     /// Set once an event reached the consumer: from then on, no retry (no duplicates).
@@ -60,6 +58,7 @@ impl StreamState {
             body,
             retries: 0,
             sse: None,
+            sse_data: SseData::new(),
             decoder: StreamDecoder::new(),
             pending: VecDeque::new(),
             handed_over: false,
@@ -116,7 +115,8 @@ impl StreamState {
                 }
                 futures::future::ready(Some(item))
             });
-            self.sse = Some(Box::pin(capped.eventsource()));
+            self.sse = Some(Box::pin(capped));
+            self.sse_data = SseData::new();
             return Ok(());
         }
         let bytes = tokio::time::timeout(self.shared.timeout, self.shared.read_body(response))
@@ -185,9 +185,36 @@ impl StreamState {
             timer.as_mut().reset(wait_until);
         }
         let next = loop {
+            if let Some(data) = self.sse_data.next_data() {
+                break Some(data);
+            }
+            if self.sse_data.is_finished() {
+                break None;
+            }
             tokio::select! {
                 biased;
-                next = sse.next() => break next,
+                chunk = sse.next() => match chunk {
+                    Some(Ok(bytes)) => self.sse_data.push(&bytes),
+                    Some(Err(e)) => {
+                        // Transient: a fresh attempt may well succeed (retried only if nothing
+                        // was handed over yet).
+                        let error = transport_error(&e, self.shared.timeout).error;
+                        return Err(StepError {
+                            error: LlmError::Stream(format!("connection broke: {error}")),
+                            transient: true,
+                        });
+                    }
+                    None if self.overflow.load(Ordering::Relaxed) => {
+                        return Err(StepError {
+                            error: LlmError::Stream(format!(
+                                "the stream is larger than {} bytes (LLM_MAX_RESPONSE_BYTES)",
+                                self.shared.max_response_bytes
+                            )),
+                            transient: false,
+                        })
+                    }
+                    None => self.sse_data.finish(),
+                },
                 () = timer.as_mut() => {
                     if timer.deadline() >= wait_until {
                         if Instant::now() >= self.deadline {
@@ -200,25 +227,9 @@ impl StreamState {
             }
         };
         let events = match next {
-            Some(Ok(event)) => self.decoder.feed(&event.data)?,
-            Some(Err(EventStreamError::Transport(e))) => {
-                // Transient: a fresh attempt may well succeed (retried only if nothing was
-                // handed over yet).
-                let error = transport_error(&e, self.shared.timeout).error;
-                return Err(StepError {
-                    error: LlmError::Stream(format!("connection broke: {error}")),
-                    transient: true,
-                });
-            }
-            Some(Err(e)) => return Err(LlmError::Stream(format!("unreadable SSE: {e}")).into()),
-            None if self.overflow.load(Ordering::Relaxed) => {
-                return Err(StepError {
-                    error: LlmError::Stream(format!(
-                        "the stream is larger than {} bytes (LLM_MAX_RESPONSE_BYTES)",
-                        self.shared.max_response_bytes
-                    )),
-                    transient: false,
-                })
+            Some(Ok(data)) => self.decoder.feed(&data)?,
+            Some(Err(NotUtf8)) => {
+                return Err(LlmError::Stream("unreadable SSE: data is not UTF-8".into()).into())
             }
             None => self.decoder.end_of_input().map_err(|error| StepError {
                 error,
