@@ -21,8 +21,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::{watch, Notify};
+use futures::Stream;
+use tokio::sync::Notify;
 
 /// One event as it goes on the wire. Kept for the whole run, once per event: the name is one
 /// of the SPEC's static names and the data exact-size.
@@ -49,8 +51,8 @@ struct Inner {
     /// Events `base + 1 ..`; those up to `base` were released.
     events: VecDeque<Arc<LoggedEvent>>,
     base: u64,
-    /// Reader pins: pin id → the reader's cursor (it has read every id up to it).
-    pins: HashMap<u64, u64>,
+    /// Reader pins: pin id → the reader's cursor and, while it waits, its waker.
+    pins: HashMap<u64, Reader>,
     next_pin: u64,
     /// Ordinary appends are refused (see [`EventLog::seal`]).
     sealed: bool,
@@ -59,7 +61,29 @@ struct Inner {
     ceiling: u64,
 }
 
+/// A pinned reader: it has read every id up to `cursor`; `waker` is set while it waits for more.
+struct Reader {
+    cursor: u64,
+    waker: Option<Waker>,
+}
+
 impl Inner {
+    /// Wakes the readers waiting for events (under the lock, so none registers in between).
+    fn wake_readers(&mut self) {
+        for reader in self.pins.values_mut() {
+            if let Some(waker) = reader.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    /// Moves the reader `pin` to `cursor` (never back).
+    fn advance(&mut self, pin: u64, cursor: u64) {
+        if let Some(r) = self.pins.get_mut(&pin) {
+            r.cursor = cursor.max(r.cursor);
+        }
+    }
+
     fn next_id(&self) -> u64 {
         self.base + self.events.len() as u64 + 1
     }
@@ -67,13 +91,15 @@ impl Inner {
     /// Events with id > `after` still held (ids at or below `base` are gone) and visible
     /// (at or below the ceiling).
     fn since(&self, after: u64) -> Vec<Arc<LoggedEvent>> {
+        self.events.range(self.visible(after)).cloned().collect()
+    }
+
+    /// Positions in `events` of the ids after `after` that readers may see.
+    fn visible(&self, after: u64) -> std::ops::Range<usize> {
         let held = self.events.len() as u64;
         let start = after.saturating_sub(self.base).min(held) as usize;
         let end = self.ceiling.saturating_sub(self.base).min(held) as usize;
-        if start >= end {
-            return Vec::new();
-        }
-        self.events.range(start..end).cloned().collect()
+        start..end.max(start)
     }
 }
 
@@ -88,9 +114,7 @@ impl Pin {
     /// the reader is done with every id up to it.
     pub fn since(&self, cursor: u64) -> (Vec<Arc<LoggedEvent>>, bool) {
         let mut g = self.log.lock();
-        if let Some(p) = g.pins.get_mut(&self.id) {
-            *p = cursor.max(*p);
-        }
+        g.advance(self.id, cursor);
         (g.since(cursor), g.closed)
     }
 
@@ -108,8 +132,6 @@ impl Drop for Pin {
 /// Shared by the run task (writer) and SSE subscribers (readers).
 pub struct EventLog {
     inner: Mutex<Inner>,
-    /// Last appended id; `closed` is signalled by a final bump after setting the flag.
-    version: watch::Sender<u64>,
     /// Woken once, by [`EventLog::close`], for [`EventLog::closed`].
     closing: Notify,
 }
@@ -135,7 +157,6 @@ impl EventLog {
                 ceiling,
                 ..Inner::default()
             }),
-            version: watch::channel(0).0,
             closing: Notify::new(),
         }
     }
@@ -145,7 +166,6 @@ impl EventLog {
     pub fn resumed(base: u64, ceiling: u64) -> Self {
         let log = Self::with_ceiling(ceiling);
         log.lock().base = base;
-        log.version.send_replace(base);
         log
     }
 
@@ -157,14 +177,10 @@ impl EventLog {
     /// Ids up to `ceiling` are reserved in a committed write: readers may see them now. Never
     /// lowers the ceiling.
     pub fn raise_ceiling(&self, ceiling: u64) {
-        let raised = {
-            let mut g = self.lock();
-            let raised = ceiling > g.ceiling;
-            g.ceiling = g.ceiling.max(ceiling);
-            raised
-        };
-        if raised {
-            self.version.send_modify(|_| {});
+        let mut g = self.lock();
+        if ceiling > g.ceiling {
+            g.ceiling = ceiling;
+            g.wake_readers();
         }
     }
 
@@ -181,25 +197,22 @@ impl EventLog {
 
     /// Appends an event with the next id and wakes subscribers; `false` (dropped) once sealed.
     pub fn append(&self, name: &'static str, data: String) -> bool {
-        let id = {
-            let mut g = self.lock();
-            if g.sealed || g.closed {
-                return false;
-            }
-            Self::push(&mut g, name, data)
-        };
-        self.version.send_replace(id);
+        let mut g = self.lock();
+        if g.sealed || g.closed {
+            return false;
+        }
+        Self::push(&mut g, name, data);
+        g.wake_readers();
         true
     }
 
-    fn push(g: &mut Inner, name: &'static str, data: String) -> u64 {
+    fn push(g: &mut Inner, name: &'static str, data: String) {
         let id = g.next_id();
         g.events.push_back(Arc::new(LoggedEvent {
             id,
             name,
             data: data.into_boxed_str(),
         }));
-        id
     }
 
     /// Refuses every later [`Self::append`]; returns the id the final event will get. The first
@@ -227,19 +240,17 @@ impl EventLog {
 
     /// No more events will come; subscribers end after draining.
     pub fn close(&self) {
-        let last = {
+        {
             let mut g = self.lock();
             g.sealed = true;
             g.closed = true;
-            g.next_id() - 1
-        };
-        // Bump even when nothing new was appended so waiters re-check `closed`.
-        self.version.send_modify(|v| *v = last.max(*v));
-        self.version.send_modify(|_| {});
+            // Even when nothing new was appended, so that waiting readers see `closed`.
+            g.wake_readers();
+        }
         self.closing.notify_waiters();
     }
 
-    /// Resolves once the log is closed, without waking on every append (unlike [`Self::watch`]).
+    /// Resolves once the log is closed, without waking on every append.
     pub async fn closed(&self) {
         loop {
             let notified = self.closing.notified();
@@ -251,11 +262,6 @@ impl EventLog {
             }
             notified.await;
         }
-    }
-
-    /// A receiver that changes whenever an event is appended or the log closes.
-    pub fn watch(&self) -> watch::Receiver<u64> {
-        self.version.subscribe()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -295,7 +301,13 @@ impl EventLog {
         let at = cursor.max(g.base);
         let id = g.next_pin;
         g.next_pin += 1;
-        g.pins.insert(id, at);
+        g.pins.insert(
+            id,
+            Reader {
+                cursor: at,
+                waker: None,
+            },
+        );
         (
             Pin {
                 log: self.clone(),
@@ -310,7 +322,7 @@ impl EventLog {
     /// at any time and would otherwise need the database for all of it).
     pub fn release(&self, persisted: u64) {
         let mut g = self.lock();
-        let Some(&lowest) = g.pins.values().min() else {
+        let Some(lowest) = g.pins.values().map(|r| r.cursor).min() else {
             return;
         };
         let upto = persisted.min(lowest);
@@ -329,35 +341,56 @@ impl EventLog {
     /// released are not in it: see [`Subscription::missing`].
     pub fn subscribe(self: &Arc<Self>, after: u64) -> Subscription {
         let (pin, at) = self.pin(after);
-        let rx = self.version.subscribe();
         let missing = (at > after).then_some((after, at));
-        let events = futures::stream::unfold(
-            (pin, rx, at, Vec::<Arc<LoggedEvent>>::new().into_iter()),
-            |(pin, mut rx, mut cursor, mut pending)| async move {
-                loop {
-                    if let Some(ev) = pending.next() {
-                        cursor = ev.id;
-                        return Some((ev, (pin, rx, cursor, pending)));
-                    }
-                    rx.borrow_and_update();
-                    let (batch, closed) = pin.since(cursor);
-                    if !batch.is_empty() {
-                        pending = batch.into_iter();
-                        continue;
-                    }
-                    if closed {
-                        return None;
-                    }
-                    if rx.changed().await.is_err() {
-                        return None;
-                    }
-                }
-            },
-        );
+        let events = Follow {
+            pin,
+            cursor: at,
+            ready: VecDeque::new(),
+        };
         Subscription {
             missing,
             events: Box::pin(events),
         }
+    }
+}
+
+/// A subscription's events: those ready are taken from the log a batch at a time, under one
+/// lock; with none, the reader leaves its waker in its pin and the next append wakes it.
+struct Follow {
+    pin: Pin,
+    /// The id of the last event handed out.
+    cursor: u64,
+    ready: VecDeque<Arc<LoggedEvent>>,
+}
+
+impl Stream for Follow {
+    type Item = Arc<LoggedEvent>;
+
+    fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ready.is_empty() {
+            let mut g = this.pin.log.lock();
+            g.advance(this.pin.id, this.cursor);
+            let range = g.visible(this.cursor);
+            this.ready.extend(g.events.range(range).cloned());
+            if this.ready.is_empty() {
+                if g.closed {
+                    return Poll::Ready(None);
+                }
+                if let Some(r) = g.pins.get_mut(&this.pin.id) {
+                    match &r.waker {
+                        Some(w) if w.will_wake(cx.waker()) => {}
+                        _ => r.waker = Some(cx.waker().clone()),
+                    }
+                }
+                return Poll::Pending;
+            }
+        }
+        let ev = this.ready.pop_front();
+        if let Some(ev) = &ev {
+            this.cursor = ev.id;
+        }
+        Poll::Ready(ev)
     }
 }
 

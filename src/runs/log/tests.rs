@@ -148,3 +148,27 @@ fn release_gives_back_the_room_of_a_drained_burst() {
     let ids: Vec<u64> = log.since(0).0.iter().map(|e| e.id).collect();
     assert_eq!(ids, vec![999, 1000]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiting_reader_is_woken_by_appends_alone() {
+    let log = Arc::new(EventLog::new());
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let sub = log.subscribe(0).events;
+            tokio::spawn(async move { sub.take(2_000).map(|e| e.id).collect::<Vec<u64>>().await })
+        })
+        .collect();
+    // Appends racing the readers on the other worker, without yielding: a wake-up lost
+    // between a reader's check and its registration would leave it waiting forever.
+    for _ in 0..2_000 {
+        log.append("step", "{}".into());
+    }
+    // Not closed: each reader must get its events from the appends' wake-ups.
+    for reader in readers {
+        let ids = tokio::time::timeout(std::time::Duration::from_secs(10), reader)
+            .await
+            .expect("a reader was never woken")
+            .unwrap();
+        assert_eq!(ids, (1..=2_000).collect::<Vec<_>>());
+    }
+}
