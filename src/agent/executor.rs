@@ -107,7 +107,7 @@ impl Executor {
             let mut running: FuturesUnordered<_> = calls
                 .iter()
                 .enumerate()
-                .map(|(i, c)| async move { (i, self.execute_one(iteration, c.clone()).await) })
+                .map(|(i, c)| async move { (i, self.execute_one(iteration, c).await) })
                 .collect();
             loop {
                 tokio::select! {
@@ -174,7 +174,9 @@ impl Executor {
         });
     }
 
-    async fn execute_one(&self, iteration: u32, call: PendingCall) -> Executed {
+    /// One call; its context is built once, moved through both hook chains and into the
+    /// record (the engine's per-iteration cost is mostly such copies).
+    async fn execute_one(&self, iteration: u32, call: &PendingCall) -> Executed {
         let started = Instant::now();
         let mut artifacts = Vec::new();
         let mut ran = false;
@@ -183,7 +185,7 @@ impl Executor {
         let Some(tool) = self.tools.get(&call.tool).cloned() else {
             let record = StepRecord {
                 iteration,
-                call_id: call.call_id,
+                call_id: call.call_id.clone(),
                 tool: call.tool.clone(),
                 arguments,
                 observation: prompts::unknown_tool(&call.tool, &self.tools.names()),
@@ -200,7 +202,7 @@ impl Executor {
             iteration,
             call_id: call.call_id.clone(),
             tool: call.tool.clone(),
-            arguments: arguments.clone(),
+            arguments,
             tool_writes: tool.writes(),
             requires_approval: tool.requires_approval(),
             events: Some(self.events.clone()),
@@ -233,23 +235,21 @@ impl Executor {
             },
         };
         let duration_ms = started.elapsed().as_millis() as u64;
-        let post = self
-            .hooks
-            .post_tool_use(PostContext {
-                call: ctx.clone(),
-                observation,
-                error,
-                blocked,
-                duration_ms,
-            })
-            .await;
+        let mut post = PostContext {
+            call: ctx,
+            observation,
+            error,
+            blocked,
+            duration_ms,
+        };
+        let outcome = self.hooks.post_tool_use(&mut post).await;
         let record = StepRecord {
             iteration,
-            call_id: call.call_id,
-            tool: call.tool,
-            arguments: ctx.arguments,
-            observation: post.observation,
-            error: post.error,
+            call_id: post.call.call_id,
+            tool: post.call.tool,
+            arguments: post.call.arguments,
+            observation: outcome.observation,
+            error: outcome.error,
             blocked,
             duration_ms,
         };

@@ -189,11 +189,12 @@ impl HookRunner {
         PreOutcome::Allowed(ctx.arguments.clone())
     }
 
-    /// Runs every matching PostToolUse hook; observation rewrites chain.
-    pub async fn post_tool_use(&self, mut ctx: PostContext) -> PostOutcome {
+    /// Runs every matching PostToolUse hook; observation rewrites chain. The outcome takes the
+    /// observation; the context (the call) stays with the caller.
+    pub async fn post_tool_use(&self, ctx: &mut PostContext) -> PostOutcome {
         let mut error = ctx.error;
         for entry in self.entries.iter().filter(|e| e.applies_to(&ctx.call.tool)) {
-            let result = tokio::time::timeout(entry.timeout, entry.hook.post_tool_use(&ctx))
+            let result = tokio::time::timeout(entry.timeout, entry.hook.post_tool_use(ctx))
                 .await
                 .unwrap_or(Err(HookError::Timeout));
             match result {
@@ -213,7 +214,7 @@ impl HookRunner {
             }
         }
         PostOutcome {
-            observation: ctx.observation,
+            observation: std::mem::take(&mut ctx.observation),
             error,
         }
     }

@@ -1,6 +1,7 @@
 //! Hooks as the LLM and the tool see them: a blocked call and a rewritten one.
 
 use super::*;
+use reagent::agent::StepRecord;
 
 struct Blocker;
 #[async_trait]
@@ -37,6 +38,19 @@ impl Hook for Rewriter {
 async fn one_lookup_under(
     hook: Arc<dyn Hook>,
 ) -> (Arc<ScriptedLlm>, Arc<FakeTool>, Vec<AgentEvent>) {
+    let (llm, tool, ev, _) = one_lookup_with_steps(hook).await;
+    (llm, tool, ev)
+}
+
+/// [`one_lookup_under`] with the run's step records.
+async fn one_lookup_with_steps(
+    hook: Arc<dyn Hook>,
+) -> (
+    Arc<ScriptedLlm>,
+    Arc<FakeTool>,
+    Vec<AgentEvent>,
+    Vec<StepRecord>,
+) {
     let llm = Arc::new(ScriptedLlm::native());
     llm.tool_calls(&[("c", "lookup", r#"{"x":"orig"}"#)])
         .text("ok");
@@ -48,8 +62,8 @@ async fn one_lookup_under(
         hooks,
         AgentConfig::default(),
     );
-    let (_, ev) = h.run("q").await;
-    (llm, tool, ev)
+    let (result, ev) = h.run("q").await;
+    (llm, tool, ev, result.steps)
 }
 
 #[tokio::test]
@@ -68,8 +82,17 @@ async fn hooks_block_and_rewrite_as_the_llm_and_tool_see_it() {
         StepEvent::ToolEnd { blocked: true, .. }
     ));
 
-    let (llm, tool, _) = one_lookup_under(Arc::new(Rewriter)).await;
+    let (llm, tool, _, steps) = one_lookup_with_steps(Arc::new(Rewriter)).await;
     assert_eq!(tool.seen(), vec![json!({"x": "rewritten"})]);
+    // The step keeps the call it records: its id, tool, the arguments as run, the observation
+    // as the Post hook left it.
+    assert_eq!(steps.len(), 1);
+    assert_eq!(
+        (steps[0].call_id.as_str(), steps[0].tool.as_str()),
+        ("c", "lookup")
+    );
+    assert_eq!(steps[0].arguments, json!({"x": "rewritten"}));
+    assert_eq!(steps[0].observation, "summary of 10 chars");
     assert_eq!(
         llm.chat_requests()[1].messages.last().unwrap().content,
         "summary of 10 chars"

@@ -126,7 +126,7 @@ async fn rewrite_verdicts_replace_arguments_and_observation() {
     assert_eq!(outcome, PreOutcome::Allowed(expected.clone()));
     assert_eq!(c.arguments, expected);
 
-    let post = r.post_tool_use(post_ctx(&"x".repeat(300))).await;
+    let post = r.post_tool_use(&mut post_ctx(&"x".repeat(300))).await;
     assert_eq!(
         post,
         PostOutcome {
@@ -151,7 +151,10 @@ async fn empty_verdict_allows_and_keeps() {
         r.pre_tool_use(&mut ctx()).await,
         PreOutcome::Allowed(json!({"table": "users"}))
     );
-    assert_eq!(r.post_tool_use(post_ctx("kept")).await.observation, "kept");
+    assert_eq!(
+        r.post_tool_use(&mut post_ctx("kept")).await.observation,
+        "kept"
+    );
 }
 
 #[tokio::test]
@@ -172,7 +175,7 @@ async fn server_down_follows_the_failure_policy() {
         reason.contains("'policy'") && reason.contains("unreachable"),
         "{reason}"
     );
-    let post = closed.post_tool_use(post_ctx("secret")).await;
+    let post = closed.post_tool_use(&mut post_ctx("secret")).await;
     assert!(post.error && !post.observation.contains("secret"));
 }
 

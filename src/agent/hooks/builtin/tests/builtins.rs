@@ -79,8 +79,8 @@ async fn audit_records_every_call_with_its_outcome() {
     blocked.blocked = true;
     let mut failed = post("http", "Error: 500");
     failed.error = true;
-    for p in [post("calc", "42"), failed, blocked] {
-        r.post_tool_use(p).await;
+    for mut p in [post("calc", "42"), failed, blocked] {
+        r.post_tool_use(&mut p).await;
     }
     let got = sink.records();
     let outcomes: Vec<_> = got.iter().map(|r| (r.tool.as_str(), r.outcome)).collect();

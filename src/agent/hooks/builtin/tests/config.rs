@@ -106,7 +106,7 @@ async fn built_hooks_keep_their_filter_priority_and_settings() {
         r.pre_tool_use(&mut ctx("web")).await,
         PreOutcome::Blocked(_)
     ));
-    let out = r.post_tool_use(post("web", "abcdef")).await;
+    let out = r.post_tool_use(&mut post("web", "abcdef")).await;
     assert_eq!(out.observation, "abc\n[… truncated 3 characters]");
     // Audit (priority 1) ran before truncation (priority 2): it saw the full observation.
     assert_eq!(

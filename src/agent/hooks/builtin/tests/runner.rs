@@ -13,7 +13,7 @@ async fn runner_orders_by_ascending_priority_stably() {
     ]);
     r.pre_tool_use(&mut ctx("t")).await;
     assert_eq!(taken(&log), ["a", "b", "c", "d"]);
-    r.post_tool_use(post("t", "o")).await;
+    r.post_tool_use(&mut post("t", "o")).await;
     assert_eq!(taken(&log), ["a", "b", "c", "d"]);
 }
 
@@ -47,7 +47,7 @@ async fn rewrites_chain_in_both_phases() {
     );
     assert_eq!(c.arguments, expected);
     assert_eq!(
-        r.post_tool_use(post("t", "r")).await,
+        r.post_tool_use(&mut post("t", "r")).await,
         PostOutcome {
             observation: "r+x+y".into(),
             error: false
@@ -96,7 +96,10 @@ async fn timeout_follows_the_failure_policy() {
         open.pre_tool_use(&mut ctx("t")).await,
         PreOutcome::Allowed(json!({"q": 1, "tags": ["n"]}))
     );
-    assert_eq!(open.post_tool_use(post("t", "o")).await.observation, "o+n");
+    assert_eq!(
+        open.post_tool_use(&mut post("t", "o")).await.observation,
+        "o+n"
+    );
     let closed = HookRunner::new(vec![probe(&log, "slow", Act::Hang)
         .timeout(short)
         .policy(FailurePolicy::FailClosed)]);
@@ -107,7 +110,7 @@ async fn timeout_follows_the_failure_policy() {
         reason.contains("'slow'") && reason.contains("timed out"),
         "{reason}"
     );
-    assert!(closed.post_tool_use(post("t", "o")).await.error);
+    assert!(closed.post_tool_use(&mut post("t", "o")).await.error);
 }
 
 #[tokio::test]
@@ -122,7 +125,7 @@ async fn failures_are_ignored_fail_open_and_block_fail_closed() {
         PreOutcome::Allowed(json!({"q": 1}))
     );
     assert_eq!(taken(&log), ["bad", "next"]);
-    let post_open = open.post_tool_use(post("t", "result")).await;
+    let post_open = open.post_tool_use(&mut post("t", "result")).await;
     assert_eq!(
         (post_open.observation.as_str(), post_open.error),
         ("result", false)
@@ -141,7 +144,7 @@ async fn failures_are_ignored_fail_open_and_block_fail_closed() {
         "{reason}"
     );
     assert_eq!(taken(&log), ["bad"]);
-    let post_closed = closed.post_tool_use(post("t", "secret result")).await;
+    let post_closed = closed.post_tool_use(&mut post("t", "secret result")).await;
     assert!(post_closed.error);
     assert!(!post_closed.observation.contains("secret"));
     assert_eq!(
