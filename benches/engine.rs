@@ -20,6 +20,11 @@
 
 use std::sync::Arc;
 
+/// The server's allocator (src/main.rs), so that the engine is measured as it runs there.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use reagent::agent::artifacts::MemoryArtifacts;
