@@ -348,7 +348,10 @@ impl Store {
     }
 }
 
+mod fence;
 mod write;
+
+pub(crate) use fence::Verified;
 
 #[cfg(test)]
 mod tests;

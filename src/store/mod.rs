@@ -107,6 +107,9 @@ pub struct Store {
     pending_starts: Arc<std::sync::Mutex<Vec<runs::PendingStart>>>,
     /// Who new runs are leased to (see [`Store::hold_leases_as`]); shared by every clone.
     lease_holder: Arc<std::sync::OnceLock<Arc<LeaseHolder>>>,
+    /// SQLite only: the runs whose lease epochs the event writer need not check again
+    /// (`events/fence.rs`); `None` on PostgreSQL, which checks every run every time.
+    verified: Option<Arc<std::sync::Mutex<events::Verified>>>,
 }
 
 impl Store {
@@ -148,9 +151,12 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl);
         };
-        let write_gate = match backend {
-            Backend::Sqlite(_) => Some(Arc::new(tokio::sync::Mutex::new(()))),
-            Backend::Postgres(_) => None,
+        let (write_gate, verified) = match backend {
+            Backend::Sqlite(_) => (
+                Some(Arc::new(tokio::sync::Mutex::new(()))),
+                Some(Arc::default()),
+            ),
+            Backend::Postgres(_) => (None, None),
         };
         let store = Store {
             backend,
@@ -158,6 +164,7 @@ impl Store {
             writer,
             pending_starts: Arc::default(),
             lease_holder: Arc::default(),
+            verified,
         };
         store.migrate().await?;
         Ok(store)

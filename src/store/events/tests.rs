@@ -104,3 +104,20 @@ fn unpacking_skips_what_was_read_and_rejects_a_miscounted_row() {
     let bad = unpack(vec![rec(6, 3, "x\ny")], &mut cursor, &mut out);
     assert!(matches!(bad, Err(StoreError::Corrupt(_))));
 }
+
+#[test]
+fn a_moved_lease_count_forgets_every_verified_run() {
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut v = Verified::default();
+    v.observe(3);
+    v.record(3, &[a, b], &[b]);
+    assert!(v.holds(&a));
+    assert!(!v.holds(&b), "an ended run is forgotten");
+    v.observe(3);
+    assert!(v.holds(&a));
+    v.observe(4);
+    assert!(!v.holds(&a), "an epoch changed somewhere: check again");
+    // A commit under an older count verifies nothing.
+    v.record(3, &[a], &[]);
+    assert!(!v.holds(&a));
+}

@@ -3,11 +3,12 @@
 //! committed batch.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::{insert_rows, pack, EVENT_CHUNK};
+use super::{insert_rows, pack, Verified, EVENT_CHUNK};
 use crate::domain::RunStatus;
 use crate::store::binds::{insert_many, touch_conversations, CACHED_ROWS, MANY_ROWS};
 use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
@@ -82,18 +83,20 @@ impl Store {
             Backend::Postgres(_) => " FOR NO KEY UPDATE",
             Backend::Sqlite(_) => "",
         };
-        let mut fenced_ids: Vec<&str> = batches
-            .iter()
-            .zip(&ids)
-            .filter(|(b, _)| b.epoch.is_some())
-            .map(|(_, id)| id.as_str())
-            .collect();
-        // One lock order for every writer.
-        fenced_ids.sort_unstable();
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
+            // SQLite: how many epochs ever changed, read inside this transaction (fence.rs).
+            let changes: Option<i64> = match &self.verified {
+                Some(_) => Some(
+                    sqlx::query_scalar("SELECT n FROM lease_changes")
+                        .fetch_one(&mut *tx)
+                        .await?,
+                ),
+                None => None,
+            };
+            let check = self.epochs_to_check(batches, &ids, changes);
             let mut epochs: HashMap<String, i64> = HashMap::new();
-            for chunk in fenced_ids.chunks(FENCE_CHUNK) {
+            for chunk in check.chunks(FENCE_CHUNK) {
                 let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
                 let mut list = q.separated(", ");
                 for id in chunk {
@@ -212,7 +215,45 @@ impl Store {
                     .await?;
             }
             tx.commit().await?;
+            if let (Some(verified), Some(changes)) = (&self.verified, changes) {
+                let ended: Vec<Uuid> = finishing.iter().map(|(i, ..)| batches[*i].run_id).collect();
+                let checked: Vec<Uuid> = batches
+                    .iter()
+                    .zip(&ids)
+                    .filter(|(b, id)| b.epoch.is_some_and(|ep| epochs.get(*id) == Some(&ep)))
+                    .map(|(b, _)| b.run_id)
+                    .collect();
+                guard(verified).record(changes, &checked, &ended);
+            }
         });
         Ok(written)
     }
+
+    /// The runs of `batches` whose lease epochs this transaction must read, in one lock order
+    /// for every writer: on SQLite those not verified under `changes` (fence.rs), else all.
+    fn epochs_to_check<'a>(
+        &self,
+        batches: &[RunBatch],
+        ids: &'a [String],
+        changes: Option<i64>,
+    ) -> Vec<&'a str> {
+        let verified = self.verified.as_ref().zip(changes).map(|(v, changes)| {
+            let mut v = guard(v);
+            v.observe(changes);
+            v
+        });
+        let mut check: Vec<&str> = batches
+            .iter()
+            .zip(ids)
+            .filter(|(b, _)| b.epoch.is_some())
+            .filter(|(b, _)| !verified.as_ref().is_some_and(|v| v.holds(&b.run_id)))
+            .map(|(_, id)| id.as_str())
+            .collect();
+        check.sort_unstable();
+        check
+    }
+}
+
+fn guard(v: &Mutex<Verified>) -> MutexGuard<'_, Verified> {
+    v.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -11,6 +11,16 @@ on_both_backends!(
     the_writer_stops_a_fenced_run,
 );
 
+/// Scenarios given the database's URL, to open a second store on it.
+mod by_url {
+    use super::*;
+
+    on_both_backends!(
+        #[tokio::test]
+        a_takeover_elsewhere_fences_a_run_already_verified,
+    );
+}
+
 /// Fencing (SPEC §11): once another instance took the run (a new epoch), a batch written
 /// under the old epoch stores nothing — no events, no checkpoint, no terminal state — and is
 /// answered `Fenced`; the taker's batch under the new epoch is stored.
@@ -140,4 +150,39 @@ async fn the_writer_stops_a_fenced_run(store: Store) {
     );
     writer.stop();
     task.abort();
+}
+
+/// A run whose epoch this store already verified (on SQLite it is not read again while no
+/// epoch changed anywhere) is still fenced once another store, as another process would, took
+/// it over: the epoch change is seen through the database, not through this store's memory.
+pub(super) async fn a_takeover_elsewhere_fences_a_run_already_verified(url: String) {
+    let owner = Store::connect(&url).await.unwrap();
+    let other = Store::connect(&url).await.unwrap();
+    let (_, run) = new_run(&owner).await;
+    let batch = |seq| RunBatch {
+        run_id: run,
+        events: vec![StoredEvent {
+            seq,
+            name: "step".into(),
+            data: "{}".into(),
+        }],
+        ceiling: None,
+        checkpoint: None,
+        finish: None,
+        epoch: Some(1),
+    };
+    for seq in 1..=2 {
+        let written = owner.write_batches(&[batch(seq)]).await.unwrap();
+        assert_eq!(written, [Written::Stored(false)], "event {seq}");
+    }
+    other
+        .take_run(run, "b", Duration::from_secs(20))
+        .await
+        .unwrap()
+        .unwrap();
+    let written = owner.write_batches(&[batch(3)]).await.unwrap();
+    assert_eq!(written, [Written::Fenced]);
+    assert_eq!(owner.list_events(run, 0).await.unwrap().len(), 2);
+    owner.close().await;
+    other.close().await;
 }
