@@ -10,7 +10,9 @@
 //! cargo bench --bench writer -- db=postgres://postgres@127.0.0.1:5432/test repeat=3
 //! ```
 //!
-//! `fenced=false` writes the batches without a lease epoch (no fencing SELECT).
+//! `fenced=false` writes the batches without a lease epoch (no fencing SELECT). On PostgreSQL
+//! the figures are this process's alone (the database server's CPU and writes are another
+//! process's), and each repetition's database is dropped afterwards.
 
 // Test code may panic on what it did not expect (Cargo.toml [lints]).
 #![allow(clippy::unwrap_used)]
@@ -141,6 +143,7 @@ async fn measure(a: &Args, url: &str) -> (f64, f64) {
     let io = (write_bytes() - io0) as f64 / events;
     let stored = store.list_events(runs[0], 0).await.unwrap();
     assert_eq!(stored.len(), a.ticks * a.per_tick);
+    store.close().await;
     (cpu, io)
 }
 
@@ -173,7 +176,16 @@ fn main() {
                     format!("{base}/{name}")
                 }
             };
-            measure(&a, &url).await
+            let measured = measure(&a, &url).await;
+            if let Some(admin) = &a.db {
+                let name = url.rsplit_once('/').unwrap().1;
+                let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
+                sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+            }
+            measured
         });
         println!(
             "run {i}: {:.2} µs CPU and {:.0} bytes written per event",
