@@ -63,43 +63,111 @@ pub struct Checkpoint {
 /// copies the whole history; the writer joins the pieces when it stores one.
 pub type CheckpointSink = Arc<dyn Fn(CheckpointJson) + Send + Sync>;
 
-/// A [`Checkpoint`]'s fields borrowed from the loop, except the two lists that grow with the
-/// run (messages, steps), which [`CheckpointHead::to_json`] takes already serialised.
+/// The fields of a [`Checkpoint`] that stay the same for the whole run, serialised once per
+/// run ([`Self::to_json`]) and shared by each of its checkpoints.
 #[derive(Serialize)]
-pub struct CheckpointHead<'a> {
+pub struct CheckpointFixed<'a> {
     pub mode: Mode,
     pub query: &'a str,
     pub tools: &'a [String],
-    pub iterations: u32,
     pub max_iterations: u32,
+}
+
+impl CheckpointFixed<'_> {
+    /// The JSON object of these fields, left open (no closing brace) for [`CheckpointHead`].
+    pub fn to_json(&self) -> serde_json::Result<Arc<String>> {
+        let mut text = serde_json::to_string(self)?;
+        text.pop();
+        Ok(Arc::new(text))
+    }
+}
+
+/// A call in flight as a checkpoint writes it ([`InFlightCall`]), borrowed from the loop.
+#[derive(Serialize)]
+pub struct InFlightRef<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Result<Value, String>,
+}
+
+/// The rest of a [`Checkpoint`]'s fields borrowed from the loop, except the two lists that grow
+/// with the run (messages, steps), which [`CheckpointHead::to_json`] takes already serialised.
+pub struct CheckpointHead<'a> {
+    pub iterations: u32,
     pub tool_calls: u32,
     pub usage: Usage,
     pub processed: &'a [Interrupt],
-    pub in_flight: Vec<InFlightCall>,
+    pub in_flight: Vec<InFlightRef<'a>>,
     pub checklist_done: bool,
     pub last_parse_failed: bool,
     pub executions: u32,
 }
 
+/// What a checkpoint's own head usually takes (it is grown when not).
+const HEAD_CAPACITY: usize = 320;
+
 impl CheckpointHead<'_> {
     /// The checkpoint's JSON, as `serde_json::to_string(&Checkpoint)` would write it (fields
-    /// in another order), with `messages` and `steps` writing those two arrays.
+    /// in another order): the run's `fixed` fields ([`CheckpointFixed::to_json`]), shared, then
+    /// these, then `messages` and `steps` writing those two arrays.
     pub fn to_json(
         &self,
+        fixed: &Arc<String>,
         messages: impl FnOnce(&mut CheckpointJson) -> serde_json::Result<()>,
         steps: impl FnOnce(&mut CheckpointJson) -> serde_json::Result<()>,
     ) -> serde_json::Result<CheckpointJson> {
-        let mut head = serde_json::to_string(self)?;
-        // A struct serialises as a non-empty object: drop its closing brace, append the lists.
-        head.pop();
+        let mut head = String::with_capacity(HEAD_CAPACITY);
+        self.write_fields(&mut head)?;
         head.push_str(",\"messages\":");
-        let mut out = CheckpointJson::from(head);
+        let mut out = CheckpointJson::default();
+        out.push_shared(fixed);
+        out.push_owned(head);
         messages(&mut out)?;
         out.push_str(",\"steps\":");
         steps(&mut out)?;
         out.push_str("}");
         Ok(out)
     }
+
+    /// These fields, each after a comma, continuing the fixed fields' object. Written by hand:
+    /// two checkpoints per iteration made serde_json's escaping of every key and its dispatch
+    /// per field most of a head's cost (BENCHMARKS.md, session 16); the lists of structs,
+    /// usually empty, still go through serde.
+    fn write_fields(&self, out: &mut String) -> serde_json::Result<()> {
+        let mut digits = itoa::Buffer::new();
+        let mut number = |out: &mut String, key: &str, n: u64| {
+            out.push_str(key);
+            out.push_str(digits.format(n));
+        };
+        let u = &self.usage;
+        number(out, ",\"iterations\":", self.iterations.into());
+        number(out, ",\"tool_calls\":", self.tool_calls.into());
+        number(out, ",\"usage\":{\"prompt_tokens\":", u.prompt_tokens);
+        number(out, ",\"completion_tokens\":", u.completion_tokens);
+        number(out, ",\"total_tokens\":", u.total_tokens);
+        number(out, ",\"llm_calls\":", u.llm_calls);
+        out.push('}');
+        number(out, ",\"executions\":", self.executions.into());
+        let flag = |b: bool| if b { "true" } else { "false" };
+        out.push_str(",\"checklist_done\":");
+        out.push_str(flag(self.checklist_done));
+        out.push_str(",\"last_parse_failed\":");
+        out.push_str(flag(self.last_parse_failed));
+        out.push_str(",\"processed\":");
+        write_list(out, self.processed)?;
+        out.push_str(",\"in_flight\":");
+        write_list(out, &self.in_flight)
+    }
+}
+
+/// `items` as a JSON array.
+fn write_list<T: Serialize>(out: &mut String, items: &[T]) -> serde_json::Result<()> {
+    if items.is_empty() {
+        out.push_str("[]");
+    } else {
+        out.push_str(&serde_json::to_string(items)?);
+    }
+    Ok(())
 }
 
 /// A run to go on with: its checkpoint, and whether a client may have seen part of an answer

@@ -3,6 +3,8 @@
 //! fails — before or after the first delta — the loop's brief answer streams instead, preceded
 //! by `answer {status:"reset"}` when deltas were already sent. The user always gets an answer.
 
+use std::fmt::Write as _;
+
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -45,15 +47,17 @@ pub fn build_trace(query: &str, steps: &[StepRecord], brief: &str, truncation: u
         } else {
             ""
         };
-        s.push_str(&format!(
+        // Writing to a String cannot fail.
+        let _ = write!(
+            s,
             "{}. {}({}){status}\n   Result: {}\n",
             i + 1,
             step.tool,
             step.arguments,
             truncate_chars(&step.observation, truncation)
-        ));
+        );
     }
-    s.push_str(&format!("\nDraft answer:\n{brief}\n"));
+    let _ = write!(s, "\nDraft answer:\n{brief}\n");
     s
 }
 

@@ -93,6 +93,8 @@ pub(super) struct LoopRun<'a> {
     last_parse_failed: bool,
     /// The run's tools (after selection), as a checkpoint names them.
     tool_names: Vec<String>,
+    /// The checkpoints' fields that stay the same for the run, serialised at the first one.
+    fixed_json: Option<Arc<String>>,
 }
 
 impl<'a> LoopRun<'a> {
@@ -159,6 +161,7 @@ impl<'a> LoopRun<'a> {
             checklist_done: false,
             last_parse_failed: false,
             tool_names,
+            fixed_json: None,
         }
     }
 

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use serde::ser::Error as _;
 use serde::Serialize;
 
 /// By default, lists shorter than this are serialised afresh each time and nothing is kept, so
@@ -22,6 +23,9 @@ pub const STEPS_KEEP_FROM: usize = 4;
 /// A kept chunk is closed (and then only shared) once it holds this many bytes, so what one
 /// checkpoint copies is at most about this much, whatever the history's length.
 pub const CHUNK: usize = 16 * 1024;
+
+/// Room left after a piece a checkpoint owns, for the brackets and field names that follow it.
+const SLACK: usize = 32;
 
 /// A checkpoint's JSON as its pieces in order: text of its own, and chunks shared with the
 /// lists that keep them. [`Self::join`] writes the whole JSON.
@@ -47,8 +51,15 @@ impl CheckpointJson {
         }
     }
 
+    /// Appends `text` as a piece of its own (no copy): `text` should have room for the short
+    /// pieces that follow it (brackets, the next field's name), or they reallocate it.
+    pub fn push_owned(&mut self, text: String) {
+        self.len += text.len();
+        self.parts.push(Part::Own(text));
+    }
+
     /// Appends a chunk that stays shared.
-    fn push_shared(&mut self, chunk: &Arc<String>) {
+    pub(super) fn push_shared(&mut self, chunk: &Arc<String>) {
         self.len += chunk.len();
         self.parts.push(Part::Shared(Arc::clone(chunk)));
     }
@@ -111,6 +122,10 @@ pub struct JsonList {
     open: String,
     count: usize,
     keep_from: usize,
+    /// Bytes of the last list serialised afresh (the next one is sized by it).
+    fresh_len: usize,
+    /// One element's JSON, reused for each element appended.
+    item: Vec<u8>,
 }
 
 impl Default for JsonList {
@@ -127,6 +142,8 @@ impl JsonList {
             open: String::new(),
             count: 0,
             keep_from,
+            fresh_len: 0,
+            item: Vec::new(),
         }
     }
 
@@ -140,32 +157,37 @@ impl JsonList {
         if items.len() < self.count {
             *self = Self::keeping_from(self.keep_from);
         }
-        out.push_str("[");
         if self.count == 0 && items.len() < self.keep_from {
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(",");
-                }
-                out.push_str(&serde_json::to_string(item)?);
-            }
-        } else {
-            self.append(&items[self.count..])?;
-            out.parts.reserve(self.closed.len() + 1);
-            for chunk in &self.closed {
-                out.push_shared(chunk);
-            }
-            out.push_str(&self.open);
+            // Serialised straight into the piece this checkpoint owns, sized as last time.
+            let mut buf = Vec::with_capacity(self.fresh_len + SLACK);
+            serde_json::to_writer(&mut buf, items)?;
+            self.fresh_len = buf.len();
+            out.push_owned(String::from_utf8(buf).map_err(serde_json::Error::custom)?);
+            return Ok(());
         }
-        out.push_str("]");
+        self.append(&items[self.count..])?;
+        out.push_str("[");
+        out.parts.reserve(self.closed.len() + 1);
+        for chunk in &self.closed {
+            out.push_shared(chunk);
+        }
+        // One exact copy of the open chunk, with room for what follows it.
+        let mut open = String::with_capacity(self.open.len() + SLACK);
+        open.push_str(&self.open);
+        open.push(']');
+        out.push_owned(open);
         Ok(())
     }
 
     fn append<T: Serialize>(&mut self, items: &[T]) -> serde_json::Result<()> {
         for item in items {
+            self.item.clear();
+            serde_json::to_writer(&mut self.item, item)?;
+            let text = std::str::from_utf8(&self.item).map_err(serde_json::Error::custom)?;
             if self.count > 0 {
                 self.open.push(',');
             }
-            self.open.push_str(&serde_json::to_string(item)?);
+            self.open.push_str(text);
             self.count += 1;
             if self.open.len() >= CHUNK {
                 self.closed.push(Arc::new(std::mem::take(&mut self.open)));

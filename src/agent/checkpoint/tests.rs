@@ -46,36 +46,77 @@ fn checkpoint() -> Checkpoint {
     }
 }
 
-#[test]
-fn the_head_and_its_lists_read_back_as_the_checkpoint() {
-    let cp = checkpoint();
-    let head = CheckpointHead {
+/// `cp` written as the loop writes it: fixed fields, head, and the two lists.
+fn written(cp: &Checkpoint) -> String {
+    let fixed = CheckpointFixed {
         mode: cp.mode,
         query: &cp.query,
         tools: &cp.tools,
-        iterations: cp.iterations,
         max_iterations: cp.max_iterations,
+    }
+    .to_json()
+    .unwrap();
+    let head = CheckpointHead {
+        iterations: cp.iterations,
         tool_calls: cp.tool_calls,
         usage: cp.usage,
         processed: &cp.processed,
-        in_flight: cp.in_flight.clone(),
+        in_flight: cp
+            .in_flight
+            .iter()
+            .map(|c| InFlightRef {
+                call_id: &c.call_id,
+                tool: &c.tool,
+                arguments: &c.arguments,
+            })
+            .collect(),
         checklist_done: cp.checklist_done,
         last_parse_failed: cp.last_parse_failed,
         executions: cp.executions,
     };
     let (mut messages, mut steps) = (JsonList::default(), JsonList::default());
-    let json = head
-        .to_json(
-            |out| messages.write(&cp.messages, out),
-            |out| steps.write(&cp.steps, out),
-        )
-        .unwrap()
-        .join();
-    let back: Checkpoint = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, cp);
-    // The same JSON as the whole checkpoint serialised (up to the order of the fields).
-    let value: Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(value, serde_json::to_value(&cp).unwrap());
+    head.to_json(
+        &fixed,
+        |out| messages.write(&cp.messages, out),
+        |out| steps.write(&cp.steps, out),
+    )
+    .unwrap()
+    .join()
+}
+
+#[test]
+fn the_head_and_its_lists_read_back_as_the_checkpoint() {
+    // Every field set, then the other way round (flags flipped, lists empty, other numbers).
+    let full = checkpoint();
+    let mut other = checkpoint();
+    other.mode = Mode::Json;
+    other.iterations = 0;
+    other.usage = Usage {
+        prompt_tokens: u64::MAX,
+        completion_tokens: 0,
+        total_tokens: 1234567890123,
+        llm_calls: 1,
+    };
+    other.processed.clear();
+    other.in_flight = vec![InFlightCall {
+        call_id: "c\"9".into(),
+        tool: "lookup".into(),
+        arguments: Ok(json!({"q": "a\nb"})),
+    }];
+    other.checklist_done = false;
+    other.last_parse_failed = true;
+    other.executions = 7;
+    let mut empty = other.clone();
+    empty.in_flight.clear();
+    empty.steps.clear();
+    for cp in [full, other, empty] {
+        let json = written(&cp);
+        let back: Checkpoint = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, cp);
+        // The same JSON as the whole checkpoint serialised (up to the order of the fields).
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value, serde_json::to_value(&cp).unwrap());
+    }
 }
 
 #[test]

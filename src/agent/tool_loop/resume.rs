@@ -2,9 +2,12 @@
 //! loop's state to the run's checkpoint sink, [`LoopRun::resume`] rebuilds a loop from it and
 //! [`LoopRun::answer_in_flight`] answers the calls it left running.
 
+use std::sync::Arc;
+
 use super::{LoopRun, LoopSetup};
 use crate::agent::checkpoint::{
-    Checkpoint, CheckpointHead, InFlightCall, JsonList, STEPS_KEEP_FROM,
+    Checkpoint, CheckpointFixed, CheckpointHead, InFlightCall, InFlightRef, JsonList,
+    STEPS_KEEP_FROM,
 };
 use crate::agent::context::History;
 use crate::agent::events::Mode;
@@ -42,21 +45,24 @@ impl<'a> LoopRun<'a> {
         let Some(sink) = &self.handles.checkpoints else {
             return;
         };
+        let fixed = match self.fixed_json() {
+            Ok(fixed) => fixed,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not serialise the run's checkpoint");
+                return;
+            }
+        };
         let head = CheckpointHead {
-            mode: self.mode,
-            query: &self.query,
-            tools: &self.tool_names,
             iterations: self.iterations,
-            max_iterations: self.config.max_iterations,
             tool_calls: self.tool_calls,
             usage: self.usage,
             processed: &self.processed,
             in_flight: in_flight
                 .iter()
-                .map(|c| InFlightCall {
-                    call_id: c.call_id.clone(),
-                    tool: c.tool.clone(),
-                    arguments: c.arguments.clone(),
+                .map(|c| InFlightRef {
+                    call_id: &c.call_id,
+                    tool: &c.tool,
+                    arguments: &c.arguments,
                 })
                 .collect(),
             checklist_done: self.checklist_done,
@@ -65,12 +71,28 @@ impl<'a> LoopRun<'a> {
         };
         let (messages, steps, steps_json) = (&mut self.messages, &self.steps, &mut self.steps_json);
         match head.to_json(
+            &fixed,
             |out| messages.write_json(out),
             |out| steps_json.write(steps, out),
         ) {
             Ok(json) => sink(json),
             Err(e) => tracing::warn!(error = %e, "could not serialise the run's checkpoint"),
         }
+    }
+
+    /// The checkpoints' fields that stay the same for the run, serialised at the first.
+    fn fixed_json(&mut self) -> serde_json::Result<Arc<String>> {
+        if let Some(json) = &self.fixed_json {
+            return Ok(json.clone());
+        }
+        let fixed = CheckpointFixed {
+            mode: self.mode,
+            query: &self.query,
+            tools: &self.tool_names,
+            max_iterations: self.config.max_iterations,
+        }
+        .to_json()?;
+        Ok(self.fixed_json.insert(fixed).clone())
     }
 
     /// Answers the calls a stopped instance left running: idempotent tools run again, the
