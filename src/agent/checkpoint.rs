@@ -90,6 +90,16 @@ pub struct InFlightRef<'a> {
     pub arguments: &'a Result<Value, String>,
 }
 
+impl<'a> From<&'a InFlightCall> for InFlightRef<'a> {
+    fn from(c: &'a InFlightCall) -> Self {
+        Self {
+            call_id: &c.call_id,
+            tool: &c.tool,
+            arguments: &c.arguments,
+        }
+    }
+}
+
 /// The rest of a [`Checkpoint`]'s fields borrowed from the loop, except the two lists that grow
 /// with the run (messages, steps), which [`CheckpointHead::to_json`] takes already serialised.
 pub struct CheckpointHead<'a> {

@@ -61,15 +61,7 @@ fn written(cp: &Checkpoint) -> String {
         tool_calls: cp.tool_calls,
         usage: cp.usage,
         processed: &cp.processed,
-        in_flight: cp
-            .in_flight
-            .iter()
-            .map(|c| InFlightRef {
-                call_id: &c.call_id,
-                tool: &c.tool,
-                arguments: &c.arguments,
-            })
-            .collect(),
+        in_flight: cp.in_flight.iter().map(InFlightRef::from).collect(),
         checklist_done: cp.checklist_done,
         last_parse_failed: cp.last_parse_failed,
         executions: cp.executions,
