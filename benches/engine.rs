@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 /// The server's allocator (src/main.rs), so that the engine is measured as it runs there.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -33,7 +33,7 @@ use tracing_subscriber::EnvFilter;
 /// slowly; jemalloc took a large share off the server's CPU at equal memory per run, mimalloc
 /// held more memory per run (BENCHMARKS.md). Its background thread returns freed pages to the
 /// system on an idle server too.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

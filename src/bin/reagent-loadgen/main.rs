@@ -59,7 +59,7 @@ use crate::spawn::MockFlags;
 
 /// The same allocator as the server (`src/main.rs`): the client shares the server's two cores,
 /// and glibc's malloc was ~10 % of its samples while reading 1000 streams.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -104,6 +104,13 @@ enum Cmd {
         /// How long each run's first LLM call is held while the parts are added.
         #[arg(long, default_value_t = 30.0)]
         hold_s: f64,
+        /// After reading step 2, 3 or 4: print `memory: paused at step N (server pid P)` and
+        /// hold the server in that state for `--pause-s`, for a heap snapshot taken from
+        /// outside (scripts/heap_by_part.sh).
+        #[arg(long, value_parser = clap::value_parser!(u8).range(2..=4))]
+        pause_at: Option<u8>,
+        #[arg(long, default_value_t = 20.0)]
+        pause_s: f64,
     },
     /// The minimal relay process that `floor --relay` spawns (not for direct use).
     #[command(hide = true)]
@@ -299,9 +306,19 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
                 floor::floor(&http, shape).await
             }
         }
-        Cmd::Memory { runs, hold_s } => {
+        Cmd::Memory {
+            runs,
+            hold_s,
+            pause_at,
+            pause_s,
+        } => {
             let http = http_client()?;
-            memprobe::probe(&http, runs, Duration::from_secs_f64(hold_s.max(1.0))).await
+            let pause = pause_at.map(|step| memprobe::Pause {
+                step,
+                hold: Duration::from_secs_f64(pause_s.max(0.0)),
+            });
+            let hold = Duration::from_secs_f64(hold_s.max(1.0));
+            memprobe::probe(&http, runs, hold, pause).await
         }
         Cmd::Relay { upstream } => relay::serve(upstream).await,
     }

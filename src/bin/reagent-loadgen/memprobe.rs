@@ -108,7 +108,29 @@ async fn subscribe(http: reqwest::Client, base: String, run: String) -> anyhow::
     Ok(())
 }
 
-pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::Result<bool> {
+/// Where [`probe`] stops for a snapshot taken from outside: after reading `step`, for `hold`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pause {
+    pub step: u8,
+    pub hold: Duration,
+}
+
+impl Pause {
+    /// Announces the pause on stdout (a script waits for the line) and holds the server there.
+    async fn at(pause: Option<Pause>, step: u8, pid: u32) {
+        if let Some(p) = pause.filter(|p| p.step == step) {
+            println!("memory: paused at step {step} (server pid {pid})");
+            tokio::time::sleep(p.hold).await;
+        }
+    }
+}
+
+pub async fn probe(
+    http: &reqwest::Client,
+    n: usize,
+    hold: Duration,
+    pause: Option<Pause>,
+) -> anyhow::Result<bool> {
     let flags = MockFlags {
         latency_ms: 200,
         tokens_per_s: 50.0,
@@ -145,11 +167,13 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         .collect::<anyhow::Result<_>>()?;
     let started = t0.elapsed();
     steps.push(("2. run waiting on its LLM call", settled_rss(pid).await));
+    Pause::at(pause, 2, pid).await;
     let subs: Vec<_> = runs
         .iter()
         .map(|r| tokio::spawn(subscribe(http.clone(), base.clone(), r.clone())))
         .collect();
     steps.push(("3. SSE subscriber", settled_rss(pid).await));
+    Pause::at(pause, 3, pid).await;
     anyhow::ensure!(
         t0.elapsed() < hold,
         "steps 2-3 took {:?}, longer than the hold {hold:?}: give a longer --hold-s",
@@ -163,6 +187,7 @@ pub async fn probe(http: &reqwest::Client, n: usize, hold: Duration) -> anyhow::
         "4. half the answer streamed",
         memory_kib(pid).map_or(0, |m| m.0),
     ));
+    Pause::at(pause, 4, pid).await;
     let mut errors = 0;
     for s in subs {
         if let Err(e) = s.await.context("subscriber task")? {
