@@ -40,15 +40,23 @@ chmod +x "$WRAP"
 REAGENT_BIN=$WRAP target/heap/release/reagent-loadgen memory -n "$RUNS" --hold-s 60 \
     --pause-at "$STEP" --pause-s 30 >"$OUT/probe.log" 2>&1 &
 PROBE=$!
+# SIGTERM ends the probe without its kill-on-drop, so its mock is stopped by hand; heaptrack
+# (serve.pid) is left to finish writing its data.
+stop_probe() {
+    for child in $(pgrep -P $PROBE); do
+        [ "$child" = "$(cat "$OUT/serve.pid" 2>/dev/null)" ] || kill "$child" 2>/dev/null || true
+    done
+    kill $PROBE 2>/dev/null || true
+}
 until grep -q "paused at step" "$OUT/probe.log" 2>/dev/null; do
     kill -0 $PROBE 2>/dev/null || { cat "$OUT/probe.log"; echo "the probe ended before its pause"; exit 1; }
     sleep 0.2
 done
 SERVER=$(pgrep -P "$(cat "$OUT/serve.pid" 2>/dev/null || echo 0)" -x reagent || true)
-[ -n "$SERVER" ] || { echo "the heaptracked server was not found"; kill $PROBE; exit 1; }
+[ -n "$SERVER" ] || { echo "the heaptracked server was not found"; stop_probe; exit 1; }
 RSS=$(awk '/VmRSS/ {print $2}' "/proc/$SERVER/status")
 kill -9 "$SERVER"
-kill $PROBE 2>/dev/null || true
+stop_probe
 wait $PROBE 2>/dev/null || true
 for _ in $(seq 1 60); do pgrep -P "$(cat "$OUT/serve.pid")" >/dev/null || break; sleep 1; done
 
