@@ -62,6 +62,6 @@ for _ in $(seq 1 60); do pgrep -P "$(cat "$OUT/serve.pid")" >/dev/null || break;
 
 echo "== heap by part at step $STEP, $RUNS runs (server RSS at the snapshot: $RSS KiB)"
 heaptrack_print -f "$OUT"/heap.*zst --print-leaks 0 --print-peaks 0 --print-allocators 0 \
-    --print-temporary 0 --print-histogram 0 --flamegraph-cost-type leaked \
+    --print-temporary 0 --flamegraph-cost-type leaked \
     -F "$OUT/stacks.txt" >/dev/null
 python3 scripts/heap_by_part.py "$OUT/stacks.txt" "$RUNS"
