@@ -5,6 +5,7 @@ FROM rust:1-bookworm AS builder
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
+COPY crates ./crates
 COPY migrations ./migrations
 COPY benches ./benches
 COPY static ./static

@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::procinfo::cpu_seconds;
 use crate::spawn::MockFlags;
+use crate::spawn::Stack;
 use crate::stats::Summary;
-use crate::suite::Stack;
 
 /// Runs per block of one kind before switching to the other.
 const BLOCK: usize = 20;

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::verify::Ev;
+use crate::event::Ev;
 
 /// Whether `ev` is the `step {type:"resumed"}` that opens a takeover.
 pub fn is_resumed(ev: &Ev) -> bool {

@@ -6,9 +6,10 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use crate::conv::Side;
-use crate::multi::{send_any, Targets};
-use crate::verify::{Ev, Expect};
+use crate::event::Ev;
+use crate::plan::Side;
+use crate::targets::{send_any, Targets};
+use crate::verify::Expect;
 
 /// Accepted interrupts that `done` hands to a next run: reported unprocessed, accepted for the
 /// next run, or (taken by an instance that did not own the run while its loop was closing)

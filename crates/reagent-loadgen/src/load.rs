@@ -10,8 +10,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::Semaphore;
 
-use crate::conv::{self, ConvPlan, ConvResult};
-use crate::multi::Targets;
+use crate::conv;
+use crate::plan::{ConvPlan, ConvResult};
+use crate::targets::Targets;
 use reagent::testing::mock_provider::unix_micros;
 
 use crate::cost::us_per;

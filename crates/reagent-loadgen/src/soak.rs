@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use crate::check;
 use crate::load::{self, Load, LoadReport};
 use crate::spawn::MockFlags;
+use crate::spawn::Stack;
 use crate::stats::median;
-use crate::suite::Stack;
 
 /// Shared ending: quiesce, stop gracefully, check the database. Returns the violations.
 async fn finish(

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::conv::ConvResult;
 use crate::cost::{saturated, show_us};
+use crate::plan::ConvResult;
 use crate::procinfo::busy_pct;
 use crate::stats::Summary;
 

@@ -223,7 +223,7 @@ pub async fn server_leg(
     shape: &Shape,
     tool_iterations: usize,
 ) -> anyhow::Result<Leg> {
-    let stack = crate::suite::Stack::start(http, &shape.mock(tool_iterations), &[]).await?;
+    let stack = crate::spawn::Stack::start(http, &shape.mock(tool_iterations), &[]).await?;
     let load = Load {
         conversations: shape.streams,
         concurrency: shape.streams,

@@ -10,14 +10,14 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::chaos::{load_with_chaos, print_kills};
-use crate::conv::ConvResult;
+use crate::event::Ev;
 use crate::fleet::{Fleet, Leases};
 use crate::load::Load;
 use crate::multi::Conn;
 use crate::pgdb::{PgDb, PG_ADMIN_URL};
+use crate::plan::ConvResult;
 use crate::spawn::MockFlags;
 use crate::stats::Summary;
-use crate::verify::Ev;
 
 #[derive(Args)]
 pub struct InstancesArgs {

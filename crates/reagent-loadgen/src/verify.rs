@@ -3,16 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
-/// One received SSE event.
-#[derive(Clone, Debug)]
-pub struct Ev {
-    /// The `id:` field as sent (checked to be a number).
-    pub id: String,
-    pub name: String,
-    pub data: Value,
-}
+use crate::event::Ev;
 
 /// What the client expects of a run.
 #[derive(Clone, Debug, Default)]
@@ -195,7 +186,7 @@ pub fn verify_with(events: &[Ev], expect: &Expect, takeovers: usize) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn stream(items: &[(&str, Value)]) -> Vec<Ev> {
         items

@@ -2,60 +2,16 @@
 //! optionally an interrupt and a cancel sent from the side while the stream is read, then the
 //! stream verified ([`crate::verify`]) and its timings kept.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reagent::testing::mock_provider::{token_stamps, unix_micros};
 use serde_json::{json, Value};
 
-use crate::multi::Targets;
-use crate::verify::{verify, Ev, Expect};
-
-/// What to do in one conversation.
-#[derive(Clone, Debug)]
-pub struct ConvPlan {
-    /// `native`, `json` or `auto`.
-    pub mode: &'static str,
-    /// The run's engine (SPEC §9); the server's default when `None`.
-    pub engine: Option<String>,
-    /// Send one interrupt after the first `step` event.
-    pub interrupt: bool,
-    /// Cancel after the first `step` event (or `start` if the run has no steps).
-    pub cancel: bool,
-    /// Extra acceptable final statuses (e.g. `failed` under injected faults).
-    pub also_ok: Vec<&'static str>,
-    pub timeout: Duration,
-    /// Several instances (`--urls`): the conversation goes through [`crate::multi`].
-    pub targets: Option<Arc<Targets>>,
-}
-
-/// What one conversation measured.
-#[derive(Debug, Default)]
-pub struct ConvResult {
-    pub run_id: Option<String>,
-    pub status: Option<String>,
-    pub errors: Vec<String>,
-    /// Request sent → first event.
-    pub ttfe_ms: Option<f64>,
-    /// Request sent → `done`.
-    pub run_ms: Option<f64>,
-    /// Per stamped token: (the mock's send stamp in µs since the epoch, stamp → SSE event
-    /// received in ms).
-    pub tokens: Vec<(u64, f64)>,
-    /// Arrival of each `tool_end`, relative to the request.
-    pub tool_end_ms: Vec<f64>,
-    pub interrupts_accepted: usize,
-    /// Of those, the ones that became the query of the next run (deleted as interrupts then).
-    pub interrupts_moved: usize,
-    pub cancel_accepted: bool,
-    /// Streams broken and resumed with `Last-Event-ID` on another instance.
-    pub reconnects: usize,
-    /// `step {type:"resumed"}` events, and when each arrived (ms since the request).
-    pub resumed: usize,
-    pub resumed_at_ms: Vec<f64>,
-}
+use crate::event::Ev;
+use crate::plan::{ConvPlan, ConvResult, Side};
+use crate::verify::{verify, Expect};
 
 pub async fn run(http: &reqwest::Client, base: &str, plan: &ConvPlan, n: usize) -> ConvResult {
     if let Some(targets) = &plan.targets {
@@ -165,17 +121,6 @@ async fn drive(
             .map(|e| format!("run {run}: {e}")),
     );
     Ok(())
-}
-
-#[derive(Default)]
-pub struct Side {
-    pub interrupts: Vec<String>,
-    /// Accepted with `next_run: true`: the query of the run that follows (SPEC §3.8).
-    pub next_run: Vec<String>,
-    pub cancel_accepted: bool,
-    pub errors: Vec<String>,
-    /// Through which instance each side request was accepted (several instances).
-    pub notes: Vec<String>,
 }
 
 /// Interrupt, then cancel, as a second client would; 409 (run already over) is fine.

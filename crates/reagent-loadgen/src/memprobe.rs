@@ -29,7 +29,7 @@ use tokio::net::TcpStream;
 
 use crate::procinfo::memory_kib;
 use crate::spawn::MockFlags;
-use crate::suite::Stack;
+use crate::spawn::Stack;
 
 /// RSS per run added by each step, KiB (step name, total delta / N).
 pub type Breakdown = Vec<(&'static str, f64)>;

@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
-use super::{costs_into, mock_rtt_ms, summary_into, Ctx, Figures, Stack};
+use super::{costs_into, mock_rtt_ms, summary_into, Ctx};
 use crate::load::{self, Load};
 use crate::procinfo::memory_kib;
 use crate::spawn::MockFlags;
+use crate::spawn::Stack;
 use crate::stats::{median, Summary};
+use crate::table::Figures;
 
 /// Per-iteration overhead: `tool_end` gaps at the client minus the mock's direct round trip.
 pub(super) async fn overhead(ctx: &mut Ctx, f: &mut Figures, mode: &str) -> anyhow::Result<()> {

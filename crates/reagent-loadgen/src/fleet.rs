@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::multi::Targets;
+use crate::spawn::SCRIPTED;
 use crate::spawn::{free_port, Mock, MockFlags, Server, ServerSpec};
-use crate::suite::SCRIPTED;
+use crate::targets::Targets;
 
 /// Instance names, in order.
 pub const NAMES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];

@@ -270,3 +270,40 @@ impl Server {
         }
     }
 }
+
+/// Settings that make the mock's tool script deterministic: no reflection or completion-check
+/// user messages (they would restart the mock's count of tool results).
+pub const SCRIPTED: [(&str, &str); 2] = [
+    ("REACT_SELF_REFLECTION_INTERVAL", "0"),
+    ("REACT_COMPLETION_CHECK_MIN_TOOLS", "1000000"),
+];
+
+/// A mock provider and a server on a fresh database.
+pub struct Stack {
+    pub mock: Mock,
+    pub spec: ServerSpec,
+    pub server: Server,
+}
+
+impl Stack {
+    pub async fn start(
+        http: &reqwest::Client,
+        flags: &MockFlags,
+        extra: &[(&str, String)],
+    ) -> anyhow::Result<Stack> {
+        let mock = Mock::start(flags).await?;
+        let mut env: Vec<(&str, String)> =
+            SCRIPTED.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        env.extend(extra.iter().cloned());
+        let spec = ServerSpec::new(&mock.base_url, &env)?;
+        let server = spec.start(http).await?;
+        // Let the allocator and runtime settle before "idle" is read.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(Stack { mock, spec, server })
+    }
+
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.server.stop(Duration::from_secs(20)).await?;
+        Ok(())
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::verify::Ev;
+use crate::event::Ev;
 
 /// One step of the current round: its dependencies and its statuses so far.
 struct Step {

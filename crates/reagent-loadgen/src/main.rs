@@ -29,6 +29,7 @@ mod chaos;
 mod check;
 mod conv;
 mod cost;
+mod event;
 mod facade;
 mod fleet;
 mod floor;
@@ -37,6 +38,7 @@ mod load;
 mod memprobe;
 mod multi;
 mod pgdb;
+mod plan;
 mod procinfo;
 mod relay;
 mod side;
@@ -46,6 +48,7 @@ mod stats;
 mod suite;
 mod table;
 mod takeover;
+mod targets;
 mod verify;
 mod verify_dag;
 
@@ -364,7 +367,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
         return instances::run_spawned(&http, n, a.database_url, &flags, leases, &load, chaos)
             .await;
     } else if !a.urls.is_empty() {
-        let targets = std::sync::Arc::new(multi::Targets::new(a.urls));
+        let targets = std::sync::Arc::new(targets::Targets::new(a.urls));
         let base = targets.urls[0].clone();
         let load = Load {
             targets: Some(targets),
@@ -374,7 +377,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
     } else if let Some(url) = a.url {
         load::run(&http, url.trim_end_matches('/'), a.server_pid, &load).await
     } else if a.spawn {
-        let stack = suite::Stack::start(&http, &flags, &[]).await?;
+        let stack = spawn::Stack::start(&http, &flags, &[]).await?;
         let report = load::run(&http, &stack.server.base, Some(stack.server.pid), &load).await;
         stack.stop().await?;
         report

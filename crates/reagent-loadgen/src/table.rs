@@ -2,7 +2,9 @@
 //! machine), the cost per token against the minimal relay, scaling, streams and history.
 
 use crate::cost::{ratio, saturated, verdict};
-use crate::suite::Figures;
+
+/// One repeat's figures, or their medians, by name (the suite fills them, the table shows them).
+pub type Figures = std::collections::BTreeMap<String, f64>;
 
 /// The Markdown results: targets, scaling, history.
 pub fn table(m: &Figures, repeat: usize, quick: bool) -> String {

@@ -1,0 +1,63 @@
+//! What one conversation of a load does and what it measured, shared by the one-instance
+//! client (`conv`), the several-instances client (`multi`) and the side requests (`side`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::targets::Targets;
+
+/// What to do in one conversation.
+#[derive(Clone, Debug)]
+pub struct ConvPlan {
+    /// `native`, `json` or `auto`.
+    pub mode: &'static str,
+    /// The run's engine (SPEC §9); the server's default when `None`.
+    pub engine: Option<String>,
+    /// Send one interrupt after the first `step` event.
+    pub interrupt: bool,
+    /// Cancel after the first `step` event (or `start` if the run has no steps).
+    pub cancel: bool,
+    /// Extra acceptable final statuses (e.g. `failed` under injected faults).
+    pub also_ok: Vec<&'static str>,
+    pub timeout: Duration,
+    /// Several instances (`--urls`): the conversation goes through [`crate::multi`].
+    pub targets: Option<Arc<Targets>>,
+}
+
+/// What one conversation measured.
+#[derive(Debug, Default)]
+pub struct ConvResult {
+    pub run_id: Option<String>,
+    pub status: Option<String>,
+    pub errors: Vec<String>,
+    /// Request sent → first event.
+    pub ttfe_ms: Option<f64>,
+    /// Request sent → `done`.
+    pub run_ms: Option<f64>,
+    /// Per stamped token: (the mock's send stamp in µs since the epoch, stamp → SSE event
+    /// received in ms).
+    pub tokens: Vec<(u64, f64)>,
+    /// Arrival of each `tool_end`, relative to the request.
+    pub tool_end_ms: Vec<f64>,
+    pub interrupts_accepted: usize,
+    /// Of those, the ones that became the query of the next run (deleted as interrupts then).
+    pub interrupts_moved: usize,
+    pub cancel_accepted: bool,
+    /// Streams broken and resumed with `Last-Event-ID` on another instance.
+    pub reconnects: usize,
+    /// `step {type:"resumed"}` events, and when each arrived (ms since the request).
+    pub resumed: usize,
+    pub resumed_at_ms: Vec<f64>,
+}
+
+/// What the side requests (interrupt, cancel) of one conversation did.
+#[derive(Default)]
+pub struct Side {
+    pub interrupts: Vec<String>,
+    /// Accepted with `next_run: true`: the query of the run that follows (SPEC §3.8).
+    pub next_run: Vec<String>,
+    pub cancel_accepted: bool,
+    pub errors: Vec<String>,
+    /// Through which instance each side request was accepted (several instances).
+    pub notes: Vec<String>,
+}
