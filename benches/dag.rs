@@ -1,4 +1,4 @@
-//! The DAG scheduler's own cost per step (SPEC §9): models that answer instantly (routed by
+//! The DAG scheduler's own cost per step: models that answer instantly (routed by
 //! the request's prompts, since steps call concurrently) and a no-op tool, so what is measured
 //! is planning bookkeeping, scheduling, each step's fresh agent and loop, event tagging and the
 //! analysis/answer around them. Two shapes of `STEPS` steps: `wide` (all independent, run under

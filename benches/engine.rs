@@ -8,7 +8,7 @@
 //! and is the cost of one iteration alone. The scripted LLM keeps no requests, as a real client.
 //!
 //! `native_cp_*` runs with a checkpoint sink as the service's run manager has: the loop hands
-//! it each checkpoint's JSON (two per iteration, SPEC §11) and it keeps the latest, as the
+//! it each checkpoint's JSON (two per iteration, docs/deployment.md) and it keeps the latest, as the
 //! event writer does until its next flush.
 //!
 //! Instruction counts (stable on a shared machine): `ENGINE_ONCE=native_cp,20,1000 valgrind

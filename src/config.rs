@@ -1,8 +1,8 @@
-//! Typed configuration (SPEC §6), loaded once at start-up and passed down: nothing else in the
+//! Typed configuration (docs/configuration.md), loaded once at start-up and passed down: nothing else in the
 //! crate reads environment variables.
 //!
 //! Sources, later wins: built-in defaults, then `config.toml` in the working directory (or the
-//! file named by `REAGENT_CONFIG`), then the environment variables of the SPEC §6 table.
+//! file named by `REAGENT_CONFIG`), then the environment variables of the docs/configuration.md.
 //! [`Config::load_from`] takes the file text and an environment *map* so that tests build
 //! configurations in code and never touch the process environment; [`Config::load`] is the thin
 //! wrapper `main` uses.
@@ -52,13 +52,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// The default listen address (SPEC §6).
+/// The default listen address (docs/configuration.md).
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
-/// The default database (SPEC §6).
+/// The default database (docs/configuration.md).
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/reagent.db";
-/// The default model's base URL (SPEC §6).
+/// The default model's base URL (docs/configuration.md).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The default model's provider model name (SPEC §6).
+/// The default model's provider model name (docs/configuration.md).
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 /// The name of the model built from `LLM_*` variables when the file declares no `[[models]]`.
 pub const DEFAULT_MODEL_NAME: &str = "default";
@@ -127,13 +127,13 @@ pub struct Config {
     /// The name of the default model (also flagged on its entry).
     pub default_model: String,
     pub react: ReactConfig,
-    /// `[dag]`: the engine choice and DAG mode (SPEC §9).
+    /// `[dag]`: the engine choice and DAG mode.
     pub dag: DagConfig,
     pub tools: ToolsConfig,
     pub hooks: Vec<HookSpec>,
-    /// `[[agents]]`, or the implicit `reagent` agent when none is declared (SPEC §10).
+    /// `[[agents]]`, or the implicit `reagent` agent when none is declared (docs/protocols.md).
     pub agents: Vec<AgentSpec>,
-    /// `[[mcp]]` (SPEC §8), `env`/`headers` expanded.
+    /// `[[mcp]]` (docs/protocols.md), `env`/`headers` expanded.
     pub mcp: Vec<McpServerConfig>,
 }
 
@@ -240,7 +240,7 @@ impl Config {
     }
 }
 
-/// `${VAR}` in the values that may carry secrets (SPEC §6): `[[tools.http]]` headers,
+/// `${VAR}` in the values that may carry secrets (docs/configuration.md): `[[tools.http]]` headers,
 /// `[[hooks]]` URLs, `[[mcp]]` env and headers.
 fn expand_secrets(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
     for (i, t) in file.tools.http.iter_mut().enumerate() {

@@ -82,7 +82,7 @@ macro_rules! text_enum {
 }
 
 text_enum! {
-    /// Which loop protocol a run uses (SPEC §2.2).
+    /// Which loop protocol a run uses.
     pub enum Mode ("mode") {
         Native => "native",
         Json => "json",
@@ -90,7 +90,7 @@ text_enum! {
 }
 
 text_enum! {
-    /// Which engine runs a run (SPEC §9): one ReAct loop, a planned graph of ReAct steps, or
+    /// Which engine runs a run: one ReAct loop, a planned graph of ReAct steps, or
     /// one structured call that picks between them.
     pub enum Engine ("engine") {
         React => "react",
@@ -129,7 +129,7 @@ text_enum! {
 }
 
 text_enum! {
-    /// The SSE `event:` names of SPEC §4, the one table every producer and reader of event
+    /// The SSE `event:` names of docs/api.md, the one table every producer and reader of event
     /// names matches against.
     pub enum EventName ("event name") {
         Start => "start",
@@ -191,7 +191,7 @@ impl Abilities {
 /// The default cap on one model response's size (16 MiB), `LLM_MAX_RESPONSE_BYTES`.
 pub const DEFAULT_LLM_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The prompt budget of a model (SPEC §2.10): its context window minus what it keeps for its
+/// The prompt budget of a model: its context window minus what it keeps for its
 /// output, at least one token. The context guard, compaction and the configuration all use this.
 pub fn prompt_budget(context_window: u32, max_output_tokens: u32) -> u32 {
     context_window.saturating_sub(max_output_tokens).max(1)
@@ -207,7 +207,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-/// The URL clients fetch an artifact from (SPEC §3.4).
+/// The URL clients fetch an artifact from (docs/api.md).
 pub fn artifact_url(id: &str) -> String {
     format!("/api/artifacts/{id}")
 }

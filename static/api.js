@@ -1,6 +1,6 @@
 // The HTTP side of the UI: JSON calls with the API key, the one-time key prompt, and an SSE
 // reader over `fetch`. EventSource cannot send an Authorization header, so event streams are
-// read with fetch and parsed here (SPEC §4: `id:`, `event:`, `data:` lines, blank line ends an
+// read with fetch and parsed here (docs/api.md: `id:`, `event:`, `data:` lines, blank line ends an
 // event, `:` lines are keep-alive comments).
 
 const KEY_STORAGE = 'reagent.apiKey';

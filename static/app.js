@@ -1,4 +1,4 @@
-// reagent's browser client (SPEC §7): the conversation list, the chat view and the run
+// reagent's browser client: the conversation list, the chat view and the run
 // lifecycle — start a run and read its SSE stream, send interrupts and Stop while it works,
 // resume a dropped stream with Last-Event-ID, and re-attach to the active run after a reload
 // (the open conversation is kept in the URL hash). Rendering of one run lives in run.js,
@@ -100,7 +100,7 @@ async function newConversation(title) {
   const body = title ? { title } : {};
   // The agent menu is only shown when there is a choice; otherwise the server's one agent applies.
   if (!$('agent-pick').hidden && $('agent').value) body.agent = $('agent').value;
-  // The engine (SPEC §9) is stored on a new conversation; an open one shows its own, and a
+  // The engine is stored on a new conversation; an open one shows its own, and a
   // different choice applies to the next run only.
   const engine = $('engine').value;
   if (engine) body.engine = engine;
@@ -453,7 +453,7 @@ async function checkModels() {
   }
 }
 
-/** The agent menu for new conversations (SPEC §10), shown when more than one agent exists. */
+/** The agent menu for new conversations (docs/protocols.md), shown when more than one agent exists. */
 async function loadAgents() {
   try {
     const agents = await api('GET', '/api/agents');

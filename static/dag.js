@@ -1,4 +1,4 @@
-// A DAG run (SPEC §9) inside a RunView: each round is a plan whose steps show their status,
+// A DAG run inside a RunView: each round is a plan whose steps show their status,
 // model and duration; a step's own events (tool cards, reasoning, approvals, compactions,
 // tagged `dag_step`) go into that step's box; a re-plan opens a new round under its reason;
 // the analysis closes the round. Same trust rule as run.js: model and tool text as textContent.

@@ -1,4 +1,4 @@
-// One run in the thread: turns SSE events (SPEC §4) into DOM. A RunView is fed every event of
+// One run in the thread: turns SSE events (docs/api.md) into DOM. A RunView is fed every event of
 // its run exactly once — it drops ids it has already applied — so replaying after a reload or
 // resuming after a dropped connection can never duplicate a card or answer text. Tool cards are
 // keyed by iteration and call id: a provider may reuse an id in a later iteration, and that call
@@ -174,7 +174,7 @@ export class RunView {
         this.activity(`waiting for your approval of ${data.tool}`);
         break;
       case 'resumed':
-        // The server restarted: the run goes on from its last checkpoint (SPEC §11).
+        // The server restarted: the run goes on from its last checkpoint (docs/deployment.md).
         this.steps.append(el('div', 'separator resumed',
           `resumed at iteration ${data.iteration ?? ''}${data.instance ? ` on ${data.instance}` : ''}`));
         break;
@@ -336,7 +336,7 @@ export class RunView {
         card.querySelector('.tool-status').textContent = 'did not finish';
       }
     }
-    // Late follow-ups became the next run's query (SPEC §3.8): the page follows it.
+    // Late follow-ups became the next run's query (docs/api.md): the page follows it.
     this.nextRunId = data.next_run_id || null;
     this.unprocessed = data.unprocessed_interrupts || [];
     for (const item of this.root.querySelectorAll('.interrupt.queued')) {

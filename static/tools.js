@@ -1,4 +1,4 @@
-// The Tools drawer (SPEC §7, §8): where the agent's tools come from. Lists `/api/tools` grouped
+// The Tools drawer (docs/protocols.md): where the agent's tools come from. Lists `/api/tools` grouped
 // by source (built-in, HTTP, MCP) and, for MCP, each server from `/api/mcp` with its state,
 // its tools and its last error. Everything is inserted as text: tool descriptions and server
 // errors come from outside.

@@ -1,4 +1,4 @@
--- Leases (SPEC §11): the instance running a run, the epoch its writes are fenced by, and the
+-- Leases (docs/deployment.md): the instance running a run, the epoch its writes are fenced by, and the
 -- expiry (µs since the Unix epoch; NULL = lapsed) after which another instance takes it.
 ALTER TABLE runs ADD COLUMN lease_owner TEXT;
 ALTER TABLE runs ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;

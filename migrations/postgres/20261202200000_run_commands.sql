@@ -1,4 +1,4 @@
--- Commands for a run sent through any instance (SPEC §11): see the SQLite migration of the
+-- Commands for a run sent through any instance (docs/deployment.md): see the SQLite migration of the
 -- same name.
 CREATE TABLE run_commands (
     seq        BIGSERIAL PRIMARY KEY,

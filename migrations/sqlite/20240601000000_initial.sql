@@ -43,7 +43,7 @@ CREATE TABLE runs (
     error             TEXT
 );
 CREATE INDEX runs_conversation ON runs (conversation_id);
--- At most one active run per conversation, enforced by the database itself (SPEC §3.2 run_active).
+-- At most one active run per conversation, enforced by the database itself (docs/api.md run_active).
 CREATE UNIQUE INDEX runs_one_running ON runs (conversation_id) WHERE status = 'running';
 
 CREATE TABLE events (

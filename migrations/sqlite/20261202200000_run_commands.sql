@@ -1,4 +1,4 @@
--- Commands for a run sent through an instance that does not run it (SPEC §11): `interrupt`
+-- Commands for a run sent through an instance that does not run it (docs/deployment.md): `interrupt`
 -- (target = the stored interrupt message, content its text), `recall` (target = the message;
 -- `result` = recalled | not_pending | not_found, written by the owner), `cancel`. The owner
 -- does each once, in `seq` order, and marks it `done_at`. One process (SQLite) never writes
@@ -15,7 +15,7 @@ CREATE TABLE run_commands (
 );
 CREATE INDEX run_commands_pending ON run_commands (run_id, seq) WHERE done_at IS NULL;
 
--- Pending approvals (SPEC §3.6) as rows, so any instance lists and decides them: written by
+-- Pending approvals (docs/api.md) as rows, so any instance lists and decides them: written by
 -- the run's owner when its hook asks (`info` = the request as JSON), decided once by
 -- `UPDATE … WHERE decision IS NULL` (approved | rejected | timed_out | abandoned: its run was
 -- taken over, the resumed run asks again).

@@ -1,6 +1,6 @@
 -- How many times any run's lease epoch has changed (takeovers), bumped by a trigger whichever
 -- code path or process changes one. The event writer checks the epochs of the runs it writes
--- (fencing, SPEC §11) only for runs it has not verified since this count last moved: SQLite
+-- (fencing, docs/deployment.md) only for runs it has not verified since this count last moved: SQLite
 -- runs one write transaction at a time, so an unchanged count read inside the writer's
 -- transaction proves every verified epoch still holds. Checking 1,000 runs' epochs in every
 -- tick was ~35 % of the writer's cost (BENCHMARKS.md, "Session 14").

@@ -1,4 +1,4 @@
-//! JSON-mode action parsing (SPEC §2.2–2.3). The model replies with one JSON object; this turns
+//! JSON-mode action parsing. The model replies with one JSON object; this turns
 //! its free text into an [`Action`], tolerating the usual deviations: prose or fences around the
 //! object (via `extract_json`), a missing or unknown `type` (a final answer), a missing
 //! `tool_args` (`{}`), `tool_args` sent as a JSON string.

@@ -1,4 +1,4 @@
-//! Tool-call ids unique within a run (SPEC §2.14, §3.8). Providers leave ids empty, repeat
+//! Tool-call ids unique within a run (docs/api.md). Providers leave ids empty, repeat
 //! them within one response, or reuse them in later iterations (after a follow-up, a cycle
 //! warning or a checklist); the UI and the trace key each call by its id, and each tool result
 //! must answer exactly one call, so a repeat is renamed `<id>_2`, `<id>_3`…

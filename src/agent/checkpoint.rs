@@ -1,4 +1,4 @@
-//! [`Checkpoint`]: the state of a run's tool loop at a point it can resume from (SPEC §11), taken
+//! [`Checkpoint`]: the state of a run's tool loop at a point it can resume from (docs/deployment.md), taken
 //! at the start of every iteration and again just before its tool calls run (then with those
 //! calls `in_flight`). A run resumed from a checkpoint answers its in-flight calls with
 //! [`INTERRUPTED_TOOL`] unless the tool is idempotent (then it runs them again), and goes on
@@ -21,7 +21,7 @@ pub use json::{
     CheckpointJson, JsonList, CHUNK as JSON_CHUNK, KEEP_FROM as JSON_KEEP_FROM, STEPS_KEEP_FROM,
 };
 
-/// The observation of a tool call that was running when its instance stopped (SPEC §11).
+/// The observation of a tool call that was running when its instance stopped (docs/deployment.md).
 pub const INTERRUPTED_TOOL: &str =
     "[interrupted: the instance running this tool stopped; the call was not retried]";
 
@@ -141,7 +141,7 @@ impl CheckpointHead<'_> {
 
     /// These fields, each after a comma, continuing the fixed fields' object. Written by hand:
     /// two checkpoints per iteration made serde_json's escaping of every key and its dispatch
-    /// per field most of a head's cost (BENCHMARKS.md, session 16); the lists of structs,
+    /// per field most of a head's cost (BENCHMARKS.md); the lists of structs,
     /// usually empty, still go through serde.
     fn write_fields(&self, out: &mut String) -> serde_json::Result<()> {
         let mut digits = itoa::Buffer::new();

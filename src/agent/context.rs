@@ -1,4 +1,4 @@
-//! The context guard (SPEC §2.10): a cheap token estimate run before every loop LLM call, and
+//! The context guard: a cheap token estimate run before every loop LLM call, and
 //! [`ContextGuard::compact`], which brings an over-budget history back under the budget.
 //!
 //! Compaction keeps the leading system message(s), every pinned message (the query, injected
@@ -63,7 +63,7 @@ impl ContextGuard {
         }
     }
 
-    /// The default budget of SPEC §2.10: the model's context window minus its max output tokens.
+    /// The default budget: the model's context window minus its max output tokens.
     pub fn for_llm(llm: &dyn Llm) -> Self {
         Self::new(prompt_budget(llm.context_window(), llm.max_output_tokens()) as usize)
     }

@@ -1,6 +1,6 @@
 //! [`ReActAgent`]: binds one model, a tool registry and hooks, and runs one query through the
-//! two phases of SPEC §1 — the tool loop (`tool_loop.rs`) and answer synthesis
-//! (`synthesis.rs`) — emitting every event of SPEC §4 from `start` to `done`.
+//! two phases of a run — the tool loop (`tool_loop.rs`) and answer synthesis
+//! (`synthesis.rs`) — emitting every event of docs/api.md from `start` to `done`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,7 +16,7 @@ use super::tool_loop::{LoopRun, LoopSetup};
 use crate::llm::{Llm, Usage};
 use crate::tools::ToolRegistry;
 
-/// One model, one tool set, one hook chain: a new model means a new agent (SPEC §2.1).
+/// One model, one tool set, one hook chain: a new model means a new agent.
 pub struct ReActAgent {
     llm: Arc<dyn Llm>,
     compact_llm: Arc<dyn Llm>,
@@ -50,7 +50,7 @@ impl ReActAgent {
         }
     }
 
-    /// Asks for a mode (SPEC §2.2); `None` lets the model's abilities decide.
+    /// Asks for a mode; `None` lets the model's abilities decide.
     pub fn with_mode(mut self, mode: Option<Mode>) -> Self {
         self.mode = mode;
         self
@@ -62,7 +62,7 @@ impl ReActAgent {
         self
     }
 
-    /// Uses another model for context compaction only (SPEC §2.1 `compact_model`).
+    /// Uses another model for context compaction only (`compact_model`).
     pub fn with_compact_llm(mut self, llm: Arc<dyn Llm>) -> Self {
         self.compact_llm = llm;
         self
@@ -72,7 +72,7 @@ impl ReActAgent {
         &self.config
     }
 
-    /// The mode this agent's runs use (SPEC §2.2).
+    /// The mode this agent's runs use.
     pub fn mode(&self) -> Mode {
         let native_ok = self.config.use_native_tools && self.llm.abilities().tool_call;
         match self.mode {
@@ -89,7 +89,7 @@ impl ReActAgent {
     }
 
     /// Counts `usage` (calls made for this run before the engine started, such as the `auto`
-    /// routing call of SPEC §9) in the run's usage.
+    /// routing call of `engine: auto`) in the run's usage.
     pub fn with_usage_before(mut self, usage: Usage) -> Self {
         self.usage_before = usage;
         self
@@ -116,7 +116,7 @@ impl ReActAgent {
 
     /// The tool loop alone (tool selection included): only `step` and `compact` events, no
     /// `start`, no synthesis, no `done`. `outcome.answer` is the brief answer. A DAG step
-    /// (SPEC §9) is exactly this.
+    /// is exactly this.
     pub async fn run_loop(&self, input: &RunInput, handles: &RunHandles) -> AgentResult {
         let events = &handles.events;
         let mut usage = Usage::default();
@@ -142,7 +142,7 @@ impl ReActAgent {
         lr.finish()
     }
 
-    /// Goes on with a run from its checkpoint (SPEC §11): `step {type:"resumed"}` instead of
+    /// Goes on with a run from its checkpoint (docs/deployment.md): `step {type:"resumed"}` instead of
     /// `start` (then a `reset` if a client may hold part of an answer), the calls left in
     /// flight answered, then the loop and synthesis as usual.
     pub async fn resume(

@@ -1,4 +1,4 @@
-//! [`AgentEvent`]: the one place that defines the wire shape of SPEC §4. Each variant maps to an
+//! [`AgentEvent`]: the one place that defines the wire shape of docs/api.md. Each variant maps to an
 //! SSE `event:` name ([`AgentEvent::name`]) and its serialised data is the SSE `data:` line.
 
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub struct StartEvent {
     pub conversation_id: String,
     pub model: String,
     pub mode: Mode,
-    /// The engine that runs it (SPEC §9: what `auto` chose).
+    /// The engine that runs it (: what `auto` chose).
     #[serde(default = "react")]
     pub engine: Engine,
 }
@@ -72,7 +72,7 @@ pub enum StepEvent {
     Thinking {
         iteration: u32,
         reasoning: String,
-        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        /// The DAG step this event belongs to; absent in a ReAct run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
@@ -81,7 +81,7 @@ pub enum StepEvent {
         call_id: String,
         tool: String,
         arguments: Value,
-        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        /// The DAG step this event belongs to; absent in a ReAct run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
@@ -95,7 +95,7 @@ pub enum StepEvent {
         blocked: bool,
         duration_ms: u64,
         artifacts: Vec<ArtifactRef>,
-        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        /// The DAG step this event belongs to; absent in a ReAct run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
@@ -115,13 +115,13 @@ pub enum StepEvent {
         approval_id: String,
         tool: String,
         arguments: Value,
-        /// The DAG step this event belongs to (SPEC §9); absent in a ReAct run.
+        /// The DAG step this event belongs to; absent in a ReAct run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
-    /// The run goes on from its last checkpoint after its instance stopped (SPEC §11).
+    /// The run goes on from its last checkpoint after its instance stopped (docs/deployment.md).
     Resumed { iteration: u32, instance: String },
-    /// A DAG round's plan (SPEC §9).
+    /// A DAG round's plan.
     Plan {
         round: u32,
         steps: Vec<PlanStepView>,
@@ -157,7 +157,7 @@ pub struct CompactEvent {
     pub tokens_before: usize,
     pub tokens_after: usize,
     pub summary: String,
-    /// The DAG step whose loop compacted (SPEC §9); absent in a ReAct run.
+    /// The DAG step whose loop compacted; absent in a ReAct run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dag_step: Option<String>,
 }
@@ -191,7 +191,7 @@ pub struct RunOutcome {
     /// The run the server started with the follow-ups that came too late for this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_id: Option<String>,
-    /// DAG runs only (SPEC §9): `engine`, `rounds`, `achieved`, `confidence`.
+    /// DAG runs only: `engine`, `rounds`, `achieved`, `confidence`.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub dag: Option<DagSummary>,
 }

@@ -1,7 +1,7 @@
 //! Executes the tool calls of one LLM response: PreToolUse hooks, the tool itself (in its own
 //! task, so a panic is contained and a timeout can abort it), artifacts, PostToolUse hooks and
 //! the `tool_start`/`tool_end` events. All calls of a batch run concurrently; cancellation
-//! aborts the unfinished ones and gives them the synthetic cancelled result (SPEC §3.2).
+//! aborts the unfinished ones and gives them the synthetic cancelled result (docs/api.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use crate::tools::{ToolError, ToolOutput, ToolRegistry};
 /// What the LLM sees for a call the cancellation interrupted.
 pub const CANCELLED_RESULT: &str = "[cancelled: tool execution did not complete]";
 
-/// `tool_end.observation` is cut to this many characters for display (SPEC §4).
+/// `tool_end.observation` is cut to this many characters for display (docs/api.md).
 pub const DISPLAY_OBSERVATION_CHARS: usize = 4000;
 
 /// A call the LLM asked for. `arguments` is `Err(raw text)` when it was not valid JSON.
@@ -144,7 +144,7 @@ impl Executor {
     }
 
     /// A call that was running when its instance stopped, answered without running it again
-    /// (SPEC §11): its `tool_end` carries the interrupted result.
+    /// (docs/deployment.md): its `tool_end` carries the interrupted result.
     pub fn interrupted(&self, iteration: u32, call: &PendingCall) -> Executed {
         let record = StepRecord {
             iteration,

@@ -1,4 +1,4 @@
-//! The per-conversation [`InterruptQueue`] (SPEC §2.11): users push follow-up messages while a
+//! The per-conversation [`InterruptQueue`]: users push follow-up messages while a
 //! run works; the loop drains them between iterations; `close()` is atomic and hands back
 //! whatever is left, so an accepted interrupt is always either seen by the agent or reported
 //! as unprocessed.
@@ -113,7 +113,7 @@ impl InterruptQueue {
     }
 
     /// Resolves once a message is pending (at once if one already is). The DAG engine waits on
-    /// it while steps run, to stop launching new ones (SPEC §9.3).
+    /// it while steps run, to stop launching new ones.
     pub async fn wait_pending(&self) {
         loop {
             let pushed = self.pushed.notified();

@@ -1,4 +1,4 @@
-//! The ReAct engine (SPEC §2). [`ReActAgent::run`] takes the run's inputs and handles (event
+//! The ReAct engine. [`ReActAgent::run`] takes the run's inputs and handles (event
 //! sink, interrupt queue, cancellation token) and returns an [`AgentResult`]: the run's
 //! [`RunOutcome`] (what `done` carries) and its trace. Everything it does is visible as
 //! [`AgentEvent`]s.

@@ -44,7 +44,7 @@ pub fn observation(text: &str) -> String {
     format!("Observation: {text}")
 }
 
-/// What the LLM sees instead of an artifact's content (SPEC §2.3).
+/// What the LLM sees instead of an artifact's content.
 pub fn artifact_notice(name: &str) -> String {
     format!("[Artifact generated: {name}] The content is rendered as a preview in the UI and available for download. Do not reproduce its source in your answer.")
 }
@@ -60,7 +60,7 @@ pub fn unknown_tool(name: &str, available: &[String]) -> String {
     )
 }
 
-/// Self-reflection (SPEC §2.7), quoting the original goal.
+/// Self-reflection, quoting the original goal.
 pub fn reflection(query: &str) -> String {
     format!(
         "Pause and reflect before your next step. The original goal is: \"{query}\"\n\
@@ -71,19 +71,19 @@ pub fn reflection(query: &str) -> String {
     )
 }
 
-/// Cycle warning (SPEC §2.8), exact text.
+/// Cycle warning, exact text.
 pub fn cycle_warning(tool: &str, times: u32) -> String {
     format!("You have called {tool} with identical arguments {times} times and received the same result. Please try a different approach or tool.")
 }
 
-/// Completion checklist (SPEC §2.9).
+/// Completion checklist.
 pub const COMPLETION_CHECK: &str = "Before you finish, verify your answer:\n\
 1. Does it fully address the original question?\n\
 2. Were the key facts verified from tool results?\n\
 3. Are there any contradictions in the information gathered?\n\
 If something is missing, keep working with the tools. Otherwise give your final answer again.";
 
-/// One pinned message for all interrupts of one drain (SPEC §2.11).
+/// One pinned message for all interrupts of one drain.
 pub fn interrupt_message(contents: &[String]) -> String {
     let mut s = String::from("[USER INTERRUPT] The user sent ");
     if contents.len() == 1 {
@@ -100,7 +100,7 @@ pub fn interrupt_message(contents: &[String]) -> String {
     s
 }
 
-/// Synthesis system prompt (SPEC §2.12).
+/// Synthesis system prompt.
 pub const SYNTHESIS_SYSTEM: &str = "You write the final answer for the user from an agent's execution trace. \
 Present the results directly and completely, formatted in Markdown. Do not add meta-commentary such as \
 \"based on the tool output\" or describe the process unless asked. Answer in the language of the original question.";

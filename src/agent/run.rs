@@ -34,11 +34,11 @@ pub struct RunHandles {
     pub interrupts: Arc<InterruptQueue>,
     pub cancel: CancellationToken,
     pub artifacts: Arc<dyn ArtifactSink>,
-    /// Receives the loop's checkpoints (SPEC §11); `None` takes none.
+    /// Receives the loop's checkpoints (docs/deployment.md); `None` takes none.
     pub checkpoints: Option<CheckpointSink>,
 }
 
-/// One tool call as it happened; the synthesis trace is built from these (SPEC §2.12).
+/// One tool call as it happened; the synthesis trace is built from these.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepRecord {
     pub iteration: u32,

@@ -1,5 +1,5 @@
-//! Deterministic safeguards that need no LLM call: cycle detection (SPEC §2.8) and the
-//! self-reflection cadence (SPEC §2.7). The completion checklist (§2.9) is a single flag in the
+//! Deterministic safeguards that need no LLM call: cycle detection and the
+//! self-reflection cadence. The completion checklist is a single flag in the
 //! loop and lives there.
 
 use std::collections::hash_map::DefaultHasher;

@@ -1,4 +1,4 @@
-//! Tool selection (SPEC §2.5): with many tools, one structured call picks the few relevant to
+//! Tool selection: with many tools, one structured call picks the few relevant to
 //! the query from a compact catalog, so the loop's prompt stays small. Never fatal: any failure
 //! keeps the full tool set.
 

@@ -1,4 +1,4 @@
-//! Answer synthesis (SPEC §2.12): one streaming call reads the full execution trace (built from
+//! Answer synthesis: one streaming call reads the full execution trace (built from
 //! the step records, not the compacted loop context) and writes the user-facing answer. If it
 //! fails — before or after the first delta — the loop's brief answer streams instead, preceded
 //! by `answer {status:"reset"}` when deltas were already sent. The user always gets an answer.
@@ -124,8 +124,8 @@ pub async fn stream_answer(
 }
 
 /// The synthesis call over any trace (`user`): the synthesiser's system prompt, streamed as
-/// `answer` events, with `fallback` streamed instead when it fails (SPEC §2.12). The DAG
-/// engine's answer (SPEC §9) goes through here with its own trace.
+/// `answer` events, with `fallback` streamed instead when it fails. The DAG
+/// engine's answer goes through here with its own trace.
 pub async fn stream_synthesis(
     llm: &dyn Llm,
     user: String,

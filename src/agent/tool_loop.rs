@@ -1,4 +1,4 @@
-//! The tool loop (SPEC §2.3–2.11) for both modes. One iteration: check the context budget →
+//! The tool loop for both modes. One iteration: check the context budget →
 //! call the LLM → process the response → execute tool(s) or stop. Interrupts, reflection,
 //! cycle warnings and the checklist are appended only after tool results, so an assistant
 //! `tool_calls` message is always followed by exactly its results.
@@ -263,7 +263,7 @@ impl<'a> LoopRun<'a> {
         self.brief = "The run was cancelled before it finished.".to_string();
     }
 
-    /// Fallback brief answer when iterations ran out (SPEC §2.4).
+    /// Fallback brief answer when iterations ran out.
     fn step_summary(&self) -> String {
         let mut s = format!(
             "I reached the limit of {} iterations before finishing. Steps taken:\n",
@@ -353,7 +353,7 @@ impl<'a> LoopRun<'a> {
     ///
     /// Only while an iteration remains: on the last one the model would never read what was
     /// drained, so the messages stay queued and the loop's end reports them in
-    /// `done.unprocessed_interrupts` instead of claiming them processed (SPEC §2.11).
+    /// `done.unprocessed_interrupts` instead of claiming them processed.
     fn drain_interrupts(&mut self) -> bool {
         if self.iterations >= self.config.max_iterations {
             return false;

@@ -34,7 +34,7 @@ pub fn run_observer(metrics: &Metrics) -> EventObserver {
     })
 }
 
-/// Counts MCP calls and their latency by server (SPEC §8).
+/// Counts MCP calls and their latency by server (docs/protocols.md).
 pub fn mcp_observer(metrics: &Metrics) -> crate::tools::mcp::CallObserver {
     let me = metrics.clone();
     Arc::new(move |server: &str, ok: bool, seconds: f64| me.mcp_call(server, ok, seconds))

@@ -65,10 +65,10 @@ pub struct App {
 impl App {
     /// Connects the store (migrating it), builds the run manager with the configured models,
     /// tools and hooks, takes over the runs a previous process left `running` (resumed or
-    /// failed, see `RunManager::recover`) and starts the lease task (SPEC §11).
+    /// failed, see `RunManager::recover`) and starts the lease task (docs/deployment.md).
     pub async fn build(config: Config, overrides: AppOverrides) -> Result<App, BuildError> {
         // A transaction idle for half the lease TTL is a paused or stuck instance's: ended, so
-        // its row locks do not keep its runs from being taken over (SPEC §11).
+        // its row locks do not keep its runs from being taken over (docs/deployment.md).
         let idle = Duration::from_secs(config.server.lease_ttl_s) / 2;
         let store = Store::connect_with(&config.server.database_url, Some(idle)).await?;
         if let Some(warning) = setup::key_warning(&config) {

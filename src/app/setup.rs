@@ -87,7 +87,7 @@ pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
     }
 }
 
-/// The engine settings of `[react]` / `REACT_*` (SPEC §6): the section itself.
+/// The engine settings of `[react]` / `REACT_*` (docs/configuration.md): the section itself.
 pub fn agent_config(react: &ReactConfig) -> AgentConfig {
     react.clone()
 }

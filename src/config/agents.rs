@@ -1,4 +1,4 @@
-//! `[[agents]]` (SPEC §10): named agents — a model, a system prompt, a tool selection, an
+//! `[[agents]]` (docs/protocols.md): named agents — a model, a system prompt, a tool selection, an
 //! engine and an iteration cap — that conversations can be created with and that the
 //! OpenAI-compatible API offers as models. With none declared there is one, [`IMPLICIT_AGENT`]:
 //! the default model with every tool.

@@ -1,4 +1,4 @@
-//! `[dag]`: the engine choice and the DAG planner's knobs (SPEC §9, §6), with their defaults,
+//! `[dag]`: the engine choice and the DAG planner's knobs (docs/configuration.md), with their defaults,
 //! their environment variables and their checks in one place.
 
 use std::collections::HashMap;

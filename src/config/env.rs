@@ -1,4 +1,4 @@
-//! The environment layer: every SPEC §6 variable except the `LLM_*` model variables (see
+//! The environment layer: every docs/configuration.md variable except the `LLM_*` model variables (see
 //! `models`) overrides its file setting here. Each value is checked as it is read so that the
 //! error names the variable, not the file key it replaces.
 //!

@@ -1,4 +1,4 @@
-//! `${VAR}` expansion (SPEC §6) in the string values that carry secrets: `[[tools.http]]`
+//! `${VAR}` expansion (docs/configuration.md) in the string values that carry secrets: `[[tools.http]]`
 //! headers, `[[mcp]]` env and headers, `[[hooks]]` URLs. An unset variable is a start-up error
 //! naming it and the key; `$$` is a literal `$`. The expanded values are only ever held in the
 //! loaded [`Config`](super::Config), whose summaries print keys, never these values.

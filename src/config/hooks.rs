@@ -1,4 +1,4 @@
-//! `[[hooks]]` (SPEC §2.6): the entries as written ([`HookSpec`]), the one set of rules they
+//! `[[hooks]]`: the entries as written ([`HookSpec`]), the one set of rules they
 //! must follow, and what a checked entry means ([`HookPlan`]) — the hook kind with its settings
 //! and the placement, defaults applied. Configuration loading rejects a bad file with these
 //! rules; the hook builder (`agent::hooks::config`) turns plans into hooks.
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::validate::{at_least, http_url};
 use super::ConfigError;
 
-/// The hook kinds of SPEC §2.6.
+/// The hook kinds.
 pub const HOOK_KINDS: &[&str] = &[
     "read_only",
     "approval",

@@ -1,4 +1,4 @@
-//! `[[mcp]]` (SPEC §8): one entry per MCP tool server, over stdio (`command`, `args`, `env`)
+//! `[[mcp]]` (docs/protocols.md): one entry per MCP tool server, over stdio (`command`, `args`, `env`)
 //! or streamable HTTP (`url`, `headers`). Checked at start-up with errors naming the key;
 //! `env`/`headers` values are `${VAR}`-expanded after the check, and `Debug` shows their names
 //! only, since they usually hold credentials.

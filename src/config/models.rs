@@ -2,7 +2,7 @@
 //! every model's key.
 //!
 //! - No `[[models]]`: one model named `default` is built from the `LLM_*` variables (with the
-//!   SPEC §6 defaults).
+//!   docs/configuration.md defaults).
 //! - With `[[models]]`: the `LLM_*` variables override the fields of the *default* model only,
 //!   so `LLM_MODEL=gpt-4o reagent serve` switches the default without editing the file.
 //! - Keys: the variable named by `api_key_env`; for the default model, `LLM_API_KEY` then

@@ -1,5 +1,5 @@
 //! The sections of the configuration (`[server]`, `[auth]`, `[llm]`, `[[models]]`, `[react]`,
-//! `[tools]`) with their SPEC §6 defaults, and [`Secret`], which keeps keys out of `Debug`.
+//! `[tools]`) with their docs/configuration.md defaults, and [`Secret`], which keeps keys out of `Debug`.
 //!
 //! `[llm]` and `[[models]]` are in `sections/llm.rs`, `[react]` in `sections/react.rs`,
 //! `[tools]` in `sections/tools.rs`.
@@ -50,13 +50,13 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// `DATABASE_URL`: `sqlite:` or `postgres:` URL. May hold a password: never logged as is.
     pub database_url: String,
-    /// Larger request bodies get 413 (SPEC §3.7).
+    /// Larger request bodies get 413 (docs/api.md).
     pub max_body_bytes: usize,
-    /// Longer queries and interrupts get 400 (SPEC §3.7).
+    /// Longer queries and interrupts get 400 (docs/api.md).
     pub max_query_chars: usize,
     /// Requests per API key per minute; unlimited when absent.
     pub rate_limit_per_minute: Option<u32>,
-    /// `REAGENT_STATIC_DIR`: a folder to serve the browser UI from (SPEC §3.4, for UI
+    /// `REAGENT_STATIC_DIR`: a folder to serve the browser UI from (docs/api.md, for UI
     /// development); `None` serves the files compiled into the binary.
     pub static_dir: Option<PathBuf>,
     /// Where the SQLite database and artifacts live by default.
@@ -73,13 +73,13 @@ pub struct ServerConfig {
     /// long is closed (an SSE subscriber resumes with `Last-Event-ID`).
     pub sse_stall_s: u64,
     /// `REAGENT_RESUME_ON_RESTART`: runs a crash left `running` resume from their last
-    /// checkpoint at start-up (SPEC §11); `false` fails them.
+    /// checkpoint at start-up (docs/deployment.md); `false` fails them.
     pub resume_on_restart: bool,
     /// `REAGENT_INSTANCE_ID`: this process's name (host name, process id and a random suffix
     /// when absent).
     pub instance_id: Option<String>,
     /// `REAGENT_LEASE_TTL_S`: seconds after which a run whose lease was not renewed may be
-    /// taken over by another instance (SPEC §11).
+    /// taken over by another instance (docs/deployment.md).
     pub lease_ttl_s: u64,
     /// `REAGENT_LEASE_RENEW_S`: seconds between two renewals of this instance's leases (and
     /// sweeps for lapsed ones); less than `lease_ttl_s`.
@@ -142,7 +142,7 @@ pub fn redact_url(raw: &str) -> String {
     }
 }
 
-/// `[auth]` (SPEC §3.5). Auth is on when `keys` is non-empty.
+/// `[auth]` (docs/api.md). Auth is on when `keys` is non-empty.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {

@@ -128,7 +128,7 @@ impl Config {
         );
     }
 
-    /// DAG mode (SPEC §9).
+    /// DAG mode.
     fn write_dag(&self, out: &mut String) {
         let d = &self.dag;
         let _ = writeln!(

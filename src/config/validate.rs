@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use super::env::integer_expectation;
 use super::{Config, ConfigError, FileConfig};
 
-/// Names taken by the built-in tools (SPEC §6); an HTTP tool cannot shadow them.
+/// Names taken by the built-in tools (docs/configuration.md); an HTTP tool cannot shadow them.
 const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "http_request"];
 const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 

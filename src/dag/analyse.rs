@@ -1,4 +1,4 @@
-//! The analyser (SPEC §9.3): one structured call over the goal and every step's status and
+//! The analyser: one structured call over the goal and every step's status and
 //! result, `{achieved, confidence, reasoning}`. Any failure counts as not achieved with
 //! confidence 0, so a broken analyser costs a re-plan at most, never the answer.
 

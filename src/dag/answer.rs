@@ -1,4 +1,4 @@
-//! The answer of a DAG run (SPEC §9.4): the synthesiser of §2.12 reads the goal, every round's
+//! The answer of a DAG run: the answer synthesiser of a ReAct run reads the goal, every round's
 //! steps with their results and the last analysis; its fallback — when it fails, or when
 //! nothing can be synthesised — is the completed steps' results, so the user always gets an
 //! answer. Also the texts the rounds hand each other: the goal with the user's follow-ups and

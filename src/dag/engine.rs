@@ -1,9 +1,9 @@
-//! [`DagEngine`]: a run as rounds of plan → execute → analyse (SPEC §9), then one streamed
+//! [`DagEngine`]: a run as rounds of plan → execute → analyse, then one streamed
 //! answer. Emits `start` … `done` like [`ReActAgent`](crate::agent::ReActAgent), so the run
 //! manager persists, replays and resumes a DAG run exactly as any other. The rounds: an
 //! interrupt drained between phases re-plans without spending the `DAG_MAX_REPLANS` budget;
 //! `DAG_MAX_ROUNDS` caps them all; interrupts left when the rounds end are reported in
-//! `done.unprocessed_interrupts` (the server runs them next, SPEC §3.8).
+//! `done.unprocessed_interrupts` (the server runs them next, docs/api.md).
 
 use std::sync::Arc;
 use std::time::Instant;

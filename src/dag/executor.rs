@@ -1,4 +1,4 @@
-//! The executor (SPEC §9.2): runs one plan. A step is ready when all its dependencies
+//! The executor: runs one plan. A step is ready when all its dependencies
 //! completed; ready steps are `queued` until one of `DAG_MAX_CONCURRENCY` semaphore permits is
 //! free, then `running` (their timeout and model start there). A step whose dependency failed
 //! (or was skipped) fails with `dependency <id> failed` without running. A pending interrupt, or
@@ -269,7 +269,7 @@ impl Executor<'_, '_> {
             step_id: step.id.clone(),
             query: step_query(ctx.goal, step, &deps, cut),
             history: ctx.history.to_vec(),
-            // Chosen now, when the step starts, and kept for its whole loop (SPEC §2.1).
+            // Chosen now, when the step starts, and kept for its whole loop.
             model: pick_model(ctx.setup, step.model_hint.as_deref()),
             run_id: ctx.run_id.to_string(),
             conversation_id: ctx.conversation_id.to_string(),

@@ -1,7 +1,7 @@
 //! The end of a DAG run: the queue closes (what it still holds is reported unprocessed), the
 //! outcome is settled — failed when no step of any round completed, cancelled when the user
 //! stopped it — and the answer streams: synthesis for a completed run, the fallback text
-//! otherwise or when synthesis fails (SPEC §2.12), then `done` with the DAG summary.
+//! otherwise or when synthesis fails, then `done` with the DAG summary.
 
 use std::time::Instant;
 

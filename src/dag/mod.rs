@@ -1,4 +1,4 @@
-//! DAG mode (SPEC §9): a planner turns the query into a graph of steps, an executor runs the
+//! DAG mode: a planner turns the query into a graph of steps, an executor runs the
 //! independent ones concurrently — each a fresh ReAct agent ([`crate::agent::ReActAgent`], the
 //! tool loop alone) on the model its `model_hint` names — an analyser judges the round and may
 //! ask for another, and one streamed answer ends the run. No HTTP, no SQL: like the ReAct

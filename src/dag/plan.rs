@@ -1,4 +1,4 @@
-//! A plan (SPEC §9.1): its steps as the planner writes them, how a reply is read into one
+//! A plan: its steps as the planner writes them, how a reply is read into one
 //! (lenient about shape, strict about meaning) and the validation every plan must pass before it
 //! runs: ids unique, dependencies known, no cycle, 1 to `DAG_MAX_STEPS` steps. A duplicate id is
 //! reported as a duplicate, never as the cycle it would look like to a topological sort.
@@ -42,7 +42,7 @@ pub enum PlanError {
     Cycle(Vec<String>),
 }
 
-/// The planner's schema (SPEC §9.1).
+/// The planner's schema.
 pub fn schema(max_steps: usize) -> Value {
     json!({
         "type": "object",

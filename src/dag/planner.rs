@@ -1,4 +1,4 @@
-//! The planner (SPEC §9.1): one structured call with the goal, the conversation history, the tool
+//! The planner: one structured call with the goal, the conversation history, the tool
 //! catalog and the model roles; an invalid plan gets one re-plan with its validation error in the
 //! prompt, then the run falls back to a one-step plan whose task is the query. A reply that
 //! cannot be read as a plan at all (every level of the structured call failed) goes straight to

@@ -1,4 +1,4 @@
-//! The prompt text of DAG mode (SPEC §9): planner, step query, analyser, answer trace, router.
+//! The prompt text of DAG mode: planner, step query, analyser, answer trace, router.
 //! Tests recognise each kind of request by the first line of its system prompt.
 
 /// The planner's system prompt.

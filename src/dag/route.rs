@@ -1,4 +1,4 @@
-//! `engine: auto` (SPEC §9): one structured call asks the run's model whether the query needs
+//! `engine: auto`: one structured call asks the run's model whether the query needs
 //! a multi-step plan. Anything but a clear `dag` — an error, garbage, an unknown engine — is
 //! `react`.
 

@@ -1,8 +1,8 @@
-//! One DAG step (SPEC §9.2): a fresh [`ReActAgent`] — same hooks, tools and safeguards as a ReAct
+//! One DAG step: a fresh [`ReActAgent`] — same hooks, tools and safeguards as a ReAct
 //! run, `DAG_STEP_MAX_ITERATIONS`, the model its `model_hint` names — running only the tool loop
 //! ([`ReActAgent::run_loop`]) under the step's timeout, which starts when the step does. Its
 //! events go to the run's sink tagged with `dag_step`, with call ids kept unique across the
-//! run's concurrent steps (SPEC §3.8).
+//! run's concurrent steps (docs/api.md).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -136,7 +136,7 @@ pub(super) async fn run_step(
 }
 
 /// Call ids seen in the run: each (round, step, provider id) gets one run-unique id, the
-/// provider's when free, else `<id>_2`, `<id>_3`… (SPEC §2.14).
+/// provider's when free, else `<id>_2`, `<id>_3`….
 #[derive(Default)]
 pub(super) struct CallIds {
     inner: Mutex<IdTable>,

@@ -1,4 +1,4 @@
-//! Tool calls a model wrote into its `content` instead of `tool_calls` (SPEC §2.3).
+//! Tool calls a model wrote into its `content` instead of `tool_calls`.
 //!
 //! Small local models served by llama.cpp, Ollama or vLLM often print the call as text (the
 //! server's template parser missed it, or the model left out its template's tags). A response

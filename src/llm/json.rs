@@ -1,7 +1,7 @@
-//! `extract_json` (SPEC §5.2): finds one JSON **object** in the free text a model wrote.
+//! `extract_json`: finds one JSON **object** in the free text a model wrote.
 //!
 //! Models wrap JSON in prose, in Markdown fences, or break it slightly (a raw newline inside a
-//! string, a trailing comma). The structured-output chain (SPEC §5.1) must cope with all of that
+//! string, a trailing comma). The structured-output chain must cope with all of that
 //! without ever panicking, so the search is tolerant but bounded:
 //!
 //! 1. the whole (trimmed) text, if it is an object;
@@ -23,7 +23,7 @@ use serde_json::Value;
 /// few braces; 64 leaves plenty of room for prose like "use {placeholders}" before it.
 pub const MAX_BRACE_CANDIDATES: usize = 64;
 
-/// Finds one JSON object in free text (SPEC §5.2). `None` when there is none.
+/// Finds one JSON object in free text. `None` when there is none.
 pub fn extract_json(text: &str) -> Option<Value> {
     parse_object(text.trim())
         .or_else(|| fenced_blocks(text).find_map(|block| parse_object(block.trim())))

@@ -1,6 +1,6 @@
 //! LLM layer: our own normalised message types, the [`Llm`] trait every provider implements,
-//! the OpenAI-compatible HTTP client, retry policy, `structured_llm_call` (SPEC §5.1),
-//! `extract_json` (SPEC §5.2) and the model registry.
+//! the OpenAI-compatible HTTP client, retry policy, `structured_llm_call`,
+//! `extract_json` and the model registry.
 //!
 //! Provider JSON never leaves `openai.rs`: everything above this module speaks [`Message`],
 //! [`ChatRequest`] and [`ChatResponse`].
@@ -216,7 +216,7 @@ pub enum StreamEvent {
 
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
 
-/// What a model can do; drives mode choice (SPEC §2.2) and the structured-output chain (§5.1).
+/// What a model can do; drives mode choice and the structured-output chain.
 pub use crate::domain::Abilities;
 
 /// Every way an LLM call can fail. Never a panic.
@@ -289,7 +289,7 @@ impl LlmError {
     }
 }
 
-/// A chat model. One instance is bound to one model for the whole run (SPEC §2.1).
+/// A chat model. One instance is bound to one model for the whole run.
 #[async_trait]
 pub trait Llm: Send + Sync {
     /// The provider's model name (as sent in requests).

@@ -6,7 +6,7 @@
 //! lenient (every field optional, `null` accepted) because compatible servers deviate in
 //! harmless ways.
 //!
-//! Failure handling (SPEC §6 `LLM_TIMEOUT_S`, `LLM_MAX_RETRIES`):
+//! Failure handling (docs/configuration.md `LLM_TIMEOUT_S`, `LLM_MAX_RETRIES`):
 //! - 429/500/502/503/504, connection errors and timeouts are retried up to `max_retries` times with
 //!   [`Backoff`] (honouring `Retry-After`); other statuses never are.
 //! - `timeout` bounds each whole non-streamed attempt. For a stream it bounds connecting (up to the

@@ -1,5 +1,5 @@
 //! The model registry: one [`Llm`] per configured model, looked up by name when a run starts
-//! (SPEC §2.1: the model is bound once per run). Built by [`ModelRegistry::from_llms`]: from the
+//! (: the model is bound once per run). Built by [`ModelRegistry::from_llms`]: from the
 //! configuration's clients by the app's assembly (`crate::app`), from fakes in tests. Cloning
 //! is cheap: the entries are shared.
 
@@ -21,7 +21,7 @@ pub struct ModelInfo {
     pub context_window: u32,
     pub max_output_tokens: u32,
     pub hints: Vec<String>,
-    /// The `model_hint`s of DAG steps this model serves (SPEC §9).
+    /// The `model_hint`s of DAG steps this model serves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
     pub default: bool,
@@ -118,7 +118,7 @@ impl ModelRegistry {
         }
     }
 
-    /// The first model (in configuration order) whose `roles` include `role` (SPEC §9).
+    /// The first model (in configuration order) whose `roles` include `role`.
     pub fn by_role(&self, role: &str) -> Option<(ModelInfo, Arc<dyn Llm>)> {
         self.inner
             .entries

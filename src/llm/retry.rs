@@ -1,4 +1,4 @@
-//! Backoff policy for retrying LLM calls (`LLM_MAX_RETRIES`, SPEC §6).
+//! Backoff policy for retrying LLM calls (`LLM_MAX_RETRIES`, docs/configuration.md).
 //!
 //! Exponential backoff with "equal jitter": the n-th retry waits between half and all of
 //! `min(cap, base · 2ⁿ)`, so concurrent runs that failed together do not retry in lockstep, and a

@@ -1,4 +1,4 @@
-//! `structured_llm_call` (SPEC §5.1): the one way to get schema-conforming JSON out of any model.
+//! `structured_llm_call`: the one way to get schema-conforming JSON out of any model.
 //!
 //! A degradation chain picks the strongest mechanism the model's [`Abilities`] allow and falls
 //! back level by level, so that a local text-only model can take part in the same scenarios as a
@@ -12,7 +12,7 @@
 //!
 //! Anything that stops a level — an [`LlmError`], no JSON object in the reply, or the caller's
 //! `parse_fn` rejecting it — moves on to the next level. Worst case 5 calls. Every call counts in
-//! `llm_calls` and `usage`, successful or not, because the run's usage (SPEC §2.13) must include
+//! `llm_calls` and `usage`, successful or not, because the run's usage must include
 //! structured retries.
 
 use serde_json::Value;
@@ -85,7 +85,7 @@ pub const REFORMAT_PROMPT: &str = "Your previous reply could not be parsed as va
      ({reason}). Reply again with only the JSON object, following this JSON Schema exactly, \
      with no prose and no code fences.\nJSON Schema:\n{schema}";
 
-/// Runs the degradation chain of SPEC §5.1 against `llm`.
+/// Runs the degradation chain (native schema, JSON mode, plain text) against `llm`.
 ///
 /// Returns the first value `parse_fn` accepts; when every level fails, the `default_value`
 /// (level 0, `raw = Null`) if there is one, else [`StructuredError::Exhausted`]. Both still

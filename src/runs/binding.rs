@@ -1,7 +1,7 @@
-//! What a run of a conversation is bound to (SPEC §2.1, §10): the model asked for (the
+//! What a run of a conversation is bound to (docs/protocols.md): the model asked for (the
 //! conversation's, else its agent's, else the default), the conversation's tools or its agent's
 //! tool globs, the iteration cap and the system prompt — and the engines built from that: a
-//! ReAct agent, and the setup of a DAG run (SPEC §9).
+//! ReAct agent, and the setup of a DAG run.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The rules client text must follow before the service stores it (SPEC §3.7), in one place
+//! The rules client text must follow before the service stores it (docs/api.md), in one place
 //! for every API that starts runs or writes conversations.
 
 use super::manager::RunError;
@@ -6,7 +6,7 @@ use super::manager::RunError;
 /// Longest conversation title (a list entry, not a document).
 pub const MAX_TITLE_CHARS: usize = 200;
 
-/// Non-empty, at most `max` characters (SPEC §3.7), and storable ([`check_storable`]).
+/// Non-empty, at most `max` characters (docs/api.md), and storable ([`check_storable`]).
 pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), RunError> {
     check_storable(field, text)?;
     if text.trim().is_empty() {

@@ -1,4 +1,4 @@
-//! The owner's side of commands sent through other instances (SPEC §11): one task per process
+//! The owner's side of commands sent through other instances (docs/deployment.md): one task per process
 //! hears `LISTEN/NOTIFY` hints (the process's one [`Notifier`]), and does the pending command
 //! rows of the runs it has live — on a hint for the run, after [`Hint::Missed`], and every
 //! [`COMMAND_TICK`] whatever it heard, since a hint is only a hint. Each command is claimed
@@ -135,7 +135,7 @@ impl RunManager {
         }
     }
 
-    /// Takeover hook (SPEC §11: a command answered 202 is never lost): the pending commands
+    /// Takeover hook (docs/deployment.md: a command answered 202 is never lost): the pending commands
     /// of a run just resumed here. Cancels cancel it; interrupts are already queued again
     /// from the stored messages, so they are only marked done; recalls are answered. The
     /// previous owner's undecided approvals are closed (the resumed run asks again).

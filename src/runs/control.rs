@@ -1,6 +1,6 @@
 //! Commands to live runs: cancel, interrupts (queue and recall) and approval decisions. For a
 //! run live here each checks the caller owns the run against the live state, which a pending
-//! interrupt or approval implies exists; a run running on another instance (SPEC §11) is
+//! interrupt or approval implies exists; a run running on another instance (docs/deployment.md) is
 //! checked against its rows and commanded through them (`remote`).
 
 use uuid::Uuid;
@@ -36,7 +36,7 @@ impl RunManager {
             return Ok(());
         }
         match self.store.get_run(owner, run_id).await? {
-            // Running, not here: another instance's (SPEC §11).
+            // Running, not here: another instance's (docs/deployment.md).
             Some(row) if row.status == RunStatus::Running && self.store.is_shared() => {
                 self.cancel_elsewhere(run_id).await
             }

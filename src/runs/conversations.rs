@@ -132,7 +132,7 @@ impl RunManager {
         {
             tracing::warn!(conversation_id = %id, "its run did not stop before the conversation was deleted");
         }
-        // A run on another instance (SPEC §11): cancelled through its owner, waited for too.
+        // A run on another instance (docs/deployment.md): cancelled through its owner, waited for too.
         if !self.stop_run_elsewhere(id, CANCEL_WAIT).await? {
             tracing::warn!(conversation_id = %id, "its run on another instance did not stop before the conversation was deleted");
         }

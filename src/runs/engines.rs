@@ -1,4 +1,4 @@
-//! Which engine runs a run (SPEC §9): the request's `engine`, else the conversation's, else
+//! Which engine runs a run: the request's `engine`, else the conversation's, else
 //! `REAGENT_DEFAULT_ENGINE`. `auto` is settled in the run's task by one routing call
 //! ([`crate::dag::route::route`]), so starting a run never waits on a model; its cost counts in
 //! the run's usage and `start.engine` says what was chosen.
@@ -66,7 +66,7 @@ impl RunEngine {
         }
     }
 
-    /// Goes on from a checkpoint (SPEC §11). Only the ReAct loop writes checkpoints, so only a
+    /// Goes on from a checkpoint (docs/deployment.md). Only the ReAct loop writes checkpoints, so only a
     /// ReAct run (or an `auto` one that the router sent there) is ever resumed; a DAG run has
     /// none and is failed by recovery instead.
     pub(super) async fn resume(

@@ -1,4 +1,4 @@
-//! The events of a run another instance owns (SPEC §11): what is stored, a page at a time,
+//! The events of a run another instance owns (docs/deployment.md): what is stored, a page at a time,
 //! then followed as the owner's writer commits more. Each committed batch sends one
 //! `pg_notify` on [`EVENTS_CHANNEL`] naming its runs; a hint for this run (or an empty one,
 //! "any run"), a [`Hint::Missed`], or a slow safety poll makes the follower read `seq > last`.

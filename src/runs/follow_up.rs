@@ -1,6 +1,6 @@
 //! Follow-ups that arrive after a run's loop has closed its interrupt queue (the answer is
 //! streaming): they are accepted, kept here, and become the query of the next run, which the
-//! server starts in the conversation when this one ends (SPEC §3.8). A user's message is never
+//! server starts in the conversation when this one ends (docs/api.md). A user's message is never
 //! lost.
 
 use std::sync::Mutex;

@@ -1,4 +1,4 @@
-//! Leases (SPEC §11): one task per process that, every `lease_renew`, heartbeats this
+//! Leases (docs/deployment.md): one task per process that, every `lease_renew`, heartbeats this
 //! instance's `instances` row, renews the leases of the runs it executes, stops the runs whose
 //! lease it no longer holds (taken over while this process was paused or cut off: their task is
 //! dropped without writing, their local streams end, clients resume on any instance), and, on

@@ -27,7 +27,7 @@ use futures::Stream;
 use tokio::sync::Notify;
 
 /// One event as it goes on the wire. Kept for the whole run, once per event: the name is one
-/// of the SPEC's static names and the data exact-size.
+/// of the protocol's static names and the data exact-size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoggedEvent {
     pub id: u64,

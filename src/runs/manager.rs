@@ -43,7 +43,7 @@ pub struct LiveRun {
     pub id: Uuid,
     pub conversation_id: Uuid,
     pub owner: String,
-    /// The lease epoch this instance executes the run under (SPEC §11): its writes are
+    /// The lease epoch this instance executes the run under (docs/deployment.md): its writes are
     /// conditional on it.
     pub epoch: i64,
     /// Cancelled when another instance took the run over: its task stops without writing.
@@ -91,12 +91,12 @@ pub enum RunError {
     UnknownModel(String),
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),
-    /// The request breaks a rule of SPEC §3 (the message says which).
+    /// The request breaks a rule of docs/api.md (the message says which).
     #[error("{0}")]
     Invalid(String),
     #[error("server is shutting down")]
     ShuttingDown,
-    /// The instance running the run did not answer in time (SPEC §11).
+    /// The instance running the run did not answer in time (docs/deployment.md).
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -114,7 +114,7 @@ pub struct RunManager {
     pub(super) hooks: HookRunner,
     pub(super) base: AgentConfig,
     pub(super) compact_llm: Option<Arc<dyn Llm>>,
-    /// The configured agents (SPEC §10); the implicit one unless set.
+    /// The configured agents (docs/protocols.md); the implicit one unless set.
     pub agents: Arc<[AgentSpec]>,
     pub(super) live: DashMap<Uuid, Arc<LiveRun>>,
     /// conversation → its active run.
@@ -129,7 +129,7 @@ pub struct RunManager {
     /// only when they will not be resumed.
     pub(super) runs_cancel: CancellationToken,
     /// Stops the runs still going at the end of the shutdown grace without ending them: left
-    /// `running` with their checkpoint, the next start resumes them (SPEC §11).
+    /// `running` with their checkpoint, the next start resumes them (docs/deployment.md).
     pub(super) handover: CancellationToken,
     /// Shortest time between two writes of the shared event writer, i.e. about the longest an
     /// event waits before it is written to the database (plus the write itself). Read when the
@@ -147,14 +147,14 @@ pub struct RunManager {
     /// Called with every event of every run, in the task that emits it, before the event is
     /// logged (the app's metrics count runs, tool calls and outcomes this way).
     pub observer: Option<EventObserver>,
-    /// The engine choice and DAG mode (SPEC §9).
+    /// The engine choice and DAG mode.
     pub dag: DagConfig,
     /// Runs a previous process left `running` go on from their checkpoint at start-up
     /// (`REAGENT_RESUME_ON_RESTART`); `false` fails them as before.
     pub resume_on_restart: bool,
     /// This process's name in `step {type:"resumed"}` (`REAGENT_INSTANCE_ID`).
     pub instance_id: String,
-    /// `REAGENT_LEASE_TTL_S` / `REAGENT_LEASE_RENEW_S` (SPEC §11).
+    /// `REAGENT_LEASE_TTL_S` / `REAGENT_LEASE_RENEW_S` (docs/deployment.md).
     pub lease: LeaseTimes,
     pub(super) lease_stats: LeaseStats,
     /// Stops the lease task (see `lease.rs`).
@@ -282,7 +282,7 @@ impl RunManager {
     /// Stops accepting runs and waits (up to `grace`) for the active ones to end. With
     /// `resume_on_restart` they go on meanwhile, and those still going at the end are handed
     /// over: stopped where they are, left `running` with their checkpoint for the next start
-    /// (SPEC §11). Without it they are cancelled at once and their final state written.
+    /// (docs/deployment.md). Without it they are cancelled at once and their final state written.
     pub async fn shutdown(&self, grace: Duration) {
         self.shutdown.cancel();
         self.tracker.close();

@@ -11,15 +11,15 @@
 //! - `drive` — the task: the event sink, the panic fallback, `done` and the final state written
 //!   together from the run's one [`RunOutcome`](crate::agent::RunOutcome);
 //! - `control` — commands to live runs: cancel, interrupt and recall, approval decisions;
-//! - `remote` — the same commands for runs another instance owns (SPEC §11), as rows, and
+//! - `remote` — the same commands for runs another instance owns (docs/deployment.md), as rows, and
 //!   `commands` — the owner's side of them (woken by `LISTEN/NOTIFY`, re-read on a tick);
 //! - `follow` — the events of a run another instance owns, from the database, followed live;
 //! - `read` — a run's events, live or replayed from the database (`replay`: a page at a time);
 //! - `recover` — runs taken over (a crash left them `running`, or their lease lapsed): resumed
 //!   from their checkpoint, or failed with the same fallback tail;
-//! - `lease` — the lease task: heartbeat, renewals, lost runs stopped, the sweeper (SPEC §11);
+//! - `lease` — the lease task: heartbeat, renewals, lost runs stopped, the sweeper (docs/deployment.md);
 //! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
-//! - `checks` — the text rules of SPEC §3.7;
+//! - `checks` — the text rules of docs/api.md;
 //! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
 //!   the events of all runs in shared transactions).
 

@@ -22,7 +22,7 @@
 //!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
 //!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
 //!   the others, which are retried on their own after a failed shared transaction;
-//! - fencing (SPEC §11): a run registered with its lease epoch is written only while its row
+//! - fencing (docs/deployment.md): a run registered with its lease epoch is written only while its row
 //!   still has that epoch ([`Store::write_batches`]); once refused, nothing more of it is
 //!   written, its waiter is told [`PersistError::Fenced`] and its `lost` token is cancelled, which
 //!   stops the run's task (another instance owns the run now).

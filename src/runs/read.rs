@@ -48,7 +48,7 @@ impl RunManager {
             .get_run(owner, run_id)
             .await?
             .ok_or(RunError::NotFound)?;
-        // Running on another instance (SPEC §11): followed from the database.
+        // Running on another instance (docs/deployment.md): followed from the database.
         if let (RunStatus::Running, Some(n)) = (row.status, self.notifier.get()) {
             let hints = n.subscribe();
             return Ok(followed_events(self.store.clone(), run_id, after, hints));

@@ -1,4 +1,4 @@
-//! Takeover and restart recovery (SPEC §11): runs taken from a dead (or paused, or cut off)
+//! Takeover and restart recovery (docs/deployment.md): runs taken from a dead (or paused, or cut off)
 //! instance — at start-up, or by the lease sweeper on PostgreSQL — resume from their last
 //! checkpoint (`REAGENT_RESUME_ON_RESTART`) under the new lease epoch, their stream going on
 //! under the same run id after `step {type:"resumed"}`; runs without a usable checkpoint (or
@@ -230,7 +230,7 @@ impl RunManager {
                 RESTART_ERROR,
             )
         };
-        // A DAG run's `done` says so, with the rounds it planned (SPEC §9).
+        // A DAG run's `done` says so, with the rounds it planned.
         let outcome = RunOutcome {
             dag: dag_summary(&events),
             ..outcome

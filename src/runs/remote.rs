@@ -1,4 +1,4 @@
-//! Commands for a run another instance owns (SPEC §11): `running` in the database but not
+//! Commands for a run another instance owns (docs/deployment.md): `running` in the database but not
 //! live here. They become rows the owner does (`commands`), answered 202 once stored; a
 //! recall waits (bounded) for the owner's answer, since only the owner knows whether the
 //! interrupt was drained; a delete waits for the run to end. PostgreSQL only: on SQLite the

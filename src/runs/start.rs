@@ -59,7 +59,7 @@ pub struct StartRun {
     /// A forced mode; the engine decides when absent.
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
-    /// The engine (SPEC §9); the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent.
+    /// The engine; the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent.
     pub engine: Option<Engine>,
     /// The run's id, when it was announced before the run started (a `done.next_run_id`).
     pub id: Option<Uuid>,

@@ -1,4 +1,4 @@
-//! `GET /api/agents` (SPEC §10): the configured agents, as a UI offers them when a conversation
+//! `GET /api/agents` (docs/protocols.md): the configured agents, as a UI offers them when a conversation
 //! is started and as `/v1/models` lists them. System prompts stay on the server.
 
 use axum::extract::State;

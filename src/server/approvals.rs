@@ -1,4 +1,4 @@
-//! Approvals (SPEC §3.6): a reviewer answers a paused tool call. The run manager knows the
+//! Approvals (docs/api.md): a reviewer answers a paused tool call. The run manager knows the
 //! request's run; the run's owner must be the caller, otherwise the approval does not exist for
 //! them (404, like every other tenant boundary).
 

@@ -1,4 +1,4 @@
-//! Authentication, tenancy and the per-key rate limit (SPEC §3.5, §3.7).
+//! Authentication, tenancy and the per-key rate limit (docs/api.md).
 //!
 //! With no keys configured auth is off and every caller is the tenant `""`. Otherwise every
 //! `/api` request needs `Authorization: Bearer <key>`; the key's *name* becomes the [`Owner`]

@@ -1,4 +1,4 @@
-//! `/api/conversations` (SPEC §3.1): create, list (keyset pages, newest first), show with
+//! `/api/conversations` (docs/api.md): create, list (keyset pages, newest first), show with
 //! messages, rename, delete (the run manager cancels an active run first). Every call is
 //! scoped by the caller's [`Owner`], so another tenant's conversation is simply not found.
 
@@ -32,7 +32,7 @@ pub struct CreateConversation {
     /// A configured agent (`GET /api/agents`): its model, system prompt, tools and iteration
     /// cap apply to the conversation's runs where the fields above leave them unset.
     pub agent: Option<String>,
-    /// `react`, `dag` or `auto` (SPEC §9); `REAGENT_DEFAULT_ENGINE` when absent.
+    /// `react`, `dag` or `auto`; `REAGENT_DEFAULT_ENGINE` when absent.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
 }

@@ -1,6 +1,6 @@
 //! [`ApiError`]: the one error type of the HTTP edge. Every failure a handler can meet — the
 //! run machinery's, the store's, axum's own extractor rejections — becomes one variant, and one
-//! `match` turns it into the SPEC §3 status and `{"error":{"code","message"}}` body. Internal
+//! `match` turns it into the docs/api.md status and `{"error":{"code","message"}}` body. Internal
 //! details (driver messages, SQL) go to the log only; a client sees a generic 500 text.
 //!
 //! The extractor wrappers ([`ApiJson`], [`ApiPath`], [`ApiQuery`]) exist so that malformed JSON,
@@ -17,7 +17,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-/// What a request can fail with, by SPEC §3 code.
+/// What a request can fail with, by docs/api.md code.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -50,7 +50,7 @@ impl ApiError {
         Self::InvalidRequest(message.into())
     }
 
-    /// The status and the SPEC error code.
+    /// The status and the documented error code (docs/api.md).
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
@@ -143,7 +143,7 @@ impl From<JsonRejection> for ApiError {
 }
 
 impl From<PathRejection> for ApiError {
-    /// A malformed id names nothing that exists: 404 (SPEC §3).
+    /// A malformed id names nothing that exists: 404 (docs/api.md).
     fn from(_: PathRejection) -> Self {
         Self::NotFound
     }

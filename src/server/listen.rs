@@ -1,7 +1,7 @@
 //! Accepting and serving connections: a deep accept queue, `TCP_NODELAY`, a header-read
 //! timeout (which also closes idle keep-alive connections), half-closed clients served to the
 //! end, 414 for request lines longer than the read buffer, and a connection cap below the file-descriptor limit so that a flood of silent clients
-//! cannot starve everyone else (SPEC §3.7; RELIABILITY.md).
+//! cannot starve everyone else (docs/api.md; RELIABILITY.md).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,4 @@
-//! `GET /api/mcp` (SPEC §8): each MCP server's name, transport, state, tools, last error and
+//! `GET /api/mcp` (docs/protocols.md): each MCP server's name, transport, state, tools, last error and
 //! since when it is in that state. Never env, headers or anything else that may hold a
 //! secret. Its OpenAPI entry is added by [`add_openapi`], kept here so the document's own
 //! generator need not know this route.

@@ -1,4 +1,4 @@
-//! Prometheus metrics (SPEC §3.4) on a recorder owned by the [`Metrics`] handle rather than a
+//! Prometheus metrics (docs/api.md) on a recorder owned by the [`Metrics`] handle rather than a
 //! global one, so tests can build several apps in one process and each `/metrics` shows only
 //! its own numbers. Recording goes through `metrics::with_local_recorder`.
 //!
@@ -55,7 +55,7 @@ impl Metrics {
         self.recorder.handle().render()
     }
 
-    /// The lease figures of SPEC §11, as the run manager counts them.
+    /// The lease figures of docs/deployment.md, as the run manager counts them.
     pub fn leases(&self, c: crate::runs::LeaseCounts) {
         self.with(|| {
             metrics::gauge!("reagent_leases_owned").set(c.owned as f64);
@@ -69,7 +69,7 @@ impl Metrics {
         self.with(|| metrics::counter!("reagent_runs_started_total").increment(1));
     }
 
-    /// A run a previous process left `running` goes on from its checkpoint (SPEC §11).
+    /// A run a previous process left `running` goes on from its checkpoint (docs/deployment.md).
     pub fn run_resumed(&self) {
         self.with(|| metrics::counter!("reagent_runs_resumed_total").increment(1));
     }
@@ -91,7 +91,7 @@ impl Metrics {
         });
     }
 
-    /// One MCP `tools/call` (SPEC §8).
+    /// One MCP `tools/call` (docs/protocols.md).
     pub fn mcp_call(&self, server: &str, ok: bool, seconds: f64) {
         let server = server.to_string();
         let outcome = if ok { "ok" } else { "error" };
@@ -131,7 +131,7 @@ impl Metrics {
     }
 
     /// Tool calls a model wrote in its content instead of `tool_calls`, which the loop
-    /// recovers (SPEC §2.3): operators see which models need it.
+    /// recovers: operators see which models need it.
     pub fn content_tool_calls(&self, model: &str, calls: usize) {
         let model = model.to_string();
         self.with(|| {

@@ -1,4 +1,4 @@
-//! The HTTP layer (SPEC §3, §4): routes and handlers. Here: the [`router`]. Files: one per
+//! The HTTP layer (docs/api.md): routes and handlers. Here: the [`router`]. Files: one per
 //! resource (`conversations`, `runs`, `approvals`), each handler extracting the request, making
 //! one call (to the [`crate::runs::RunManager`] or the store) and mapping the result; `ops`
 //! (health, metrics, catalog, artifacts), `views` (the response types: the JSON the API
@@ -7,7 +7,7 @@
 //! reach; [`crate::app`] builds it), `error` (ApiError and JSON rejections), `auth` (keys,
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
-//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API, SPEC §10).
+//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API, docs/protocols.md).
 
 pub mod agents;
 pub mod approvals;
@@ -87,7 +87,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        // Outside `/api`'s key layer: guarded like `/metrics` (SPEC §11).
+        // Outside `/api`'s key layer: guarded like `/metrics` (docs/deployment.md).
         .route("/api/instances", get(ops::instances))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback_service(statics)

@@ -1,4 +1,4 @@
-//! Operations and catalog (SPEC §3.4): liveness, readiness (database round trip), Prometheus
+//! Operations and catalog (docs/api.md): liveness, readiness (database round trip), Prometheus
 //! metrics, the tool and model catalogs (no secrets), and artifact downloads. Artifacts are
 //! served as attachments-by-name with `nosniff`, and HTML under a `sandbox` CSP, because their
 //! bytes come from arbitrary tools and must not run script in the service's origin.
@@ -73,7 +73,7 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
 }
 
 #[utoipa::path(get, path = "/api/instances", tag = "operations",
-    summary = "The live instances sharing this database, with the runs each executes (SPEC §11)",
+    summary = "The live instances sharing this database, with the runs each executes (docs/deployment.md)",
     description = "Instances heartbeat every `REAGENT_LEASE_RENEW_S`; one not seen for \
         `REAGENT_LEASE_TTL_S` is left out. Guarded like `/metrics`: by the metrics key when one is set.",
     responses((status = 200, description = "Live instances, by id", body = Vec<Instance>),

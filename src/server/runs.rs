@@ -1,4 +1,4 @@
-//! Runs and interrupts (SPEC §3.2, §3.3): start (202 or SSE by `Accept`), the one-request
+//! Runs and interrupts (docs/api.md): start (202 or SSE by `Accept`), the one-request
 //! `POST /api/chat`, status, event replay/follow, cancel, and the interrupt queue. Handlers
 //! parse the request, make one call to the [`crate::runs::RunManager`] (which checks it, and
 //! owns the run, so a vanished SSE client never stops it) and map the result.
@@ -30,7 +30,7 @@ pub struct StartRunBody {
     #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "whole_number")]
     pub max_iterations: Option<u32>,
-    /// `react`, `dag` or `auto` (SPEC §9); the conversation's, else the default, when absent.
+    /// `react`, `dag` or `auto`; the conversation's, else the default, when absent.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
 }
@@ -63,7 +63,7 @@ pub struct ChatBody {
     pub conversation_id: Option<Uuid>,
     pub model: Option<String>,
     pub mode: Option<String>,
-    /// `react`, `dag` or `auto` (SPEC §9); also the engine of the conversation it creates.
+    /// `react`, `dag` or `auto`; also the engine of the conversation it creates.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
 }
@@ -120,7 +120,7 @@ fn stream_of(state: &AppState, live: &LiveRun) -> Response {
     summary = "Start a run in a conversation",
     request_body = StartRunBody,
     responses((status = 202, description = "Started; follow `events_url`", body = RunStarted),
-              (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream from its first event (SPEC §4)", content_type = "text/event-stream"),
+              (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream from its first event (docs/api.md)", content_type = "text/event-stream"),
               (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
 pub async fn start(
@@ -151,7 +151,7 @@ pub async fn start(
 
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
     summary = "Start a run and stream it, in a new conversation unless one is given",
-    responses((status = 200, description = "The run's SSE stream (SPEC §4; the conversation id is in `start`)", content_type = "text/event-stream"),
+    responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
               (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
               (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
@@ -197,7 +197,7 @@ pub async fn show(
     params(("run_id" = Uuid, Path, description = "Run id"), EventsParams,
            ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     summary = "A run's events: replay, then follow",
-    responses((status = 200, description = "SSE (SPEC §4): replay after the resume point, then follow; a finished run replays and closes", content_type = "text/event-stream")))]
+    responses((status = 200, description = "SSE (docs/api.md): replay after the resume point, then follow; a finished run replays and closes", content_type = "text/event-stream")))]
 pub async fn events(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

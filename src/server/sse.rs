@@ -1,4 +1,4 @@
-//! The SSE adapter (SPEC §4): turns a run's event stream (from [`crate::runs::RunManager`])
+//! The SSE adapter (docs/api.md): turns a run's event stream (from [`crate::runs::RunManager`])
 //! into `id: n` / `event: name` / `data: one-line JSON` frames, with a `: keep-alive` comment
 //! after a quiet interval and the headers proxies need to not buffer.
 //!
@@ -23,7 +23,7 @@ use super::error::ApiError;
 use super::metrics::{Metrics, SubscriberGuard};
 use crate::runs::LoggedEvent;
 
-/// SPEC §4: a comment after 15 s without events.
+/// docs/api.md: a comment after 15 s without events.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The keep-alive comment.

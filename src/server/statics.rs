@@ -1,4 +1,4 @@
-//! The browser UI's files (SPEC §3.4, §7): compiled into the binary, so a binary copied anywhere
+//! The browser UI's files (docs/api.md): compiled into the binary, so a binary copied anywhere
 //! serves them, or read from a folder (`REAGENT_STATIC_DIR` / `[server] static_dir`) for UI
 //! development. Embedded files carry their content type, a strong `ETag` (SHA-256 of the bytes)
 //! and `Cache-Control: no-cache`: browsers revalidate each load and get a 304 until the binary

@@ -1,4 +1,4 @@
-//! The JSON the HTTP API answers with (SPEC §3), as types of the HTTP layer: each converts from
+//! The JSON the HTTP API answers with (docs/api.md), as types of the HTTP layer: each converts from
 //! what the store, the run manager or a registry hands out, so storage does not fix the wire
 //! shape, and each derives its OpenAPI schema (`openapi`), so the document describes exactly
 //! what is sent (a field that may be `null` is still always there, so it is `required`).
@@ -41,7 +41,7 @@ text_schema! {
     ToolSource => ["builtin", "http", "mcp"];
 }
 
-/// `{"error": {code, message}}`, every failure's body (SPEC §3).
+/// `{"error": {code, message}}`, every failure's body (docs/api.md).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Error)]
 pub struct ErrorBody {
@@ -57,7 +57,7 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-/// A conversation (SPEC §3.1, plus `system_prompt` and `tools`).
+/// A conversation (docs/api.md, plus `system_prompt` and `tools`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Conversation {
     pub id: Uuid,
@@ -69,10 +69,10 @@ pub struct Conversation {
     pub system_prompt: Option<String>,
     #[schema(required)]
     pub tools: Option<Vec<String>>,
-    /// The agent whose settings apply (SPEC §10); `null` for none.
+    /// The agent whose settings apply (docs/protocols.md); `null` for none.
     #[schema(required)]
     pub agent: Option<String>,
-    /// The engine of its runs (SPEC §9); `REAGENT_DEFAULT_ENGINE` when null.
+    /// The engine of its runs; `REAGENT_DEFAULT_ENGINE` when null.
     #[schema(required)]
     pub engine: Option<Engine>,
     pub created_at: DateTime<Utc>,
@@ -141,7 +141,7 @@ pub struct ConversationDetail {
     pub messages: Vec<Message>,
 }
 
-/// Token accounting of a run (SPEC §2.13).
+/// Token accounting of a run.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -161,7 +161,7 @@ impl From<llm::Usage> for Usage {
     }
 }
 
-/// A run's state (SPEC §3.2); a live run's counters are current.
+/// A run's state (docs/api.md); a live run's counters are current.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Run {
     pub id: Uuid,
@@ -206,7 +206,7 @@ pub struct RunStarted {
     pub events_url: String,
 }
 
-/// A cancellation was requested (SPEC §3.8).
+/// A cancellation was requested (docs/api.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Cancelling {
     pub run_id: Uuid,
@@ -214,7 +214,7 @@ pub struct Cancelling {
     pub cancelling: bool,
 }
 
-/// An accepted follow-up (SPEC §3.3, §3.8).
+/// An accepted follow-up (docs/api.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InterruptAccepted {
     pub id: Uuid,
@@ -242,7 +242,7 @@ pub struct Recalled {
     pub recalled: bool,
 }
 
-/// A paused tool call waiting for a reviewer (SPEC §3.6).
+/// A paused tool call waiting for a reviewer (docs/api.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Approval {
     pub id: Uuid,
@@ -274,7 +274,7 @@ pub struct Decided {
     pub approved: bool,
 }
 
-/// A tool of the catalog (SPEC §3.4).
+/// A tool of the catalog (docs/api.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Tool {
     pub name: String,
@@ -282,7 +282,7 @@ pub struct Tool {
     /// The JSON Schema of its arguments.
     pub parameters: Value,
     pub source: ToolSource,
-    /// The MCP server of an MCP tool (SPEC §8); absent for other tools.
+    /// The MCP server of an MCP tool (docs/protocols.md); absent for other tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = String)]
     pub server: Option<String>,
@@ -296,7 +296,7 @@ pub struct Abilities {
     pub tool_choice: bool,
 }
 
-/// A model of the catalog (SPEC §3.4): no URL, no key.
+/// A model of the catalog (docs/api.md): no URL, no key.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Model {
     /// The name clients pass as `model`.
@@ -331,7 +331,7 @@ impl From<llm::registry::ModelInfo> for Model {
     }
 }
 
-/// One entry of `GET /api/instances` (SPEC §11).
+/// One entry of `GET /api/instances` (docs/deployment.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Instance {
     /// `REAGENT_INSTANCE_ID`.

@@ -1,4 +1,4 @@
-//! Pending approvals as rows (SPEC §3.6, §11), so any instance lists and decides them: the
+//! Pending approvals as rows (docs/api.md, docs/deployment.md), so any instance lists and decides them: the
 //! run's owner writes one when its hook asks, and each is decided exactly once, by whichever
 //! `UPDATE … WHERE decision IS NULL` comes first — a reviewer's on any instance, or the
 //! owner's timeout.

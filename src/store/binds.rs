@@ -49,7 +49,7 @@ pub(super) const CACHED_ROWS: usize = 8;
 /// gets the binds renumbered (`$1..`); SQLite (`numbered` false) plain `?`, since naming them
 /// makes its parser look every name up among those before (quadratic in the binds). One
 /// statement instead of one per row saves a round trip to SQLite's worker thread per row
-/// (BENCHMARKS.md, short runs).
+/// (BENCHMARKS.md).
 pub(super) fn many_rows(sql: &str, per_row: usize, rows: usize, numbered: bool) -> String {
     let Some(at) = sql.find(" VALUES ") else {
         return sql.to_string();

@@ -1,4 +1,4 @@
-//! Commands for a run sent through an instance that does not run it (SPEC §11): rows of
+//! Commands for a run sent through an instance that does not run it (docs/deployment.md): rows of
 //! `run_commands`, written only while the run is `running` (the run's row is locked `FOR SHARE`
 //! meanwhile, so a command either commits before the run's terminal state or is refused) with
 //! a `pg_notify` on [`COMMANDS_CHANNEL`] that fires at commit. The owner does each once, in
@@ -77,7 +77,7 @@ const INSERT_COMMAND_SQL: &str = "INSERT INTO run_commands (run_id, kind, target
      created_at) VALUES ($1, $2, $3, $4, $5) RETURNING seq";
 
 impl Store {
-    /// True on PostgreSQL: several instances may share the database (SPEC §11).
+    /// True on PostgreSQL: several instances may share the database (docs/deployment.md).
     pub fn is_shared(&self) -> bool {
         matches!(self.backend, Backend::Postgres(_))
     }
@@ -190,7 +190,7 @@ impl Store {
     }
 
     /// The commands of `run_id` (of every run when `None`) not done yet, in the order sent.
-    /// A takeover applies the new owner's share of them (SPEC §11: a command answered 202 is
+    /// A takeover applies the new owner's share of them (docs/deployment.md: a command answered 202 is
     /// never lost).
     pub async fn pending_commands(
         &self,

@@ -19,7 +19,7 @@ pub enum StoreError {
     #[error("database error: {0}")]
     Database(String),
     /// A uniqueness rule was hit: for runs, the conversation already has a running run
-    /// (SPEC §3.2 `run_active`); for other rows, a reused id.
+    /// (docs/api.md `run_active`); for other rows, a reused id.
     #[error("conflict: {0}")]
     Conflict(String),
     /// The row an insert depends on does not exist (e.g. an artifact for an unknown run).

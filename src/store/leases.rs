@@ -1,4 +1,4 @@
-//! Leases on runs (SPEC §11): `runs.lease_owner` names the instance executing a running run,
+//! Leases on runs (docs/deployment.md): `runs.lease_owner` names the instance executing a running run,
 //! `runs.lease_epoch` fences its writes (every write of the event writer is conditional on it,
 //! see `events.rs`), `runs.lease_until` (µs since the Unix epoch; NULL = lapsed) is when another
 //! instance may take it. The `instances` table is each live instance's heartbeat.

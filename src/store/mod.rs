@@ -10,7 +10,7 @@
 //! one binder of the inserts), then one file per table family — `conversations` (conversations
 //! and messages), `runs`, `events` (event log and tool audit; the event writer's batches,
 //! fenced by lease epoch), `leases` (run leases, the takeover sweep and the `instances`
-//! heartbeat, SPEC §11), `artifacts` (which also implements the engine's `ArtifactSink`).
+//! heartbeat, docs/deployment.md), `artifacts` (which also implements the engine's `ArtifactSink`).
 //!
 //! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's

@@ -14,7 +14,7 @@ use crate::agent::checkpoint::CheckpointJson;
 use crate::domain::{Engine, MessageKind, MessageRole, Mode, RunStatus, UnknownValue};
 use crate::llm::Usage;
 
-/// A conversation (SPEC §3.1).
+/// A conversation (docs/api.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Conversation {
     pub id: Uuid,
@@ -24,9 +24,9 @@ pub struct Conversation {
     pub model: Option<String>,
     pub system_prompt: Option<String>,
     pub tools: Option<Vec<String>>,
-    /// The agent (SPEC §10) whose settings its runs use.
+    /// The agent (docs/protocols.md) whose settings its runs use.
     pub agent: Option<String>,
-    /// The engine of its runs (SPEC §9); `REAGENT_DEFAULT_ENGINE` when absent.
+    /// The engine of its runs; `REAGENT_DEFAULT_ENGINE` when absent.
     pub engine: Option<Engine>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -100,7 +100,7 @@ pub struct RunBatch {
     pub checkpoint: Option<std::sync::Arc<CheckpointJson>>,
     pub finish: Option<FinalState>,
     /// The lease epoch the writer holds the run under: the batch is written only while the
-    /// run's row still has it (fencing, SPEC §11); `None` writes unconditionally.
+    /// run's row still has it (fencing, docs/deployment.md); `None` writes unconditionally.
     pub epoch: Option<i64>,
 }
 
@@ -144,7 +144,7 @@ pub struct FinalState {
     pub answer: Option<NewMessage>,
 }
 
-/// A run (SPEC §3.2).
+/// A run (docs/api.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunRow {
     pub id: Uuid,

@@ -1,4 +1,4 @@
-//! PostgreSQL `LISTEN/NOTIFY` as a wake-up hint between instances (SPEC §11). One listener
+//! PostgreSQL `LISTEN/NOTIFY` as a wake-up hint between instances (docs/deployment.md). One listener
 //! connection per process, started by [`Store::listen`], fans every notification out to any
 //! number of in-process subscribers. A notification is only a hint: it can be lost (the
 //! listener's connection dropped, a subscriber fell behind), so every subscriber also gets

@@ -1,4 +1,4 @@
-//! The mock provider's answers to DAG mode's structured calls (SPEC §9), recognised by the
+//! The mock provider's answers to DAG mode's structured calls, recognised by the
 //! function a request forces (`tool_choice`): a plan of two independent steps and one that
 //! needs both, an analysis that is satisfied, and a router that picks `dag`. Lets load tests
 //! and benchmarks run real DAG plans (parallel steps) instead of the planner's fallback.

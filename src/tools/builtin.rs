@@ -1,4 +1,4 @@
-//! The built-in tools every agent has (SPEC §6): `calculator`, `current_time` and
+//! The built-in tools every agent has (docs/configuration.md): `calculator`, `current_time` and
 //! `http_request` (in `http_request.rs`), gathered by [`builtin_registry`].
 //!
 //! The calculator uses the maintained `evalexpr` crate, but in a locked-down way: its builtin

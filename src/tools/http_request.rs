@@ -1,4 +1,4 @@
-//! The `http_request` built-in (SPEC §6): lets the agent fetch a URL of its choosing, so every
+//! The `http_request` built-in (docs/configuration.md): lets the agent fetch a URL of its choosing, so every
 //! hop goes through the SSRF guard of `ssrf.rs`.
 //!
 //! How the guard is made to hold:

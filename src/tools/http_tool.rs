@@ -1,10 +1,10 @@
-//! HTTP tools declared in `[[tools.http]]` (SPEC §6): an operator exposes one of its own
+//! HTTP tools declared in `[[tools.http]]` (docs/configuration.md): an operator exposes one of its own
 //! endpoints to the agent under a name, a description and a JSON Schema.
 //!
 //! Calling one sends the arguments as a JSON body (or as a query string for GET) with the
 //! declared headers; a 2xx body is the observation, any other status an error observation
-//! (`HTTP 503: <excerpt>`). A `text/html` or `text/markdown` answer is an [`Artifact`] (SPEC
-//! §2.3) named from `Content-Disposition` when present, so the LLM never reads the document.
+//! (`HTTP 503: <excerpt>`). A `text/html` or `text/markdown` answer is an [`Artifact`]
+//! named from `Content-Disposition` when present, so the LLM never reads the document.
 //!
 //! The SSRF guard does NOT apply here: these URLs are written by the operator, not chosen by
 //! the model, and pointing a tool at an internal service is their very purpose. Bodies are

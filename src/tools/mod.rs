@@ -1,7 +1,7 @@
 //! Tools the agent can call: the [`Tool`] trait, a [`ToolRegistry`] that keeps registration
-//! order and can be filtered (tool selection, SPEC §2.5), the built-ins (`calculator`,
-//! `current_time`, `http_request`), HTTP tools declared in `[[tools.http]]` (SPEC §6) and the
-//! tools of MCP servers declared in `[[mcp]]` ([`mcp`], SPEC §8).
+//! order and can be filtered (tool selection), the built-ins (`calculator`,
+//! `current_time`, `http_request`), HTTP tools declared in `[[tools.http]]` (docs/configuration.md) and the
+//! tools of MCP servers declared in `[[mcp]]` ([`mcp`], docs/protocols.md).
 
 pub mod builtin;
 pub mod http_request;
@@ -29,7 +29,7 @@ pub enum ToolSource {
 }
 
 /// A document a tool produced (HTML, Markdown, a file). The LLM never sees its content, only
-/// a fixed notice (SPEC §2.3); the UI gets a link.
+/// a fixed notice; the UI gets a link.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Artifact {
     pub name: String,
@@ -75,7 +75,7 @@ pub trait Tool: Send + Sync {
     fn source(&self) -> ToolSource {
         ToolSource::Builtin
     }
-    /// The MCP server a tool comes from (SPEC §8).
+    /// The MCP server a tool comes from (docs/protocols.md).
     fn server(&self) -> Option<&str> {
         None
     }
@@ -83,7 +83,7 @@ pub trait Tool: Send + Sync {
     fn writes(&self) -> bool {
         false
     }
-    /// The `approval` hook pauses runs before calling these (SPEC §3.6).
+    /// The `approval` hook pauses runs before calling these (docs/api.md).
     fn requires_approval(&self) -> bool {
         false
     }
@@ -92,7 +92,7 @@ pub trait Tool: Send + Sync {
         None
     }
     /// Safe to call again with the same arguments: a call its instance left running is run
-    /// again on resume instead of being answered as interrupted (SPEC §11).
+    /// again on resume instead of being answered as interrupted (docs/deployment.md).
     fn idempotent(&self) -> bool {
         false
     }

@@ -1,4 +1,4 @@
-//! The address policy of `http_request` (SPEC §6): the tool is driven by an LLM, which in turn
+//! The address policy of `http_request` (docs/configuration.md): the tool is driven by an LLM, which in turn
 //! may be driven by whatever text it read last, so a URL it chooses must never reach the
 //! service's own network (loopback, private ranges, cloud metadata endpoints). The guard works
 //! on *resolved addresses*, not on host names, and refuses a host when ANY of its addresses is

@@ -1,4 +1,4 @@
-//! Hostile and unlucky SSE clients (SPEC §4): a run belongs to the run manager, and a client
+//! Hostile and unlucky SSE clients (docs/api.md): a run belongs to the run manager, and a client
 //! only holds a cursor into its event log, so
 //! - disconnecting at any phase (before the first event, during the steps, during the answer)
 //!   never stops, loses or corrupts the run, and the `reagent_sse_subscribers` gauge returns to 0;

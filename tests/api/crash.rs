@@ -21,7 +21,7 @@
 //!
 //! [`synthesis`]: kill -9 while the answer streams, a client recording every event it saw; the
 //! replay after recovery never gives a seen id other content (issue 17, item 3). [`resume`]:
-//! kill -9 in the tool loop, and the next start resumes the run to completion (SPEC §11).
+//! kill -9 in the tool loop, and the next start resumes the run to completion (docs/deployment.md).
 
 mod resume;
 mod synthesis;
@@ -304,7 +304,7 @@ async fn check(store: &Store, server: &Server, accepted: &Accepted) -> usize {
                 m
             }
         };
-        // Stored as sent, or (a follow-up that came while the answer streamed, SPEC §3.8)
+        // Stored as sent, or (a follow-up that came while the answer streamed, docs/api.md)
         // replaced by the query of the run the server started next, which joins them.
         let kept = |(i, k, c): &(String, String, String)| {
             (*i == id.to_string() && k == "interrupt" && c == content)

@@ -1,4 +1,4 @@
-//! DAG mode over HTTP (SPEC §9): a DAG run's SSE sequence, its replay after a restart, resume
+//! DAG mode over HTTP: a DAG run's SSE sequence, its replay after a restart, resume
 //! from a `Last-Event-ID` in the middle of the execution phase, and the engine choice on
 //! conversations, runs and `/api/chat`. One step at a time (`DAG_MAX_CONCURRENCY=1`) so the
 //! scripted model's replies come in a known order; step A waits on the test's gate tool, so

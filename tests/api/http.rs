@@ -1,4 +1,4 @@
-//! Black-box tests of the HTTP API (SPEC §3, §4) through the real router on 127.0.0.1:0, a
+//! Black-box tests of the HTTP API (docs/api.md) through the real router on 127.0.0.1:0, a
 //! scripted model. See `tests/support/app.rs` for the `TestApp` helper.
 //!
 //! The scenarios that touch storage are plain `async fn(db_url)`s, run once per backend by

@@ -1,4 +1,4 @@
-//! Several instances on one PostgreSQL database (SPEC §11, issue 21), with real `reagent`
+//! Several instances on one PostgreSQL database (docs/deployment.md, issue 21), with real `reagent`
 //! processes ([`Cluster`]) on a fresh database per test.
 //!
 //! - [`commands`]: every request about a run (stream, interrupt, recall, approval, cancel,

@@ -1,4 +1,4 @@
-//! Black-box tests: the HTTP API (SPEC §3, §4) through the real router on `127.0.0.1:0`, and
+//! Black-box tests: the HTTP API (docs/api.md) through the real router on `127.0.0.1:0`, and
 //! the real `reagent` binary as a child process. One test binary (one link) for all of them;
 //! `cargo test --test api <module>::` runs one part, e.g. `cargo test --test api races::`.
 //!
@@ -11,11 +11,11 @@
 //! - [`binary`]: SIGTERM with a run in flight, restart recovery after `kill -9`;
 //! - [`crash`]: `kill -9` under continuous load, nothing accepted lost (both backends);
 //! - [`instances`]: several real instances on one PostgreSQL database: takeover, fencing,
-//!   `/api/instances`, SIGTERM hand-over (SPEC §11);
+//!   `/api/instances`, SIGTERM hand-over (docs/deployment.md);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
-//! - [`instances`]: several instances on one PostgreSQL database (SPEC §11).
+//! - [`instances`]: several instances on one PostgreSQL database (docs/deployment.md).
 //!
 //! Helpers: `tests/support/` (shared with `tests/core`). `TEST_LOG=1` shows the logs.
 

@@ -1,4 +1,4 @@
-//! MCP tool servers (SPEC §8) against real servers: our own peer written with the official
+//! MCP tool servers (docs/protocols.md) against real servers: our own peer written with the official
 //! Python `mcp` package (`tests/peers/mcp_peer.py`: list changes, hangs, exits mid-call,
 //! isError, images), a misbehaving raw JSON-RPC peer (`tests/peers/mcp_bad_peer.py`) and
 //! `@modelcontextprotocol/server-everything` over stdio and streamable HTTP. Runs use the

@@ -1,4 +1,4 @@
-//! Security properties of the HTTP service (SPEC §3.5, §3.7, §4) and of `http_request`'s SSRF
+//! Security properties of the HTTP service (docs/api.md) and of `http_request`'s SSRF
 //! guard, attacked from outside through the real router (see `tests/support/app.rs`) or the real binary.
 //!
 //! - Auth, table-driven from `GET /api/openapi.json`: every operation refuses a missing or wrong
@@ -49,7 +49,7 @@ use crate::support::sse::read_until;
 use crate::support::target::Target;
 use crate::support::tools::{deploy, FakeTool};
 
-/// Routes that need no API key (SPEC §3.5; `/metrics` has its own, absent here).
+/// Routes that need no API key (docs/api.md; `/metrics` has its own, absent here).
 const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/api/instances"];
 
 /// One operation of the OpenAPI document.

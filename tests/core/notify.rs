@@ -1,4 +1,4 @@
-//! `Store::listen`/`Store::notify` (SPEC §11 wake-up hints): a notification reaches every
+//! `Store::listen`/`Store::notify` (docs/deployment.md wake-up hints): a notification reaches every
 //! subscriber of the listening process; a terminated listener connection is reported as
 //! `Hint::Missed` and the listener hears again afterwards; SQLite starts no listener.
 

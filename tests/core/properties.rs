@@ -11,7 +11,7 @@ use reagent::config::Config;
 use reagent::llm::stream::{StreamDecoder, ToolCallAssembler, ToolCallDelta};
 use serde_json::json;
 
-/// Every SPEC §6 variable: random values for real keys exercise each parser.
+/// Every docs/configuration.md variable: random values for real keys exercise each parser.
 const SPEC_VARIABLES: &[&str] = &[
     "REAGENT_BIND",
     "DATABASE_URL",

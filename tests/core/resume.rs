@@ -1,4 +1,4 @@
-//! The engine's checkpoints and resume (SPEC §11), in-process with a scripted model: a run
+//! The engine's checkpoints and resume (docs/deployment.md), in-process with a scripted model: a run
 //! checkpoints before its tool batch; a new agent resumed from that checkpoint emits `resumed`
 //! first, answers the call left in flight as interrupted without calling the tool, shows the
 //! model that result, and completes; an idempotent tool is called again instead.

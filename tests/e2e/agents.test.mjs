@@ -1,4 +1,4 @@
-// Choosing an agent (SPEC §7, §10) in headless Chromium against the real binary: with several
+// Choosing an agent (docs/protocols.md) in headless Chromium against the real binary: with several
 // `[[agents]]` the sidebar offers them, a new conversation is created with the chosen one
 // (stored, shown in the header, its run answered); with the implicit agent only, no menu.
 //

@@ -31,7 +31,7 @@ after(async () => {
   await llm?.close();
 });
 
-/** An SSE body (SPEC §4) from `[event, data]` pairs, ids from 1. */
+/** An SSE body (docs/api.md) from `[event, data]` pairs, ids from 1. */
 function sseBody(events) {
   return events.map(([event, data], i) => `id: ${i + 1}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
 }

@@ -136,7 +136,7 @@ export function startMockLlm() {
 }
 
 /**
- * DAG mode's structured calls (SPEC §9), answered through the function they force: the plan
+ * DAG mode's structured calls, answered through the function they force: the plan
  * (A and B independent, C after both), the analysis (achieved), the router (`dag` when the
  * query says "plan").
  */

@@ -1,4 +1,4 @@
-// The Tools drawer (SPEC §7, §8) in headless Chromium against the real binary: tools listed by
+// The Tools drawer (docs/protocols.md) in headless Chromium against the real binary: tools listed by
 // source, an MCP server (our Python peer, tests/peers/mcp_peer.py) ready with its tools, and a
 // server that cannot start shown failed with its error.
 //

@@ -1,4 +1,4 @@
-// The browser UI (SPEC §7) end to end: headless Chromium drives static/ served by the real
+// The browser UI end to end: headless Chromium drives static/ served by the real
 // reagent binary, whose only model is the mock provider of support.mjs. Scenarios: a run with
 // two tool cards and a streamed Markdown answer; a DAG run (plan, nested cards, answer); an interrupt sent mid-run and shown drained;
 // Stop; a reload mid-run that re-attaches and shows the answer exactly once; an XSS answer that

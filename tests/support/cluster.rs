@@ -1,4 +1,4 @@
-//! `Cluster`: several real `reagent` processes on one PostgreSQL database (SPEC §11), each its
+//! `Cluster`: several real `reagent` processes on one PostgreSQL database (docs/deployment.md), each its
 //! own child [`Server`] in its own directory, named by `REAGENT_INSTANCE_ID` (`a`, `b`, `c`, …),
 //! all calling one LLM. Tests start, follow, interrupt, kill and restart them by index.
 

@@ -1,4 +1,4 @@
-//! A tool call in flight when its process dies (SPEC §11): `lookup`, a real HTTP tool that
+//! A tool call in flight when its process dies (docs/deployment.md): `lookup`, a real HTTP tool that
 //! counts its calls and never answers the first one, and a mock model that calls it once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

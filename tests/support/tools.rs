@@ -123,8 +123,8 @@ impl FakeTool {
         self.writes = true;
         self
     }
-    /// Needs a reviewer's approval (SPEC §3.6).
-    /// Safe to repeat: run again when a resumed run finds it in flight (SPEC §11).
+    /// Needs a reviewer's approval (docs/api.md).
+    /// Safe to repeat: run again when a resumed run finds it in flight (docs/deployment.md).
     pub fn idempotent(mut self) -> Self {
         self.idempotent = true;
         self
@@ -243,7 +243,7 @@ pub fn registry(tools: Vec<Arc<dyn Tool>>) -> ToolRegistry {
     r
 }
 
-/// `deploy`: needs a reviewer's approval (SPEC §3.6) and answers `deployed to <env>`; its
+/// `deploy`: needs a reviewer's approval (docs/api.md) and answers `deployed to <env>`; its
 /// [`FakeTool::call_count`] tells "ran" from "blocked".
 pub fn deploy() -> Arc<FakeTool> {
     FakeTool::with("deploy", |args| format!("deployed to {}", args["env"]))

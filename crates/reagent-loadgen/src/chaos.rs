@@ -1,4 +1,4 @@
-//! Chaos over several instances (SPEC §11): a killer that SIGKILLs a random spawned instance
+//! Chaos over several instances (docs/deployment.md): a killer that SIGKILLs a random spawned instance
 //! every N seconds and restarts it under the same name, a load spread over the instances
 //! meanwhile (`run --spawn-instances N [--chaos-kill-every S]`), and `chaos-smoke`, its bounded
 //! CI form: zero broken streams, zero lost accepted interrupts, the database consistent.

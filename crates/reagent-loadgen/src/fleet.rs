@@ -1,4 +1,4 @@
-//! Several spawned `reagent serve` instances on one PostgreSQL database (SPEC §11), all calling
+//! Several spawned `reagent serve` instances on one PostgreSQL database (docs/deployment.md), all calling
 //! one spawned mock, each in its own directory (its `serve.log`) on a port it keeps across
 //! restarts, named `a`, `b`, `c`… by `REAGENT_INSTANCE_ID` (a restart keeps the name).
 
@@ -12,7 +12,7 @@ use crate::targets::Targets;
 /// Instance names, in order.
 pub const NAMES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 
-/// Lease settings passed to the instances (SPEC §11, whole seconds as the server reads them);
+/// Lease settings passed to the instances (docs/deployment.md, whole seconds as the server reads them);
 /// `None` leaves the server's default.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Leases {

@@ -1,4 +1,4 @@
-//! The several-instances figures of BENCHMARKS.md (SPEC §11), each on spawned instances over a
+//! The several-instances figures of BENCHMARKS.md (docs/deployment.md), each on spawned instances over a
 //! fresh PostgreSQL database: event latency to a subscriber on a non-owner instance (the mock
 //! stamps each token; every run is started on one instance and streamed from another), the
 //! time from kill -9 of a run's owner to its `step resumed` reaching a client on a survivor,

@@ -9,7 +9,7 @@
 //! - `smoke`: seconds of mixed load with interrupts and cancels, then the process and database
 //!   checks; fails only on a broken stream or an inconsistency, never on slowness (CI).
 //! - `run --urls A,B,C` / `run --spawn-instances N [--chaos-kill-every S]`: the same load over
-//!   several instances on one PostgreSQL database (SPEC §11), each request to a random one, a
+//!   several instances on one PostgreSQL database (docs/deployment.md), each request to a random one, a
 //!   broken stream resumed elsewhere with `Last-Event-ID` and checked with the takeover rule.
 //! - `chaos-smoke`: its bounded CI form (3 instances, kill -9 every 5 s); `instances`: the
 //!   several-instances figures of BENCHMARKS.md.
@@ -88,7 +88,7 @@ enum Cmd {
     Suite(SuiteArgs),
     /// A few seconds of mixed load with interrupts and cancels; fails on a broken stream.
     Smoke,
-    /// CI chaos over 3 instances on a fresh PostgreSQL database (SPEC §11): kill -9 every 5 s;
+    /// CI chaos over 3 instances on a fresh PostgreSQL database (docs/deployment.md): kill -9 every 5 s;
     /// fails on a broken stream, a lost accepted interrupt or an inconsistent database.
     ChaosSmoke,
     /// The several-instances figures: event latency on a non-owner, kill -9 → progress again,
@@ -191,7 +191,7 @@ struct RunArgs {
     /// native, json, auto or mixed.
     #[arg(long, default_value = "native")]
     mode: String,
-    /// The runs' engine (SPEC §9): react, dag or auto; the server's default when absent.
+    /// The runs' engine: react, dag or auto; the server's default when absent.
     #[arg(long)]
     engine: Option<String>,
     #[arg(long, default_value_t = 0.0)]

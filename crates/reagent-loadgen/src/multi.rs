@@ -1,4 +1,4 @@
-//! One conversation across several instances (SPEC §11, `--urls`): the conversation is created
+//! One conversation across several instances (docs/deployment.md, `--urls`): the conversation is created
 //! on one instance, the run started on another, its events streamed from another, interrupt
 //! and cancel sent through others (each a random pick). A broken stream is resumed with
 //! `Last-Event-ID` on another instance; the joined stream is verified with the takeover rule
@@ -141,7 +141,7 @@ async fn drive(
         let broke = follow(http, &at, &run, last, t0, out, &mut conn, &mut on_event).await;
         got.segments.push(conn.events);
         if let Err(e) = broke {
-            // Only a kill of that instance may end a stream early (SPEC §11: every instance
+            // Only a kill of that instance may end a stream early (docs/deployment.md: every instance
             // follows every run live until `done`).
             let until = Instant::now() + Duration::from_millis(500);
             if conn.opened && !targets.killed_within(&at, from, until) {

@@ -11,7 +11,7 @@ use crate::targets::Targets;
 pub struct ConvPlan {
     /// `native`, `json` or `auto`.
     pub mode: &'static str,
-    /// The run's engine (SPEC §9); the server's default when `None`.
+    /// The run's engine; the server's default when `None`.
     pub engine: Option<String>,
     /// Send one interrupt after the first `step` event.
     pub interrupt: bool,
@@ -54,7 +54,7 @@ pub struct ConvResult {
 #[derive(Default)]
 pub struct Side {
     pub interrupts: Vec<String>,
-    /// Accepted with `next_run: true`: the query of the run that follows (SPEC §3.8).
+    /// Accepted with `next_run: true`: the query of the run that follows (docs/api.md).
     pub next_run: Vec<String>,
     pub cancel_accepted: bool,
     pub errors: Vec<String>,

@@ -1,6 +1,6 @@
 //! The side requests of a conversation over several instances (`--urls`): an interrupt and a
 //! cancel, each through a random instance, and the accounting of accepted interrupts that a
-//! run hands to the next one (SPEC §3.8).
+//! run hands to the next one (docs/api.md).
 
 use std::collections::HashSet;
 
@@ -13,7 +13,7 @@ use crate::verify::Expect;
 
 /// Accepted interrupts that `done` hands to a next run: reported unprocessed, accepted for the
 /// next run, or (taken by an instance that did not own the run while its loop was closing)
-/// found in the next run's query (SPEC §3.8). The server deletes them as interrupts when it
+/// found in the next run's query (docs/api.md). The server deletes them as interrupts when it
 /// stores that query; the last kind is moved from `expect.interrupts` to `expect.next_run`.
 pub async fn moved(
     http: &reqwest::Client,
@@ -39,7 +39,7 @@ pub async fn moved(
     handed_on(seen, expect)
 }
 
-/// The run `done` announced as next (SPEC §3.8).
+/// The run `done` announced as next (docs/api.md).
 fn next_run(seen: &[Ev]) -> Option<&str> {
     let done = seen.last().filter(|e| e.name == "done")?;
     done.data["next_run_id"].as_str()

@@ -45,7 +45,7 @@ async fn finish(
             report.runs
         ));
     }
-    // Those handed to a next run are deleted as interrupts when its query is stored (§3.8).
+    // Those handed to a next run are deleted as interrupts when its query is stored.
     let kept = interrupts - reports.iter().map(|r| r.interrupts_moved).sum::<usize>();
     if (report.interrupts as usize) < kept {
         errs.push(format!(

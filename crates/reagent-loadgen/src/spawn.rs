@@ -1,6 +1,6 @@
 //! Child processes: `reagent mock-provider` and `reagent serve`, found next to this executable,
 //! each in a fresh temporary directory with a fresh SQLite database and free ports; the
-//! service is configured through environment variables only (SPEC §6).
+//! service is configured through environment variables only (docs/configuration.md).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

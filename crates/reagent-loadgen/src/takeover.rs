@@ -1,4 +1,4 @@
-//! The takeover rule of SPEC §4 and §11, on the events a client received over several
+//! The takeover rule of docs/api.md and docs/deployment.md, on the events a client received over several
 //! connections: after a broken stream it reconnects (to any instance) with `Last-Event-ID`, so
 //! the joined stream must read as one: ids strictly increase, +1 from one event to the next
 //! except just before a `step {type:"resumed"}` (the gap a takeover leaves; or before the tail
@@ -17,7 +17,7 @@ pub fn is_resumed(ev: &Ev) -> bool {
 
 /// Whether the stream ends `failed` because its instance died: then the tail that closes it
 /// (from `start` when nothing was stored, else an `answer`) follows the takeover's gap instead
-/// of a `resumed` (SPEC §11: a run without a usable checkpoint is failed, not resumed).
+/// of a `resumed` (docs/deployment.md: a run without a usable checkpoint is failed, not resumed).
 fn failed_at_takeover(events: &[Ev]) -> bool {
     events.last().is_some_and(|d| {
         d.name == "done"

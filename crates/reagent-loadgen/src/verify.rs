@@ -1,5 +1,5 @@
-//! Stream verification (SPEC §4): the invariants every run's SSE stream must satisfy, checked
-//! on the events as the client received them (the DAG rules of SPEC §9 in `verify_dag`). Pure, so it is unit-tested on hand-made streams.
+//! Stream verification (docs/api.md): the invariants every run's SSE stream must satisfy, checked
+//! on the events as the client received them (the DAG rules of  in `verify_dag`). Pure, so it is unit-tested on hand-made streams.
 
 use std::collections::HashSet;
 
@@ -12,7 +12,7 @@ pub struct Expect {
     pub statuses: Vec<&'static str>,
     /// Interrupt ids the server accepted (202); each must be drained or reported unprocessed.
     pub interrupts: Vec<String>,
-    /// Interrupts accepted with `next_run: true` (SPEC §3.8): `done` must name the next run.
+    /// Interrupts accepted with `next_run: true` (docs/api.md): `done` must name the next run.
     pub next_run: Vec<String>,
     /// A `failed` end because the run's instance died (`error` says interrupted) is a valid end.
     pub restart_failure_ok: bool,
@@ -24,7 +24,7 @@ pub fn verify(events: &[Ev], expect: &Expect) -> Vec<String> {
 }
 
 /// [`verify`] for a run that up to `takeovers` takeovers may have moved between instances
-/// (SPEC §11): the id rule of [`crate::takeover::check_ids`], and after each `resumed` the
+/// (docs/deployment.md): the id rule of [`crate::takeover::check_ids`], and after each `resumed` the
 /// answer may start over (its `reset`, steps, a new `answer start`).
 pub fn verify_with(events: &[Ev], expect: &Expect, takeovers: usize) -> Vec<String> {
     let mut errs = Vec::new();

@@ -1,4 +1,4 @@
-//! The DAG ordering rules of SPEC §9, on top of [`crate::verify`]'s SSE rules. A run whose
+//! The DAG ordering rules (a step starts after its dependencies end), on top of [`crate::verify`]'s SSE rules. A run whose
 //! `start.engine` is not `dag` must carry no DAG event. A DAG run's rounds are 1, 2, … with a
 //! `replan` announcing each after the first; within a round each step goes `queued → running
 //! → completed|failed`, or straight to `failed` (cascade) or `skipped`, never past a final

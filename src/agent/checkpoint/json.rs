@@ -1,4 +1,4 @@
-//! A checkpoint's JSON without copying the history into each one (BENCHMARKS.md, issue 23).
+//! A checkpoint's JSON without copying the history into each one (BENCHMARKS.md).
 //!
 //! [`JsonList`] keeps the JSON of an append-only list (the messages, the steps) between
 //! checkpoints, so a checkpoint serialises only what was appended since the previous one, and

@@ -1,4 +1,4 @@
-//! The token estimate of SPEC §2.10, run before every loop LLM call, and the provider-protocol
+//! The token estimate of the context guard, run before every loop LLM call, and the provider-protocol
 //! check every compaction keeps ([`is_well_formed`]).
 
 use std::io;

@@ -1,4 +1,4 @@
-//! The payload types of the DAG events (SPEC §9) that `step` events carry: a plan's steps as
+//! The payload types of the DAG events that `step` events carry: a plan's steps as
 //! clients see them and a step's status.
 
 use serde::{Deserialize, Serialize};

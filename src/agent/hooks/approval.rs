@@ -1,4 +1,4 @@
-//! Human approval (SPEC §3.6). A tool configured with `requires_approval` makes the
+//! Human approval (docs/api.md). A tool configured with `requires_approval` makes the
 //! [`ApprovalHook`] register a pending request with the shared [`ApprovalBroker`], announce it as
 //! `step {type:"approval_required"}` and wait — a plain `.await` on a oneshot, so other runs keep
 //! going — until `POST /api/approvals/{id}` calls [`ApprovalBroker::decide`] or the timeout
@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::{Hook, HookContext, HookError, PreVerdict};
 use crate::agent::events::{AgentEvent, StepEvent};
 
-/// How long a run waits for a reviewer when the configuration does not say (SPEC §3.6).
+/// How long a run waits for a reviewer when the configuration does not say (docs/api.md).
 pub use crate::config::hooks::DEFAULT_APPROVAL_TIMEOUT;
 
 /// What a reviewer (and the server's tenancy check) needs to know about a pending request.
@@ -59,7 +59,7 @@ struct Pending {
     tx: oneshot::Sender<Decision>,
 }
 
-/// Where requests are also recorded when other instances must see and decide them (SPEC §11):
+/// Where requests are also recorded when other instances must see and decide them (docs/deployment.md):
 /// the database's approval rows, whose single `UPDATE` decides each request once.
 #[async_trait]
 pub trait ApprovalLedger: Send + Sync {

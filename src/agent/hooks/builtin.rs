@@ -1,4 +1,4 @@
-//! The built-in hooks of SPEC §2.6 (`read_only`, `rate_limit`, `truncate_result`, `audit`; the
+//! The built-in hooks (`read_only`, `rate_limit`, `truncate_result`, `audit`; the
 //! `webhook` and `approval` kinds live in their own modules). Building them from `[[hooks]]` is
 //! `config.rs`'s job.
 

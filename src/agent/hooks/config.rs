@@ -62,7 +62,7 @@ impl Hook for Named {
 }
 
 /// Builds the runner for `[[hooks]]`. When some tool has `requires_approval` and no `approval`
-/// entry is configured, an approval hook is added (SPEC §3.6: the flag alone must pause the
+/// entry is configured, an approval hook is added (docs/api.md: the flag alone must pause the
 /// run) with the default timeout, fail-closed, at the highest priority so that the reviewer
 /// sees the arguments after every rewrite and nothing runs after the approval. A configured
 /// `approval` entry replaces it, including its `tools` filter and priority.

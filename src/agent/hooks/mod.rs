@@ -1,4 +1,4 @@
-//! PreToolUse / PostToolUse hooks (SPEC §2.6): the deterministic policy layer the LLM cannot
+//! PreToolUse / PostToolUse hooks: the deterministic policy layer the LLM cannot
 //! talk its way around. A [`HookRunner`] holds hooks sorted by ascending priority, each with a
 //! tool-name glob filter, a timeout and a failure policy. The first block stops the Pre chain;
 //! argument and observation rewrites chain.
@@ -31,7 +31,7 @@ pub struct HookContext {
     pub arguments: Value,
     /// The tool is marked as writing (`read_only` blocks it).
     pub tool_writes: bool,
-    /// The tool is configured with `requires_approval` (SPEC §3.6).
+    /// The tool is configured with `requires_approval` (docs/api.md).
     pub requires_approval: bool,
     /// Lets a hook emit events (the approval hook announces `approval_required`).
     pub events: Option<EventSink>,

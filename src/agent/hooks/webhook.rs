@@ -1,4 +1,4 @@
-//! The `webhook` hook: how users extend the policy layer without recompiling (SPEC §2.6). It
+//! The `webhook` hook: how users extend the policy layer without recompiling. It
 //! POSTs the hook context as JSON to a URL and applies the JSON verdict it gets back:
 //!
 //! - PreToolUse: `{"allow": false, "reason": "..."}` blocks; `{"arguments": {...}}` rewrites;

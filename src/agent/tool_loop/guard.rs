@@ -1,4 +1,4 @@
-//! The context guard inside the loop (SPEC §2.10): compaction when over budget, and the one
+//! The context guard inside the loop: compaction when over budget, and the one
 //! failure when compaction cannot help.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Checkpoints of the tool loop and resuming from one (SPEC §11): [`LoopRun::save`] hands the
+//! Checkpoints of the tool loop and resuming from one (docs/deployment.md): [`LoopRun::save`] hands the
 //! loop's state to the run's checkpoint sink, [`LoopRun::resume`] rebuilds a loop from it and
 //! [`LoopRun::answer_in_flight`] answers the calls it left running.
 

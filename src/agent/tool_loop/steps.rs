@@ -1,4 +1,4 @@
-//! One response processed, in each mode (SPEC §2.2–2.3): native `tool_calls` (or calls
+//! One response processed, in each mode: native `tool_calls` (or calls
 //! written in the content), and the JSON protocol's one action per response.
 
 use super::*;
@@ -70,7 +70,7 @@ impl LoopRun<'_> {
         Next::Continue
     }
 
-    /// Tool calls the model wrote as text (SPEC §2.3), when they name only tools of the run.
+    /// Tool calls the model wrote as text, when they name only tools of the run.
     fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
         if self.tool_defs.is_empty() {
             return None;

@@ -57,7 +57,7 @@ pub struct ModelConfig {
     /// Free-form notes for users choosing a model ("fast", "vision"...).
     #[serde(default)]
     pub hints: Vec<String>,
-    /// What DAG steps may ask this model for by `model_hint` (SPEC §9: `fast`, `reasoning`…).
+    /// What DAG steps may ask this model for by `model_hint` (: `fast`, `reasoning`…).
     #[serde(default)]
     pub roles: Vec<String>,
     #[serde(default)]
@@ -68,7 +68,7 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
-    /// A model with the SPEC §6 defaults.
+    /// A model with the docs/configuration.md defaults.
     pub fn new(name: impl Into<String>) -> Self {
         let name = name.into();
         Self {

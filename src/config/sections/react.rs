@@ -1,36 +1,36 @@
-//! `[react]`: the engine's knobs with their SPEC §2 defaults.
+//! `[react]`: the engine's knobs with their defaults.
 
 use serde::Deserialize;
 
 use crate::domain::prompt_budget;
 
-/// `[react]`: the engine's knobs (SPEC §2).
+/// `[react]`: the engine's knobs.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReactConfig {
-    /// `REACT_MAX_ITERATIONS` (§2.4), at least 1.
+    /// `REACT_MAX_ITERATIONS`, at least 1.
     pub max_iterations: u32,
-    /// `REACT_TOOL_SELECTION_THRESHOLD` (§2.5): select when more tools than this.
+    /// `REACT_TOOL_SELECTION_THRESHOLD`: select when more tools than this.
     pub tool_selection_threshold: u32,
-    /// `REACT_TOOL_SELECTION_MAX` (§2.5), at least 1.
+    /// `REACT_TOOL_SELECTION_MAX`, at least 1.
     pub tool_selection_max: u32,
-    /// `REACT_SELF_REFLECTION_INTERVAL` (§2.7); 0 disables reflection.
+    /// `REACT_SELF_REFLECTION_INTERVAL`; 0 disables reflection.
     pub self_reflection_interval: u32,
-    /// `REACT_CYCLE_DETECTION_THRESHOLD` (§2.8), at least 1.
+    /// `REACT_CYCLE_DETECTION_THRESHOLD`, at least 1.
     pub cycle_detection_threshold: u32,
-    /// §2.9 on/off.
+    /// The completion checklist on/off.
     pub completion_check: bool,
-    /// `REACT_COMPLETION_CHECK_MIN_TOOLS` (§2.9).
+    /// `REACT_COMPLETION_CHECK_MIN_TOOLS`.
     pub completion_check_min_tools: u32,
-    /// `REACT_SYNTHESIS_TRUNCATION` (§2.12), characters per tool result, at least 1.
+    /// `REACT_SYNTHESIS_TRUNCATION`, characters per tool result, at least 1.
     pub synthesis_truncation: usize,
-    /// `CONTEXT_BUDGET_TOKENS` (§2.10); absent means window − max output of the run's model.
+    /// `CONTEXT_BUDGET_TOKENS`; absent means window − max output of the run's model.
     pub context_budget_tokens: Option<u32>,
     /// Per tool call timeout.
     pub tool_timeout_s: u64,
-    /// A separate model (by name) for context compaction (§2.1).
+    /// A separate model (by name) for context compaction.
     pub compact_model: Option<String>,
-    /// Allow native function calling when the model can (§2.2).
+    /// Allow native function calling when the model can.
     pub use_native_tools: bool,
 }
 
@@ -54,7 +54,7 @@ impl Default for ReactConfig {
 }
 
 impl ReactConfig {
-    /// The context budget for a run on a model with these limits (§2.10).
+    /// The context budget for a run on a model with these limits.
     pub fn context_budget_for(&self, context_window: u32, max_output_tokens: u32) -> u32 {
         self.context_budget_tokens
             .unwrap_or_else(|| prompt_budget(context_window, max_output_tokens))

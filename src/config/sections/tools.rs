@@ -27,7 +27,7 @@ pub struct HttpToolSpec {
     #[serde(default)]
     pub requires_approval: bool,
     /// Safe to repeat: a call in flight when its instance stopped is run again on resume
-    /// instead of answered as interrupted (SPEC §11).
+    /// instead of answered as interrupted (docs/deployment.md).
     #[serde(default)]
     pub idempotent: bool,
 }

@@ -12,7 +12,7 @@ fn defaults_with_nothing_set() {
     assert_eq!(c.server.database_url, "sqlite://data/reagent.db");
     assert_eq!(c.server.max_body_bytes, 1024 * 1024);
     assert_eq!(c.server.max_query_chars, 100_000);
-    // The UI compiled into the binary, whatever the working directory (SPEC §3.4).
+    // The UI compiled into the binary, whatever the working directory (docs/api.md).
     assert_eq!(c.server.static_dir, None);
     assert!(c.summary().contains("ui: compiled into the binary"));
     assert!(!c.auth.enabled());

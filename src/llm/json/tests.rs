@@ -27,7 +27,7 @@ fn bare_fence_and_inline_fence() {
 
 #[test]
 fn fence_wins_over_earlier_prose_object() {
-    // Priority order of SPEC §5.2: fences come before the brace scan.
+    // Priority order of extract_json: fences come before the brace scan.
     let text = "Example shape {\"a\": 0}.\n```json\n{\"a\": 1}\n```";
     assert_eq!(extract_json(text), Some(json!({"a": 1})));
 }

@@ -13,7 +13,7 @@ fn schema() -> Value {
     })
 }
 
-/// The tool-selection shape of SPEC §2.5: `parse_fn` insists on a list of strings.
+/// The tool-selection shape: `parse_fn` insists on a list of strings.
 fn selection_call(default_value: Option<Vec<String>>) -> StructuredCall<'static, Vec<String>> {
     StructuredCall {
         messages: vec![

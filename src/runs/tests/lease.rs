@@ -1,4 +1,4 @@
-//! Losing a lease (SPEC §11): another instance took the run (a new epoch on its row); at the
+//! Losing a lease (docs/deployment.md): another instance took the run (a new epoch on its row); at the
 //! next renewal this process stops the run's task without writing anything more, its log
 //! closes without `done`, and the row stays the taker's.
 

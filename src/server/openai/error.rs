@@ -1,5 +1,5 @@
 //! Errors in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with the
-//! statuses the official SDKs map to their exception classes (SPEC §10): 401 `invalid_api_key`,
+//! statuses the official SDKs map to their exception classes (docs/protocols.md): 401 `invalid_api_key`,
 //! 404 `model_not_found`, 400 `invalid_request_error`, 429 `rate_limit_exceeded`.
 
 use axum::http::{header, HeaderValue, StatusCode};

@@ -1,11 +1,11 @@
-//! The OpenAI-compatible API (SPEC §10): agents as models. `GET /v1/models` lists the agents,
+//! The OpenAI-compatible API (docs/protocols.md): agents as models. `GET /v1/models` lists the agents,
 //! `POST /v1/chat/completions` runs one — through the same [`crate::runs::RunManager`] calls as
 //! `/api`, so the run is stored, visible under `/api` and in the UI, and nothing in `runs`
 //! knows which API started it. Files: `wire` (the request, leniently read), `completions` (the
 //! handler and the non-streamed answer), `stream` (the `chat.completion.chunk` stream), `error`
 //! (OpenAI's error shape), `openapi` (these routes in the OpenAPI document).
 //!
-//! Same keys, tenancy and rate limit as `/api` (SPEC §3.5), answered in OpenAI's error shape so
+//! Same keys, tenancy and rate limit as `/api` (docs/api.md), answered in OpenAI's error shape so
 //! the SDKs raise their typed exceptions (`AuthenticationError`, `RateLimitError`…).
 
 mod completions;

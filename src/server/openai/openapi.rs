@@ -34,7 +34,7 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
     }}));
     paths.insert("/v1/chat/completions".into(), json!({"post": {
         "tags": ["openai"], "operationId": "openai_chat_completions",
-        "summary": "Runs the agent named by `model` (SPEC §10)",
+        "summary": "Runs the agent named by `model` (docs/protocols.md)",
         "parameters": [{"name": "X-Reagent-Conversation-Id", "in": "header", "required": false,
                         "description": "Continue this stored conversation (its history is used)",
                         "schema": {"type": "string", "format": "uuid"}}],
@@ -68,7 +68,7 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
     }}));
     paths.insert("/api/agents".into(), json!({"get": {
         "tags": ["catalog"], "operationId": "agents",
-        "summary": "The configured agents (SPEC §10)",
+        "summary": "The configured agents (docs/protocols.md)",
         "responses": {
             "200": {"description": "`[{name, description, model, tools, engine, max_iterations, has_system_prompt}]`",
                     "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object"}}}}},

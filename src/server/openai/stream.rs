@@ -1,4 +1,4 @@
-//! The streamed answer: a run's events as `data: <chat.completion.chunk>` lines (SPEC §10) —
+//! The streamed answer: a run's events as `data: <chat.completion.chunk>` lines (docs/protocols.md) —
 //! a first chunk with `role: "assistant"`, tool calls and results as one
 //! `delta.reasoning_content` line each (cut to 200 characters; never `delta.tool_calls`, which a
 //! client would try to execute), answer deltas as `delta.content`, a last chunk with

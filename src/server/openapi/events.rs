@@ -1,4 +1,4 @@
-//! The SSE event payloads of SPEC §4 as OpenAPI component schemas, written once in the tables
+//! The SSE event payloads of docs/api.md as OpenAPI component schemas, written once in the tables
 //! below: each `event:` name has a schema (`StartEvent`, `StepEvent`, …), `step` and `answer`
 //! are one of their tagged variants. OpenAPI cannot type the events of a `text/event-stream`
 //! body, so every such response lists them in an `x-sse-events` extension (event name → schema)
@@ -25,7 +25,7 @@ fn number() -> Value {
 fn nullable_string() -> Value {
     json!({"type": ["string", "null"]})
 }
-/// The DAG step a ReAct event belongs to (SPEC §9); absent in a ReAct run.
+/// The DAG step a ReAct event belongs to; absent in a ReAct run.
 fn dag_tag() -> Field {
     ("dag_step", string(), false)
 }
@@ -50,7 +50,7 @@ fn object(description: &str, fields: Vec<Field>) -> Value {
            "properties": properties})
 }
 
-/// `step` events by `type` (SPEC §4), each with its other fields.
+/// `step` events by `type` (docs/api.md), each with its other fields.
 fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
     let iteration = || req("iteration", integer());
     vec![
@@ -124,7 +124,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
     .collect()
 }
 
-/// DAG mode's `step` events (SPEC §9).
+/// DAG mode's `step` events.
 fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
     let round = || req("round", integer());
     let plan_step = object(
@@ -179,7 +179,7 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
         ),
         (
             "resumed",
-            "The run goes on after a restart from its last checkpoint (SPEC §11)",
+            "The run goes on after a restart from its last checkpoint (docs/deployment.md)",
             vec![req("iteration", integer()), req("instance", string())],
         ),
     ]

@@ -11,7 +11,7 @@
 //! errors every `/api` operation can answer (401, 429, 500; 400 and 413 where a body or query is
 //! read; 404 where an id is in the path), the text limits of `query`/`content` from the
 //! configuration, and the configured model and tool names as enums; and the SSE event payloads
-//! of SPEC §4 (`events`), and the links between operations (`links`).
+//! of docs/api.md (`events`), and the links between operations (`links`).
 
 mod events;
 mod links;
@@ -48,7 +48,7 @@ struct Base;
         conversations::remove,
     ),
     components(schemas(conversations::CreateConversation, conversations::RenameConversation)),
-    tags((name = "conversations", description = "Conversations and their messages (SPEC §3.1)"))
+    tags((name = "conversations", description = "Conversations and their messages (docs/api.md)"))
 )]
 struct Conversations;
 
@@ -64,7 +64,7 @@ struct Conversations;
         runs::recall,
     ),
     components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody)),
-    tags((name = "runs", description = "Runs, their SSE events and follow-ups (SPEC §3.2, §3.3, §4)"))
+    tags((name = "runs", description = "Runs, their SSE events and follow-ups (docs/api.md)"))
 )]
 struct Runs;
 
@@ -72,14 +72,14 @@ struct Runs;
 #[openapi(
     paths(approvals::list, approvals::decide),
     components(schemas(approvals::DecideBody)),
-    tags((name = "approvals", description = "Tool calls that wait for a reviewer (SPEC §3.6)"))
+    tags((name = "approvals", description = "Tool calls that wait for a reviewer (docs/api.md)"))
 )]
 struct Approvals;
 
 #[derive(OpenApi)]
 #[openapi(
     paths(ops::tools, ops::models, ops::artifact),
-    tags((name = "catalog", description = "Tools, models and artifacts (SPEC §3.4)"))
+    tags((name = "catalog", description = "Tools, models and artifacts (docs/api.md)"))
 )]
 struct Catalog;
 
@@ -87,7 +87,7 @@ struct Catalog;
 #[openapi(
     paths(ops::healthz, ops::readyz, ops::metrics, ops::instances, document),
     components(schemas(super::views::Instance)),
-    tags((name = "operations", description = "Health, metrics and this document (SPEC §3.4)"))
+    tags((name = "operations", description = "Health, metrics and this document (docs/api.md)"))
 )]
 struct Operations;
 

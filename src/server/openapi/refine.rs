@@ -16,7 +16,7 @@ pub(super) fn query_pattern() -> String {
 const NOT_BLANK: &str =
     r"[^\u0000\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 
-/// Operations that need no API key (SPEC §3.5); `/metrics` has its own optional key.
+/// Operations that need no API key (docs/api.md); `/metrics` has its own optional key.
 pub const PUBLIC: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/api/instances"];
 
 /// An error response with the one error body.
@@ -142,10 +142,10 @@ pub fn inputs(doc: &mut Value, max_query_chars: usize, models: &[String], tools:
     engine_fields(schemas);
 }
 
-/// `engine` on the bodies that take one (SPEC §9): one of the three engine names, or null.
+/// `engine` on the bodies that take one: one of the three engine names, or null.
 fn engine_fields(schemas: &mut Value) {
     let engine = json!({"type": ["string", "null"], "enum": ["react", "dag", "auto", null],
-                        "description": "`react`, `dag` or `auto` (SPEC §9); the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent."});
+                        "description": "`react`, `dag` or `auto`; the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent."});
     for schema in ["StartRunBody", "ChatBody", "CreateConversation"] {
         if let Some(props) = schemas.pointer_mut(&format!("/{schema}/properties")) {
             props["engine"] = engine.clone();
@@ -159,7 +159,7 @@ pub fn security(doc: &mut Value) {
         components.insert(
             "securitySchemes".into(),
             json!({"bearer": {"type": "http", "scheme": "bearer",
-                   "description": "Only when API keys are configured (SPEC §3.5)"}}),
+                   "description": "Only when API keys are configured (docs/api.md)"}}),
         );
     }
     doc["security"] = json!([{"bearer": []}]);

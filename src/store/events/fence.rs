@@ -1,4 +1,4 @@
-//! Which runs' lease epochs the shared writer checks in a transaction (fencing, SPEC §11).
+//! Which runs' lease epochs the shared writer checks in a transaction (fencing, docs/deployment.md).
 //!
 //! On SQLite, a run whose epoch the writer found unchanged is not checked again while
 //! `lease_changes.n` (bumped by a trigger on every epoch change, migration

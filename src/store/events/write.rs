@@ -1,5 +1,5 @@
 //! The shared event writer's one transaction per tick: many runs' events, ceilings,
-//! checkpoints and terminal states, fenced by lease epoch (SPEC §11), with one `pg_notify` per
+//! checkpoints and terminal states, fenced by lease epoch (docs/deployment.md), with one `pg_notify` per
 //! committed batch.
 
 use std::collections::{HashMap, HashSet};
@@ -54,7 +54,7 @@ impl Store {
     /// terminal state was written by this call (`Stored(false)` when it had none or the run was
     /// no longer `running`; the answer message is only stored with `Stored(true)`).
     ///
-    /// Fencing (SPEC §11): the rows of the runs of batches with an `epoch` are locked first
+    /// Fencing (docs/deployment.md): the rows of the runs of batches with an `epoch` are locked first
     /// (PostgreSQL: `FOR NO KEY UPDATE`, so a takeover's epoch change waits for this commit or
     /// this transaction sees it); a batch whose run's epoch is no longer its own writes nothing
     /// and is answered [`Written::Fenced`].
@@ -207,7 +207,7 @@ impl Store {
             insert_many!(tx, INSERT_MESSAGE_SQL, 7, answers, self.is_shared());
             touch_conversations!(tx, touched, micros);
             if let Some(payload) = &hint {
-                // One hint per committed batch, sent at commit (SPEC §11).
+                // One hint per committed batch, sent at commit (docs/deployment.md).
                 sqlx::query("SELECT pg_notify($1, $2)")
                     .bind(EVENTS_CHANNEL)
                     .bind(payload.as_str())

@@ -11,7 +11,7 @@
 //!   `Retry-After: 0`, sent at once;
 //! - otherwise, after `latency` (time to first byte), a **non-streamed** request that carries
 //!   `tools` gets one tool call while it holds fewer than `tool_iterations` `tool` messages since
-//!   the run's query, then the final text; one **without** `tools` (JSON mode, SPEC §2.2) gets
+//!   the run's query, then the final text; one **without** `tools` (JSON mode) gets
 //!   `{"type":"tool_call",…}` while it holds fewer than `tool_iterations` `Observation:` user
 //!   messages since the query, then `{"type":"final_answer",…}`. The query is the last user
 //!   message that the engine did not write: self-reflection, cycle warnings, the completion

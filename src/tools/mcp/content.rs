@@ -1,4 +1,4 @@
-//! A `tools/call` result into an observation (SPEC §8): text parts joined; `isError` an error;
+//! A `tools/call` result into an observation (docs/protocols.md): text parts joined; `isError` an error;
 //! image, audio and embedded resources artifacts with their MIME types; `structuredContent`
 //! as JSON text when no part is text. Read from the result's JSON so that a field rmcp's
 //! types do not model, or a malformed part, is skipped rather than failing the call.

@@ -1,4 +1,4 @@
-//! MCP tool servers (SPEC §8): every `[[mcp]]` entry gets one long-lived session kept by a
+//! MCP tool servers (docs/protocols.md): every `[[mcp]]` entry gets one long-lived session kept by a
 //! supervisor task ([`server`]); its tools are ordinary [`Tool`]s ([`tool::McpTool`]) named
 //! `<server>__<tool>` ([`names`]), results mapped by [`content`]. [`McpManager`] starts all
 //! servers concurrently, waits for each one's first attempt (bounded), refuses a name two

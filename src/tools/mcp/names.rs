@@ -1,4 +1,4 @@
-//! Reagent names of MCP tools (SPEC §8): `<server>__<tool>`, characters outside
+//! Reagent names of MCP tools (docs/protocols.md): `<server>__<tool>`, characters outside
 //! `[A-Za-z0-9_-]` replaced by `_`, cut to 64 characters; a name two tools end up with is an
 //! error naming both.
 

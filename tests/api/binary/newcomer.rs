@@ -13,7 +13,7 @@ async fn log_line(server: &Server, pred: impl Fn(&str) -> bool) -> String {
 }
 
 /// A binary started far from the checkout — an empty working directory, no configuration —
-/// serves the UI compiled into it (SPEC §3.4), with content types, ETags and 304s, and its
+/// serves the UI compiled into it (docs/api.md), with content types, ETags and 304s, and its
 /// log says where the database and the UI are.
 #[tokio::test]
 async fn the_ui_is_compiled_into_the_binary_and_served_from_any_directory() {

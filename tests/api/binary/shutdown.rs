@@ -20,7 +20,7 @@ async fn slow_llm() -> FakeOpenAi {
     llm
 }
 
-/// With `REAGENT_RESUME_ON_RESTART=false` (the behaviour before SPEC §11).
+/// With `REAGENT_RESUME_ON_RESTART=false` (the behaviour before docs/deployment.md).
 #[tokio::test]
 async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
     let (dir, db_url) = workdir();
@@ -60,7 +60,7 @@ async fn sigterm_cancels_the_active_run_and_exits_cleanly() {
 }
 
 /// SIGTERM (resume on, the default): the run goes on through the grace period, is then left
-/// `running` with its checkpoint, and the next start resumes it to completion (SPEC §11).
+/// `running` with its checkpoint, and the next start resumes it to completion (docs/deployment.md).
 #[tokio::test]
 async fn sigterm_hands_a_long_run_over_to_the_next_start() {
     let (dir, db_url) = workdir();
@@ -113,7 +113,7 @@ async fn sigterm_hands_a_long_run_over_to_the_next_start() {
 async fn kill_9_then_restart_fails_the_run_and_replays_it() {
     let (dir, db_url) = workdir();
     let llm = slow_llm().await;
-    // Resuming (the default, `crash::resume`) is off: the run fails as it did before SPEC §11.
+    // Resuming (the default, `crash::resume`) is off: the run fails as it did before docs/deployment.md.
     let off = [("REAGENT_RESUME_ON_RESTART", "false")];
     let mut server = start_with(dir.path(), &db_url, &llm, &off).await;
     let run = start_run(&server).await;

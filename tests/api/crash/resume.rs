@@ -1,4 +1,4 @@
-//! Single-process resume (SPEC §11): kill -9 while a run is in its tool loop, and the next
+//! Single-process resume (docs/deployment.md): kill -9 while a run is in its tool loop, and the next
 //! start goes on with it from its last checkpoint — the stream continues under the same run id
 //! after `step {type:"resumed"}`, ids strictly increase (one gap, at the crash), no id a
 //! client saw gets other content, and the run completes with its tools' results. With

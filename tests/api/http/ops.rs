@@ -125,7 +125,7 @@ async fn metrics_key_guards_metrics_and_api_keys_do_not_open_it() {
         error_code(app.get("/metrics", None).await, 401).await,
         "unauthorized"
     );
-    // SPEC §3.5: `/metrics` has its own key; an API key is not it.
+    // docs/api.md: `/metrics` has its own key; an API key is not it.
     assert_eq!(
         error_code(app.get("/metrics", Some("ka")).await, 401).await,
         "unauthorized"

@@ -1,4 +1,4 @@
-//! Every request about a run works on every instance (SPEC §11): three real instances on one
+//! Every request about a run works on every instance (docs/deployment.md): three real instances on one
 //! fresh PostgreSQL database, the run started on A (its owner) while a slow mock LLM keeps it
 //! in flight, and its stream, interrupts, recalls, approvals, cancel and the conversation's
 //! delete sent through B or C — which reach A only through command and approval rows and

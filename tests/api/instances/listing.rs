@@ -1,4 +1,4 @@
-//! `GET /api/instances` (SPEC §11) and the SIGTERM hand-over: an instance told to stop lets
+//! `GET /api/instances` (docs/deployment.md) and the SIGTERM hand-over: an instance told to stop lets
 //! its runs go on for the shutdown grace, then releases their leases and leaves the list; another
 //! instance takes the runs at its next sweep, long before the lease TTL would have lapsed.
 

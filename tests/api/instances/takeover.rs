@@ -1,4 +1,4 @@
-//! Takeover (SPEC §11): the owner of a run dies (kill -9) or pauses past its lease (SIGSTOP)
+//! Takeover (docs/deployment.md): the owner of a run dies (kill -9) or pauses past its lease (SIGSTOP)
 //! in the run's tool loop; another instance takes the run with a new epoch and finishes it from
 //! its checkpoint. A paused owner that wakes up cannot write for the run any more.
 

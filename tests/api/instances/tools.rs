@@ -1,4 +1,4 @@
-//! A tool call in flight when its instance dies (SPEC §11): the instance that takes the run
+//! A tool call in flight when its instance dies (docs/deployment.md): the instance that takes the run
 //! over answers it `[interrupted: …]` without calling the tool again, unless the tool is
 //! `idempotent = true`, which it calls again. The tool is a real HTTP tool that counts its
 //! calls and never answers the first one.

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible API (SPEC §10) through the real router: `clients` drives it with the
+//! The OpenAI-compatible API (docs/protocols.md) through the real router: `clients` drives it with the
 //! official `openai` Python SDK and npm package (real peers, `scripts/peers.sh`), `edges` covers
 //! a dropped stream, another tenant's conversation and bad input with plain HTTP.
 

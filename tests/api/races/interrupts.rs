@@ -15,7 +15,7 @@ async fn interrupt_vs_loop_end(db: String) {
     for round in 0..ROUNDS {
         // The run waits in the gate tool; the gate opens while the interrupts are sent, so they
         // land before the drain, between the drain and the end, or after the queue closed.
-        // Rounds alternate native and JSON mode (they drain at different points, SPEC §2.11).
+        // Rounds alternate native and JSON mode (they drain at different points).
         let mode = if round % 4 < 2 { "native" } else { "json" };
         if mode == "native" {
             fake.push(FakeReply::tool_calls(vec![("g", "gate", "{}")]));
@@ -60,7 +60,7 @@ async fn interrupt_vs_loop_end(db: String) {
         outcomes.push(early);
         let events = app.events(&run, None).await;
         // What this run could not take (unprocessed, or sent after its loop closed) is the
-        // query of the next run the server started (SPEC §3.8).
+        // query of the next run the server started (docs/api.md).
         let next_id = done(&events)["next_run_id"].as_str().map(str::to_string);
         let next_query = match next_id.as_deref() {
             Some(next) => {
@@ -244,7 +244,7 @@ async fn an_interrupt_during_the_last_iteration_is_reported_unprocessed() {
     assert!(seen.is_empty(), "{seen:?}");
     assert_eq!(unprocessed, vec![id]);
     assert_eq!(done(&events)["status"], "max_iterations");
-    // Never lost: it is the query of the run the server started next (SPEC §3.8).
+    // Never lost: it is the query of the run the server started next (docs/api.md).
     let next = done(&events)["next_run_id"]
         .as_str()
         .expect("a next run")

@@ -145,7 +145,7 @@ async fn every_api_route_refuses_missing_and_wrong_keys() {
                 "{} {path} with {auth:?}",
                 op.method
             );
-            // The OpenAI-compatible routes answer in OpenAI's shape (SPEC §10).
+            // The OpenAI-compatible routes answer in OpenAI's shape (docs/protocols.md).
             let expected = if path.starts_with("/v1/") {
                 "invalid_api_key"
             } else {

@@ -1,4 +1,4 @@
-//! Fencing (SPEC §11): a batch under an old epoch writes nothing, and the writer stops a run
+//! Fencing (docs/deployment.md): a batch under an old epoch writes nothing, and the writer stops a run
 //! another instance took.
 
 use super::*;
@@ -21,7 +21,7 @@ mod by_url {
     );
 }
 
-/// Fencing (SPEC §11): once another instance took the run (a new epoch), a batch written
+/// Fencing (docs/deployment.md): once another instance took the run (a new epoch), a batch written
 /// under the old epoch stores nothing — no events, no checkpoint, no terminal state — and is
 /// answered `Fenced`; the taker's batch under the new epoch is stored.
 async fn a_fenced_batch_writes_nothing(store: Store) {

@@ -18,7 +18,7 @@ pub struct LoadReport {
     pub error_samples: Vec<String>,
     pub statuses: BTreeMap<String, usize>,
     pub interrupts_accepted: usize,
-    /// Accepted interrupts that became a next run's query (SPEC §3.8).
+    /// Accepted interrupts that became a next run's query (docs/api.md).
     pub interrupts_moved: usize,
     pub cancels_accepted: usize,
     /// Streams resumed on another instance, and `step resumed` events seen (several instances).
