@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::follow_up::FollowUps;
-use super::lease::{LeaseStats, LeaseTimes};
+use super::lease_types::{LeaseStats, LeaseTimes};
 use super::log::EventLog;
 use super::persist::EventWriter;
 use super::progress::Progress;

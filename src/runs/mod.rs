@@ -33,6 +33,7 @@ mod engines;
 mod follow;
 pub mod follow_up;
 pub mod lease;
+mod lease_types;
 pub mod log;
 pub mod manager;
 pub mod persist;
@@ -46,7 +47,7 @@ mod start;
 mod tests;
 
 pub use control::Accepted;
-pub use lease::{LeaseCounts, LeaseTimes};
+pub use lease_types::{LeaseCounts, LeaseTimes};
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
 pub use recover::Recovered;

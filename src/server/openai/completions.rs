@@ -16,13 +16,13 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::error::OpenAiError;
+use super::reply::{finish_reason, usage_json, Meta};
 use super::stream::{chunk_stream, CancelOnDrop};
 use super::unix_now;
 use super::wire::{parse, Parsed};
 use crate::agent::RunOutcome;
 use crate::config::AgentSpec;
-use crate::domain::{EventName, RunStatus};
-use crate::llm::Usage;
+use crate::domain::EventName;
 use crate::runs::{ConversationRef, LiveRun, StartRun};
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
@@ -69,14 +69,6 @@ pub async fn create(
     }
     let outcome = wait_for_outcome(&state, live).await?;
     Ok((ids, Json(completion(&meta, &outcome))).into_response())
-}
-
-/// What every response and chunk of one completion repeats.
-#[derive(Clone, Debug)]
-pub struct Meta {
-    pub id: String,
-    pub model: String,
-    pub created: u64,
 }
 
 fn header_value(id: Uuid) -> HeaderValue {
@@ -141,22 +133,6 @@ async fn wait_for_outcome(state: &AppState, live: Arc<LiveRun>) -> Result<RunOut
     }
     guard.disarm();
     Err(ApiError::Internal("the run's events ended without done".into()).into())
-}
-
-/// `stop`, or `length` when the run hit its iteration cap.
-pub fn finish_reason(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::MaxIterations => "length",
-        _ => "stop",
-    }
-}
-
-pub fn usage_json(u: &Usage) -> Value {
-    json!({
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "total_tokens": u.total_tokens,
-    })
 }
 
 fn completion(meta: &Meta, outcome: &RunOutcome) -> Value {

@@ -11,6 +11,7 @@
 mod completions;
 mod error;
 pub mod openapi;
+mod reply;
 mod stream;
 mod wire;
 

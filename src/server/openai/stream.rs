@@ -20,7 +20,7 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use serde_json::{json, Value};
 use tokio::time::{Instant, Sleep};
 
-use super::completions::{finish_reason, usage_json, Meta};
+use super::reply::{finish_reason, usage_json, Meta};
 use crate::agent::events::{AnswerEvent, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
