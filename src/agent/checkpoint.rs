@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::events::Mode;
 use super::interrupts::Interrupt;
-use super::run::StepRecord;
+use super::record::StepRecord;
 use crate::llm::{Message, Usage};
 
 mod json;
@@ -61,7 +61,39 @@ pub struct Checkpoint {
 /// with the run's events). The loop serialises them itself, keeping the JSON of its history
 /// between checkpoints in shared chunks ([`JsonList`]), so a checkpoint neither serialises nor
 /// copies the whole history; the writer joins the pieces when it stores one.
-pub type CheckpointSink = Arc<dyn Fn(CheckpointJson) + Send + Sync>;
+pub type CheckpointSink = Arc<dyn Checkpoints>;
+
+/// Why a checkpoint could not be made durable; the calls it lists must then not be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRecorded(pub String);
+
+/// What [`Checkpoints::save_durably`] resolves to.
+pub type Recorded = futures::future::BoxFuture<'static, Result<(), NotRecorded>>;
+
+/// A run's checkpoint store. Most checkpoints are stored with the run's next write; the one
+/// listing a call that must not run twice is stored before the call leaves the process, so an
+/// instance that resumes the run knows the call may have started.
+pub trait Checkpoints: Send + Sync {
+    /// Stores `checkpoint` with the run's next write (a newer one replaces it until then).
+    fn save(&self, checkpoint: CheckpointJson);
+
+    /// Stores `checkpoint` now and resolves once it is durable — or fails, e.g. when another
+    /// instance took the run over (then this one must not act for the run any more).
+    fn save_durably(&self, checkpoint: CheckpointJson) -> Recorded;
+}
+
+/// A plain function keeps checkpoints in memory (tests, benchmarks): saved is durable there.
+impl<F: Fn(CheckpointJson) + Send + Sync> Checkpoints for F {
+    fn save(&self, checkpoint: CheckpointJson) {
+        self(checkpoint)
+    }
+
+    fn save_durably(&self, checkpoint: CheckpointJson) -> Recorded {
+        self(checkpoint);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
 
 /// The fields of a [`Checkpoint`] that stay the same for the whole run, serialised once per
 /// run ([`Self::to_json`]) and shared by each of its checkpoints.

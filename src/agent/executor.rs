@@ -15,7 +15,7 @@ use super::artifacts::ArtifactSink;
 use super::events::{AgentEvent, ArtifactRef, EventSink, StepEvent};
 use super::hooks::{HookContext, HookRunner, PostContext, PreOutcome};
 use super::prompts;
-use super::run::StepRecord;
+use super::record::StepRecord;
 use super::synthesis::truncate_chars;
 use crate::tools::{ToolError, ToolOutput, ToolRegistry};
 
@@ -146,12 +146,40 @@ impl Executor {
     /// A call that was running when its instance stopped, answered without running it again
     /// (docs/deployment.md): its `tool_end` carries the interrupted result.
     pub fn interrupted(&self, iteration: u32, call: &PendingCall) -> Executed {
+        self.answered(iteration, call, super::checkpoint::INTERRUPTED_TOOL)
+    }
+
+    /// Calls answered with the error `observation` without being made: each gets its
+    /// `tool_start` and a `tool_end` carrying the error.
+    pub fn not_run(
+        &self,
+        iteration: u32,
+        calls: Vec<PendingCall>,
+        observation: &str,
+    ) -> Vec<Executed> {
+        calls
+            .iter()
+            .map(|c| {
+                self.emit(StepEvent::ToolStart {
+                    iteration,
+                    call_id: c.call_id.clone(),
+                    tool: c.tool.clone(),
+                    arguments: display_args(&c.arguments),
+                    dag_step: None,
+                });
+                self.answered(iteration, c, observation)
+            })
+            .collect()
+    }
+
+    /// A call not run, answered with the error `observation` (its `tool_end` emitted).
+    fn answered(&self, iteration: u32, call: &PendingCall, observation: &str) -> Executed {
         let record = StepRecord {
             iteration,
             call_id: call.call_id.clone(),
             tool: call.tool.clone(),
             arguments: display_args(&call.arguments),
-            observation: super::checkpoint::INTERRUPTED_TOOL.to_string(),
+            observation: observation.to_string(),
             error: true,
             blocked: false,
             duration_ms: 0,

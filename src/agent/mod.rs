@@ -4,9 +4,11 @@
 //! [`AgentEvent`]s.
 //!
 //! Layout: `engine` drives a run through `tool_loop` (which runs calls through `executor`) and
-//! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs); `run` holds what a run takes in and records, `settings` the engine's settings
-//! (the `[react]` section). The values shared with other layers (status, mode, artifact
-//! references, event names) come from [`crate::domain`]; no file here imports `engine`.
+//! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs); `run`
+//! holds what a run takes in and returns, `record` the record of each tool call (shared by the
+//! run's result and its checkpoints), `settings` the engine's settings (the `[react]` section).
+//! The values shared with other layers (status, mode, artifact references, event names) come
+//! from [`crate::domain`]; no file here imports `engine`.
 
 pub mod action;
 pub mod artifacts;
@@ -19,6 +21,7 @@ pub mod executor;
 pub mod hooks;
 pub mod interrupts;
 pub mod prompts;
+mod record;
 mod run;
 pub mod safeguards;
 pub mod selection;
@@ -29,5 +32,6 @@ mod tool_loop;
 pub use engine::ReActAgent;
 pub use events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus};
 pub use interrupts::{Interrupt, InterruptQueue};
-pub use run::{AgentResult, RunHandles, RunInput, StepRecord};
+pub use record::StepRecord;
+pub use run::{AgentResult, RunHandles, RunInput};
 pub use settings::AgentConfig;

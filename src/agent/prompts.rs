@@ -49,6 +49,12 @@ pub fn artifact_notice(name: &str) -> String {
     format!("[Artifact generated: {name}] The content is rendered as a preview in the UI and available for download. Do not reproduce its source in your answer.")
 }
 
+/// The observation of a call not made because its start could not be recorded first (a call
+/// that must not run twice is made only once a resumed run would know it may have started).
+pub fn not_recorded(reason: &str) -> String {
+    format!("Error: the tool was not called: its start could not be recorded ({reason}).")
+}
+
 pub fn unknown_tool(name: &str, available: &[String]) -> String {
     format!(
         "Error: Unknown tool '{name}'. Available tools: {}",

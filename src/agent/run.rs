@@ -1,17 +1,17 @@
 //! What one run takes in and leaves behind: the query with its history ([`RunInput`]), the
-//! connections to the outside world ([`RunHandles`]), the record of each tool call
-//! ([`StepRecord`]) and the run's result ([`AgentResult`]: its [`RunOutcome`] and trace). Kept apart from the engine so the loop, the executor and synthesis can use
-//! them without importing the engine that drives them.
+//! connections to the outside world ([`RunHandles`]) and the run's result ([`AgentResult`]: its
+//! [`RunOutcome`] and trace). Kept apart from the engine so the loop, the executor and synthesis
+//! can use them without importing the engine that drives them.
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
 use super::checkpoint::CheckpointSink;
 use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
+use super::record::StepRecord;
 use crate::llm::Message;
 
 /// The query and what the agent already knows of the conversation.
@@ -36,20 +36,6 @@ pub struct RunHandles {
     pub artifacts: Arc<dyn ArtifactSink>,
     /// Receives the loop's checkpoints (docs/deployment.md); `None` takes none.
     pub checkpoints: Option<CheckpointSink>,
-}
-
-/// One tool call as it happened; the synthesis trace is built from these.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StepRecord {
-    pub iteration: u32,
-    pub call_id: String,
-    pub tool: String,
-    pub arguments: Value,
-    /// The observation the LLM saw, in full.
-    pub observation: String,
-    pub error: bool,
-    pub blocked: bool,
-    pub duration_ms: u64,
 }
 
 /// Everything a run produced: how it ended (exactly what `done` said) and the engine's trace.

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
 use super::prompts;
-use super::run::StepRecord;
+use super::record::StepRecord;
 use crate::llm::{ChatRequest, Llm, LlmError, Message, StreamEvent, Usage};
 
 /// What synthesis produced.

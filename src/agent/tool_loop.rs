@@ -17,7 +17,8 @@ use super::executor::{Executed, Executor, PendingCall};
 use super::hooks::HookRunner;
 use super::interrupts::Interrupt;
 use super::prompts;
-use super::run::{AgentResult, RunHandles, RunInput, StepRecord};
+use super::record::StepRecord;
+use super::run::{AgentResult, RunHandles, RunInput};
 use super::safeguards::{CycleDetector, ReflectionCadence};
 use super::settings::AgentConfig;
 use crate::llm::content_calls::parse_content_calls;
@@ -394,13 +395,5 @@ impl<'a> LoopRun<'a> {
             self.messages
                 .push(Message::user(prompts::reflection(&self.query)));
         }
-    }
-
-    async fn execute(&mut self, calls: Vec<PendingCall>) -> (Vec<Executed>, bool) {
-        self.save(&calls);
-        let cancel = self.handles.cancel.clone();
-        self.executor
-            .execute_batch(self.iterations, calls, &cancel)
-            .await
     }
 }

@@ -11,11 +11,14 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::engines::RunEngine;
+use super::log::EventLog;
 use super::manager::{LiveRun, RunManager};
 use super::persist::{EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
-use crate::agent::checkpoint::{CheckpointSink, Resume};
+use crate::agent::checkpoint::{
+    CheckpointJson, CheckpointSink, Checkpoints, NotRecorded, Recorded, Resume,
+};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
     AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
@@ -61,9 +64,36 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
 }
 
 /// The run's checkpoint sink: each checkpoint is stored with the events appended before it.
+struct RunCheckpoints {
+    run_id: Uuid,
+    log: Arc<EventLog>,
+    writer: Arc<EventWriter>,
+}
+
+impl Checkpoints for RunCheckpoints {
+    fn save(&self, checkpoint: CheckpointJson) {
+        let after = self.log.len() as u64;
+        self.writer.checkpoint(self.run_id, after, checkpoint);
+    }
+
+    fn save_durably(&self, checkpoint: CheckpointJson) -> Recorded {
+        let (run_id, writer) = (self.run_id, self.writer.clone());
+        let after = self.log.len() as u64;
+        Box::pin(async move {
+            writer
+                .checkpoint_durably(run_id, after, checkpoint)
+                .await
+                .map_err(|e| NotRecorded(e.to_string()))
+        })
+    }
+}
+
 fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
-    let (run_id, log, writer) = (live.id, live.log.clone(), writer.clone());
-    Arc::new(move |data| writer.checkpoint(run_id, log.len() as u64, data))
+    Arc::new(RunCheckpoints {
+        run_id: live.id,
+        log: live.log.clone(),
+        writer: writer.clone(),
+    })
 }
 
 impl RunManager {

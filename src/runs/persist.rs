@@ -25,7 +25,10 @@
 //! - fencing (docs/deployment.md): a run registered with its lease epoch is written only while its row
 //!   still has that epoch ([`Store::write_batches`]); once refused, nothing more of it is
 //!   written, its waiter is told [`PersistError::Fenced`] and its `lost` token is cancelled, which
-//!   stops the run's task (another instance owns the run now).
+//!   stops the run's task (another instance owns the run now);
+//! - a durable checkpoint ([`EventWriter::checkpoint_durably`], the one listing a call that must
+//!   not run twice) is written at once, not at the next tick, fenced like the rest, and its
+//!   waiter is told only once it is committed (or that it never will be).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -80,7 +83,7 @@ struct Tracked {
     closing: Option<(Option<Closing>, Waiter)>,
     failures: u32,
     /// The run's latest checkpoint not yet stored: written with the events up to its id.
-    checkpoint: Option<(u64, Arc<CheckpointJson>)>,
+    checkpoint: Option<PendingCheckpoint>,
     fence: Option<Fence>,
 }
 
@@ -123,9 +126,9 @@ pub struct EventWriter {
     store: Store,
     state: Mutex<State>,
     wake: Notify,
-    /// A run is waiting for its final write: the next transaction starts without waiting out
-    /// `interval` (its `done` is held back until then, and so is the run's end).
-    closing: Notify,
+    /// A run is waiting for a write (its final one, or a durable checkpoint): the next
+    /// transaction starts without waiting out `interval` (the run is held back until then).
+    urgent: Notify,
     /// Shortest time between two transactions: events arriving meanwhile share the next one.
     interval: Duration,
     /// Batches refused by fencing so far (`reagent_fenced_writes_total`).
@@ -138,7 +141,7 @@ impl EventWriter {
             store,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
-            closing: Notify::new(),
+            urgent: Notify::new(),
             interval,
             fenced: AtomicU64::new(0),
         })
@@ -176,15 +179,6 @@ impl EventWriter {
         );
     }
 
-    /// The run's loop took a checkpoint after event `after`: stored with the events up to it
-    /// (a newer one replaces it if it is not written yet).
-    pub fn checkpoint(&self, run_id: Uuid, after: u64, data: CheckpointJson) {
-        if let Some(t) = self.lock().runs.get_mut(&run_id) {
-            t.checkpoint = Some((after, Arc::new(data)));
-        }
-        self.wake.notify_one();
-    }
-
     /// New events were appended somewhere: the next tick will look.
     pub fn notify(&self) {
         self.wake.notify_one();
@@ -214,7 +208,7 @@ impl EventWriter {
             t.closing = Some((closing.map(|(done, state)| Closing { done, state }), tx));
         }
         self.wake.notify_one();
-        self.closing.notify_one();
+        self.urgent.notify_one();
         rx.await.unwrap_or(Err(PersistError::Stopped))
     }
 
@@ -245,7 +239,7 @@ impl EventWriter {
                 // batch the events of running runs, not the ends of finished ones.
                 tokio::select! {
                     _ = tokio::time::sleep_until(next_tick) => {}
-                    _ = self.closing.notified() => {}
+                    _ = self.urgent.notified() => {}
                 }
             } else {
                 failing += 1;
@@ -253,16 +247,13 @@ impl EventWriter {
                 tokio::time::sleep_until(next_tick).await;
             }
         }
-        let waiting: Vec<_> = {
+        let waiting: Vec<Tracked> = {
             let mut st = self.lock();
             st.stopped = true;
-            st.runs
-                .drain()
-                .filter_map(|(_, t)| t.closing.map(|(_, tx)| tx))
-                .collect()
+            st.runs.drain().map(|(_, t)| t).collect()
         };
-        for tx in waiting {
-            let _ = tx.send(Err(PersistError::Stopped));
+        for t in waiting {
+            t.give_up(|| PersistError::Stopped);
         }
     }
 
@@ -311,7 +302,8 @@ impl EventWriter {
             let checkpoint = t
                 .checkpoint
                 .as_ref()
-                .filter(|(after, _)| *after <= last_seq);
+                .filter(|c| c.after <= last_seq)
+                .map(|c| &c.data);
             if events.is_empty() && !closes && raise.is_none() && checkpoint.is_none() {
                 continue;
             }
@@ -321,13 +313,13 @@ impl EventWriter {
                     run_id: id,
                     events,
                     ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
-                    checkpoint: checkpoint.map(|(_, c)| c.clone()),
+                    checkpoint: checkpoint.cloned(),
                     finish,
                     epoch: t.fence.as_ref().map(|f| f.epoch),
                 },
                 last_seq,
                 raise,
-                checkpoint: checkpoint.map(|(_, c)| c.clone()),
+                checkpoint: checkpoint.cloned(),
                 closes,
                 suspect: t.failures > 0,
             });
@@ -343,4 +335,7 @@ impl EventWriter {
     }
 }
 
+mod checkpoints;
 mod outcome;
+
+use checkpoints::PendingCheckpoint;

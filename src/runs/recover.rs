@@ -206,73 +206,17 @@ impl RunManager {
         // events, at the price of a gap in the ids where the crash was.
         let ceiling = self.store.event_ceiling(run.id).await?;
         let stored_up_to = events.last().map(|e| e.seq).unwrap_or(0);
-        let mut seq = stored_up_to.max(ceiling);
         // Clients may have seen events that were never stored, an answer's deltas among them.
         let unstored_seen = ceiling > stored_up_to;
-        let answer_started = events
-            .iter()
-            .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
-        let so_far = if answer_started {
-            AnswerSoFar::Partial
-        } else {
-            AnswerSoFar::NotStarted
-        };
-        let mode = run.mode;
-        // The row's counters are written at the end: a crashed run's are in its events.
-        let progress = Progress::of_stored(&events);
-        let outcome = RunOutcome {
-            iterations: run.iterations.max(progress.iterations()),
-            tool_calls: run.tool_calls.max(progress.tool_calls()),
-            usage: run.usage,
-            ..RunOutcome::failed(
-                mode,
-                format!("Sorry, this run was {RESTART_ERROR} before it finished."),
-                RESTART_ERROR,
-            )
-        };
-        // A DAG run's `done` says so, with the rounds it planned.
-        let outcome = RunOutcome {
-            dag: dag_summary(&events),
-            ..outcome
-        };
+        let outcome = failed_outcome(run, &events);
         let state = final_state(&outcome, None);
-        let mut tail = Vec::new();
-        if events.is_empty() {
-            // Killed before its first write: the replay must still begin with `start`.
-            tail.push(AgentEvent::Start(StartEvent {
-                run_id: run.id.to_string(),
-                conversation_id: run.conversation_id.to_string(),
-                model: run.model.clone(),
-                mode,
-                engine: Engine::React,
-            }));
-        }
-        let answer_tail = fallback_tail(outcome, so_far);
-        let opens_answer = so_far == AnswerSoFar::NotStarted;
-        for (i, ev) in answer_tail.into_iter().enumerate() {
-            tail.push(ev);
-            if i == 0 && opens_answer && unstored_seen {
-                // After the fallback's `start`: discards whatever answer a client may have seen.
-                tail.push(AgentEvent::Answer(AnswerEvent::Reset));
-            }
-        }
-        let stored: Vec<StoredEvent> = tail
-            .iter()
-            .map(|e| {
-                seq += 1;
-                StoredEvent {
-                    seq,
-                    name: e.name().to_string(),
-                    data: e.data_json(),
-                }
-            })
-            .collect();
+        let tail = recovery_tail(run, &events, outcome, unstored_seen);
         // Tail and terminal state in one transaction: a crash during recovery leaves the run
         // `running` with its log untouched, and the next start recovers it again.
         self.store
             .write_runs(&[RunBatch {
                 run_id: run.id,
-                events: stored,
+                events: numbered(stored_up_to.max(ceiling), &tail),
                 ceiling: None,
                 checkpoint: None,
                 finish: Some(state),
@@ -281,6 +225,74 @@ impl RunManager {
             .await?;
         Ok(())
     }
+}
+
+/// How a run that cannot go on ends: failed by the restart, with the counters its stored
+/// events show (the row's are written only at the end).
+fn failed_outcome(run: &RunRow, events: &[StoredEvent]) -> RunOutcome {
+    let progress = Progress::of_stored(events);
+    RunOutcome {
+        iterations: run.iterations.max(progress.iterations()),
+        tool_calls: run.tool_calls.max(progress.tool_calls()),
+        usage: run.usage,
+        // A DAG run's `done` says so, with the rounds it planned.
+        dag: dag_summary(events),
+        ..RunOutcome::failed(
+            run.mode,
+            format!("Sorry, this run was {RESTART_ERROR} before it finished."),
+            RESTART_ERROR,
+        )
+    }
+}
+
+/// The events that end a failed run's log after `events`: `start` if none was stored, then the
+/// fallback tail, with an answer `reset` when a client may have seen answer text never stored.
+fn recovery_tail(
+    run: &RunRow,
+    events: &[StoredEvent],
+    outcome: RunOutcome,
+    unstored_seen: bool,
+) -> Vec<AgentEvent> {
+    let answer_started = events
+        .iter()
+        .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
+    let so_far = if answer_started {
+        AnswerSoFar::Partial
+    } else {
+        AnswerSoFar::NotStarted
+    };
+    let mut tail = Vec::new();
+    if events.is_empty() {
+        // Killed before its first write: the replay must still begin with `start`.
+        tail.push(AgentEvent::Start(StartEvent {
+            run_id: run.id.to_string(),
+            conversation_id: run.conversation_id.to_string(),
+            model: run.model.clone(),
+            mode: run.mode,
+            engine: Engine::React,
+        }));
+    }
+    let opens_answer = so_far == AnswerSoFar::NotStarted;
+    for (i, ev) in fallback_tail(outcome, so_far).into_iter().enumerate() {
+        tail.push(ev);
+        if i == 0 && opens_answer && unstored_seen {
+            // After the fallback's `start`: discards whatever answer a client may have seen.
+            tail.push(AgentEvent::Answer(AnswerEvent::Reset));
+        }
+    }
+    tail
+}
+
+/// `tail` as stored events with the ids after `after`.
+fn numbered(after: i64, tail: &[AgentEvent]) -> Vec<StoredEvent> {
+    (after + 1..)
+        .zip(tail)
+        .map(|(seq, e)| StoredEvent {
+            seq,
+            name: e.name().to_string(),
+            data: e.data_json(),
+        })
+        .collect()
 }
 
 /// For a DAG run (its `start` says `engine: dag`): the rounds its `plan` events show, not

@@ -10,12 +10,15 @@
 //!   An instance restarted under its own name resumes its runs at once.
 //! - [`tools`]: a tool call in flight at the owner's death is not called again by the taker
 //!   unless the tool is `idempotent = true`.
+//! - [`at_most_once`]: kill -9 or SIGSTOP of the caller as a non-idempotent call arrives at
+//!   the tool: the call is never made twice, on PostgreSQL (takeover) and SQLite (restart).
 //! - [`listing`]: `GET /api/instances` lists the live instances with the runs each owns; a
 //!   SIGTERMed instance leaves the list and hands its runs over at once (not after the TTL).
 //!
 //! Leases here: `REAGENT_LEASE_TTL_S=2`, `REAGENT_LEASE_RENEW_S=1` (whole seconds; the smallest
 //! the settings allow).
 
+mod at_most_once;
 mod commands;
 mod listing;
 mod takeover;

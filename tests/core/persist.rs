@@ -11,8 +11,10 @@
 //! - stopping the writer flushes the events of runs that never finished
 //!   (`stop_flushes_unfinished_runs`).
 //!
-//! By topic: [`failures`], [`fencing`], [`writes`].
+//! By topic: [`durable`] (the in-flight record of a call that must not run twice),
+//! [`failures`], [`fencing`], [`writes`].
 
+mod durable;
 mod failures;
 mod fencing;
 mod writes;

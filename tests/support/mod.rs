@@ -13,6 +13,8 @@
 //! - [`tools`]: `FakeTool`, the one configurable fake tool;
 //! - [`wait`]: `eventually`, the one poll loop;
 //! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise);
+//! - [`fuse`]: `charge`, a non-idempotent HTTP tool that counts its calls and kills or stops
+//!   the calling instance as a call arrives, for at-most-once tests;
 //! - [`lookup`]: `lookup`, an HTTP tool whose first call hangs, for calls in flight at a kill;
 //! - [`peers`]: where `scripts/peers.sh` installed the real MCP servers and OpenAI clients.
 
@@ -25,6 +27,7 @@ pub mod backends;
 pub mod child;
 pub mod cluster;
 pub mod engine;
+pub mod fuse;
 pub mod log;
 pub mod lookup;
 pub mod peers;

@@ -1,17 +1,19 @@
-//! Checkpoints of the tool loop and resuming from one (docs/deployment.md): [`LoopRun::save`] hands the
-//! loop's state to the run's checkpoint sink, [`LoopRun::resume`] rebuilds a loop from it and
-//! [`LoopRun::answer_in_flight`] answers the calls it left running.
+//! Checkpoints of the tool loop and resuming from one: [`LoopRun::save`] hands the
+//! loop's state to the run's checkpoint sink, [`LoopRun::execute`] makes the checkpoint that
+//! lists a batch of calls durable before a call that must not run twice leaves the process,
+//! [`LoopRun::resume`] rebuilds a loop from a checkpoint and [`LoopRun::answer_in_flight`]
+//! answers the calls it left running.
 
 use std::sync::Arc;
 
 use super::{LoopRun, LoopSetup};
 use crate::agent::checkpoint::{
-    Checkpoint, CheckpointFixed, CheckpointHead, InFlightCall, InFlightRef, JsonList,
-    STEPS_KEEP_FROM,
+    Checkpoint, CheckpointFixed, CheckpointHead, CheckpointJson, CheckpointSink, InFlightCall,
+    InFlightRef, JsonList, NotRecorded, STEPS_KEEP_FROM,
 };
 use crate::agent::context::History;
 use crate::agent::events::Mode;
-use crate::agent::executor::PendingCall;
+use crate::agent::executor::{Executed, PendingCall};
 use crate::agent::prompts;
 use crate::agent::run::{RunHandles, RunInput};
 use crate::llm::Message;
@@ -42,14 +44,43 @@ impl<'a> LoopRun<'a> {
     /// Hands the loop's state to the checkpoint sink as JSON; `in_flight`: the calls about to
     /// run. The history and the steps are serialised incrementally ([`JsonList`]).
     pub(super) fn save(&mut self, in_flight: &[PendingCall]) {
-        let Some(sink) = &self.handles.checkpoints else {
-            return;
-        };
+        if let Some((sink, json)) = self.checkpoint(in_flight) {
+            sink.save(json);
+        }
+    }
+
+    /// As [`Self::save`], and waits until the checkpoint is durable: the calls it lists in
+    /// flight may leave the process only then (a resumed run answers them as interrupted
+    /// instead of calling them again). Fails when it cannot be stored, e.g. when another
+    /// instance took the run over.
+    pub(super) async fn save_durably(
+        &mut self,
+        in_flight: &[PendingCall],
+    ) -> Result<(), NotRecorded> {
+        if self.handles.checkpoints.is_none() {
+            // No checkpoint store: nothing resumes this run in another process.
+            return Ok(());
+        }
+        match self.checkpoint(in_flight) {
+            Some((sink, json)) => sink.save_durably(json).await,
+            None => Err(NotRecorded(
+                "the run's checkpoint could not be serialised".into(),
+            )),
+        }
+    }
+
+    /// The run's checkpoint sink and the loop's state as its JSON (`None` without a sink or
+    /// when the state cannot be serialised, which is logged).
+    fn checkpoint(
+        &mut self,
+        in_flight: &[PendingCall],
+    ) -> Option<(CheckpointSink, CheckpointJson)> {
+        let sink = self.handles.checkpoints.clone()?;
         let fixed = match self.fixed_json() {
             Ok(fixed) => fixed,
             Err(e) => {
                 tracing::warn!(error = %e, "could not serialise the run's checkpoint");
-                return;
+                return None;
             }
         };
         let head = CheckpointHead {
@@ -75,8 +106,11 @@ impl<'a> LoopRun<'a> {
             |out| messages.write_json(out),
             |out| steps_json.write(steps, out),
         ) {
-            Ok(json) => sink(json),
-            Err(e) => tracing::warn!(error = %e, "could not serialise the run's checkpoint"),
+            Ok(json) => Some((sink, json)),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not serialise the run's checkpoint");
+                None
+            }
         }
     }
 
@@ -135,5 +169,45 @@ impl<'a> LoopRun<'a> {
         }
         self.after_tools(executed);
         self.drain_interrupts();
+    }
+
+    /// Runs a batch of calls after checkpointing them as in flight. When one of them must not
+    /// run twice, the checkpoint is made durable first (idempotent calls do not wait for it):
+    /// if it cannot be, no call of the batch is made.
+    pub(super) async fn execute(&mut self, calls: Vec<PendingCall>) -> (Vec<Executed>, bool) {
+        let cancel = self.handles.cancel.clone();
+        if self.at_most_once(&calls) {
+            let recorded = tokio::select! {
+                // Cancelled meanwhile: the batch below answers every call as cancelled.
+                _ = cancel.cancelled() => Ok(()),
+                r = self.save_durably(&calls) => r,
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(error = %e, iteration = self.iterations, "tool calls not made: their start could not be recorded");
+                let observation = prompts::not_recorded(&e.to_string());
+                return (
+                    self.executor.not_run(self.iterations, calls, &observation),
+                    false,
+                );
+            }
+        } else {
+            self.save(&calls);
+        }
+        self.executor
+            .execute_batch(self.iterations, calls, &cancel)
+            .await
+    }
+
+    /// Some call of the batch would run a tool that is not idempotent (a call that cannot run:
+    /// an unknown tool or unreadable arguments, needs no record).
+    fn at_most_once(&self, calls: &[PendingCall]) -> bool {
+        calls.iter().any(|c| {
+            c.arguments.is_ok()
+                && self
+                    .executor
+                    .tools
+                    .get(&c.tool)
+                    .is_some_and(|t| !t.idempotent())
+        })
     }
 }

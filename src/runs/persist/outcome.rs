@@ -1,12 +1,9 @@
 //! The other half of [`EventWriter`]'s tick: committing the planned batches and what each
 //! outcome does to a run's cursor, its log, its waiter and, when fenced, its task.
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
 use super::{EventWriter, PersistError, Planned, MAX_FAILURES};
-use crate::agent::checkpoint::CheckpointJson;
 use crate::store::{RunBatch, StoreError, Written};
+use std::sync::atomic::Ordering;
 
 impl EventWriter {
     /// Commits one tick; `false` when some run's write failed.
@@ -84,12 +81,10 @@ impl EventWriter {
         };
         tracing::warn!(run_id = %p.run_id, epoch = ?t.fence.as_ref().map(|f| f.epoch), "write refused: the run's lease was taken over by another instance (fenced); stopping the run here");
         if let Some(f) = &t.fence {
-            // Before the waiter hears: the run's task must stop rather than end the run here.
+            // Before the waiters hear: the run's task must stop rather than end the run here.
             f.lost.cancel();
         }
-        if let Some((_, tx)) = t.closing {
-            let _ = tx.send(Err(PersistError::Fenced));
-        }
+        t.give_up(|| PersistError::Fenced);
     }
 
     /// Records a committed write: advances the cursor; a closed run is forgotten and its
@@ -102,11 +97,8 @@ impl EventWriter {
         };
         t.written = t.written.max(p.last_seq);
         t.failures = 0;
-        let stored = |(_, c): &(u64, Arc<CheckpointJson>)| {
-            p.checkpoint.as_ref().is_some_and(|w| Arc::ptr_eq(w, c))
-        };
-        if t.checkpoint.as_ref().is_some_and(stored) {
-            t.checkpoint = None;
+        if let Some(stored) = &p.checkpoint {
+            t.checkpoint_stored(stored);
         }
         if p.closes {
             // Everything the log will ever hold is stored (`done` is appended after this).
@@ -136,9 +128,7 @@ impl EventWriter {
         if t.failures >= MAX_FAILURES {
             if let Some(t) = st.runs.remove(&run_id) {
                 tracing::error!(%run_id, unwritten_after = t.written, "giving up persisting this run's events");
-                if let Some((_, tx)) = t.closing {
-                    let _ = tx.send(Err(PersistError::Failed(e.to_string())));
-                }
+                t.give_up(|| PersistError::Failed(e.to_string()));
             }
         }
     }
