@@ -253,6 +253,11 @@ impl Tool for Calculator {
     fn name(&self) -> &str {
         "calculator"
     }
+    /// No side effect: a call its instance left running is simply made again on resume, and
+    /// it does not wait for the durable in-flight record that non-idempotent calls need.
+    fn idempotent(&self) -> bool {
+        true
+    }
     fn description(&self) -> &str {
         "Evaluate an arithmetic expression (+ - * / % ^, sqrt, sin, ln, log, min, max, pi, e...)."
     }
@@ -308,6 +313,11 @@ pub fn time_in_zone(
 impl Tool for CurrentTime {
     fn name(&self) -> &str {
         "current_time"
+    }
+    /// No side effect: a call its instance left running is simply made again on resume, and
+    /// it does not wait for the durable in-flight record that non-idempotent calls need.
+    fn idempotent(&self) -> bool {
+        true
     }
     fn description(&self) -> &str {
         "Current date and time (RFC 3339), in UTC or in the given IANA timezone."
