@@ -44,6 +44,10 @@ function serverBox(server, tools) {
   box.append(head);
   box.append(el('p', 'muted', `${server.transport}, since ${new Date(server.since).toLocaleTimeString()}`));
   if (server.last_error) box.append(el('p', 'mcp-error error', server.last_error));
+  // Listed tools reagent does not offer (a schema it cannot use), with the reason.
+  for (const s of server.skipped_tools || []) {
+    box.append(el('p', 'mcp-skipped muted', `skipped ${s.tool || '(no name)'}: ${s.reason}`));
+  }
   const list = el('ul', 'tool-list');
   for (const t of tools.filter((x) => x.server === server.name)) list.append(toolItem(t));
   box.append(list);

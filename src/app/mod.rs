@@ -81,9 +81,11 @@ impl App {
         };
         let models = metrics::meter_models(&metrics, &models);
         // HTTP/1.1 as before reqwest's `http2` feature (enabled for `LLM_HTTP2`): tools, hooks
-        // and MCP servers do not negotiate h2.
+        // and MCP servers do not negotiate h2. Their configured headers never follow a
+        // redirect to another origin.
         let http = reqwest::Client::builder()
             .http1_only()
+            .redirect(crate::net::same_origin_redirects())
             .build()
             .map_err(|e| SetupError::Hooks(format!("cannot build the HTTP client: {e}")))?;
         let base_tools = match overrides.tools {

@@ -27,6 +27,11 @@ pub struct McpServerConfig {
     /// Extra environment of the child (values `${VAR}`-expanded).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// stdio only: start the child with reagent's whole environment instead of the minimal
+    /// one (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`) plus `env`. Off by default:
+    /// reagent's environment holds its provider keys, API keys and database URL.
+    #[serde(default)]
+    pub inherit_env: bool,
     /// streamable HTTP transport: the endpoint.
     #[serde(default)]
     pub url: Option<String>,
@@ -72,6 +77,7 @@ impl fmt::Debug for McpServerConfig {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("inherit_env", &self.inherit_env)
             .field("url", &self.url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("timeout_s", &self.timeout_s)
@@ -128,6 +134,12 @@ pub(super) fn validate(servers: &[McpServerConfig]) -> Result<(), ConfigError> {
             return Err(ConfigError::invalid(
                 key("args"),
                 "args and env apply to a stdio server (command), not to url",
+            ));
+        }
+        if s.url.is_some() && s.inherit_env {
+            return Err(ConfigError::invalid(
+                key("inherit_env"),
+                "inherit_env applies to a stdio server (command), not to url",
             ));
         }
         if s.command.is_some() && !s.headers.is_empty() {

@@ -176,10 +176,16 @@ impl Config {
             .iter()
             .map(|m| {
                 format!(
-                    "{} ({}{})",
+                    "{} ({}{}{})",
                     m.name,
                     m.transport(),
-                    if m.required { ", required" } else { "" }
+                    if m.required { ", required" } else { "" },
+                    // Worth seeing at a glance: this server gets reagent's secrets.
+                    if m.inherit_env {
+                        ", inherits the environment"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();

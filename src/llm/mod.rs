@@ -14,8 +14,8 @@ pub mod retry;
 mod sse;
 pub mod stream;
 pub mod structured;
+mod usage;
 
-use std::ops::{Add, AddAssign};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use json::extract_json;
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
+pub use usage::Usage;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,45 +148,6 @@ impl ChatRequest {
             messages: messages.into(),
             ..Self::default()
         }
-    }
-}
-
-/// Token usage. `llm_calls` counts calls so that sums over a run say how many calls were made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
-    pub llm_calls: u64,
-}
-
-impl Usage {
-    /// The usage of one call.
-    pub fn call(prompt_tokens: u64, completion_tokens: u64) -> Self {
-        Self {
-            prompt_tokens,
-            completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
-            llm_calls: 1,
-        }
-    }
-}
-
-impl Add for Usage {
-    type Output = Usage;
-    fn add(self, o: Usage) -> Usage {
-        Usage {
-            prompt_tokens: self.prompt_tokens + o.prompt_tokens,
-            completion_tokens: self.completion_tokens + o.completion_tokens,
-            total_tokens: self.total_tokens + o.total_tokens,
-            llm_calls: self.llm_calls + o.llm_calls,
-        }
-    }
-}
-
-impl AddAssign for Usage {
-    fn add_assign(&mut self, o: Usage) {
-        *self = *self + o;
     }
 }
 

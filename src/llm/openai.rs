@@ -74,7 +74,11 @@ enum Version {
 /// a second connection, so past the provider's `SETTINGS_MAX_CONCURRENT_STREAMS` (often 100)
 /// calls would queue, and the operator opts into that trade for the memory it saves.
 fn http_client(connect_timeout: Duration, version: Version) -> Result<reqwest::Client, LlmError> {
-    let builder = reqwest::Client::builder().connect_timeout(connect_timeout);
+    // The provider is an operator-declared endpoint too: its key and the conversation never
+    // follow a redirect to another origin.
+    let builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .redirect(crate::net::same_origin_redirects());
     let builder = match version {
         Version::Http1 => builder.http1_only(),
         Version::Negotiate => builder,
@@ -207,7 +211,9 @@ impl Shared {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
+        // Capped: a provider's error body can be hundreds of MB, and a message is a few KB.
+        let body = crate::net::read_prefix(response, crate::net::MAX_ERROR_BODY_BYTES).await;
+        let text = String::from_utf8_lossy(&body);
         Err(Failure {
             error: classify_status(status.as_u16(), &text),
             retry_after,

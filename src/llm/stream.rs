@@ -23,7 +23,8 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::{LlmError, StreamEvent, ToolCall, Usage};
+pub(super) use super::usage::WireUsage;
+use super::{LlmError, StreamEvent, ToolCall};
 
 /// One `delta.tool_calls[i]` fragment, already decoded from the provider's JSON (every field is
 /// optional on the wire).
@@ -149,28 +150,6 @@ pub fn dedupe_call_ids(calls: &mut [ToolCall]) {
             calls[i].id = candidate;
         }
         seen.insert(calls[i].id.clone());
-    }
-}
-
-/// Token counts as providers send them: any field may be missing, the object may be empty.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct WireUsage {
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    #[serde(default)]
-    pub completion_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    /// The usage of one call; `llm_calls` is 1 whatever the provider reported.
-    pub fn to_usage(usage: Option<&WireUsage>) -> Usage {
-        let (p, c) = usage.map_or((0, 0), |u| {
-            (
-                u.prompt_tokens.unwrap_or(0),
-                u.completion_tokens.unwrap_or(0),
-            )
-        });
-        Usage::call(p, c)
     }
 }
 

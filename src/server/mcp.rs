@@ -1,5 +1,6 @@
-//! `GET /api/mcp` (docs/protocols.md): each MCP server's name, transport, state, tools, last error and
-//! since when it is in that state. Never env, headers or anything else that may hold a
+//! `GET /api/mcp` (docs/protocols.md): each MCP server's name, transport, state, tools, the
+//! listed tools it skipped with the reason, last error and since when it is in that state.
+//! Never env, headers or anything else that may hold a
 //! secret. Its OpenAPI entry is added by [`add_openapi`], kept here so the document's own
 //! generator need not know this route.
 
@@ -20,12 +21,15 @@ pub fn add_openapi(doc: &mut Value) {
         "type": "array",
         "items": {
             "type": "object",
-            "required": ["name", "transport", "state", "tools", "last_error", "since", "required"],
+            "required": ["name", "transport", "state", "tools", "skipped_tools", "last_error", "since", "required"],
             "properties": {
                 "name": {"type": "string"},
                 "transport": {"type": "string", "enum": ["stdio", "http"]},
                 "state": {"type": "string", "enum": ["connecting", "ready", "failed", "restarting"]},
                 "tools": {"type": "array", "items": {"type": "string"}},
+                "skipped_tools": {"type": "array", "items": {
+                    "type": "object", "required": ["tool", "reason"],
+                    "properties": {"tool": {"type": "string"}, "reason": {"type": "string"}}}},
                 "last_error": {"type": ["string", "null"]},
                 "since": {"type": "string", "format": "date-time"},
                 "required": {"type": "boolean"}

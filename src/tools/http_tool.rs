@@ -20,6 +20,7 @@ use url::Url;
 use super::http_request::{describe, read_capped};
 use super::{Artifact, Tool, ToolError, ToolOutput, ToolSource};
 pub use crate::config::HttpToolSpec;
+use crate::net::{read_prefix, MAX_ERROR_BODY_BYTES};
 
 /// Largest body an HTTP tool may return; text beyond it is cut, documents beyond it refused
 /// (a cut HTML document would be broken).
@@ -225,6 +226,16 @@ impl Tool for HttpTool {
             .get(CONTENT_DISPOSITION)
             .and_then(|v| v.to_str().ok())
             .and_then(filename_from_content_disposition);
+        if !status.is_success() {
+            // Only the start is quoted, so only a few KB are read.
+            let body = read_prefix(response, MAX_ERROR_BODY_BYTES).await;
+            let text = String::from_utf8_lossy(&body);
+            let excerpt: String = text.trim().chars().take(ERROR_EXCERPT_CHARS).collect();
+            return Err(ToolError::Failed(format!(
+                "HTTP {}: {excerpt}",
+                status.as_u16()
+            )));
+        }
         let (body, truncated) = read_capped(response, MAX_HTTP_TOOL_RESPONSE_BYTES)
             .await
             .map_err(|e| {
@@ -234,14 +245,6 @@ impl Tool for HttpTool {
                     describe(&e)
                 ))
             })?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            let excerpt: String = text.trim().chars().take(ERROR_EXCERPT_CHARS).collect();
-            return Err(ToolError::Failed(format!(
-                "HTTP {}: {excerpt}",
-                status.as_u16()
-            )));
-        }
         let extension = match mime.as_str() {
             "text/html" => Some("html"),
             "text/markdown" => Some("md"),

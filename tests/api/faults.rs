@@ -14,12 +14,13 @@
 //!
 //! Timeouts in here are 1 s (the smallest `LLM_TIMEOUT_S`); no assertion is about timing.
 //!
-//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`tools`].
+//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`tools`], [`usage`].
 
 mod hooks;
 mod llm;
 mod llm_replies;
 mod tools;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,8 +11,10 @@
 //! - [`everything`]: server-everything over both transports;
 //! - [`process`]: the real binary: no MCP process left after shutdown, no secret in the log.
 
+mod environment;
 mod everything;
 mod hooks;
+mod hostile;
 mod peer;
 mod process;
 mod startup;

@@ -27,6 +27,7 @@ mod limits;
 mod logs;
 mod nul;
 mod paths;
+mod redirects;
 mod ssrf;
 mod tenancy;
 

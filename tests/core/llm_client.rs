@@ -2,12 +2,14 @@
 //! assembly, usage, retries, timeouts, broken streams and typed errors. No network, no key, no
 //! fixed port; backoff base is a few milliseconds so the file stays fast.
 //!
-//! By topic: [`broken`], [`errors`], [`retries`], [`streaming`], [`wire`].
+//! By topic: [`broken`], [`errors`], [`retries`], [`streaming`], [`usage`], [`wire`].
 
 mod broken;
 mod errors;
+mod redirects;
 mod retries;
 mod streaming;
+mod usage;
 mod wire;
 
 use std::time::{Duration, Instant};

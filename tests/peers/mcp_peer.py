@@ -6,11 +6,13 @@ tools/list fails), `hang` (sleeps until cancelled, recording the cancel), `crash
 (isError), `image` (a PNG), `big` (a huge text), `started` (answers once its marker exists).
 Every event goes to the file named by MCP_PEER_LOG, one line each, so tests can see what the
 server received. MCP_PEER_TOOLS=name,name renames `echo` to each of those names (collision
-tests); MCP_PEER_SECRET is echoed by `secret` (log-leak tests).
+tests); MCP_PEER_SECRET is echoed by `secret` (log-leak tests); MCP_PEER_ENV_DUMP names a file
+the server writes its whole environment to as JSON at start (environment tests).
 """
 
 import asyncio
 import base64
+import json
 import os
 import sys
 
@@ -119,8 +121,17 @@ def secret() -> str:
     return "secret set" if os.environ.get("MCP_PEER_SECRET") else "secret missing"
 
 
+def dump_env(path: str) -> None:
+    # Written whole, then renamed: a reader never sees half a file.
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(dict(os.environ), f)
+    os.replace(path + ".tmp", path)
+
+
 if __name__ == "__main__":
     record(f"start pid {os.getpid()}")
+    if os.environ.get("MCP_PEER_ENV_DUMP"):
+        dump_env(os.environ["MCP_PEER_ENV_DUMP"])
     if os.environ.get("MCP_PEER_FAIL_START"):
         print("cannot start: MCP_PEER_FAIL_START", file=sys.stderr)
         sys.exit(3)

@@ -49,6 +49,9 @@ pub struct Options {
     /// Use the configuration's models (e.g. `LLM_BASE_URL` pointing at a `FakeOpenAi`) instead
     /// of the `ScriptedLlm`, so the real OpenAI client is in the path.
     pub config_models: bool,
+    /// Build the tools from the configuration (`[[tools.http]]` with the app's own HTTP client)
+    /// instead of the standard test tools.
+    pub config_tools: bool,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             toml: String::new(),
             extra_tools: Vec::new(),
             config_models: false,
+            config_tools: false,
         }
     }
 }
@@ -146,7 +150,7 @@ impl TestApp {
             config,
             AppOverrides {
                 models: (!options.config_models).then_some(models),
-                tools: Some(tools),
+                tools: (!options.config_tools).then_some(tools),
                 keep_alive: Some(options.keep_alive),
                 flush_interval: Some(Duration::from_millis(1)),
             },

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Hook, HookContext, HookError, PostContext, PostVerdict, PreVerdict};
+use crate::tools::http_request::read_capped;
 
 /// Verdict bodies larger than this are refused: a verdict is a few fields, not a payload.
 const MAX_VERDICT_BYTES: usize = 1024 * 1024;
@@ -111,13 +112,16 @@ impl WebhookHook {
         if !status.is_success() {
             return Err(HookError::Failed(format!("webhook returned HTTP {status}")));
         }
-        let body = response.bytes().await.map_err(|e| {
-            HookError::Failed(format!(
-                "webhook body could not be read: {}",
-                e.without_url()
-            ))
-        })?;
-        if body.len() > MAX_VERDICT_BYTES {
+        // Read as a stream and cut: a huge verdict is refused without being downloaded.
+        let (body, truncated) = read_capped(response, MAX_VERDICT_BYTES)
+            .await
+            .map_err(|e| {
+                HookError::Failed(format!(
+                    "webhook body could not be read: {}",
+                    e.without_url()
+                ))
+            })?;
+        if truncated {
             return Err(HookError::Failed("webhook verdict is too large".into()));
         }
         if body.iter().all(u8::is_ascii_whitespace) {

@@ -93,3 +93,25 @@ fn http_tool_headers_and_hook_urls_expand_too() {
     .unwrap_err();
     assert!(e.contains("hooks[0].url") && e.contains("NOPE"), "{e}");
 }
+
+#[test]
+fn inherit_env_is_off_by_default_and_only_for_stdio() {
+    let c = load(
+        "[[mcp]]\nname = \"a\"\ncommand = \"x\"\n[[mcp]]\nname = \"b\"\ncommand = \"y\"\ninherit_env = true\n",
+        &[],
+    )
+    .unwrap();
+    assert!(!c.mcp[0].inherit_env);
+    assert!(c.mcp[1].inherit_env);
+    let shown = c.summary();
+    assert!(
+        shown.contains("a (stdio)") && shown.contains("b (stdio, inherits the environment)"),
+        "{shown}"
+    );
+    let e = load(
+        "[[mcp]]\nname = \"w\"\nurl = \"http://127.0.0.1:1/mcp\"\ninherit_env = true\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.contains("mcp[0].inherit_env"), "{e}");
+}

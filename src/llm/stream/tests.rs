@@ -1,4 +1,5 @@
 use super::*;
+use crate::llm::Usage;
 
 #[test]
 fn duplicate_call_ids_are_made_unique() {

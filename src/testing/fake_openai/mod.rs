@@ -61,6 +61,8 @@ pub struct FakeReply {
     delay: Duration,
     fault: Option<Fault>,
     usage: Option<(u64, u64)>,
+    /// Sent as the `usage` object instead of `usage` (malformed or huge counts).
+    raw_usage: Option<Value>,
     no_index: bool,
     chunk_chars: usize,
     finish_reason: Option<String>,
@@ -85,6 +87,7 @@ impl FakeReply {
             delay: Duration::ZERO,
             fault: None,
             usage: Some((FAKE_PROMPT_TOKENS, FAKE_COMPLETION_TOKENS)),
+            raw_usage: None,
             no_index: false,
             chunk_chars: 4,
             finish_reason: None,
@@ -165,6 +168,11 @@ impl FakeReply {
     }
     pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
         self.usage = Some((prompt, completion));
+        self
+    }
+    /// This JSON as the `usage` object, whatever it holds.
+    pub fn raw_usage(mut self, usage: Value) -> Self {
+        self.raw_usage = Some(usage);
         self
     }
     /// No `usage` at all, even when the request asked for it.

@@ -45,9 +45,12 @@ fn finish_reason(reply: &FakeReply) -> String {
 }
 
 fn usage_json(reply: &FakeReply) -> Option<Value> {
-    reply
-        .usage
-        .map(|(p, c)| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))
+    if let Some(raw) = &reply.raw_usage {
+        return Some(raw.clone());
+    }
+    reply.usage.map(|(p, c)| {
+        json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p.saturating_add(c)})
+    })
 }
 
 /// A non-streamed `chat.completion`.

@@ -5,14 +5,16 @@
 //! tools share, tells the app when a tool list changes, and stops every server (whole stdio
 //! process groups) on shutdown.
 //!
-//! Files: `session` (rmcp transports and requests), `server` (state and calls), `supervisor`,
-//! `tool`,
-//! `content`, `names`.
+//! Files: `session` (rmcp transports and requests), `stdio` (the child and its checked
+//! output), `frame` (what of a line gets through), `server` (state and calls), `supervisor`,
+//! `tool`, `content`, `names`.
 
 mod content;
+mod frame;
 mod names;
 mod server;
 mod session;
+mod stdio;
 mod supervisor;
 mod tool;
 
@@ -23,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use names::tool_name;
-pub use server::{CallObserver, ServerStatus, State};
+pub use server::{CallObserver, ServerStatus, SkippedTool, State};
 pub use tool::McpTool;
 
 use crate::config::McpServerConfig;
@@ -47,6 +49,18 @@ impl McpManager {
         http: reqwest::Client,
         observer: Option<CallObserver>,
     ) -> Arc<McpManager> {
+        let manager = Self::spawn(configs, http, observer);
+        manager.settled().await;
+        manager
+    }
+
+    /// Starts a supervisor per server and returns at once: every server is `connecting`
+    /// until its first attempt ends (for a start-up that serves before MCP is up).
+    pub fn spawn(
+        configs: &[McpServerConfig],
+        http: reqwest::Client,
+        observer: Option<CallObserver>,
+    ) -> Arc<McpManager> {
         let version = watch::channel(0u64).0;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -57,14 +71,18 @@ impl McpManager {
         for s in &servers {
             tasks.spawn(s.clone().supervise(http.clone(), shutdown.clone()));
         }
-        let first = futures::future::join_all(servers.iter().map(|s| s.settled()));
-        let _ = tokio::time::timeout(CONNECT_TIMEOUT, first).await;
         Arc::new(McpManager {
             servers,
             version,
             shutdown,
             tasks,
         })
+    }
+
+    /// Waits, at most the connect timeout, until every server's first attempt has ended.
+    pub async fn settled(&self) {
+        let first = futures::future::join_all(self.servers.iter().map(|s| s.settled()));
+        let _ = tokio::time::timeout(CONNECT_TIMEOUT, first).await;
     }
 
     pub fn is_empty(&self) -> bool {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{watch, Notify};
 
 use super::content::map_result;
+use super::frame::{has_too_deep, MAX_DEPTH};
 use super::names::tool_name;
 use super::session;
 use crate::config::McpServerConfig;
@@ -41,11 +42,34 @@ pub struct ToolEntry {
     pub requires_approval: bool,
 }
 
+/// A listed tool reagent does not offer, and why (shown by `/api/mcp`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkippedTool {
+    pub tool: String,
+    pub reason: String,
+}
+
+/// The tools of one listing: those offered and those skipped.
+pub(super) struct Listing {
+    pub tools: Arc<[ToolEntry]>,
+    pub skipped: Arc<[SkippedTool]>,
+}
+
+impl Listing {
+    pub fn empty() -> Self {
+        Self {
+            tools: Arc::from(Vec::new()),
+            skipped: Arc::from(Vec::new()),
+        }
+    }
+}
+
 struct Inner {
     state: State,
     last_error: Option<String>,
     since: DateTime<Utc>,
     tools: Arc<[ToolEntry]>,
+    skipped: Arc<[SkippedTool]>,
     peer: Option<Peer<RoleClient>>,
     /// Bumped with every new session, so a late error from an old one is not blamed on it.
     session: u64,
@@ -60,6 +84,8 @@ pub struct ServerStatus {
     pub transport: &'static str,
     pub state: State,
     pub tools: Vec<String>,
+    /// Listed tools that are not offered, with the reason (a schema reagent cannot use).
+    pub skipped_tools: Vec<SkippedTool>,
     pub last_error: Option<String>,
     pub since: DateTime<Utc>,
     pub required: bool,
@@ -110,6 +136,7 @@ impl Server {
                 last_error: None,
                 since: Utc::now(),
                 tools: Arc::from(Vec::new()),
+                skipped: Arc::from(Vec::new()),
                 peer: None,
                 session: 0,
                 settled: false,
@@ -133,6 +160,7 @@ impl Server {
             transport: self.cfg.transport(),
             state: inner.state,
             tools: inner.tools.iter().map(|t| t.name.clone()).collect(),
+            skipped_tools: inner.skipped.to_vec(),
             last_error: inner.last_error.clone(),
             since: inner.since,
             required: self.cfg.required,
@@ -157,7 +185,7 @@ impl Server {
         &self,
         state: State,
         error: Option<String>,
-        tools: Option<Arc<[ToolEntry]>>,
+        listing: Option<Listing>,
         peer: Option<Peer<RoleClient>>,
     ) {
         let changed_tools = {
@@ -173,9 +201,10 @@ impl Server {
                 inner.session += 1;
             }
             inner.peer = peer;
-            let changed = tools.is_some();
-            if let Some(t) = tools {
-                inner.tools = t;
+            let changed = listing.is_some();
+            if let Some(l) = listing {
+                inner.tools = l.tools;
+                inner.skipped = l.skipped;
             }
             if state != State::Connecting && state != State::Restarting {
                 inner.settled = true;
@@ -190,27 +219,37 @@ impl Server {
         }
     }
 
-    /// The listed tools this server exposes, with reagent names; bad ones are skipped.
-    pub(super) fn entries(&self, listed: Vec<Value>) -> Arc<[ToolEntry]> {
-        let mut out = Vec::new();
+    /// The listed tools this server exposes, with reagent names; bad ones are skipped with
+    /// the reason (logged, and shown by `/api/mcp`).
+    pub(super) fn entries(&self, listed: Vec<Value>) -> Listing {
+        let mut tools = Vec::new();
+        let mut skipped = Vec::new();
         for t in listed {
-            let Some(remote) = t
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-            else {
-                tracing::warn!(server = %self.cfg.name, "skipped an MCP tool without a name");
-                continue;
-            };
-            if self.allow.as_ref().is_some_and(|a| !a.is_match(remote)) {
+            let remote = t.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !remote.is_empty() && self.allow.as_ref().is_some_and(|a| !a.is_match(remote)) {
                 continue;
             }
             let schema = t.get("inputSchema").cloned().unwrap_or(Value::Null);
-            if !schema.is_object() {
-                tracing::warn!(server = %self.cfg.name, tool = remote, "skipped an MCP tool whose inputSchema is not an object");
+            let unusable = if remote.is_empty() {
+                Some("it has no name".to_string())
+            } else if has_too_deep(&t) {
+                Some(format!(
+                    "its definition nests deeper than {MAX_DEPTH} levels"
+                ))
+            } else if !schema.is_object() {
+                Some("its inputSchema is not an object".to_string())
+            } else {
+                None
+            };
+            if let Some(reason) = unusable {
+                tracing::warn!(server = %self.cfg.name, tool = remote, "skipped an MCP tool: {reason}");
+                skipped.push(SkippedTool {
+                    tool: remote.to_string(),
+                    reason,
+                });
                 continue;
             }
-            out.push(ToolEntry {
+            tools.push(ToolEntry {
                 name: tool_name(&self.cfg.name, remote),
                 remote: remote.to_string(),
                 description: t
@@ -223,7 +262,10 @@ impl Server {
                 requires_approval: self.approval.is_match(remote),
             });
         }
-        Arc::from(out)
+        Listing {
+            tools: Arc::from(tools),
+            skipped: Arc::from(skipped),
+        }
     }
 
     /// One `tools/call`. Never replayed: a call the transport loses is an error.

@@ -1,28 +1,27 @@
-//! One connection to an MCP server through rmcp: the stdio child (in its own process group)
-//! or the streamable HTTP transport, our client handler (which turns
+//! One connection to an MCP server through rmcp: the stdio child (in its own process group,
+//! its output checked by `stdio`) or the streamable HTTP transport, our client handler (which turns
 //! `notifications/tools/list_changed` into a wake-up of the supervisor), and the two requests
 //! reagent makes. Both requests go through `send_request_with_option`, not the SDK's cached
 //! list helpers, so a failed refresh is an error and never an answer from a stale cache; and
 //! results are read as JSON so one bad tool or content part is skipped, not fatal.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     ListToolsRequest, PaginatedRequestParams, RequestId,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 
+use super::{frame, stdio};
 use crate::config::McpServerConfig;
 
 /// Most pages of `tools/list` followed (a server that loops its cursor is cut off).
@@ -64,10 +63,14 @@ pub async fn connect(
                 .map_err(|_| format!("the value of header {name:?} is not a valid header value"))?;
             headers.insert(n, v);
         }
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            .custom_headers(headers)
+            .max_error_response_size(crate::net::MAX_ERROR_BODY_BYTES);
         let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-        let running = handler.serve(transport).await.map_err(|e| e.to_string())?;
+        let running = handler
+            .serve(transport)
+            .await
+            .map_err(|e| redirect_hint(chain(&e)))?;
         return Ok(Session {
             running,
             pgid: None,
@@ -75,14 +78,10 @@ pub async fn connect(
     }
     let command = cfg.command.as_deref().unwrap_or_default();
     let mut cmd = tokio::process::Command::new(command);
-    cmd.args(&cfg.args).envs(&cfg.env).kill_on_drop(true);
-    let mut wrapped = CommandWrap::from(cmd);
-    wrapped.wrap(ProcessGroup::leader());
-    let (child, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-    let pgid = child.id().map(|p| p as i32);
+    cmd.args(&cfg.args).kill_on_drop(true);
+    child_env(&mut cmd, cfg);
+    let (child, pgid, stderr) =
+        stdio::spawn(&cfg.name, cmd).map_err(|e| format!("cannot start {command:?}: {e}"))?;
     if let Some(stderr) = stderr {
         tokio::spawn(log_stderr(cfg.name.clone(), stderr));
     }
@@ -93,6 +92,30 @@ pub async fn connect(
             Err(format!("initialize failed: {e}"))
         }
     }
+}
+
+/// What a stdio server gets of reagent's environment unless `inherit_env = true`: the list
+/// the official MCP SDKs (TypeScript and Python) pass by default. Everything else (provider
+/// keys, `REAGENT_API_KEYS`, `DATABASE_URL`) would reach a third-party program, and through
+/// a tool that prints its environment, the model.
+pub const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The child's environment: the minimal one (or all of reagent's with `inherit_env`), then
+/// the server's configured `env`, which wins.
+fn child_env(cmd: &mut tokio::process::Command, cfg: &McpServerConfig) {
+    if !cfg.inherit_env {
+        cmd.env_clear();
+        for key in INHERITED_ENV {
+            // As the SDKs do: a value starting with `()` is an exported shell function.
+            match std::env::var_os(key) {
+                Some(v) if !v.as_encoded_bytes().starts_with(b"()") => {
+                    cmd.env(key, v);
+                }
+                _ => {}
+            }
+        }
+    }
+    cmd.envs(&cfg.env);
 }
 
 /// The server's stderr, line by line, into the log at debug level (bounded lines).
@@ -197,6 +220,36 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// An error with its causes: reqwest's own message alone ("error following redirect") hides
+/// what went wrong.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// rmcp's error hides the redirect policy's own message: say what the policy is.
+fn redirect_hint(text: String) -> String {
+    if text.contains("error following redirect") && !text.contains("another origin") {
+        format!(
+            "{text} (redirects are followed within the configured URL's origin only, at most \
+             {} hops: a redirect to another origin is refused so that configured headers are \
+             never sent there)",
+            crate::net::MAX_REDIRECTS
+        )
+    } else {
+        text
+    }
+}
+
 /// A request error in words an operator can act on.
 pub fn describe(e: ServiceError) -> String {
     describe_ref(&e)
@@ -210,6 +263,13 @@ pub fn describe_ref(e: &ServiceError) -> String {
                 "no answer from the MCP server within {} s",
                 timeout.as_secs_f64()
             )
+        }
+        // An answer reagent could not read: the message says why, in full.
+        ServiceError::McpError(e)
+            if e.data.as_ref().and_then(|d| d.get("reagent"))
+                == Some(&frame::UNREADABLE.into()) =>
+        {
+            e.message.to_string()
         }
         ServiceError::McpError(e) => format!(
             "the MCP server answered with error {}: {}",

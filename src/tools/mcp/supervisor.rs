@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::server::{Server, State, CONNECT_TIMEOUT};
+use super::server::{Listing, Server, State, CONNECT_TIMEOUT};
 use super::session::{self, Session};
 
 const BACKOFF_START: Duration = Duration::from_secs(1);
@@ -38,7 +38,7 @@ impl Server {
             let attempt = tokio::time::timeout(CONNECT_TIMEOUT, self.open(&http));
             let opened = tokio::select! {
                 r = attempt => r.unwrap_or_else(|_| Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))),
-                () = shutdown.cancelled() => return self.set(State::Failed, Some("shut down".into()), Some(Arc::from(Vec::new())), None),
+                () = shutdown.cancelled() => return self.set(State::Failed, Some("shut down".into()), Some(Listing::empty()), None),
             };
             match opened {
                 Ok(session) => {
@@ -68,9 +68,9 @@ impl Server {
         let peer = session.running.peer().clone();
         match session::list_tools(&peer, CONNECT_TIMEOUT).await {
             Ok(listed) => {
-                let tools = self.entries(listed);
-                tracing::info!(server = %self.cfg.name, tools = tools.len(), "MCP server ready");
-                self.set(State::Ready, None, Some(tools), Some(peer));
+                let listing = self.entries(listed);
+                tracing::info!(server = %self.cfg.name, tools = listing.tools.len(), skipped = listing.skipped.len(), "MCP server ready");
+                self.set(State::Ready, None, Some(listing), Some(peer));
                 Ok(session)
             }
             Err(e) => {
@@ -103,9 +103,9 @@ impl Server {
                     }
                     match session::list_tools(&peer, CONNECT_TIMEOUT).await {
                         Ok(listed) => {
-                            let tools = self.entries(listed);
-                            tracing::info!(server = %self.cfg.name, tools = tools.len(), "MCP tool list refreshed");
-                            self.set(State::Ready, None, Some(tools), Some(peer.clone()));
+                            let listing = self.entries(listed);
+                            tracing::info!(server = %self.cfg.name, tools = listing.tools.len(), skipped = listing.skipped.len(), "MCP tool list refreshed");
+                            self.set(State::Ready, None, Some(listing), Some(peer.clone()));
                         }
                         Err(e) => {
                             token.cancel();

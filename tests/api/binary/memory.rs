@@ -1,4 +1,14 @@
-//! Memory: clients that never read a long replay hold little of it.
+//! Memory: clients that never read a long replay hold little of it; a provider's huge error
+//! body is never read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
 
 use super::*;
 
@@ -94,5 +104,95 @@ async fn clients_that_never_read_a_long_replay_hold_little_memory() {
     assert!(
         after <= bound,
         "memory not returned: baseline {baseline}, after {after}"
+    );
+}
+
+/// Peak resident memory (`VmHWM`) of the server, from `/proc`.
+fn peak_rss_bytes(server: &Server) -> u64 {
+    let pid = server.child.id().expect("child still running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+/// A provider whose every answer is HTTP 500 with a 200 MB body, made as it is sent (the fake
+/// never holds it); counts the bytes it managed to send.
+async fn huge_error_provider() -> (String, Arc<AtomicU64>) {
+    const CHUNK: usize = 64 * 1024;
+    const CHUNKS: usize = 200 * 1024 * 1024 / CHUNK;
+    let sent = Arc::new(AtomicU64::new(0));
+    let counter = sent.clone();
+    let provider = Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let counter = counter.clone();
+            async move {
+                let chunk = Bytes::from(vec![b'e'; CHUNK]);
+                let body = futures::stream::iter(0..CHUNKS).map(move |_| {
+                    counter.fetch_add(CHUNK as u64, Ordering::Relaxed);
+                    Ok::<_, std::io::Error>(chunk.clone())
+                });
+                (StatusCode::INTERNAL_SERVER_ERROR, Body::from_stream(body))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, provider).await });
+    (format!("http://{addr}/v1"), sent)
+}
+
+/// A provider's 200 MB error body is not read (issue 37: RSS 23 MB -> 630 MB per call, again
+/// on every retry): three attempts (two retries) leave the peak RSS of the real binary less
+/// than 20 MB above where it was, the run fails at once with a short message, and the fake
+/// could push only what socket buffers hold of each body.
+#[tokio::test]
+async fn a_huge_provider_error_body_is_not_read() {
+    const PEAK_GROWTH_BOUND: u64 = 20 * 1024 * 1024;
+    let (dir, db_url) = workdir();
+    let (url, sent) = huge_error_provider().await;
+    let env = [
+        ("DATABASE_URL", db_url.as_str()),
+        ("LLM_BASE_URL", url.as_str()),
+        ("LLM_MAX_RETRIES", "2"),
+        ("LLM_TIMEOUT_S", "60"),
+        ("RUST_LOG", "info"),
+    ];
+    let server = Server::serve(dir.path(), &env).await;
+    let before = peak_rss_bytes(&server);
+    let started = Instant::now();
+    let (_, run) = server.start_run("hello").await;
+    let shown = loop {
+        let shown = server.get_json(&format!("/api/runs/{run}")).await;
+        if shown["status"] != "running" && shown["status"] != "queued" {
+            break shown;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run did not end: {shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let after = peak_rss_bytes(&server);
+    let pushed = sent.load(Ordering::Relaxed);
+    eprintln!(
+        "peak RSS {before} B -> {after} B (+{} B) in {:?}; the provider pushed {pushed} B",
+        after.saturating_sub(before),
+        started.elapsed()
+    );
+    assert_eq!(shown["status"], "failed", "{shown}");
+    let error = shown["error"].as_str().unwrap_or_default();
+    assert!(error.contains("500") && error.len() < 1000, "{error}");
+    assert!(
+        after.saturating_sub(before) < PEAK_GROWTH_BOUND,
+        "peak RSS grew from {before} to {after} bytes"
+    );
+    assert!(
+        pushed < 3 * 32 * 1024 * 1024,
+        "{pushed} bytes of error bodies were downloaded"
     );
 }
