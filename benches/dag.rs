@@ -112,6 +112,7 @@ async fn run_once(llm: Arc<dyn Llm>) {
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: Default::default(),
         artifacts: Arc::new(MemoryArtifacts::new()),
+        tool_slots: Default::default(),
         checkpoints: None,
     };
     let input = RunInput {

@@ -120,6 +120,7 @@ fn one_run(
             interrupts: Arc::new(InterruptQueue::new()),
             cancel: Default::default(),
             artifacts: Arc::new(MemoryArtifacts::new()),
+            tool_slots: Default::default(),
         };
         let input = RunInput {
             run_id: "r".into(),

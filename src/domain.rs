@@ -5,6 +5,8 @@
 //! them; this module depends on nothing else in the crate, so none of those layers has to import
 //! another to name them.
 //!
+//! [`text::clip`] cuts model-supplied text where logs and prompts quote it.
+//!
 //! Each enum's text (its JSON, its stored column and its SSE name) is written once, in the
 //! table of [`text_enum!`]; serialisation and parsing both read that table.
 
@@ -12,6 +14,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub mod text;
 
 /// Text that names none of an enum's values (`what` says which enum).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

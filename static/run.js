@@ -178,6 +178,12 @@ export class RunView {
         this.steps.append(el('div', 'separator resumed',
           `resumed at iteration ${data.iteration ?? ''}${data.instance ? ` on ${data.instance}` : ''}`));
         break;
+      case 'limit':
+        // A tool-call limit took effect: some calls were not run, or the run calls no more.
+        this.steps.append(el('div', 'selection muted', data.limit === 'tool_calls_per_run'
+          ? `limit of ${data.max} tool calls per run reached: answering with what was found`
+          : `limit of ${data.max} tool calls per reply: ${data.skipped} more were not run`));
+        break;
       default:
         break;
     }

@@ -17,8 +17,8 @@ mod history;
 mod summary;
 
 pub use estimate::{
-    estimate_message_tokens, estimate_tokens, estimate_tool_tokens, is_well_formed,
-    MESSAGE_OVERHEAD_TOKENS, TOOL_OVERHEAD_TOKENS,
+    estimate_message_tokens, estimate_tokens, estimate_tool_tokens, is_well_formed, json_len,
+    BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, TOOL_OVERHEAD_TOKENS,
 };
 pub use history::History;
 
@@ -26,9 +26,9 @@ use super::events::CompactEvent;
 use crate::domain::prompt_budget;
 use crate::llm::{Llm, Message, Role, ToolDefinition, Usage};
 use estimate::message_tokens;
-use summary::{cut, summarise};
 #[cfg(test)]
-use {estimate::json_len, summary::SUMMARY_MESSAGE_BYTES};
+use summary::SUMMARY_MESSAGE_BYTES;
+use summary::{cut, summarise};
 
 /// The instruction of the summary prompt that keeps the agent's train of thought alive across a
 /// compaction: without it summaries keep the facts but lose *why* the agent was doing what it did.

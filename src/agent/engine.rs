@@ -11,7 +11,7 @@ use super::hooks::HookRunner;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::selection::select_tools;
 use super::settings::AgentConfig;
-use super::synthesis::{fallback_tail, stream_answer, AnswerSoFar};
+use super::synthesis::{fallback_tail, stream_answer, trace_limit, AnswerSoFar, TraceLimits};
 use super::tool_loop::{LoopRun, LoopSetup};
 use crate::llm::{Llm, Usage};
 use crate::tools::ToolRegistry;
@@ -211,7 +211,10 @@ impl ReActAgent {
             &input.query,
             &result.steps,
             &result.brief_answer,
-            self.config.synthesis_truncation,
+            TraceLimits {
+                truncation: self.config.synthesis_truncation,
+                max_bytes: trace_limit(self.config.synthesis_max_bytes, self.context_budget()),
+            },
             &events,
             &handles.cancel,
         )

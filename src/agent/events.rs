@@ -148,6 +148,26 @@ pub enum StepEvent {
     },
     /// A new round is planned; `round` is the new round's number.
     Replan { round: u32, reason: String },
+    /// A tool-call limit took effect: `tool_calls_per_reply` (the reply's calls past `max` were
+    /// not run; `skipped` says how many) or `tool_calls_per_run` (the run calls no more tools
+    /// and its answer is written from what it has).
+    Limit {
+        iteration: u32,
+        limit: ToolLimit,
+        max: u32,
+        skipped: u32,
+        /// The DAG step this event belongs to; absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
+    },
+}
+
+/// Which tool-call limit a `step {type:"limit"}` event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolLimit {
+    ToolCallsPerReply,
+    ToolCallsPerRun,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -12,11 +12,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
+use super::context::json_len;
 use super::events::{AgentEvent, ArtifactRef, EventSink, StepEvent};
 use super::hooks::{HookContext, HookRunner, PostContext, PreOutcome};
 use super::prompts;
 use super::record::StepRecord;
-use super::synthesis::truncate_chars;
+use super::slots::ToolSlots;
+use super::synthesis::{json_prefix, truncate_chars};
 use crate::tools::{ToolError, ToolOutput, ToolRegistry};
 
 /// What the LLM sees for a call the cancellation interrupted.
@@ -25,7 +27,13 @@ pub const CANCELLED_RESULT: &str = "[cancelled: tool execution did not complete]
 /// `tool_end.observation` is cut to this many characters for display (docs/api.md).
 pub const DISPLAY_OBSERVATION_CHARS: usize = 4000;
 
-/// A call the LLM asked for. `arguments` is `Err(raw text)` when it was not valid JSON.
+/// `tool_start.arguments` larger than this (as JSON) are shown as the first
+/// [`DISPLAY_OBSERVATION_CHARS`] characters of their text: the tool gets them whole, but a
+/// model's megabytes of arguments are not copied into every event, log and database row.
+pub const DISPLAY_ARGUMENTS_BYTES: usize = 64 * 1024;
+
+/// A call the LLM asked for. `arguments` is `Err(raw text)` when it was not valid JSON, or
+/// `Err` of [`prompts::omitted_arguments`] when they were over the size limit.
 #[derive(Clone, Debug)]
 pub struct PendingCall {
     pub call_id: String,
@@ -51,6 +59,8 @@ pub struct Executor {
     pub run_id: String,
     pub conversation_id: String,
     pub artifacts: Arc<dyn ArtifactSink>,
+    /// A call executes only while it holds one of these (hooks and approvals need none).
+    pub slots: ToolSlots,
 }
 
 /// Aborts the tool's task when the call is dropped (timeout or cancellation).
@@ -79,6 +89,15 @@ fn display_args(args: &Result<Value, String>) -> Value {
     }
 }
 
+/// The arguments a `tool_start` event shows: whole unless large ([`DISPLAY_ARGUMENTS_BYTES`]).
+fn shown_args(args: &Result<Value, String>) -> Value {
+    match args {
+        Ok(v) if json_len(v) <= DISPLAY_ARGUMENTS_BYTES => v.clone(),
+        Ok(v) => Value::String(json_prefix(v, DISPLAY_OBSERVATION_CHARS)),
+        Err(raw) => Value::String(truncate_chars(raw, DISPLAY_OBSERVATION_CHARS)),
+    }
+}
+
 impl Executor {
     fn emit(&self, step: StepEvent) {
         self.events.send(AgentEvent::Step(step));
@@ -97,7 +116,7 @@ impl Executor {
                 iteration,
                 call_id: c.call_id.clone(),
                 tool: c.tool.clone(),
-                arguments: display_args(&c.arguments),
+                arguments: shown_args(&c.arguments),
                 dag_step: None,
             });
         }
@@ -164,7 +183,7 @@ impl Executor {
                     iteration,
                     call_id: c.call_id.clone(),
                     tool: c.tool.clone(),
-                    arguments: display_args(&c.arguments),
+                    arguments: shown_args(&c.arguments),
                     dag_step: None,
                 });
                 self.answered(iteration, c, observation)
@@ -236,6 +255,9 @@ impl Executor {
             events: Some(self.events.clone()),
         };
         let (observation, error) = match &call.arguments {
+            Err(kept) if kept.starts_with(prompts::ARGUMENTS_OMITTED) => {
+                (prompts::arguments_too_large(&call.tool, kept), true)
+            }
             Err(raw) => (
                 format!(
                     "Error: the arguments for '{}' are not valid JSON ({}). Send a JSON object.",
@@ -255,7 +277,10 @@ impl Executor {
                 PreOutcome::Allowed(args) => {
                     ran = true;
                     let timeout = tool.timeout().unwrap_or(self.default_timeout);
-                    match run_tool(tool.clone(), args, timeout).await {
+                    let slot = self.slots.acquire().await;
+                    let result = run_tool(tool.clone(), args, timeout).await;
+                    drop(slot);
+                    match result {
                         Ok(output) => (self.observe(output, &mut artifacts).await, false),
                         Err(message) => (format!("Error: {message}"), true),
                     }

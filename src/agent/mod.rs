@@ -6,8 +6,8 @@
 //! Layout: `engine` drives a run through `tool_loop` (which runs calls through `executor`) and
 //! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs); `run`
 //! holds what a run takes in and returns, `record` the record of each tool call (shared by the
-//! run's result and its checkpoints), `settings` the engine's settings (the `[react]` section).
-//! The values shared with other layers (status, mode, artifact references, event names) come
+//! run's result and its checkpoints), `settings` the engine's settings (the `[react]` section),
+//! `slots` the bound on tool calls executing at once. The values shared with other layers (status, mode, artifact references, event names) come
 //! from [`crate::domain`]; no file here imports `engine`.
 
 pub mod action;
@@ -26,6 +26,7 @@ mod run;
 pub mod safeguards;
 pub mod selection;
 mod settings;
+pub mod slots;
 pub mod synthesis;
 mod tool_loop;
 
@@ -35,3 +36,4 @@ pub use interrupts::{Interrupt, InterruptQueue};
 pub use record::StepRecord;
 pub use run::{AgentResult, RunHandles, RunInput};
 pub use settings::AgentConfig;
+pub use slots::{ToolPool, ToolSlots};

@@ -55,9 +55,43 @@ pub fn not_recorded(reason: &str) -> String {
     format!("Error: the tool was not called: its start could not be recorded ({reason}).")
 }
 
+/// Starts what a call whose arguments were too large keeps instead of them (the executor
+/// answers such a call with [`arguments_too_large`] instead of a JSON error).
+pub const ARGUMENTS_OMITTED: &str = "[arguments omitted: ";
+
+/// What a call keeps of arguments over the size limit: their size, nothing of them.
+pub fn omitted_arguments(bytes: usize, max: usize) -> String {
+    format!("{ARGUMENTS_OMITTED}{bytes} bytes, more than the {max} a tool call may send]")
+}
+
+/// The observation of a call whose arguments were over the size limit (`kept` is what
+/// [`omitted_arguments`] made of them).
+pub fn arguments_too_large(tool: &str, kept: &str) -> String {
+    let size = kept
+        .strip_prefix(ARGUMENTS_OMITTED)
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or(kept);
+    format!(
+        "Error: the call to '{}' was not run: its arguments were {size}. Send smaller \
+         arguments (refer to data instead of writing it out).",
+        crate::domain::text::clip(tool, crate::domain::text::NAME_CHARS),
+    )
+}
+
+/// After the results of a reply whose calls past a limit were not run.
+pub fn calls_not_run(asked: usize, ran: usize, per_reply: u32) -> String {
+    format!(
+        "[Tool call limit] Your last reply asked for {asked} tool calls; only the first {ran} \
+         were run (at most {per_reply} run per reply). The other {} were not run: ask again only \
+         for those you still need.",
+        asked - ran.min(asked)
+    )
+}
+
 pub fn unknown_tool(name: &str, available: &[String]) -> String {
     format!(
-        "Error: Unknown tool '{name}'. Available tools: {}",
+        "Error: Unknown tool '{}'. Available tools: {}",
+        crate::domain::text::clip(name, crate::domain::text::NAME_CHARS),
         if available.is_empty() {
             "(none)".to_string()
         } else {

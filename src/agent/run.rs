@@ -12,6 +12,7 @@ use super::checkpoint::CheckpointSink;
 use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
 use super::record::StepRecord;
+use super::slots::ToolSlots;
 use crate::llm::Message;
 
 /// The query and what the agent already knows of the conversation.
@@ -36,6 +37,8 @@ pub struct RunHandles {
     pub artifacts: Arc<dyn ArtifactSink>,
     /// Receives the loop's checkpoints (docs/deployment.md); `None` takes none.
     pub checkpoints: Option<CheckpointSink>,
+    /// Bounds the run's tool calls executing at once (the run's share of the process's).
+    pub tool_slots: ToolSlots,
 }
 
 /// Everything a run produced: how it ended (exactly what `done` said) and the engine's trace.

@@ -3,8 +3,6 @@
 //! fails — before or after the first delta — the loop's brief answer streams instead, preceded
 //! by `answer {status:"reset"}` when deltas were already sent. The user always gets an answer.
 
-use std::fmt::Write as _;
-
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -12,6 +10,9 @@ use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
 use super::prompts;
 use super::record::StepRecord;
 use crate::llm::{ChatRequest, Llm, LlmError, Message, StreamEvent, Usage};
+
+mod trace;
+pub use trace::{build_trace, cut_bytes, json_prefix, trace_limit};
 
 /// What synthesis produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,35 +31,6 @@ pub fn truncate_chars(text: &str, max: usize) -> String {
             format!("{}… [truncated {cut} characters]", &text[..byte])
         }
     }
-}
-
-/// The synthesis user message: the question, every tool call with its arguments and result
-/// (each result cut to `truncation` characters), and the brief answer as the draft.
-pub fn build_trace(query: &str, steps: &[StepRecord], brief: &str, truncation: usize) -> String {
-    let mut s = format!("Original question:\n{query}\n\nExecution trace:\n");
-    if steps.is_empty() {
-        s.push_str("(no tools were called)\n");
-    }
-    for (i, step) in steps.iter().enumerate() {
-        let status = if step.blocked {
-            " [blocked]"
-        } else if step.error {
-            " [error]"
-        } else {
-            ""
-        };
-        // Writing to a String cannot fail.
-        let _ = write!(
-            s,
-            "{}. {}({}){status}\n   Result: {}\n",
-            i + 1,
-            step.tool,
-            step.arguments,
-            truncate_chars(&step.observation, truncation)
-        );
-    }
-    let _ = write!(s, "\nDraft answer:\n{brief}\n");
-    s
 }
 
 fn emit(events: &EventSink, e: AnswerEvent) {
@@ -109,17 +81,41 @@ pub fn fallback_tail(outcome: RunOutcome, so_far: AnswerSoFar) -> Vec<AgentEvent
     tail
 }
 
+/// How the synthesis trace is cut: each result (and each call's arguments) to `truncation`
+/// characters, the whole to `max_bytes` ([`trace_limit`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceLimits {
+    pub truncation: usize,
+    pub max_bytes: usize,
+}
+
 /// Runs the streaming synthesis call and emits every `answer` event.
 pub async fn stream_answer(
     llm: &dyn Llm,
     query: &str,
     steps: &[StepRecord],
     brief: &str,
-    truncation: usize,
+    limits: TraceLimits,
     events: &EventSink,
     cancel: &CancellationToken,
 ) -> Synthesis {
-    let trace = build_trace(query, steps, brief, truncation);
+    // A draft larger than half the trace may be is the answer itself: synthesis would read it
+    // cut and could only lose some of it.
+    if brief.len() > limits.max_bytes / 2 {
+        tracing::info!(
+            bytes = brief.len(),
+            "the draft answer is too large to synthesise from; it is the answer"
+        );
+        for e in fallback_answer(brief, AnswerSoFar::NotStarted) {
+            emit(events, e);
+        }
+        return Synthesis {
+            answer: brief.to_string(),
+            fallback: true,
+            usage: Usage::default(),
+        };
+    }
+    let trace = build_trace(query, steps, brief, limits);
     stream_synthesis(llm, trace, brief, events, cancel).await
 }
 

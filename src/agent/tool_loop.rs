@@ -29,6 +29,7 @@ use crate::llm::{
 use crate::tools::ToolRegistry;
 
 mod guard;
+mod limits;
 mod resume;
 mod steps;
 
@@ -82,6 +83,8 @@ pub(super) struct LoopRun<'a> {
     steps_json: JsonList,
     pub iterations: u32,
     tool_calls: u32,
+    /// Calls of the last reply that were not run because of a limit.
+    skipped: u32,
     pub usage: Usage,
     status: RunStatus,
     brief: String,
@@ -144,6 +147,7 @@ impl<'a> LoopRun<'a> {
                 run_id: input.run_id.clone(),
                 conversation_id: input.conversation_id.clone(),
                 artifacts: handles.artifacts.clone(),
+                slots: handles.tool_slots.clone(),
             },
             guard: ContextGuard::new(budget),
             messages: History::new(messages),
@@ -151,6 +155,7 @@ impl<'a> LoopRun<'a> {
             steps_json: JsonList::keeping_from(STEPS_KEEP_FROM),
             iterations: 0,
             tool_calls: 0,
+            skipped: 0,
             usage: Usage::default(),
             status: RunStatus::Running,
             brief: String::new(),
@@ -184,7 +189,13 @@ impl<'a> LoopRun<'a> {
             }
             if self.iterations >= max {
                 self.status = RunStatus::MaxIterations;
-                self.brief = self.step_summary();
+                self.brief = self.step_summary(&format!(
+                    "I reached the limit of {max} iterations before finishing. Steps taken:\n"
+                ));
+                break;
+            }
+            if self.tool_calls_used_up() {
+                self.stop_at_tool_limit();
                 break;
             }
             self.iterations += 1;
@@ -264,12 +275,9 @@ impl<'a> LoopRun<'a> {
         self.brief = "The run was cancelled before it finished.".to_string();
     }
 
-    /// Fallback brief answer when iterations ran out.
-    fn step_summary(&self) -> String {
-        let mut s = format!(
-            "I reached the limit of {} iterations before finishing. Steps taken:\n",
-            self.config.max_iterations
-        );
+    /// Fallback brief answer when a limit ended the loop: `header`, then each step.
+    fn step_summary(&self, header: &str) -> String {
+        let mut s = header.to_string();
         if self.steps.is_empty() {
             s.push_str("(no tool was called)\n");
         }

@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::builtin::AuditSink;
+use crate::agent::ToolPool;
 use crate::config::{Config, ConfigError};
 use crate::llm::registry::ModelRegistry;
 use crate::runs::{LeaseTimes, RunError, RunManager};
@@ -128,6 +129,10 @@ impl App {
         manager.approvals = approvals;
         manager.agents = Arc::from(config.agents.clone());
         manager.dag = config.dag.clone();
+        manager.tool_pool = ToolPool::new(
+            config.tools.max_concurrent,
+            config.tools.max_concurrent_per_run,
+        );
         manager.observer = Some(metrics::run_observer(&metrics));
         manager.resume_on_restart = config.server.resume_on_restart;
         if let Some(id) = &config.server.instance_id {

@@ -129,6 +129,14 @@ pub(super) fn apply(
         file.tools.allow_private_http = v;
     }
     set(
+        &mut file.tools.max_concurrent,
+        int(env, "REAGENT_MAX_CONCURRENT_TOOLS", 1)?,
+    );
+    set(
+        &mut file.tools.max_concurrent_per_run,
+        int(env, "REAGENT_MAX_CONCURRENT_TOOLS_PER_RUN", 1)?,
+    );
+    set(
         &mut file.server.shutdown_grace_s,
         int(env, "REAGENT_SHUTDOWN_GRACE_S", 0)?,
     );
@@ -182,6 +190,22 @@ pub(super) fn apply(
         &mut r.synthesis_truncation,
         int(env, "REACT_SYNTHESIS_TRUNCATION", 1)?,
     );
+    set(
+        &mut r.max_tool_calls_per_reply,
+        int(env, "REACT_MAX_TOOL_CALLS_PER_REPLY", 1)?,
+    );
+    set(
+        &mut r.max_tool_calls_per_run,
+        int(env, "REACT_MAX_TOOL_CALLS_PER_RUN", 1)?,
+    );
+    set(
+        &mut r.max_tool_arguments_bytes,
+        int(env, "REACT_MAX_TOOL_ARGUMENTS_BYTES", 1)?,
+    );
+    if let Some(n) = int(env, "REACT_SYNTHESIS_MAX_BYTES", 1)? {
+        validate::synthesis_max_bytes("REACT_SYNTHESIS_MAX_BYTES", n)?;
+        r.synthesis_max_bytes = n;
+    }
     if let Some(v) = int(env, "CONTEXT_BUDGET_TOKENS", 1)? {
         r.context_budget_tokens = Some(v);
     }

@@ -109,7 +109,8 @@ impl Config {
             *out,
             "react: max_iterations {}, tool selection above {} tools (max {}), reflection every {}, \
              cycle threshold {}, completion check {} (min {} tools), synthesis truncation {}, \
-             context budget {}, tool timeout {} s, native tools {}{}",
+             context budget {}, tool timeout {} s, native tools {}{}\n  \
+             tool calls: {} per reply, {} per run; synthesis trace at most {} bytes",
             r.max_iterations,
             r.tool_selection_threshold,
             r.tool_selection_max,
@@ -125,6 +126,9 @@ impl Config {
             r.compact_model
                 .as_ref()
                 .map_or(String::new(), |m| format!(", compact model {m}")),
+            r.max_tool_calls_per_reply,
+            r.max_tool_calls_per_run,
+            r.synthesis_max_bytes,
         );
     }
 
@@ -151,13 +155,15 @@ impl Config {
         let tools: Vec<&str> = self.tools.http.iter().map(|t| t.name.as_str()).collect();
         let _ = writeln!(
             *out,
-            "tools: http [{}], private addresses {}",
+            "tools: http [{}], private addresses {}, {} calls at once ({} per run)",
             tools.join(", "),
             if self.tools.allow_private_http {
                 "allowed"
             } else {
                 "refused"
             },
+            self.tools.max_concurrent,
+            self.tools.max_concurrent_per_run,
         );
         let hooks: Vec<String> = self
             .hooks

@@ -11,6 +11,7 @@ use super::{Config, ConfigError, FileConfig};
 
 /// Names taken by the built-in tools (docs/configuration.md); an HTTP tool cannot shadow them.
 const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "http_request"];
+const MIN_SYNTHESIS_BYTES: usize = 1024;
 const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 pub(super) fn database_url(key: &str, raw: &str) -> Result<(), ConfigError> {
@@ -48,6 +49,19 @@ pub(super) fn at_least<T: PartialOrd + Copy + Debug + From<u8>>(
         Ok(())
     } else {
         Err(ConfigError::value(key, v, integer_expectation(min)))
+    }
+}
+
+/// The synthesis trace needs room for the question, a step and the draft: at least 1 KiB.
+pub(super) fn synthesis_max_bytes(key: &str, n: usize) -> Result<(), ConfigError> {
+    if n >= MIN_SYNTHESIS_BYTES {
+        Ok(())
+    } else {
+        Err(ConfigError::value(
+            key,
+            n,
+            "expected at least 1024 (bytes of the synthesis trace)",
+        ))
     }
 }
 
@@ -105,6 +119,24 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
     if let Some(n) = r.context_budget_tokens {
         at_least("react.context_budget_tokens", n, 1)?;
     }
+    at_least(
+        "react.max_tool_calls_per_reply",
+        r.max_tool_calls_per_reply,
+        1,
+    )?;
+    at_least("react.max_tool_calls_per_run", r.max_tool_calls_per_run, 1)?;
+    at_least(
+        "react.max_tool_arguments_bytes",
+        r.max_tool_arguments_bytes,
+        1,
+    )?;
+    synthesis_max_bytes("react.synthesis_max_bytes", r.synthesis_max_bytes)?;
+    at_least("tools.max_concurrent", f.tools.max_concurrent, 1)?;
+    at_least(
+        "tools.max_concurrent_per_run",
+        f.tools.max_concurrent_per_run,
+        1,
+    )?;
     at_least(
         "tools.http_max_response_bytes",
         f.tools.http_max_response_bytes,

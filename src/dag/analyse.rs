@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::executor::StepState;
-use super::prompts::ANALYSER_SYSTEM;
+use super::prompts::{ANALYSER_SYSTEM, TASK_CHARS};
 use crate::agent::synthesis::truncate_chars;
+use crate::domain::text::{clip, NAME_CHARS};
 use crate::llm::{structured_llm_call, Llm, Message, StructuredCall, Usage};
 
 /// Characters of each step result the analyser reads.
@@ -71,12 +72,16 @@ fn parse(v: &Value) -> Result<Analysis, String> {
 /// A step as the analyser and the synthesiser read it.
 pub fn describe_step(s: &StepState, cut: usize) -> String {
     let status = s.status.map(|st| st.as_str()).unwrap_or("pending");
-    let mut out = format!("[{}] ({status}) {}\n", s.step.id, s.step.task);
+    let mut out = format!(
+        "[{}] ({status}) {}\n",
+        clip(&s.step.id, NAME_CHARS),
+        clip(&s.step.task, TASK_CHARS)
+    );
     if let Some(r) = &s.result {
         out.push_str(&format!("Result: {}\n", truncate_chars(r, cut)));
     }
     if let Some(e) = &s.error {
-        out.push_str(&format!("Error: {e}\n"));
+        out.push_str(&format!("Error: {}\n", clip(e, cut)));
     }
     out
 }

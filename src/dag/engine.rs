@@ -11,57 +11,19 @@ use std::time::Instant;
 use super::analyse::{analyse, Analysis};
 use super::answer::{goal, replan_context, Round};
 use super::executor::{execute, RoundCtx};
+use super::finish::{finish, DagResult, Totals};
 use super::planner::{make_plan, PlanRequest};
+use super::setup::DagSetup;
 use super::step::{pick_model, CallIds};
 use crate::agent::events::{PlanStepView, StartEvent, StepEvent};
-use crate::agent::hooks::HookRunner;
-use crate::agent::{AgentConfig, AgentEvent, AgentResult, Interrupt, Mode, RunHandles, RunInput};
-use crate::config::DagConfig;
+use crate::agent::{AgentEvent, Mode, RunHandles, RunInput};
 use crate::domain::Engine;
-use crate::llm::registry::ModelRegistry;
-use crate::llm::{Llm, Usage};
-use crate::tools::ToolRegistry;
-
-/// What a DAG run is built from: the run's model (planner, analyser, answer, and steps without
-/// a matching role), the registry that serves roles, and what every step's agent gets.
-pub struct DagSetup {
-    pub llm: Arc<dyn Llm>,
-    /// The run's model's registry name (`start.model`).
-    pub model_name: String,
-    pub models: ModelRegistry,
-    pub tools: ToolRegistry,
-    pub hooks: HookRunner,
-    /// The steps' ReAct settings (`max_iterations` is replaced by `DAG_STEP_MAX_ITERATIONS`).
-    pub react: AgentConfig,
-    pub dag: DagConfig,
-    pub mode: Option<Mode>,
-    pub system_prompt: Option<String>,
-    pub compact_llm: Option<Arc<dyn Llm>>,
-}
+use crate::llm::Usage;
 
 /// The DAG engine of one run.
 pub struct DagEngine {
     setup: Arc<DagSetup>,
     usage_before: Usage,
-}
-
-/// A DAG run's result: what the run manager needs (as for ReAct) and every round.
-pub struct DagResult {
-    pub result: AgentResult,
-    pub rounds: Vec<Round>,
-}
-
-/// The rounds' running totals.
-#[derive(Default)]
-pub(super) struct Totals {
-    pub usage: Usage,
-    pub iterations: u32,
-    pub tool_calls: u32,
-    pub rounds: Vec<Round>,
-    pub follow_ups: Vec<String>,
-    pub processed: Vec<Interrupt>,
-    pub replans: u32,
-    pub cancelled: bool,
 }
 
 impl DagEngine {
@@ -80,13 +42,7 @@ impl DagEngine {
 
     /// The mode the run's model works in (`start.mode`); steps on other models may differ.
     pub fn mode(&self) -> Mode {
-        let s = &self.setup;
-        let native = s.react.use_native_tools && s.llm.abilities().tool_call;
-        if s.mode == Some(Mode::Json) || !native {
-            Mode::Json
-        } else {
-            Mode::Native
-        }
+        self.setup.mode()
     }
 
     /// Runs the query to completion, `start` to `done`. Never panics on LLM or tool failure.
@@ -110,7 +66,7 @@ impl DagEngine {
                 break;
             }
         }
-        self.finish(&input, &handles, t, started).await
+        finish(&self.setup, &input, &handles, t, started).await
     }
 
     /// One round; true when another round follows.
@@ -157,6 +113,7 @@ impl DagEngine {
             cancel,
             interrupts: &handles.interrupts,
             artifacts: &handles.artifacts,
+            tool_slots: &handles.tool_slots,
             may_stop: more_rounds,
         };
         let run = execute(&ctx, &planned.plan).await;
@@ -266,9 +223,5 @@ impl DagEngine {
                 model: pick_model(&self.setup, p.model_hint.as_deref()).0,
             })
             .collect()
-    }
-
-    pub(super) fn setup(&self) -> &DagSetup {
-        &self.setup
     }
 }

@@ -12,13 +12,13 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::engine::DagSetup;
 use super::plan::{Plan, PlanStep};
+use super::setup::DagSetup;
 use super::step::{pick_model, run_step, step_query, CallIds, DepResult, StepJob, StepRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::events::{DagStatus, StepEvent};
 use crate::agent::synthesis::truncate_chars;
-use crate::agent::{AgentEvent, AgentResult, EventSink, InterruptQueue, RunStatus};
+use crate::agent::{AgentEvent, AgentResult, EventSink, InterruptQueue, RunStatus, ToolSlots};
 use crate::llm::{Message, Usage};
 
 /// Characters of a step's result a `dag_step` event shows.
@@ -58,6 +58,8 @@ pub struct RoundCtx<'a> {
     pub cancel: &'a CancellationToken,
     pub interrupts: &'a InterruptQueue,
     pub artifacts: &'a Arc<dyn ArtifactSink>,
+    /// The run's tool slots, shared by all its steps.
+    pub tool_slots: &'a ToolSlots,
     /// An interrupt may stop this round (another round can follow it).
     pub may_stop: bool,
 }
@@ -240,6 +242,7 @@ impl Executor<'_, '_> {
                 ctx.ids.clone(),
                 ctx.cancel.clone(),
                 ctx.artifacts.clone(),
+                ctx.tool_slots.clone(),
             );
             let handle = self.tasks.spawn(async move {
                 let run = fut.await;

@@ -9,7 +9,7 @@
 //! Layout: `engine` (the rounds) and `finish` (outcome and answer) drive `planner` (over
 //! `plan`: shape, validation, fallback), `executor` (scheduling, over `step`: one step's agent),
 //! `analyse` and `answer` (the texts rounds pass on); `route` is `engine: auto`; `prompts`
-//! holds every prompt.
+//! holds every prompt; `setup` is what the engine, the executor and a step's agent all read.
 
 mod analyse;
 mod answer;
@@ -20,11 +20,14 @@ pub mod plan;
 mod planner;
 pub mod prompts;
 pub mod route;
+mod setup;
 mod step;
 #[cfg(test)]
 mod tests;
 
 pub use analyse::Analysis;
 pub use answer::Round;
-pub use engine::{DagEngine, DagResult, DagSetup};
+pub use engine::DagEngine;
 pub use executor::StepState;
+pub use finish::DagResult;
+pub use setup::DagSetup;

@@ -1,12 +1,18 @@
 //! A plan: its steps as the planner writes them, how a reply is read into one
 //! (lenient about shape, strict about meaning) and the validation every plan must pass before it
-//! runs: ids unique, dependencies known, no cycle, 1 to `DAG_MAX_STEPS` steps. A duplicate id is
+//! runs: ids short and unique, dependencies known, no cycle, 1 to `DAG_MAX_STEPS` steps. A duplicate id is
 //! reported as a duplicate, never as the cycle it would look like to a topological sort.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::domain::text::{clip, NAME_CHARS};
+
+/// The longest step id, in characters: ids are quoted in every prompt, log line and event that
+/// names the step, so a plan with a longer one is sent back to the planner.
+pub const MAX_ID_CHARS: usize = 64;
 
 /// One step as planned.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -32,14 +38,27 @@ pub struct Plan {
 pub enum PlanError {
     #[error("the plan has no steps")]
     Empty,
-    #[error("the plan has {0} steps, more than the {1} allowed")]
+    /// The steps read (the planner reads one more than allowed) and the most allowed.
+    #[error("the plan has more than the {1} steps allowed")]
     TooMany(usize, usize),
-    #[error("step id '{0}' is used by more than one step; every id must be unique")]
+    #[error("step id '{}' is longer than {MAX_ID_CHARS} characters; use short ids", clip(.0, NAME_CHARS))]
+    LongId(String),
+    #[error("step id '{}' is used by more than one step; every id must be unique", clip(.0, NAME_CHARS))]
     Duplicate(String),
-    #[error("step '{0}' depends on '{1}', which is not a step of the plan")]
+    #[error(
+        "step '{}' depends on '{}', which is not a step of the plan",
+        clip(.0, NAME_CHARS),
+        clip(.1, NAME_CHARS)
+    )]
     UnknownDependency(String, String),
-    #[error("the dependencies form a cycle: {}", .0.join(" -> "))]
+    #[error("the dependencies form a cycle: {}", cycle_text(.0))]
     Cycle(Vec<String>),
+}
+
+/// A cycle as `a -> b -> a`, each id clipped.
+fn cycle_text(ids: &[String]) -> String {
+    let ids: Vec<_> = ids.iter().map(|id| clip(id, NAME_CHARS)).collect();
+    ids.join(" -> ")
 }
 
 /// The planner's schema.
@@ -74,10 +93,25 @@ pub fn schema(max_steps: usize) -> Value {
 /// by [`validate`], not here, so an invalid plan is re-planned with its error rather than
 /// degrading the structured call to a weaker level.
 pub fn parse(raw: &Value) -> Result<Plan, String> {
+    parse_at_most(raw, usize::MAX)
+}
+
+/// [`parse`], reading no more than the first `limit` steps: the planner passes one more than
+/// the plan may have, so a reply of 100,000 steps costs no more than that to read and still
+/// fails [`validate`] as too long. The reply is read where it is, never copied.
+pub fn parse_at_most(raw: &Value, limit: usize) -> Result<Plan, String> {
+    let decoded;
     let steps = match raw.get("steps") {
-        Some(Value::String(s)) => serde_json::from_str::<Value>(s).map_err(|e| e.to_string())?,
-        Some(v) => v.clone(),
-        None if raw.get("task").is_some() => Value::Array(vec![raw.clone()]),
+        Some(Value::String(s)) => {
+            decoded = serde_json::from_str::<Value>(s).map_err(|e| e.to_string())?;
+            &decoded
+        }
+        Some(v) => v,
+        None if raw.get("task").is_some() => {
+            return Ok(Plan {
+                steps: vec![parse_step(raw)?],
+            })
+        }
         None => return Err("no `steps` array".into()),
     };
     let Value::Array(items) = steps else {
@@ -85,6 +119,7 @@ pub fn parse(raw: &Value) -> Result<Plan, String> {
     };
     let steps = items
         .iter()
+        .take(limit)
         .map(parse_step)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Plan { steps })
@@ -97,7 +132,8 @@ fn parse_step(v: &Value) -> Result<PlanStep, String> {
         _ => None,
     };
     let id = text("id").ok_or("a step has no id")?;
-    let task = text("task").ok_or_else(|| format!("step '{id}' has no task"))?;
+    let task =
+        text("task").ok_or_else(|| format!("step '{}' has no task", clip(&id, NAME_CHARS)))?;
     let dependencies = match v.get("dependencies") {
         Some(Value::Array(ds)) => ds
             .iter()
@@ -118,8 +154,8 @@ fn parse_step(v: &Value) -> Result<PlanStep, String> {
     })
 }
 
-/// Checks a plan in the order a reader fixes it: size, duplicate ids, unknown dependencies,
-/// then cycles.
+/// Checks a plan in the order a reader fixes it: size, id length, duplicate ids, unknown
+/// dependencies, then cycles.
 pub fn validate(plan: &Plan, max_steps: usize) -> Result<(), PlanError> {
     let n = plan.steps.len();
     if n == 0 {
@@ -127,6 +163,13 @@ pub fn validate(plan: &Plan, max_steps: usize) -> Result<(), PlanError> {
     }
     if n > max_steps {
         return Err(PlanError::TooMany(n, max_steps));
+    }
+    if let Some(s) = plan
+        .steps
+        .iter()
+        .find(|s| s.id.chars().nth(MAX_ID_CHARS).is_some())
+    {
+        return Err(PlanError::LongId(s.id.clone()));
     }
     let mut seen = HashSet::new();
     for s in &plan.steps {

@@ -42,13 +42,14 @@ pub async fn make_plan(
 ) -> Option<Planned> {
     let mut usage = Usage::default();
     let mut error: Option<PlanError> = None;
+    let max_steps = req.max_steps;
     for _attempt in 0..2 {
         let messages = prompt(req, error.as_ref());
         let call = StructuredCall {
             messages,
             schema_name: "create_plan".into(),
             schema: plan::schema(req.max_steps),
-            parse_fn: Box::new(plan::parse),
+            parse_fn: Box::new(move |v| plan::parse_at_most(v, max_steps.saturating_add(1))),
             default_value: None,
             regex_fallback: None,
         };

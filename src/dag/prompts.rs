@@ -32,3 +32,6 @@ pub const ANSWER_INTRO: &str = "Original question:\n";
 /// The re-planning note appended to the planner's user message.
 pub const REPLAN_NOTE: &str =
     "Please create a revised plan that addresses the gaps identified above.";
+
+/// Characters of a step's task quoted when the step is described to a later prompt.
+pub const TASK_CHARS: usize = 1000;

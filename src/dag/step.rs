@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::engine::DagSetup;
 use super::plan::PlanStep;
+use super::prompts::TASK_CHARS;
+use super::setup::DagSetup;
 use crate::agent::events::StepEvent;
 use crate::agent::synthesis::truncate_chars;
 use crate::agent::{
     AgentEvent, AgentResult, EventSink, InterruptQueue, ReActAgent, RunHandles, RunInput,
 };
+use crate::domain::text::{clip, NAME_CHARS};
 use crate::llm::{Llm, Message};
 
 /// The model a step with `hint` runs on: the first model with that role, else the run's.
@@ -51,8 +53,8 @@ pub(super) fn step_query(
         for d in deps {
             q.push_str(&format!(
                 "[{}] {}\nResult: {}\n",
-                d.id,
-                d.task,
+                clip(d.id, NAME_CHARS),
+                clip(d.task, TASK_CHARS),
                 truncate_chars(d.result, cut)
             ));
         }
@@ -89,6 +91,7 @@ pub(super) async fn run_step(
     ids: Arc<CallIds>,
     cancel: CancellationToken,
     artifacts: Arc<dyn crate::agent::artifacts::ArtifactSink>,
+    tool_slots: crate::agent::ToolSlots,
 ) -> StepRun {
     let started = Instant::now();
     let (model_name, llm) = job.model;
@@ -110,6 +113,7 @@ pub(super) async fn run_step(
         artifacts,
         // A step is not resumed after a crash (the DAG run is failed instead): no checkpoints.
         checkpoints: None,
+        tool_slots,
     };
     let input = RunInput {
         run_id: job.run_id,
@@ -185,7 +189,9 @@ fn tagged(parent: EventSink, ids: Arc<CallIds>, round: u32, step: String) -> Eve
                 *dag_step = tag;
             }
             AgentEvent::Step(
-                StepEvent::Thinking { dag_step, .. } | StepEvent::ApprovalRequired { dag_step, .. },
+                StepEvent::Thinking { dag_step, .. }
+                | StepEvent::ApprovalRequired { dag_step, .. }
+                | StepEvent::Limit { dag_step, .. },
             ) => *dag_step = tag,
             AgentEvent::Compact(c) => c.dag_step = tag,
             _ => {}

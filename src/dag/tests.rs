@@ -24,6 +24,7 @@ use crate::testing::scripted::response;
 use crate::tools::builtin::Calculator;
 use crate::tools::ToolRegistry;
 
+mod model_text;
 mod rounds;
 mod scheduling;
 
@@ -160,6 +161,7 @@ impl Harness {
             interrupts: self.queue.clone(),
             cancel: self.cancel.clone(),
             artifacts: Arc::new(MemoryArtifacts::default()),
+            tool_slots: Default::default(),
             checkpoints: None,
         };
         let input = RunInput {

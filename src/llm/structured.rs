@@ -17,6 +17,8 @@
 
 use serde_json::Value;
 
+use crate::domain::text::clip;
+
 use super::{
     extract_json, ChatRequest, ChatResponse, Llm, Message, ResponseFormat, Role, ToolChoice,
     ToolDefinition, Usage,
@@ -65,6 +67,14 @@ pub enum StructuredError {
 
 /// Description of the level-1 function when the schema has no top-level `description`: it tells
 /// the model the function is the answer channel, not an action with side effects.
+/// Characters of a failed attempt's reason that are logged and quoted back to the model.
+const REASON_CHARS: usize = 500;
+
+/// The largest reply a structured call reads, in bytes. Its values (a plan, a verdict, a
+/// choice) are a few kilobytes; a larger reply fails its level unread, because reading JSON
+/// into a value takes many times its size (a 5 MB plan of 100,000 steps, ~90 MB).
+pub const MAX_STRUCTURED_REPLY_BYTES: usize = 1024 * 1024;
+
 pub const FUNCTION_DESCRIPTION: &str =
     "Return your answer as the arguments of this function. Calling it has no side effect.";
 
@@ -190,6 +200,16 @@ impl<T> Chain<'_, '_, T> {
             ..ChatRequest::new(messages)
         };
         let reply = self.ask(1, request).await?;
+        if let Some(big) = reply
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.len())
+            .chain([reply.content.len()])
+            .find(|n| *n > MAX_STRUCTURED_REPLY_BYTES)
+        {
+            self.fail(1, &too_large(big));
+            return None;
+        }
         // Prefer the call to our function; a model may also answer in content despite the tool
         // (or beside a call whose arguments are broken).
         let raw = reply
@@ -229,7 +249,13 @@ impl<T> Chain<'_, '_, T> {
             .replace("{reason}", &self.last_reason)
             .replace("{schema}", &schema);
         let mut retry = messages;
-        retry.push(Message::assistant(reply.content));
+        // A reply too large to read is not sent back either.
+        let said = if reply.content.len() > MAX_STRUCTURED_REPLY_BYTES {
+            format!("[a reply of {} bytes]", reply.content.len())
+        } else {
+            reply.content
+        };
+        retry.push(Message::assistant(said));
         retry.push(Message::user(retry_prompt));
         let reply = self.ask(level, request(retry)).await?;
         self.read_text(level, &reply.content)
@@ -238,6 +264,10 @@ impl<T> Chain<'_, '_, T> {
     /// Reads a text reply: [`extract_json`], then (level 3 only) the regex fallback, each
     /// candidate checked by `parse_fn`.
     fn read_text(&mut self, level: u8, content: &str) -> Option<Found<T>> {
+        if content.len() > MAX_STRUCTURED_REPLY_BYTES {
+            self.fail(level, &too_large(content.len()));
+            return None;
+        }
         if let Some(raw) = extract_json(content) {
             if let Some(found) = self.accept(level, raw) {
                 return Some(found);
@@ -288,6 +318,8 @@ impl<T> Chain<'_, '_, T> {
     }
 
     fn fail(&mut self, level: u8, reason: &str) {
+        // The reason may quote the model's reply: it is logged and sent back, so it is cut.
+        let reason = &*clip(reason, REASON_CHARS);
         tracing::debug!(level, reason, "structured output attempt failed");
         self.last_error = format!("level {level}: {reason}");
         self.last_reason = reason.to_string();
@@ -301,6 +333,14 @@ fn parse_arguments(arguments: &str) -> Option<Value> {
         Ok(v @ Value::Object(_)) => Some(v),
         _ => extract_json(arguments),
     }
+}
+
+/// Why a reply over [`MAX_STRUCTURED_REPLY_BYTES`] was not read.
+fn too_large(bytes: usize) -> String {
+    format!(
+        "the reply is {bytes} bytes, more than the {MAX_STRUCTURED_REPLY_BYTES} a structured reply \
+         may have"
+    )
 }
 
 /// The schema as prompt text: compact JSON (`Display` of a `Value`), as it is repeated in

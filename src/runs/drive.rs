@@ -120,6 +120,7 @@ impl RunManager {
             cancel: live.cancel.clone(),
             artifacts: Arc::new(self.store.clone()) as Arc<dyn ArtifactSink>,
             checkpoints: Some(checkpoints(&live, &writer)),
+            tool_slots: self.tool_pool.run_slots(),
         };
         // The outcome reaches the manager through `done`, as it reaches clients; the trace the
         // engine returns is not kept. A panic inside the engine must still end the stream

@@ -18,7 +18,7 @@ use super::persist::EventWriter;
 use super::progress::Progress;
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::HookRunner;
-use crate::agent::{AgentConfig, AgentEvent, InterruptQueue};
+use crate::agent::{AgentConfig, AgentEvent, InterruptQueue, ToolPool};
 use crate::config::{AgentSpec, DagConfig, ServerConfig};
 use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
@@ -91,6 +91,15 @@ pub enum RunError {
     UnknownModel(String),
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),
+    /// The caller named an agent the conversation does not run.
+    #[error(
+        "the conversation runs the agent '{conversation}', not '{requested}': ask for \
+         '{conversation}', or start a new conversation to use '{requested}'"
+    )]
+    AgentMismatch {
+        conversation: String,
+        requested: String,
+    },
     /// The request breaks a rule of docs/api.md (the message says which).
     #[error("{0}")]
     Invalid(String),
@@ -149,6 +158,8 @@ pub struct RunManager {
     pub observer: Option<EventObserver>,
     /// The engine choice and DAG mode.
     pub dag: DagConfig,
+    /// Tool calls executing at once: each run gets its share of the process's slots.
+    pub tool_pool: ToolPool,
     /// Runs a previous process left `running` go on from their checkpoint at start-up
     /// (`REAGENT_RESUME_ON_RESTART`); `false` fails them as before.
     pub resume_on_restart: bool,
@@ -224,6 +235,7 @@ impl RunManager {
             notifier: OnceLock::new(),
             command_turn: tokio::sync::Mutex::new(()),
             dag: DagConfig::default(),
+            tool_pool: ToolPool::default(),
         }
     }
 

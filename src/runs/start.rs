@@ -17,6 +17,7 @@ use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::checkpoint::Resume;
 use crate::agent::{InterruptQueue, Mode, RunInput};
+use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, MessageKind, MessageRole};
 use crate::llm::Message;
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
@@ -69,6 +70,10 @@ pub struct StartRun {
     /// Turns before the query (oldest first) a new conversation is seeded with: stored with
     /// it, and the history the run reads. Only with [`ConversationRef::New`].
     pub history: Vec<PriorTurn>,
+    /// The agent the caller expects an existing conversation to run (`/v1`'s `model`): a
+    /// conversation of another agent is refused with [`RunError::AgentMismatch`] rather than
+    /// run under a name that is not what ran.
+    pub agent: Option<String>,
 }
 
 impl StartRun {
@@ -84,6 +89,7 @@ impl StartRun {
             id: None,
             replaces: Vec::new(),
             history: Vec::new(),
+            agent: None,
         }
     }
 }
@@ -146,6 +152,16 @@ impl RunManager {
             ConversationRef::Existing(id) => (self.owned(owner, *id).await?, false),
             ConversationRef::New(new) => (self.draft_conversation(owner, new.clone())?, true),
         };
+        if let Some(expected) = &request.agent {
+            // A conversation without an agent runs the default settings: the implicit agent's.
+            let has = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
+            if has != expected {
+                return Err(RunError::AgentMismatch {
+                    conversation: has.to_string(),
+                    requested: expected.clone(),
+                });
+            }
+        }
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
         }

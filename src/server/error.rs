@@ -124,6 +124,7 @@ impl From<RunError> for ApiError {
             RunError::UnknownModel(name) => Self::invalid(format!("unknown model '{name}'")),
             RunError::UnknownAgent(name) => Self::invalid(format!("unknown agent '{name}'")),
             RunError::Invalid(message) => Self::invalid(message),
+            e @ RunError::AgentMismatch { .. } => Self::invalid(e.to_string()),
             RunError::Internal(message) => Self::Internal(message),
             RunError::ShuttingDown => Self::Unavailable("server is shutting down".into()),
             RunError::Unavailable(message) => Self::Unavailable(message),

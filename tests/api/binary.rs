@@ -10,8 +10,9 @@
 //! [`FakeOpenAi`] whose replies take far longer than the test, so "during a run" is a state, not
 //! a timing guess. The child binds port 0 and the test reads the address from its log line.
 //!
-//! By topic: [`memory`], [`newcomer`], [`shutdown`].
+//! By topic: [`bounds`], [`memory`], [`newcomer`], [`shutdown`].
 
+mod bounds;
 mod memory;
 mod newcomer;
 mod shutdown;

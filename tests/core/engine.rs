@@ -1,11 +1,13 @@
 //! Engine behaviour through `ReActAgent::run` with a scripted LLM (issue "ReAct engine", tests
 //! 1–8 and 16–19). Each test checks what the LLM was sent and what the run emitted.
 //!
-//! By topic: [`endings`], [`iterations`], [`json_mode`], [`messages`], [`synthesis`].
+//! By topic: [`endings`], [`iterations`], [`json_mode`], [`limits`], [`messages`],
+//! [`synthesis`].
 
 mod endings;
 mod iterations;
 mod json_mode;
+mod limits;
 mod messages;
 mod synthesis;
 

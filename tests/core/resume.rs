@@ -28,6 +28,7 @@ fn handles(
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),
         artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
+        tool_slots: Default::default(),
         checkpoints: Some(Arc::new(move |json: CheckpointJson| {
             let cp: Checkpoint = serde_json::from_str(&json.join()).unwrap();
             checkpoints.lock().unwrap().push(cp)

@@ -45,6 +45,7 @@ impl Harness {
             interrupts: self.queue.clone(),
             cancel: self.cancel.clone(),
             artifacts: self.artifacts.clone(),
+            tool_slots: Default::default(),
         };
         let input = RunInput {
             run_id: "run-1".into(),

@@ -5,6 +5,9 @@ use std::io;
 
 use crate::llm::{Message, Role, ToolDefinition};
 
+/// Bytes of English or JSON per token, the estimate's one ratio (also how the synthesis trace
+/// turns a token budget into bytes).
+pub const BYTES_PER_TOKEN: usize = 4;
 /// Tokens a provider adds around each message (role markers, separators). OpenAI documents ~3–4.
 pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 /// Tokens a provider adds around each tool definition (`{"type":"function","function":…}`).
@@ -41,7 +44,7 @@ pub fn estimate_tool_tokens(tools: &[ToolDefinition]) -> usize {
         .iter()
         .map(|t| {
             let bytes = t.name.len() + t.description.len() + json_len(&t.parameters);
-            bytes.div_ceil(4) + TOOL_OVERHEAD_TOKENS
+            bytes.div_ceil(BYTES_PER_TOKEN) + TOOL_OVERHEAD_TOKENS
         })
         .sum()
 }
@@ -53,11 +56,11 @@ pub(super) fn message_tokens(m: &Message) -> usize {
         .map(|c| c.id.len() + c.name.len() + c.arguments.len())
         .sum();
     let id = m.tool_call_id.as_deref().map_or(0, str::len);
-    (m.content.len() + calls + id).div_ceil(4) + MESSAGE_OVERHEAD_TOKENS
+    (m.content.len() + calls + id).div_ceil(BYTES_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
 }
 
 /// Length of the compact JSON text of `value`, without building the text.
-pub(super) fn json_len(value: &serde_json::Value) -> usize {
+pub fn json_len(value: &serde_json::Value) -> usize {
     struct Counter(usize);
     impl io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

@@ -43,17 +43,23 @@ impl LoopRun<'_> {
             reasoning,
             dag_step: None,
         });
+        let asked = calls.len();
+        calls.truncate(self.calls_allowed());
+        let ran = calls.len();
         self.call_ids.assign(self.iterations, &mut calls);
-        self.messages
-            .push(Message::assistant_tool_calls(content, calls.clone()));
+        // The pending calls read the arguments; the reply's calls then move into the history
+        // uncopied (a reply's arguments may be megabytes).
+        let max_args = self.config.max_tool_arguments_bytes;
         let pending = calls
-            .iter()
+            .iter_mut()
             .map(|c| PendingCall {
                 call_id: c.id.clone(),
                 tool: c.name.clone(),
-                arguments: parse_arguments(&c.arguments),
+                arguments: parse_arguments(&mut c.arguments, max_args),
             })
             .collect();
+        self.messages
+            .push(Message::assistant_tool_calls(content, calls));
         let (executed, cancelled) = self.execute(pending).await;
         for e in &executed {
             self.messages.push(Message::tool(
@@ -66,6 +72,7 @@ impl LoopRun<'_> {
             self.cancelled();
             return Next::Stop;
         }
+        self.calls_dropped(asked, ran);
         self.drain_interrupts();
         Next::Continue
     }
@@ -142,8 +149,15 @@ impl LoopRun<'_> {
 }
 
 /// Tool-call arguments from the provider: empty means `{}`; invalid JSON is kept raw so the
-/// LLM gets an error observation instead of a crash.
-fn parse_arguments(raw: &str) -> Result<Value, String> {
+/// LLM gets an error observation instead of a crash. Arguments over `max` bytes are not parsed
+/// nor kept, in the call or in the history: only their size is ([`prompts::omitted_arguments`]).
+fn parse_arguments(raw: &mut String, max: usize) -> Result<Value, String> {
+    if raw.len() > max {
+        let kept = prompts::omitted_arguments(raw.len(), max);
+        // The history keeps valid JSON in place of the arguments it drops.
+        *raw = serde_json::json!({ "omitted": kept }).to_string();
+        return Err(kept);
+    }
     if raw.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }

@@ -32,6 +32,18 @@ pub struct ReactConfig {
     pub compact_model: Option<String>,
     /// Allow native function calling when the model can.
     pub use_native_tools: bool,
+    /// `REACT_MAX_TOOL_CALLS_PER_REPLY`, at least 1: the calls of one model reply that run; the
+    /// rest are dropped from the reply and the model is told so.
+    pub max_tool_calls_per_reply: u32,
+    /// `REACT_MAX_TOOL_CALLS_PER_RUN`, at least 1: tool calls one run's loop (one DAG step's)
+    /// makes in all; then it stops calling tools and the answer is written from what it has.
+    pub max_tool_calls_per_run: u32,
+    /// `REACT_MAX_TOOL_ARGUMENTS_BYTES`, at least 1: the largest arguments one tool call may
+    /// send; a larger call is not run (its arguments are not kept) and the model is told why.
+    pub max_tool_arguments_bytes: usize,
+    /// `REACT_SYNTHESIS_MAX_BYTES`, at least 1024: the synthesis trace's size; steps in the
+    /// middle are elided past it (never more than the model's prompt budget either).
+    pub synthesis_max_bytes: usize,
 }
 
 impl Default for ReactConfig {
@@ -49,6 +61,10 @@ impl Default for ReactConfig {
             tool_timeout_s: 60,
             compact_model: None,
             use_native_tools: true,
+            max_tool_calls_per_reply: 32,
+            max_tool_calls_per_run: 200,
+            max_tool_arguments_bytes: 1024 * 1024,
+            synthesis_max_bytes: 256 * 1024,
         }
     }
 }

@@ -52,6 +52,12 @@ pub struct ToolsConfig {
     pub http_max_response_bytes: usize,
     /// `[[tools.http]]`.
     pub http: Vec<HttpToolSpec>,
+    /// `REAGENT_MAX_CONCURRENT_TOOLS`, at least 1: tool calls executing at once in the whole
+    /// process; more wait for a slot (file descriptors and the event loop stay free).
+    pub max_concurrent: usize,
+    /// `REAGENT_MAX_CONCURRENT_TOOLS_PER_RUN`, at least 1: tool calls executing at once in one
+    /// run (all of a DAG run's steps together).
+    pub max_concurrent_per_run: usize,
 }
 
 impl Default for ToolsConfig {
@@ -60,6 +66,8 @@ impl Default for ToolsConfig {
             allow_private_http: false,
             http_max_response_bytes: 1024 * 1024,
             http: Vec::new(),
+            max_concurrent: 64,
+            max_concurrent_per_run: 8,
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::domain::Abilities;
 mod docs;
 mod env;
 mod file;
+mod limits;
 mod models;
 
 fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {

@@ -296,3 +296,31 @@ fn the_future_is_send() {
     let future = structured_llm_call(&llm, selection_call(None));
     assert_send(&future);
 }
+
+#[tokio::test]
+async fn a_reply_over_the_size_limit_is_not_read_nor_sent_back() {
+    let llm = ScriptedLlm::new(Abilities::default());
+    let huge = format!(
+        r#"{{"tools": ["{}"]}}"#,
+        "s".repeat(MAX_STRUCTURED_REPLY_BYTES)
+    );
+    llm.tool_calls(&[("c1", "select_tools", &huge)])
+        .text(&huge)
+        .text(GOOD);
+    let r = structured_llm_call(&llm, selection_call(None))
+        .await
+        .unwrap();
+    assert_eq!(r.value, expected());
+    assert_eq!(
+        r.level, 2,
+        "level 1 and the first JSON-mode reply were too large"
+    );
+    let retry = &llm.chat_requests()[2];
+    let sent: usize = retry.messages.iter().map(|m| m.content.len()).sum();
+    assert!(sent < 10_000, "{sent} bytes sent back");
+    let quoted = &retry.messages.last().unwrap().content;
+    assert!(
+        quoted.contains("more than the 1048576 a structured reply may have"),
+        "{quoted}"
+    );
+}

@@ -89,10 +89,11 @@ fn start_request(
             .ok()
             .and_then(|v| Uuid::parse_str(v.trim()).ok())
             .ok_or_else(OpenAiError::conversation_not_found)?;
-        return Ok(StartRun::new(
-            ConversationRef::Existing(id),
-            parsed.query.clone(),
-        ));
+        // The response names `agent`: the conversation must be one of its.
+        return Ok(StartRun {
+            agent: Some(agent.name.clone()),
+            ..StartRun::new(ConversationRef::Existing(id), parsed.query.clone())
+        });
     }
     let prompt: Vec<&str> = agent
         .system_prompt

@@ -118,6 +118,7 @@ impl From<RunError> for OpenAiError {
     fn from(e: RunError) -> Self {
         match e {
             RunError::NotFound => Self::conversation_not_found(),
+            e @ RunError::AgentMismatch { .. } => Self::invalid(Some("model"), e.to_string()),
             other => ApiError::from(other).into(),
         }
     }

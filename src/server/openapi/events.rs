@@ -182,6 +182,22 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             "The run goes on after a restart from its last checkpoint (docs/deployment.md)",
             vec![req("iteration", integer()), req("instance", string())],
         ),
+        (
+            "limit",
+            "A tool-call limit took effect: `tool_calls_per_reply` (the reply's calls past `max` \
+             were not run, `skipped` of them) or `tool_calls_per_run` (no more tool calls; the \
+             answer is written from what the run has)",
+            vec![
+                req("iteration", integer()),
+                req(
+                    "limit",
+                    json!({"type": "string", "enum": ["tool_calls_per_reply", "tool_calls_per_run"]}),
+                ),
+                req("max", integer()),
+                req("skipped", integer()),
+                dag_tag(),
+            ],
+        ),
     ]
 }
 

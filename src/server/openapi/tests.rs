@@ -36,6 +36,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::DagStep { .. } => "dag_step",
         StepEvent::Analysis { .. } => "analysis",
         StepEvent::Replan { .. } => "replan",
+        StepEvent::Limit { .. } => "limit",
     }
 }
 
@@ -122,6 +123,13 @@ fn steps() -> Vec<StepEvent> {
         StepEvent::Resumed {
             iteration: 3,
             instance: "node-a".into(),
+        },
+        StepEvent::Limit {
+            iteration: 2,
+            limit: crate::agent::events::ToolLimit::ToolCallsPerReply,
+            max: 32,
+            skipped: 9968,
+            dag_step: Some("A".into()),
         },
     ]
 }

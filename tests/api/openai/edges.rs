@@ -39,9 +39,14 @@ async fn conversation_count(app: &TestApp, key: Option<&str>) -> usize {
 async fn a_client_that_drops_the_stream_cancels_its_run() {
     let app = agents_app().await;
     app.llm.tool_calls(&[("c1", "gate", "{}")]);
-    // A conversation of the `/api` (every tool, `gate` among them), continued through `/v1`.
+    // A conversation of the `/api` (the `helper` agent with the `gate` tool), continued
+    // through `/v1` under its agent's name.
     let conv = app
-        .post("/api/conversations", json!({"title": "t"}), None)
+        .post(
+            "/api/conversations",
+            json!({"title": "t", "agent": "helper", "tools": ["gate"]}),
+            None,
+        )
         .await
         .json::<Value>()
         .await
@@ -130,6 +135,43 @@ async fn another_tenant_cannot_continue_a_conversation() {
     assert_eq!(messages(&app, &conv).await.len(), 2);
     assert_eq!(conversation_count(&app, Some(BOB)).await, 0);
     assert_eq!(app.llm.chat_requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_conversation_of_another_agent_is_refused_naming_both() {
+    let app = agents_app().await;
+    app.llm.text("brief").text("again");
+    let r = completions(&app, user("mine"), None).await;
+    assert_eq!(r.status(), 200);
+    let conv = r.headers()["x-reagent-conversation-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let continue_as = |model: &str| {
+        app.client
+            .post(app.url("/v1/chat/completions"))
+            .bearer_auth(super::ALICE)
+            .header("X-Reagent-Conversation-Id", &conv)
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": "more"}]}))
+            .send()
+    };
+    let r = continue_as("second").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("'helper'") && message.contains("'second'"),
+        "{message}"
+    );
+    assert_eq!(body["error"]["param"], "model");
+    assert_eq!(messages(&app, &conv).await.len(), 2, "nothing stored");
+    assert_eq!(app.llm.chat_requests().len(), 1, "nothing ran");
+    // Under its own agent's name it goes on, and the response names that agent.
+    let r = continue_as("helper").await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["model"], "helper");
+    assert_eq!(messages(&app, &conv).await.len(), 4);
 }
 
 #[tokio::test]

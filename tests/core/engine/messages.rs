@@ -95,6 +95,7 @@ async fn history_is_sent_before_the_pinned_query() {
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: Default::default(),
         artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
+        tool_slots: Default::default(),
     };
     let input = RunInput {
         run_id: "r".into(),

@@ -21,6 +21,7 @@ async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
         interrupts: Arc::new(InterruptQueue::new()),
         cancel: CancellationToken::new(),
         artifacts: Arc::new(MemoryArtifacts::new()),
+        tool_slots: Default::default(),
     };
     let input = RunInput {
         run_id: "run-1".into(),

@@ -1,0 +1,157 @@
+//! Hostile model replies against the real binary, as bounded measurements (issue 37, items 5
+//! and 9): a model that answers every call with 10,000 tool calls (before: 500,000 executions,
+//! 1,000,108 events, 1.75 GB peak RSS), one call with 15 MB of arguments (before: 532 MB peak)
+//! and a plan of 100,000 steps (before: 354 MB peak). Each test prints the server's peak RSS growth (`VmHWM` after − before) and asserts it
+//! under a stated bound.
+
+use super::*;
+
+/// `VmHWM` (the peak resident set so far) of the server, in bytes.
+fn peak_bytes(server: &Server) -> u64 {
+    let pid = server.child.id().expect("child still running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+/// Waits (bounded) for the run to leave `running`; its stored state.
+async fn finished(server: &Server, run: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let shown = server.get_json(&format!("/api/runs/{run}")).await;
+        if shown["status"] != "running" {
+            return shown;
+        }
+        assert!(Instant::now() < deadline, "the run did not finish: {shown}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+const MB: u64 = 1024 * 1024;
+
+#[tokio::test]
+async fn a_model_that_always_answers_10000_tool_calls_costs_bounded_memory_and_events() {
+    const PEAK_GROWTH_BOUND: u64 = 64 * MB;
+    let (dir, db_url) = workdir();
+    let llm = FakeOpenAi::start().await.unwrap();
+    let calls: Vec<(String, String, String)> = (0..10_000)
+        .map(|i| {
+            let args = format!(r#"{{"expression":"{i}+1"}}"#);
+            (format!("call_{i}"), "calculator".to_string(), args)
+        })
+        .collect();
+    // Every loop call (and the synthesis) gets the same 10,000 calls: the model asks again.
+    llm.set_default(FakeReply::tool_calls(calls));
+    let server = start(dir.path(), &db_url, &llm).await;
+    let before = peak_bytes(&server);
+    let (_, run) = server.start_run("add up everything").await;
+    let shown = finished(&server, &run).await;
+    let after = peak_bytes(&server);
+    let growth = after.saturating_sub(before);
+    eprintln!(
+        "10,000-call replies: peak RSS {} MB -> {} MB (+{} MB); run {shown}",
+        before / MB,
+        after / MB,
+        growth / MB
+    );
+    assert_eq!(shown["status"], "completed", "{shown}");
+    assert_eq!(shown["tool_calls"], 200, "the run's tool-call limit");
+    let replay = reqwest::get(server.url(&format!("/api/runs/{run}/events")))
+        .await
+        .unwrap();
+    let events = read_all(replay).await;
+    eprintln!("10,000-call replies: {} events", events.len());
+    assert!(events.len() < 600, "{} events", events.len());
+    assert!(
+        events.iter().any(|e| e.data["type"] == "limit"),
+        "a limit event says why the run stopped calling tools"
+    );
+    assert!(growth < PEAK_GROWTH_BOUND, "peak RSS grew {growth} bytes");
+}
+
+#[tokio::test]
+async fn a_tool_call_with_15_mb_of_arguments_costs_bounded_memory() {
+    const PEAK_GROWTH_BOUND: u64 = 128 * MB;
+    let (dir, db_url) = workdir();
+    let llm = FakeOpenAi::start().await.unwrap();
+    let args = format!(r#"{{"expression":"{}"}}"#, "1".repeat(15_000_000));
+    llm.push(FakeReply::tool_calls(vec![("c1", "calculator", args)]));
+    llm.set_default(FakeReply::text("done"));
+    let server = start(dir.path(), &db_url, &llm).await;
+    let before = peak_bytes(&server);
+    let (_, run) = server.start_run("compute").await;
+    let shown = finished(&server, &run).await;
+    let after = peak_bytes(&server);
+    let growth = after.saturating_sub(before);
+    eprintln!(
+        "15 MB of arguments: peak RSS {} MB -> {} MB (+{} MB)",
+        before / MB,
+        after / MB,
+        growth / MB
+    );
+    assert_eq!(shown["status"], "completed", "{shown}");
+    assert_eq!(shown["tool_calls"], 1);
+    assert!(growth < PEAK_GROWTH_BOUND, "peak RSS grew {growth} bytes");
+}
+
+#[tokio::test]
+async fn a_plan_of_100000_steps_costs_bounded_memory() {
+    const PEAK_GROWTH_BOUND: u64 = 128 * MB;
+    let (dir, db_url) = workdir();
+    let llm = FakeOpenAi::start().await.unwrap();
+    let steps: Vec<Value> = (0..100_000)
+        .map(|i| json!({"id": format!("s{i}"), "task": "look it up", "dependencies": []}))
+        .collect();
+    let plan = json!({ "steps": steps }).to_string();
+    // Every level of the planner's structured call gets the plan, too large to read: the run
+    // falls back to one step.
+    for _ in 0..5 {
+        llm.push(FakeReply::tool_calls(vec![(
+            "p",
+            "create_plan",
+            plan.clone(),
+        )]));
+    }
+    llm.set_default(FakeReply::text("done"));
+    let server = start_with(
+        dir.path(),
+        &db_url,
+        &llm,
+        &[("REAGENT_DEFAULT_ENGINE", "dag")],
+    )
+    .await;
+    let before = peak_bytes(&server);
+    let (_, run) = server.start_run("plan a lot").await;
+    let shown = finished(&server, &run).await;
+    let after = peak_bytes(&server);
+    let growth = after.saturating_sub(before);
+    eprintln!(
+        "100,000-step plan: peak RSS {} MB -> {} MB (+{} MB)",
+        before / MB,
+        after / MB,
+        growth / MB
+    );
+    assert_eq!(shown["status"], "completed", "{shown}");
+    let replay = reqwest::get(server.url(&format!("/api/runs/{run}/events")))
+        .await
+        .unwrap();
+    let plans: Vec<Value> = read_all(replay)
+        .await
+        .into_iter()
+        .filter(|e| e.data["type"] == "plan")
+        .map(|e| e.data)
+        .collect();
+    assert!(!plans.is_empty());
+    for plan in &plans {
+        assert_eq!(
+            plan["steps"].as_array().unwrap().len(),
+            1,
+            "the fallback: {plan}"
+        );
+    }
+    assert!(growth < PEAK_GROWTH_BOUND, "peak RSS grew {growth} bytes");
+}
