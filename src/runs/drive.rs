@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunManager};
-use super::persist::{EventWriter, Fence, PersistError};
+use super::persist::{Broken, EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{
@@ -28,6 +28,10 @@ use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
 /// What a client reads when the engine panicked.
 const PANIC_ANSWER: &str = "Sorry, the run failed because of an internal error.";
+
+/// What a client reads when the run's progress could not be stored.
+const STORAGE_ANSWER: &str =
+    "Sorry, the run was stopped: its progress could not be saved (the database cannot write).";
 
 /// The run's `done` as the sink took it: the outcome, its serialised data and its event id.
 struct Done {
@@ -96,6 +100,37 @@ fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
     })
 }
 
+/// Ends a run the writer could not store (see [`Broken`]): failed, saying why, with the
+/// fallback answer after whatever of an answer clients saw.
+fn end_unstored(live: &LiveRun, sink: &EventSink, broken: &Broken) {
+    let reason = broken.reason().unwrap_or("the database cannot write");
+    tracing::error!(run_id = %live.id, error = %reason, "ending the run: its progress cannot be stored");
+    let mut outcome = RunOutcome::failed(
+        Mode::Json,
+        STORAGE_ANSWER,
+        format!("the run's progress could not be stored: {reason}"),
+    );
+    outcome.iterations = live.progress.iterations();
+    outcome.tool_calls = live.progress.tool_calls();
+    for ev in fallback_tail(outcome, live.progress.answer_so_far()) {
+        sink.send(ev);
+    }
+}
+
+/// Ends a run whose engine panicked: failed, "internal error".
+fn end_panicked(sink: &EventSink, panic: &(dyn std::any::Any + Send)) {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(panic = %msg, "the agent panicked");
+    let outcome = RunOutcome::failed(Mode::Json, PANIC_ANSWER, "internal error");
+    for ev in fallback_tail(outcome, AnswerSoFar::NotStarted) {
+        sink.send(ev);
+    }
+}
+
 impl RunManager {
     /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
     /// persisted with the run's final state first, then appended and the log closed.
@@ -112,7 +147,7 @@ impl RunManager {
             epoch: live.epoch,
             lost: live.lost.clone(),
         };
-        writer.register_fenced(live.id, live.log.clone(), Some(fence));
+        let broken = writer.register_fenced(live.id, live.log.clone(), Some(fence));
         let (sink, done_rx) = self.sink(&live, &writer);
         let handles = RunHandles {
             events: sink.clone(),
@@ -126,25 +161,30 @@ impl RunManager {
         // engine returns is not kept. A panic inside the engine must still end the stream
         // truthfully.
         let instance = self.instance_id.clone();
+        // A run whose progress cannot be stored is stopped (its engine dropped, like a run
+        // handed over at shutdown) and ends failed, saying why.
+        let stopped = broken.clone();
         let ran = std::panic::AssertUnwindSafe(async move {
-            match resume {
-                Some(r) => agent.resume(input, handles, r, &instance).await,
-                None => agent.run(input, handles).await,
+            let engine = async move {
+                match resume {
+                    Some(r) => agent.resume(input, handles, r, &instance).await,
+                    None => agent.run(input, handles).await,
+                }
+            };
+            // Checked first: once fired, the engine is not polled again (it may have just been
+            // told that a durable checkpoint failed, and would go on without it).
+            tokio::select! {
+                biased;
+                _ = stopped.fired() => false,
+                _ = engine => true,
             }
         })
         .catch_unwind()
         .await;
-        if let Err(panic) = ran {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(panic = %msg, "the agent panicked");
-            let outcome = RunOutcome::failed(Mode::Json, PANIC_ANSWER, "internal error");
-            for ev in fallback_tail(outcome, AnswerSoFar::NotStarted) {
-                sink.send(ev);
-            }
+        match ran {
+            Ok(true) => {}
+            Ok(false) => end_unstored(&live, &sink, &broken),
+            Err(panic) => end_panicked(&sink, panic.as_ref()),
         }
         drop(sink);
         match done_rx.await {

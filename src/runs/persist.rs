@@ -21,7 +21,10 @@
 //! - memory: the writer holds a cursor per run and at most [`MAX_ROWS_PER_TICK`] events per
 //!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
 //!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
-//!   the others, which are retried on their own after a failed shared transaction;
+//!   the others, which are retried on their own after a failed shared transaction — unless the
+//!   database itself cannot write (a full disk, an I/O error, a lost connection): then the run
+//!   is told to end, failed ([`Broken`]), its waiter is answered, and its end is still retried
+//!   (with the writer's back-off) until it commits, so the run does not stay `running`;
 //! - fencing (docs/deployment.md): a run registered with its lease epoch is written only while its row
 //!   still has that epoch ([`Store::write_batches`]); once refused, nothing more of it is
 //!   written, its waiter is told [`PersistError::Fenced`] and its `lost` token is cancelled, which
@@ -80,11 +83,15 @@ struct Tracked {
     /// Highest event id known to be stored.
     written: u64,
     /// Set once the run has ended: its `done` event and terminal state, plus who waits.
-    closing: Option<(Option<Closing>, Waiter)>,
+    /// `None` once the waiter was answered although the write is still pending (see
+    /// `broken.rs`).
+    closing: Option<(Option<Closing>, Option<Waiter>)>,
     failures: u32,
     /// The run's latest checkpoint not yet stored: written with the events up to its id.
     checkpoint: Option<PendingCheckpoint>,
     fence: Option<Fence>,
+    /// Fired when the run's writes keep failing because the database cannot write.
+    broken: Broken,
 }
 
 #[derive(Default)]
@@ -157,12 +164,20 @@ impl EventWriter {
     }
 
     /// Starts tracking a run's log (nothing of it is stored yet), written unconditionally.
-    pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) {
-        self.register_fenced(run_id, log, None);
+    pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) -> Broken {
+        self.register_fenced(run_id, log, None)
     }
 
     /// Starts tracking a run's log, written only while the run's lease has `fence`'s epoch.
-    pub fn register_fenced(&self, run_id: Uuid, log: Arc<EventLog>, fence: Option<Fence>) {
+    /// The answer fires when the run's writes keep failing because the database cannot write:
+    /// the run should then end, failed (its end is still stored once writes commit again).
+    pub fn register_fenced(
+        &self,
+        run_id: Uuid,
+        log: Arc<EventLog>,
+        fence: Option<Fence>,
+    ) -> Broken {
+        let broken = Broken::default();
         let mut st = self.lock();
         st.fenced.remove(&run_id);
         st.runs.insert(
@@ -175,8 +190,10 @@ impl EventWriter {
                 failures: 0,
                 checkpoint: None,
                 fence,
+                broken: broken.clone(),
             },
         );
+        broken
     }
 
     /// New events were appended somewhere: the next tick will look.
@@ -205,7 +222,10 @@ impl EventWriter {
             let Some(t) = st.runs.get_mut(&run_id) else {
                 return Err(PersistError::Failed("run not registered".into()));
             };
-            t.closing = Some((closing.map(|(done, state)| Closing { done, state }), tx));
+            t.closing = Some((
+                closing.map(|(done, state)| Closing { done, state }),
+                Some(tx),
+            ));
         }
         self.wake.notify_one();
         self.urgent.notify_one();
@@ -335,7 +355,9 @@ impl EventWriter {
     }
 }
 
+mod broken;
 mod checkpoints;
 mod outcome;
 
+pub use broken::Broken;
 use checkpoints::PendingCheckpoint;

@@ -2,9 +2,10 @@
 //! ends, so `GET /api/runs/{id}` of a live run, and the final state of a run recovered after a
 //! crash, take them from the events instead of showing zeros.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::agent::events::{AgentEvent, StepEvent};
+use crate::agent::synthesis::AnswerSoFar;
 use crate::store::{RunRow, StoredEvent};
 
 /// Iterations reached and tool calls started so far.
@@ -12,12 +13,17 @@ use crate::store::{RunRow, StoredEvent};
 pub struct Progress {
     iterations: AtomicU32,
     tool_calls: AtomicU32,
+    /// An `answer` event was emitted: a fallback answer must `reset` it.
+    answering: AtomicBool,
 }
 
 impl Progress {
     /// Counts one event of the run (called in the emitting task; two atomic updates at most).
     pub fn observe(&self, event: &AgentEvent) {
         let AgentEvent::Step(step) = event else {
+            if matches!(event, AgentEvent::Answer(_)) {
+                self.answering.store(true, Ordering::Relaxed);
+            }
             return;
         };
         if let Some(i) = iteration(step) {
@@ -45,6 +51,15 @@ impl Progress {
 
     pub fn tool_calls(&self) -> u32 {
         self.tool_calls.load(Ordering::Relaxed)
+    }
+
+    /// How much of an answer clients have seen, for a fallback answer that replaces it.
+    pub fn answer_so_far(&self) -> AnswerSoFar {
+        if self.answering.load(Ordering::Relaxed) {
+            AnswerSoFar::Partial
+        } else {
+            AnswerSoFar::NotStarted
+        }
     }
 
     /// Raises a row's counters to what the events show (never lowers them).

@@ -104,6 +104,10 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::InvalidCursor => Self::invalid("invalid pagination cursor"),
             StoreError::NotFound => Self::NotFound,
+            StoreError::Unavailable(detail) => {
+                tracing::error!(error = %detail, "database unavailable");
+                Self::Unavailable("the database is unavailable; try again later".into())
+            }
             other => Self::Internal(other.to_string()),
         }
     }

@@ -1,4 +1,4 @@
-//! Operations and catalog (docs/api.md): liveness, readiness (database round trip), Prometheus
+//! Operations and catalog (docs/api.md): liveness, readiness (`Store::readiness`), Prometheus
 //! metrics, the tool and model catalogs (no secrets), and artifact downloads. Artifacts are
 //! served as attachments-by-name with `nosniff`, and HTML under a `sandbox` CSP, because their
 //! bytes come from arbitrary tools and must not run script in the service's origin.
@@ -24,9 +24,9 @@ pub async fn healthz() -> Json<Health> {
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    summary = "Readiness: the database answers and is migrated, and every required MCP server is ready",
+    summary = "Readiness: the database answers within 1 s and takes writes, and every required MCP server is ready",
     responses((status = 200, description = "Ready", body = Ready),
-              (status = 503, description = "`unavailable`: the database is unreachable or a required MCP server is not ready", body = ErrorBody)))]
+              (status = 503, description = "`unavailable`: the database is unreachable or does not answer within 1 s, its writes are failing (e.g. a full disk), its SQLite file was deleted, or a required MCP server is not ready; the message says which", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiError> {
     let waiting = state.mcp.required_not_ready();
     if !waiting.is_empty() {
@@ -35,15 +35,12 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Ready>, ApiErr
             waiting.join(", ")
         )));
     }
-    match state.store.ping().await {
+    match state.store.readiness().await {
         Ok(()) => Ok(Json(Ready {
             status: "ready".into(),
             database: state.store.backend().into(),
         })),
-        Err(e) => {
-            tracing::warn!(error = %e, "readiness check failed");
-            Err(ApiError::Unavailable("database unreachable".into()))
-        }
+        Err(problem) => Err(ApiError::Unavailable(problem)),
     }
 }
 

@@ -152,41 +152,43 @@ impl Store {
                 .bind(run.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
+            // Not running: nothing is written (the transaction rolls back on drop).
             if running.is_none() {
-                return Ok(None);
-            }
-            if let (Some(msg), Some(id)) = (message, &target) {
-                bind(
-                    sqlx::query(INSERT_MESSAGE_SQL),
-                    message_row(id.clone(), msg, micros),
-                )
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(TOUCH_CONVERSATION_SQL)
-                    .bind(micros)
-                    .bind(msg.conversation_id.to_string())
+                None
+            } else {
+                if let (Some(msg), Some(id)) = (message, &target) {
+                    bind(
+                        sqlx::query(INSERT_MESSAGE_SQL),
+                        message_row(id.clone(), msg, micros),
+                    )
                     .execute(&mut *tx)
                     .await?;
-            }
-            let seq: i64 = sqlx::query_scalar(INSERT_COMMAND_SQL)
-                .bind(run.as_str())
-                .bind(kind.as_str())
-                .bind(target.as_deref())
-                .bind(content.as_deref())
-                .bind(micros)
-                .fetch_one(&mut *tx)
-                .await?;
-            if shared {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(COMMANDS_CHANNEL)
+                    sqlx::query(TOUCH_CONVERSATION_SQL)
+                        .bind(micros)
+                        .bind(msg.conversation_id.to_string())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let seq: i64 = sqlx::query_scalar(INSERT_COMMAND_SQL)
                     .bind(run.as_str())
-                    .execute(&mut *tx)
+                    .bind(kind.as_str())
+                    .bind(target.as_deref())
+                    .bind(content.as_deref())
+                    .bind(micros)
+                    .fetch_one(&mut *tx)
                     .await?;
+                if shared {
+                    sqlx::query("SELECT pg_notify($1, $2)")
+                        .bind(COMMANDS_CHANNEL)
+                        .bind(run.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Some(seq)
             }
-            tx.commit().await?;
-            seq
         });
-        Ok(Some(seq))
+        Ok(seq)
     }
 
     /// The commands of `run_id` (of every run when `None`) not done yet, in the order sent.

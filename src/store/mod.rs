@@ -10,7 +10,8 @@
 //! one binder of the inserts), then one file per table family — `conversations` (conversations
 //! and messages), `runs`, `events` (event log and tool audit; the event writer's batches,
 //! fenced by lease epoch), `leases` (run leases, the takeover sweep and the `instances`
-//! heartbeat, docs/deployment.md), `artifacts` (which also implements the engine's `ArtifactSink`).
+//! heartbeat, docs/deployment.md), `artifacts` (which also implements the engine's `ArtifactSink`),
+//! and `health` (whether writes commit, and the readiness check of `/readyz`).
 //!
 //! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
@@ -23,6 +24,7 @@ pub mod commands;
 mod conversations;
 pub mod error;
 mod events;
+mod health;
 mod leases;
 pub mod models;
 pub mod notify;
@@ -41,6 +43,7 @@ use sqlx::sqlite::{
 pub use approvals::{ApprovalRecord, RowDecision};
 pub use commands::{CommandKind, RunCommand};
 pub use error::StoreError;
+pub use health::READY_TIMEOUT;
 pub use leases::LeaseHolder;
 pub use models::{
     AuditRow, Conversation, FinalState, InstanceRow, NewConversation, NewMessage, NewRun, RunBatch,
@@ -77,14 +80,21 @@ pub(crate) use with_pool;
 
 /// Like [`with_pool!`] for a write, which must hold the write turn: on SQLite `$pool` is the
 /// store's one writer connection (see `Store::writer`), on PostgreSQL the pool.
+/// Its outcome is reported to the store's write health (`health.rs`, for `/readyz`), and an
+/// error is returned from the enclosing function (the body runs in an async block: it cannot
+/// `return` from the function itself).
 macro_rules! with_writer {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match (&$store.backend, &$store.writer) {
-            (_, Some($pool)) => $body,
-            ($crate::store::Backend::Sqlite($pool), None) => $body,
-            ($crate::store::Backend::Postgres($pool), None) => $body,
+    ($store:expr, |$pool:ident| $body:expr) => {{
+        let outcome: Result<_, $crate::store::StoreError> = async {
+            Ok(match (&$store.backend, &$store.writer) {
+                (_, Some($pool)) => $body,
+                ($crate::store::Backend::Sqlite($pool), None) => $body,
+                ($crate::store::Backend::Postgres($pool), None) => $body,
+            })
         }
-    };
+        .await;
+        $store.health.wrote(outcome)?
+    }};
 }
 pub(crate) use with_writer;
 
@@ -110,6 +120,8 @@ pub struct Store {
     /// SQLite only: the runs whose lease epochs the event writer need not check again
     /// (`events/fence.rs`); `None` on PostgreSQL, which checks every run every time.
     verified: Option<Arc<std::sync::Mutex<events::Verified>>>,
+    /// Whether writes commit, and the SQLite file opened (`health.rs`, for `/readyz`).
+    health: Arc<health::Health>,
 }
 
 impl Store {
@@ -130,8 +142,12 @@ impl Store {
     ) -> Result<Store, StoreError> {
         let url = database_url.trim();
         let mut writer = None;
+        let mut file = None;
         let backend = if url.starts_with("sqlite:") {
             let (pool, write) = connect_sqlite(url).await?;
+            if write.is_some() {
+                file = sqlite_file(url).and_then(health::FileId::of);
+            }
             writer = write;
             Backend::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
@@ -165,6 +181,7 @@ impl Store {
             pending_starts: Arc::default(),
             lease_holder: Arc::default(),
             verified,
+            health: Arc::new(health::Health::with_file(file)),
         };
         store.migrate().await?;
         Ok(store)
@@ -252,6 +269,12 @@ pub fn location(url: &str) -> String {
     }
 }
 
+/// The file of a SQLite file database, as an absolute path.
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let options = SqliteConnectOptions::from_str(url).ok()?;
+    std::path::absolute(options.get_filename()).ok()
+}
+
 async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), StoreError> {
     let options = SqliteConnectOptions::from_str(url)
         .map_err(|e| StoreError::Connect(e.to_string()))?
@@ -280,7 +303,8 @@ async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), S
     // statement the pool runs.
     let base = SqlitePoolOptions::new()
         .acquire_timeout(Duration::from_secs(10))
-        .test_before_acquire(false);
+        .test_before_acquire(false)
+        .before_acquire(|conn, _| Box::pin(async move { Ok(!left_in_transaction(conn)) }));
     // Exactly one connection, never closed: an in-memory database lives as long as a connection
     // to it, and a writer's page cache as long as its connection.
     let single = base
@@ -303,6 +327,24 @@ async fn connect_sqlite(url: &str) -> Result<(SqlitePool, Option<SqlitePool>), S
     let pool = connect(base.max_connections(8)).await?;
     let writer = connect(single).await?;
     Ok((pool, Some(writer)))
+}
+
+/// A pooled SQLite connection that sqlx still counts inside a transaction once its last user
+/// is done: it is closed (the pool opens a fresh one) instead of being handed out again.
+///
+/// When a COMMIT fails with SQLITE_FULL or SQLITE_IOERR, SQLite may already have rolled the
+/// transaction back; the ROLLBACK sqlx then queues fails ("no transaction is active") and sqlx
+/// keeps counting the transaction open. Its next `begin` issued a SAVEPOINT, which opened a
+/// real transaction that the matching RELEASE never committed: every later write was
+/// acknowledged and none was stored (issue 37). The pool's release already waited for the
+/// queued rollback, so the count read here is settled, and reading it costs nothing.
+fn left_in_transaction(conn: &mut sqlx::SqliteConnection) -> bool {
+    use sqlx::Connection;
+    let stuck = conn.is_in_transaction();
+    if stuck {
+        tracing::warn!("closing a SQLite connection left inside a failed transaction");
+    }
+    stuck
 }
 
 /// `text` as both backends can store it: NUL (U+0000) becomes U+FFFD. PostgreSQL's `text`

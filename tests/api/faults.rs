@@ -14,11 +14,15 @@
 //!
 //! Timeouts in here are 1 s (the smallest `LLM_TIMEOUT_S`); no assertion is about timing.
 //!
-//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`tools`], [`usage`].
+//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`readiness`], [`storage`], [`tools`],
+//! [`usage`].
 
 mod hooks;
 mod llm;
 mod llm_replies;
+mod readiness;
+#[cfg(unix)]
+mod storage;
 mod tools;
 mod usage;
 

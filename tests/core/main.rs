@@ -36,5 +36,6 @@ mod recovery;
 mod resume;
 mod runs;
 mod safeguards;
+mod storage;
 mod store;
 mod tools;

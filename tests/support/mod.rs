@@ -12,6 +12,7 @@
 //! - [`target`]: a local HTTP server counting its requests, for the network tools;
 //! - [`tools`]: `FakeTool`, the one configurable fake tool;
 //! - [`wait`]: `eventually`, the one poll loop;
+//! - [`fullfs`]: `SmallFs`, a small tmpfs a test fills to make database writes fail;
 //! - [`log`]: `TEST_LOG=1` shows the service's logs (quiet otherwise);
 //! - [`fuse`]: `charge`, a non-idempotent HTTP tool that counts its calls and kills or stops
 //!   the calling instance as a call arrives, for at-most-once tests;
@@ -27,6 +28,7 @@ pub mod backends;
 pub mod child;
 pub mod cluster;
 pub mod engine;
+pub mod fullfs;
 pub mod fuse;
 pub mod log;
 pub mod lookup;

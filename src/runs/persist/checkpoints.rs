@@ -55,7 +55,7 @@ impl Tracked {
         if let Some(tx) = self.checkpoint.and_then(|c| c.waiter) {
             let _ = tx.send(Err(why()));
         }
-        if let Some((_, tx)) = self.closing {
+        if let Some((_, Some(tx))) = self.closing {
             let _ = tx.send(Err(why()));
         }
     }

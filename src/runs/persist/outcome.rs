@@ -110,7 +110,7 @@ impl EventWriter {
         t.log.release(t.written);
         if p.closes {
             if let Some(t) = st.runs.remove(&run_id) {
-                if let Some((_, tx)) = t.closing {
+                if let Some((_, Some(tx))) = t.closing {
                     let _ = tx.send(outcome);
                 }
             }
@@ -120,12 +120,20 @@ impl EventWriter {
     pub(super) fn failed(&self, p: &Planned, e: StoreError) {
         let run_id = p.run_id;
         let mut st = self.lock();
+        let stopping = st.stopping;
         let Some(t) = st.runs.get_mut(&run_id) else {
             return;
         };
         t.failures += 1;
         tracing::error!(%run_id, error = %e, failures = t.failures, "could not persist events");
-        if t.failures >= MAX_FAILURES {
+        let storage = matches!(e, StoreError::Unavailable(_));
+        if storage && !stopping {
+            if t.failures >= MAX_FAILURES {
+                t.give_up_waiting(&e);
+            }
+            return;
+        }
+        if t.failures >= MAX_FAILURES || (storage && stopping) {
             if let Some(t) = st.runs.remove(&run_id) {
                 tracing::error!(%run_id, unwritten_after = t.written, "giving up persisting this run's events");
                 t.give_up(|| PersistError::Failed(e.to_string()));

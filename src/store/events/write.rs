@@ -5,12 +5,12 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use sqlx::QueryBuilder;
+use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
 use super::{insert_rows, pack, Verified, EVENT_CHUNK};
 use crate::domain::RunStatus;
-use crate::store::binds::{insert_many, touch_conversations, CACHED_ROWS, MANY_ROWS};
+use crate::store::binds::{insert_many, touch_conversations, Arg, CACHED_ROWS, MANY_ROWS};
 use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
 use crate::store::models::{now, to_i64};
 use crate::store::notify::EVENTS_CHANNEL;
@@ -33,6 +33,52 @@ fn events_hint(ids: &[String]) -> String {
     } else {
         payload
     }
+}
+
+/// In the transaction `$tx`: SQLite's count of epoch changes (read inside the transaction,
+/// see fence.rs; `None` on PostgreSQL) and the stored epochs of the runs to check, locked with
+/// `$lock`. Evaluates to `(changes, epochs)`; `?` on a database error.
+macro_rules! read_fence {
+    ($store:expr, $tx:expr, $batches:expr, $ids:expr, $lock:expr) => {{
+        let changes: Option<i64> = match &$store.verified {
+            Some(_) => Some(
+                sqlx::query_scalar("SELECT n FROM lease_changes")
+                    .fetch_one(&mut *$tx)
+                    .await?,
+            ),
+            None => None,
+        };
+        let check = $store.epochs_to_check($batches, $ids, changes);
+        let mut epochs: HashMap<String, i64> = HashMap::new();
+        for chunk in check.chunks(FENCE_CHUNK) {
+            let mut q = epochs_query(chunk, $lock);
+            let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *$tx).await?;
+            epochs.extend(rows);
+        }
+        (changes, epochs)
+    }};
+}
+
+/// In the transaction `$tx`: the terminal states of `$finishing`, one statement per
+/// [`MANY_ROWS`]; the runs it finished (still `running` until then) are marked in `$written`
+/// and get their answer and their conversation's `updated_at`. `?` on a database error.
+macro_rules! finish_runs {
+    ($store:expr, $tx:expr, $finishing:expr, $written:expr, $micros:expr) => {{
+        let mut finished: HashSet<String> = HashSet::new();
+        for chunk in $finishing.chunks(MANY_ROWS) {
+            let cached = chunk.len() <= CACHED_ROWS;
+            let mut q = finish_query(chunk, $micros);
+            let done: Vec<String> = q
+                .build_query_scalar()
+                .persistent(cached)
+                .fetch_all(&mut *$tx)
+                .await?;
+            finished.extend(done);
+        }
+        let (answers, touched) = answers($finishing, &finished, $written, $micros);
+        insert_many!($tx, INSERT_MESSAGE_SQL, 7, answers, $store.is_shared());
+        touch_conversations!($tx, touched, $micros);
+    }};
 }
 
 impl Store {
@@ -59,153 +105,39 @@ impl Store {
     /// this transaction sees it); a batch whose run's epoch is no longer its own writes nothing
     /// and is answered [`Written::Fenced`].
     pub async fn write_batches(&self, batches: &[RunBatch]) -> Result<Vec<Written>, StoreError> {
-        // A run finishing in this batch needs no checkpoint: its terminal state clears it. The
-        // others' are joined here, once per write, outside the transaction.
-        let finishes = |b: &RunBatch| {
-            b.finish
-                .as_ref()
-                .is_some_and(|f| f.finish.status != RunStatus::Running)
-        };
-        let joined: Vec<Option<String>> = batches
-            .iter()
-            .map(|b| {
-                b.checkpoint
-                    .as_ref()
-                    .filter(|_| !finishes(b))
-                    .map(|c| c.join())
-            })
-            .collect();
+        // Joined once per write, outside the transaction.
+        let joined = joined_checkpoints(batches);
         let _turn = self.write_turn().await;
         let ids: Vec<String> = batches.iter().map(|b| b.run_id.to_string()).collect();
         let (_, micros) = now();
-        let mut written = vec![Written::Stored(false); batches.len()];
         let lock = match self.backend {
             Backend::Postgres(_) => " FOR NO KEY UPDATE",
             Backend::Sqlite(_) => "",
         };
-        with_writer!(self, |pool| {
+        let written = with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
-            // SQLite: how many epochs ever changed, read inside this transaction (fence.rs).
-            let changes: Option<i64> = match &self.verified {
-                Some(_) => Some(
-                    sqlx::query_scalar("SELECT n FROM lease_changes")
-                        .fetch_one(&mut *tx)
-                        .await?,
-                ),
-                None => None,
-            };
-            let check = self.epochs_to_check(batches, &ids, changes);
-            let mut epochs: HashMap<String, i64> = HashMap::new();
-            for chunk in check.chunks(FENCE_CHUNK) {
-                let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
-                let mut list = q.separated(", ");
-                for id in chunk {
-                    list.push_bind(*id);
-                }
-                q.push(") ORDER BY id").push(lock);
-                let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                epochs.extend(rows);
-            }
-            let fenced = |b: &RunBatch, id: &str| {
-                b.epoch
-                    .is_some_and(|ep| epochs.get(id).is_some_and(|stored| *stored != ep))
-            };
-            for (i, (b, id)) in batches.iter().zip(&ids).enumerate() {
-                if fenced(b, id) {
-                    written[i] = Written::Fenced;
-                }
-            }
-            let keep: Vec<bool> = written.iter().map(|w| *w != Written::Fenced).collect();
-            let kept = |i: usize| keep[i];
-            let events: Vec<(&str, &StoredEvent)> = batches
-                .iter()
-                .zip(&ids)
-                .enumerate()
-                .filter(|(i, _)| kept(*i))
-                .flat_map(|(_, (b, id))| b.events.iter().map(move |e| (id.as_str(), e)))
-                .collect();
-            let rows = pack(&events);
-            // Only the runs whose batches are written here are named in the hint.
-            let stored: Vec<String> = (0..ids.len())
-                .filter(|i| kept(*i))
-                .map(|i| ids[i].clone())
-                .collect();
-            let hint = (self.is_shared() && !stored.is_empty()).then(|| events_hint(&stored));
+            let (changes, epochs) = read_fence!(self, tx, batches, &ids, lock);
+            let mut written = fenced(batches, &ids, &epochs);
+            let rows = pack(&kept_events(batches, &ids, &written));
+            let hint = self.hint(&ids, &written);
             for chunk in rows.chunks(EVENT_CHUNK) {
                 insert_rows(chunk).build().execute(&mut *tx).await?;
             }
-            let mut checkpoints: Vec<(&str, &str)> = Vec::new();
-            for (i, (batch, run_id)) in batches.iter().zip(&ids).enumerate() {
-                if !kept(i) {
-                    continue;
-                }
-                if let Some(ceiling) = batch.ceiling {
-                    sqlx::query(RAISE_CEILING_SQL)
-                        .bind(ceiling)
-                        .bind(run_id.as_str())
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                if let Some(checkpoint) = &joined[i] {
-                    checkpoints.push((run_id.as_str(), checkpoint.as_str()));
-                }
+            for (ceiling, run_id) in ceilings(batches, &ids, &written) {
+                sqlx::query(RAISE_CEILING_SQL)
+                    .bind(ceiling)
+                    .bind(run_id)
+                    .execute(&mut *tx)
+                    .await?;
             }
+            let checkpoints = checkpoint_rows(&ids, &joined, &written);
             for chunk in checkpoints.chunks(MANY_ROWS) {
-                let mut q = QueryBuilder::new("UPDATE runs SET checkpoint = v.column2 FROM (");
-                q.push_values(chunk, |mut row, (id, checkpoint)| {
-                    row.push_bind(*id).push_bind(*checkpoint);
-                });
-                q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running'");
                 let cached = chunk.len() <= CACHED_ROWS;
+                let mut q = checkpoints_query(chunk);
                 q.build().persistent(cached).execute(&mut *tx).await?;
             }
-            // Terminal states: one statement for all of them; the runs it finished (still
-            // `running` until then) get their answer and their conversation's `updated_at`.
-            let finishing: Vec<(usize, &str, &FinalState)> = batches
-                .iter()
-                .zip(&ids)
-                .enumerate()
-                .filter(|(i, (b, _))| kept(*i) && finishes(b))
-                .filter_map(|(i, (b, id))| b.finish.as_ref().map(|f| (i, id.as_str(), f)))
-                .collect();
-            let mut finished: HashSet<String> = HashSet::new();
-            for chunk in finishing.chunks(MANY_ROWS) {
-                let mut q = QueryBuilder::new(FINISH_RUNS_SQL);
-                q.push_bind(micros).push(" FROM (");
-                q.push_values(chunk, |mut row, (_, id, fin)| {
-                    let f = &fin.finish;
-                    row.push_bind(*id)
-                        .push_bind(f.status.as_str())
-                        .push_bind(i64::from(f.iterations))
-                        .push_bind(i64::from(f.tool_calls))
-                        .push_bind(to_i64(f.usage.prompt_tokens))
-                        .push_bind(to_i64(f.usage.completion_tokens))
-                        .push_bind(to_i64(f.usage.total_tokens))
-                        .push_bind(to_i64(f.usage.llm_calls))
-                        .push_bind(f.error.as_deref().map(crate::store::storable));
-                });
-                q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");
-                let cached = chunk.len() <= CACHED_ROWS;
-                let done: Vec<String> = q
-                    .build_query_scalar()
-                    .persistent(cached)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                finished.extend(done);
-            }
-            let mut answers = Vec::new();
-            let mut touched = Vec::new();
-            for (i, id, fin) in &finishing {
-                let stored = finished.contains(*id);
-                written[*i] = Written::Stored(stored);
-                if let (true, Some(answer)) = (stored, &fin.answer) {
-                    let message_id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
-                    answers.push(message_row(message_id, answer, micros));
-                    touched.push(answer.conversation_id.to_string());
-                }
-            }
-            insert_many!(tx, INSERT_MESSAGE_SQL, 7, answers, self.is_shared());
-            touch_conversations!(tx, touched, micros);
+            let finishing = finishing(batches, &ids, &written);
+            finish_runs!(self, tx, &finishing, &mut written, micros);
             if let Some(payload) = &hint {
                 // One hint per committed batch, sent at commit (docs/deployment.md).
                 sqlx::query("SELECT pg_notify($1, $2)")
@@ -215,18 +147,40 @@ impl Store {
                     .await?;
             }
             tx.commit().await?;
-            if let (Some(verified), Some(changes)) = (&self.verified, changes) {
-                let ended: Vec<Uuid> = finishing.iter().map(|(i, ..)| batches[*i].run_id).collect();
-                let checked: Vec<Uuid> = batches
-                    .iter()
-                    .zip(&ids)
-                    .filter(|(b, id)| b.epoch.is_some_and(|ep| epochs.get(*id) == Some(&ep)))
-                    .map(|(b, _)| b.run_id)
-                    .collect();
-                guard(verified).record(changes, &checked, &ended);
-            }
+            self.record_verified(changes, batches, &ids, &epochs, &finishing);
+            written
         });
         Ok(written)
+    }
+
+    /// The [`EVENTS_CHANNEL`] payload of a write on PostgreSQL: only the runs whose batches
+    /// are written are named.
+    fn hint(&self, ids: &[String], written: &[Written]) -> Option<String> {
+        let stored: Vec<String> = kept(written).map(|i| ids[i].clone()).collect();
+        (self.is_shared() && !stored.is_empty()).then(|| events_hint(&stored))
+    }
+
+    /// After a commit on SQLite: the runs whose epochs this write checked hold them while
+    /// the change count stays `changes`; the runs it finished need no check again.
+    fn record_verified(
+        &self,
+        changes: Option<i64>,
+        batches: &[RunBatch],
+        ids: &[String],
+        epochs: &HashMap<String, i64>,
+        finishing: &[(usize, &str, &FinalState)],
+    ) {
+        let (Some(verified), Some(changes)) = (&self.verified, changes) else {
+            return;
+        };
+        let ended: Vec<Uuid> = finishing.iter().map(|(i, ..)| batches[*i].run_id).collect();
+        let checked: Vec<Uuid> = batches
+            .iter()
+            .zip(ids)
+            .filter(|(b, id)| b.epoch.is_some_and(|ep| epochs.get(*id) == Some(&ep)))
+            .map(|(b, _)| b.run_id)
+            .collect();
+        guard(verified).record(changes, &checked, &ended);
     }
 
     /// The runs of `batches` whose lease epochs this transaction must read, in one lock order
@@ -252,6 +206,175 @@ impl Store {
         check.sort_unstable();
         check
     }
+}
+
+/// Whether the batch ends its run: then it needs no checkpoint, its terminal state clears it.
+fn finishes(b: &RunBatch) -> bool {
+    b.finish
+        .as_ref()
+        .is_some_and(|f| f.finish.status != RunStatus::Running)
+}
+
+/// Each batch's checkpoint joined into the text stored, for the runs not finishing.
+fn joined_checkpoints(batches: &[RunBatch]) -> Vec<Option<String>> {
+    batches
+        .iter()
+        .map(|b| {
+            b.checkpoint
+                .as_ref()
+                .filter(|_| !finishes(b))
+                .map(|c| c.join())
+        })
+        .collect()
+}
+
+/// The indexes of the batches not fenced.
+fn kept(written: &[Written]) -> impl Iterator<Item = usize> + '_ {
+    (0..written.len()).filter(|i| written[*i] != Written::Fenced)
+}
+
+/// Per batch: [`Written::Fenced`] when its run's stored epoch is no longer the batch's, else
+/// `Stored(false)` until its terminal state is written.
+fn fenced(batches: &[RunBatch], ids: &[String], epochs: &HashMap<String, i64>) -> Vec<Written> {
+    batches
+        .iter()
+        .zip(ids)
+        .map(|(b, id)| {
+            let moved = b
+                .epoch
+                .is_some_and(|ep| epochs.get(id).is_some_and(|stored| *stored != ep));
+            if moved {
+                Written::Fenced
+            } else {
+                Written::Stored(false)
+            }
+        })
+        .collect()
+}
+
+/// The events of the batches not fenced, with their run ids.
+fn kept_events<'a>(
+    batches: &'a [RunBatch],
+    ids: &'a [String],
+    written: &[Written],
+) -> Vec<(&'a str, &'a StoredEvent)> {
+    kept(written)
+        .flat_map(|i| batches[i].events.iter().map(move |e| (ids[i].as_str(), e)))
+        .collect()
+}
+
+/// The event-id ceilings to raise, `(ceiling, run id)`, in batch order.
+fn ceilings<'a>(
+    batches: &[RunBatch],
+    ids: &'a [String],
+    written: &[Written],
+) -> Vec<(i64, &'a str)> {
+    kept(written)
+        .filter_map(|i| batches[i].ceiling.map(|c| (c, ids[i].as_str())))
+        .collect()
+}
+
+/// The checkpoints to store, `(run id, joined checkpoint)`, in batch order.
+fn checkpoint_rows<'a>(
+    ids: &'a [String],
+    joined: &'a [Option<String>],
+    written: &[Written],
+) -> Vec<(&'a str, &'a str)> {
+    kept(written)
+        .filter_map(|i| joined[i].as_deref().map(|c| (ids[i].as_str(), c)))
+        .collect()
+}
+
+/// The terminal states to write, `(batch index, run id, state)`.
+fn finishing<'a>(
+    batches: &'a [RunBatch],
+    ids: &'a [String],
+    written: &[Written],
+) -> Vec<(usize, &'a str, &'a FinalState)> {
+    kept(written)
+        .filter(|i| finishes(&batches[*i]))
+        .filter_map(|i| batches[i].finish.as_ref().map(|f| (i, ids[i].as_str(), f)))
+        .collect()
+}
+
+/// `SELECT id, lease_epoch` of the runs `ids`, ordered, with the backend's row `lock`.
+fn epochs_query<'a, DB>(ids: &[&'a str], lock: &'static str) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
+    let mut list = q.separated(", ");
+    for id in ids {
+        list.push_bind(*id);
+    }
+    q.push(") ORDER BY id").push(lock);
+    q
+}
+
+/// Stores `(run id, checkpoint)` pairs on the runs still `running`.
+fn checkpoints_query<'a, DB>(rows: &[(&'a str, &'a str)]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new("UPDATE runs SET checkpoint = v.column2 FROM (");
+    q.push_values(rows, |mut row, (id, checkpoint)| {
+        row.push_bind(*id).push_bind(*checkpoint);
+    });
+    q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running'");
+    q
+}
+
+/// Writes the terminal states of `rows` on the runs still `running`, returning their ids.
+fn finish_query<'a, DB>(
+    rows: &[(usize, &'a str, &'a FinalState)],
+    micros: i64,
+) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+    Option<std::borrow::Cow<'a, str>>: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new(FINISH_RUNS_SQL);
+    q.push_bind(micros).push(" FROM (");
+    q.push_values(rows, |mut row, (_, id, fin)| {
+        let f = &fin.finish;
+        row.push_bind(*id)
+            .push_bind(f.status.as_str())
+            .push_bind(i64::from(f.iterations))
+            .push_bind(i64::from(f.tool_calls))
+            .push_bind(to_i64(f.usage.prompt_tokens))
+            .push_bind(to_i64(f.usage.completion_tokens))
+            .push_bind(to_i64(f.usage.total_tokens))
+            .push_bind(to_i64(f.usage.llm_calls))
+            .push_bind(f.error.as_deref().map(crate::store::storable));
+    });
+    q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");
+    q
+}
+
+/// Marks the batches whose terminal state this write stored (`finished`), and returns the
+/// answer messages of those runs and the conversations to touch.
+fn answers<'a>(
+    finishing: &[(usize, &str, &'a FinalState)],
+    finished: &HashSet<String>,
+    written: &mut [Written],
+    micros: i64,
+) -> (Vec<Vec<Arg<'a>>>, Vec<String>) {
+    let mut answers = Vec::new();
+    let mut touched = Vec::new();
+    for (i, id, fin) in finishing {
+        let stored = finished.contains(*id);
+        written[*i] = Written::Stored(stored);
+        if let (true, Some(answer)) = (stored, &fin.answer) {
+            let message_id = answer.id.unwrap_or_else(Uuid::new_v4).to_string();
+            answers.push(message_row(message_id, answer, micros));
+            touched.push(answer.conversation_id.to_string());
+        }
+    }
+    (answers, touched)
 }
 
 fn guard(v: &Mutex<Verified>) -> MutexGuard<'_, Verified> {
