@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 
 use reagent::agent::action::{parse_action, Action};
-use reagent::config::Config;
+// The variables the loader knows; the fuzzer picks among them by index.
+use reagent::config::{Config, KNOWN_VARIABLES as ENV_KEYS};
 use reagent::llm::extract_json;
 use reagent::llm::stream::StreamDecoder;
 use reagent::llm::StreamEvent;
 
-/// SPEC §5.2: never panics; anything returned is an object; an object's own text is found.
+/// `extract_json`: never panics; anything returned is an object; an object's own text is found.
 pub fn extract_json_body(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     if let Some(v) = extract_json(&text) {
@@ -30,7 +31,7 @@ pub fn extract_json_body(data: &[u8]) {
     }
 }
 
-/// SPEC §2.3 JSON mode: never panics; a tool call has a non-blank name and object-or-other
+/// The JSON-mode action parser: never panics; a tool call has a non-blank name and object-or-other
 /// JSON arguments; a call written with the aliases names a tool of the run; a final answer
 /// always has text when the reply had text.
 pub fn action_body(data: &[u8]) {
@@ -121,35 +122,7 @@ pub fn stream_body(data: &[u8]) {
     let _ = failed;
 }
 
-/// Environment variables the loader reads; the fuzzer picks among them by index.
-const ENV_KEYS: &[&str] = &[
-    "REAGENT_BIND",
-    "DATABASE_URL",
-    "LLM_BASE_URL",
-    "LLM_API_KEY",
-    "LLM_MODEL",
-    "LLM_TOOL_CALL",
-    "LLM_JSON_MODE",
-    "LLM_TOOL_CHOICE",
-    "LLM_CONTEXT_WINDOW",
-    "LLM_MAX_OUTPUT_TOKENS",
-    "LLM_TIMEOUT_S",
-    "LLM_MAX_RETRIES",
-    "LLM_MAX_RESPONSE_BYTES",
-    "REACT_MAX_ITERATIONS",
-    "REACT_TOOL_SELECTION_THRESHOLD",
-    "REACT_TOOL_SELECTION_MAX",
-    "REACT_SELF_REFLECTION_INTERVAL",
-    "REACT_CYCLE_DETECTION_THRESHOLD",
-    "REACT_COMPLETION_CHECK_MIN_TOOLS",
-    "REACT_SYNTHESIS_TRUNCATION",
-    "CONTEXT_BUDGET_TOKENS",
-    "REAGENT_API_KEYS",
-    "REAGENT_HTTP_ALLOW_PRIVATE",
-    "OPENAI_API_KEY",
-];
-
-/// `Config::load_from` (SPEC §6): the input is a TOML file, then after a line `---` one
+/// `Config::load_from` (docs/configuration.md): the input is a TOML file, then after a line `---` one
 /// `N=value` per line (N indexes [`ENV_KEYS`]). Never panics; an accepted configuration keeps
 /// the invariants the service relies on; a rejection has a message.
 pub fn config_body(data: &[u8]) {

@@ -25,6 +25,7 @@
 
 pub mod agents;
 mod dag;
+mod demo;
 mod env;
 mod expand;
 pub mod hooks;
@@ -38,6 +39,8 @@ mod validate;
 
 pub use agents::{AgentSpec, IMPLICIT_AGENT};
 pub use dag::DagConfig;
+pub use demo::{DEMO_MODEL_NAME, DEMO_NOTICE};
+pub use env::KNOWN_VARIABLES;
 pub use expand::expand;
 pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
 pub use mcp::McpServerConfig;
@@ -135,6 +138,9 @@ pub struct Config {
     pub agents: Vec<AgentSpec>,
     /// `[[mcp]]` (docs/protocols.md), `env`/`headers` expanded.
     pub mcp: Vec<McpServerConfig>,
+    /// What loading noticed and accepted, such as a misspelt variable: start-up logs each as a
+    /// warning and `check-config` prints them.
+    pub warnings: Vec<String>,
 }
 
 /// The file as written: every section optional.
@@ -212,6 +218,9 @@ impl Config {
             models::resolve(file.models, file.default_model.as_deref(), env)?;
         let model_names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
         let agents = agents::resolve(&file.agents, &model_names)?;
+        let mut referenced = expand::referenced(file_text.unwrap_or_default());
+        referenced.extend(models.iter().filter_map(|m| m.api_key_env.clone()));
+        let warnings = env::unknown_variables(env, &referenced);
         let config = Config {
             server: file.server,
             auth: file.auth,
@@ -224,6 +233,7 @@ impl Config {
             hooks: file.hooks,
             agents,
             mcp: file.mcp,
+            warnings,
         };
         validate::config(&config)?;
         Ok(config)
@@ -232,6 +242,13 @@ impl Config {
     /// The default model's entry.
     pub fn default_model_config(&self) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.name == self.default_model)
+    }
+
+    /// Checks the agents' tool entries against `tools`, the names of the built-in and HTTP
+    /// tools (MCP tools are checked by their server prefix): see [`agents::check_tools`].
+    pub fn check_agent_tools(&self, tools: &[&str]) -> Result<(), ConfigError> {
+        let servers: Vec<&str> = self.mcp.iter().map(|m| m.name.as_str()).collect();
+        agents::check_tools(&self.agents, tools, &servers)
     }
 
     /// The agent called `name`.

@@ -2,28 +2,33 @@
 //!
 //! - `reagent serve` loads the configuration (`config.toml` or `REAGENT_CONFIG`, then the
 //!   environment), binds `REAGENT_BIND` and serves until Ctrl-C or SIGTERM, then shuts down
-//!   gracefully within `server.shutdown_grace_s`.
-//! - `reagent check-config` loads and validates the configuration and prints a summary without
-//!   secrets; useful in CI and before a deploy.
+//!   gracefully within `server.shutdown_grace_s`. `serve --demo` answers every run with the
+//!   demo model: the scripted mock provider, in-process on a loopback port, so a first run
+//!   needs no key and no network.
+//! - `reagent check-config [--demo]` loads and validates the configuration and prints a summary
+//!   without secrets; useful in CI and before a deploy.
 //! - `reagent mock-provider --bind ADDR [options]` runs the OpenAI-compatible mock provider
 //!   ([`MockProvider`]) for load tests; it needs no configuration and prints
 //!   `mock provider listening on http://ADDR` on stdout (so `--bind 127.0.0.1:0` works).
 //!
-//! `serve` loads the configuration, assembles the service with [`App::build`], binds and hands
-//! over to [`App::run_until_stopped`] with the OS signals as the shutdown signal; everything
+//! `serve` loads the configuration, binds (before anything is created, so a port in use leaves
+//! no database file behind), assembles the service with [`App::build`] and hands over to
+//! [`App::run_until_stopped`] with the OS signals as the shutdown signal; everything
 //! about the service itself lives in [`reagent::app`].
 //!
 //! An invalid configuration prints `reagent: configuration error: <message naming the key>` and
 //! exits with status 2. Logs go to stderr (filter with `RUST_LOG`, default `info`).
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use reagent::app::{App, AppOverrides};
-use reagent::config::Config;
+use reagent::app::{setup, App, AppOverrides};
+use reagent::config::{Config, ConfigError, DEFAULT_CONFIG_FILE, DEMO_NOTICE};
 use reagent::server;
 use reagent::testing::mock_provider::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
@@ -54,11 +59,20 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the HTTP server on REAGENT_BIND.
-    Serve,
+    Serve(ServeArgs),
     /// Validate the configuration and print a summary (no secrets).
-    CheckConfig,
+    CheckConfig(ServeArgs),
     /// Run an OpenAI-compatible mock provider for load tests (no configuration needed).
     MockProvider(MockArgs),
+}
+
+/// The flags of `serve` and `check-config`.
+#[derive(Args)]
+struct ServeArgs {
+    /// Answer every run with the demo model: scripted answers from a mock provider inside the
+    /// process (calculator and clock questions work), no API key and no network needed.
+    #[arg(long)]
+    demo: bool,
 }
 
 /// The flags of `mock-provider`; see [`MockConfig`] for their meaning.
@@ -114,32 +128,55 @@ impl From<MockArgs> for MockConfig {
             error_rate: a.error_rate,
             seed: a.seed,
             stamp_tokens: a.stamp_tokens,
+            demo: false,
         }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The mock provider is not the service: it must start without (or despite) its config.
-    if let Command::MockProvider(args) = cli.command {
-        return exit_code(run_mock(args.into()));
-    }
-    let config = match Config::load() {
+    let (serve_it, args) = match cli.command {
+        // The mock provider is not the service: it must start without (or despite) its config.
+        Command::MockProvider(args) => return exit_code(run_mock(args.into())),
+        Command::Serve(args) => (true, args),
+        Command::CheckConfig(args) => (false, args),
+    };
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let config = match load_config(&env) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("reagent: configuration error: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let result = match cli.command {
-        Command::CheckConfig => {
-            print!("configuration OK\n{}", config.summary());
-            Ok(())
+    if serve_it {
+        exit_code(run_server(config, args.demo, env))
+    } else {
+        check_config(config, args.demo, &env);
+        ExitCode::SUCCESS
+    }
+}
+
+/// The configuration, and the checks start-up makes against the tools it builds.
+fn load_config(env: &HashMap<String, String>) -> Result<Config, ConfigError> {
+    let config = Config::load_with(env, Path::new(DEFAULT_CONFIG_FILE))?;
+    setup::check(&config)?;
+    Ok(config)
+}
+
+/// Prints the warnings (stderr) and the summary (stdout) of a valid configuration.
+fn check_config(mut config: Config, demo: bool, env: &HashMap<String, String>) {
+    for warning in &config.warnings {
+        eprintln!("reagent: warning: {warning}");
+    }
+    if demo {
+        let place = "http://127.0.0.1:<port chosen at start-up>/v1";
+        for note in config.use_demo_model(place, env) {
+            eprintln!("reagent: {note}");
         }
-        Command::Serve => run_server(config),
-        Command::MockProvider(_) => Ok(()), // handled above, before the configuration
-    };
-    exit_code(result)
+        eprintln!("reagent: {DEMO_NOTICE} (--demo)");
+    }
+    print!("configuration OK\n{}", config.summary());
 }
 
 fn exit_code(result: anyhow::Result<()>) -> ExitCode {
@@ -153,7 +190,8 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
 }
 
 fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(reagent::app::DEFAULT_LOG_FILTER));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -161,10 +199,10 @@ fn init_tracing() {
         .init();
 }
 
-fn run_server(config: Config) -> anyhow::Result<()> {
+fn run_server(config: Config, demo: bool, env: HashMap<String, String>) -> anyhow::Result<()> {
     init_tracing();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(config, demo, env))
 }
 
 fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
@@ -186,8 +224,18 @@ fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
     })
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn serve(mut config: Config, demo: bool, env: HashMap<String, String>) -> anyhow::Result<()> {
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    // Bound first: a port in use stops start-up before the database file is created.
     let bind = config.server.bind;
+    let listener =
+        server::listen(bind).with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
+    let demo_model = match demo {
+        true => Some(start_demo(&mut config, &env).await?),
+        false => None,
+    };
     for line in config.summary().lines() {
         tracing::info!("config: {line}");
     }
@@ -200,14 +248,37 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         "ui: {}",
         server::statics::describe(config.server.static_dir.as_deref())
     );
-    let app = App::build(config, AppOverrides::default())
+    let overrides = AppOverrides {
+        mcp_in_background: true,
+        ..AppOverrides::default()
+    };
+    let app = App::build(config, overrides)
         .await
         .context("cannot start the service")?;
-    let listener =
-        server::listen(bind).with_context(|| format!("cannot listen on {bind} (REAGENT_BIND)"))?;
-    app.run_until_stopped(listener, shutdown_signal())
+    let served = app.run_until_stopped(listener, shutdown_signal()).await;
+    if let Some(provider) = demo_model {
+        provider.shutdown().await;
+    }
+    served.context("server error")
+}
+
+/// Starts the demo model in-process and makes it the only model, saying so loudly.
+async fn start_demo(
+    config: &mut Config,
+    env: &HashMap<String, String>,
+) -> anyhow::Result<MockProvider> {
+    let provider = MockProvider::start(MockConfig::demo())
         .await
-        .context("server error")
+        .context("cannot start the demo model")?;
+    for note in config.use_demo_model(&provider.base_url(), env) {
+        tracing::warn!("{note}");
+    }
+    tracing::warn!(
+        "{DEMO_NOTICE}: --demo answers every run from a script (model 'demo', in-process at {}); \
+         start without --demo, with LLM_API_KEY set, for a real model",
+        provider.base_url()
+    );
+    Ok(provider)
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM (what `docker stop` and systemd send). The SIGTERM

@@ -442,12 +442,17 @@ function route() {
   if (match) openConversation(match[1]);
 }
 
-/** A hint when the server says its default model cannot be called without a key. */
+/**
+ * A hint when the server says its default model cannot be called without a key, and the demo
+ * banner when that model is the scripted demo model (`reagent serve --demo`).
+ */
 async function checkModels() {
   try {
     const models = await api('GET', '/api/models');
     const fallback = models.find((m) => m.default) || models[0];
     $('key-hint').hidden = !fallback?.needs_key;
+    $('demo-banner').hidden = !fallback?.demo;
+    $('demo-badge').hidden = !fallback?.demo;
   } catch {
     // Auth not given yet, or the server is away: nothing to hint about.
   }

@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::builtin::AuditSink;
+use crate::agent::hooks::HookRunner;
 use crate::agent::ToolPool;
 use crate::config::{Config, ConfigError};
 use crate::llm::registry::ModelRegistry;
@@ -31,7 +32,15 @@ use crate::server::{self, sse, AppState, Auth, Metrics};
 use crate::store::{LeaseHolder, Store, StoreError};
 use crate::tools::mcp::McpManager;
 use crate::tools::ToolRegistry;
-use setup::{agent_config, hook_runner, model_registry, tool_registry, with_mcp_tools, SetupError};
+use setup::{
+    agent_config, check_agent_tools, hook_runner, model_registry, tool_registry, with_mcp_tools,
+    SetupError,
+};
+
+/// The log filter when `RUST_LOG` is not set: `info`, except rmcp's, which logs each MCP
+/// server's whole `initialize` answer (its instructions text can be pages long) as one INFO
+/// line; reagent logs the server's readiness and tools itself.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
 /// What tests may swap; `None` means "as configured".
 #[derive(Default)]
@@ -43,6 +52,11 @@ pub struct AppOverrides {
     pub keep_alive: Option<Duration>,
     /// Longest wait before events reach the database (the run manager's default otherwise).
     pub flush_interval: Option<Duration>,
+    /// Connect the `[[mcp]]` servers in the background instead of waiting (up to 30 s) for
+    /// their first attempts: the binary does, so that `/healthz` answers at once while a slow
+    /// server starts (`/readyz` still waits for the `required` ones). Their tools join the
+    /// runs started after they connect, and a name clash is then logged, not fatal.
+    pub mcp_in_background: bool,
 }
 
 /// Why the service could not start.
@@ -81,95 +95,37 @@ impl App {
             None => model_registry(&config)?,
         };
         let models = metrics::meter_models(&metrics, &models);
-        // HTTP/1.1 as before reqwest's `http2` feature (enabled for `LLM_HTTP2`): tools, hooks
-        // and MCP servers do not negotiate h2. Their configured headers never follow a
-        // redirect to another origin.
-        let http = reqwest::Client::builder()
-            .http1_only()
-            .redirect(crate::net::same_origin_redirects())
-            .build()
-            .map_err(|e| SetupError::Hooks(format!("cannot build the HTTP client: {e}")))?;
+        let http = setup::http_client()?;
         let base_tools = match overrides.tools {
             Some(t) => t,
             None => tool_registry(&config, &http)?,
         };
-        let mcp = McpManager::start(
+        check_agent_tools(&config, &base_tools)?;
+        let mcp = McpManager::spawn(
             &config.mcp,
             http.clone(),
             Some(metrics::mcp_observer(&metrics)),
-        )
-        .await;
-        let tools = match with_mcp_tools(&base_tools, &mcp, true) {
-            Ok(t) => t,
-            Err(e) => {
-                mcp.shutdown().await;
-                return Err(e.into());
-            }
-        };
+        );
+        // Before the tools are read, so a list that arrives in between is not missed.
+        let mcp_changes = mcp.subscribe();
+        let tools = with_mcp(&base_tools, &mcp, !overrides.mcp_in_background).await?;
         let approvals = Arc::new(ApprovalBroker::new());
         let audit = Arc::new(StoreAudit(store.clone())) as Arc<dyn AuditSink>;
         let hooks = hook_runner(&config, &tools, approvals.clone(), Some(audit), &http)?;
-        let compact = config
-            .react
-            .compact_model
-            .as_deref()
-            .and_then(|name| models.get(name));
-        let mut manager = RunManager::new(
-            store.clone(),
-            models.clone(),
-            tools,
-            hooks,
-            agent_config(&config.react),
-            compact,
-        );
+        let mut manager = run_manager(&config, &store, &models, tools, hooks);
         if let Some(interval) = overrides.flush_interval {
             manager.flush_interval = interval;
         }
-        manager.max_query_chars = config.server.max_query_chars;
         manager.approvals = approvals;
-        manager.agents = Arc::from(config.agents.clone());
-        manager.dag = config.dag.clone();
-        manager.tool_pool = ToolPool::new(
-            config.tools.max_concurrent,
-            config.tools.max_concurrent_per_run,
-        );
         manager.observer = Some(metrics::run_observer(&metrics));
-        manager.resume_on_restart = config.server.resume_on_restart;
-        if let Some(id) = &config.server.instance_id {
-            manager.instance_id = id.clone();
-        }
-        manager.lease = LeaseTimes {
-            ttl: Duration::from_secs(config.server.lease_ttl_s),
-            renew: Duration::from_secs(config.server.lease_renew_s),
-        };
         store.hold_leases_as(LeaseHolder {
             instance: manager.instance_id.clone(),
             ttl: manager.lease.ttl,
         });
         let runs = Arc::new(manager);
-        follow_mcp_tools(&mcp, base_tools, &runs);
-        // Before recovery, so the runs it resumes hear the other instances too.
-        runs.listen_to_instances()
-            .await
-            .map_err(|e| BuildError::Store(StoreError::Connect(e.to_string())))?;
-        let recovered = runs.recover().await?;
-        runs.start_leases();
-        if recovered.total() > 0 {
-            tracing::warn!(
-                resumed = recovered.resumed,
-                failed = recovered.failed,
-                "took over runs left running by a previous process (or whose lease lapsed)"
-            );
-        }
-        let auth = Arc::new(Auth::new(
-            config
-                .auth
-                .keys
-                .iter()
-                .map(|k| (k.name.as_str(), k.key.expose())),
-            config.auth.metrics_key.as_ref().map(|k| k.expose()),
-            config.server.rate_limit_per_minute,
-        ));
+        follow_mcp_tools(&mcp, mcp_changes, base_tools, &runs);
+        take_over(&runs).await?;
+        let auth = auth(&config);
         Ok(App {
             state: AppState {
                 config: Arc::new(config),
@@ -245,12 +201,107 @@ impl App {
     }
 }
 
+/// `base` plus the MCP tools listed so far. `strict` waits for every server's first attempt
+/// and refuses a name two tools share (stopping the servers); otherwise the servers keep
+/// connecting in the background and a clash is logged when their lists arrive.
+async fn with_mcp(
+    base: &ToolRegistry,
+    mcp: &Arc<McpManager>,
+    strict: bool,
+) -> Result<ToolRegistry, BuildError> {
+    if strict {
+        mcp.settled().await;
+    }
+    match with_mcp_tools(base, mcp, strict) {
+        Ok(tools) => Ok(tools),
+        Err(e) => {
+            mcp.shutdown().await;
+            Err(e.into())
+        }
+    }
+}
+
+/// The run manager with the configuration's settings.
+fn run_manager(
+    config: &Config,
+    store: &Store,
+    models: &ModelRegistry,
+    tools: ToolRegistry,
+    hooks: HookRunner,
+) -> RunManager {
+    let compact = config
+        .react
+        .compact_model
+        .as_deref()
+        .and_then(|name| models.get(name));
+    let mut manager = RunManager::new(
+        store.clone(),
+        models.clone(),
+        tools,
+        hooks,
+        agent_config(&config.react),
+        compact,
+    );
+    manager.max_query_chars = config.server.max_query_chars;
+    manager.agents = Arc::from(config.agents.clone());
+    manager.dag = config.dag.clone();
+    manager.tool_pool = ToolPool::new(
+        config.tools.max_concurrent,
+        config.tools.max_concurrent_per_run,
+    );
+    manager.resume_on_restart = config.server.resume_on_restart;
+    if let Some(id) = &config.server.instance_id {
+        manager.instance_id = id.clone();
+    }
+    manager.lease = LeaseTimes {
+        ttl: Duration::from_secs(config.server.lease_ttl_s),
+        renew: Duration::from_secs(config.server.lease_renew_s),
+    };
+    manager
+}
+
+/// Takes over the runs a previous process (or a lapsed lease) left running, then keeps this
+/// instance's leases alive.
+async fn take_over(runs: &Arc<RunManager>) -> Result<(), BuildError> {
+    // Before recovery, so the runs it resumes hear the other instances too.
+    runs.listen_to_instances()
+        .await
+        .map_err(|e| BuildError::Store(StoreError::Connect(e.to_string())))?;
+    let recovered = runs.recover().await?;
+    runs.start_leases();
+    if recovered.total() > 0 {
+        tracing::warn!(
+            resumed = recovered.resumed,
+            failed = recovered.failed,
+            "took over runs left running by a previous process (or whose lease lapsed)"
+        );
+    }
+    Ok(())
+}
+
+/// The API keys and the metrics key.
+fn auth(config: &Config) -> Arc<Auth> {
+    Arc::new(Auth::new(
+        config
+            .auth
+            .keys
+            .iter()
+            .map(|k| (k.name.as_str(), k.key.expose())),
+        config.auth.metrics_key.as_ref().map(|k| k.expose()),
+        config.server.rate_limit_per_minute,
+    ))
+}
+
 /// Gives runs started from now on the new tools whenever an MCP server's list changes.
-fn follow_mcp_tools(mcp: &Arc<McpManager>, base: ToolRegistry, runs: &Arc<RunManager>) {
+fn follow_mcp_tools(
+    mcp: &Arc<McpManager>,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    base: ToolRegistry,
+    runs: &Arc<RunManager>,
+) {
     if mcp.is_empty() {
         return;
     }
-    let mut changes = mcp.subscribe();
     let mcp = Arc::downgrade(mcp);
     let runs = Arc::downgrade(runs);
     tokio::spawn(async move {

@@ -33,6 +33,17 @@ pub enum SetupError {
     Mcp(String),
 }
 
+/// The client of tools, hooks and MCP servers: HTTP/1.1 as before reqwest's `http2` feature
+/// (enabled for `LLM_HTTP2`), since they do not negotiate h2. Their configured headers never
+/// follow a redirect to another origin.
+pub fn http_client() -> Result<reqwest::Client, SetupError> {
+    reqwest::Client::builder()
+        .http1_only()
+        .redirect(crate::net::same_origin_redirects())
+        .build()
+        .map_err(|e| SetupError::Hooks(format!("cannot build the HTTP client: {e}")))
+}
+
 /// One OpenAI-compatible client per `[[models]]` entry.
 pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
     let mut entries = Vec::with_capacity(config.models.len());
@@ -70,6 +81,7 @@ fn model_info(m: &ModelConfig) -> ModelInfo {
         roles: m.roles.clone(),
         default: m.default,
         needs_key: m.api_key.is_none() && !is_local(&m.base_url),
+        demo: m.demo,
     }
 }
 
@@ -114,6 +126,27 @@ pub fn tool_registry(
         registry.register(Arc::new(tool));
     }
     Ok(registry)
+}
+
+/// The agents' tool entries checked against `tools` (built-ins and HTTP tools; MCP tools by
+/// their server prefix): `tools = ["calculater"]` fails start-up naming the agent and entry.
+pub fn check_agent_tools(config: &Config, tools: &ToolRegistry) -> Result<(), ConfigError> {
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    config.check_agent_tools(&names)
+}
+
+/// What `check-config` runs beyond loading: the checks start-up makes against the tools the
+/// configuration builds, without starting anything.
+pub fn check(config: &Config) -> Result<(), ConfigError> {
+    let unbuilt = |e: SetupError| match e {
+        SetupError::Tool { name, message } => {
+            ConfigError::invalid(format!("tools.http '{name}'"), message)
+        }
+        other => ConfigError::invalid("tools", other.to_string()),
+    };
+    let client = http_client().map_err(unbuilt)?;
+    let tools = tool_registry(config, &client).map_err(unbuilt)?;
+    check_agent_tools(config, &tools)
 }
 
 /// `base` plus every MCP tool. At start-up (`strict`) a name two tools share is an error

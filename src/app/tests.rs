@@ -92,3 +92,40 @@ fn models_say_when_a_remote_default_model_has_no_key() {
     let json = serde_json::to_value(model_registry(&config).unwrap().infos()).unwrap();
     assert_eq!(json[0]["needs_key"], false, "a local server needs none");
 }
+
+/// A log sink the test can read back.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_default_log_filter_keeps_rmcp_info_lines_out() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            super::DEFAULT_LOG_FILTER,
+        ))
+        .with_writer(move || sink.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(target: "rmcp::service", "Service initialized as client: pages of instructions");
+        tracing::warn!(target: "rmcp::service", "rmcp warning kept");
+        tracing::info!(target: "reagent::tools::mcp", "MCP server ready");
+    });
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(!log.contains("pages of instructions"), "{log}");
+    assert!(
+        log.contains("rmcp warning kept") && log.contains("MCP server ready"),
+        "{log}"
+    );
+}

@@ -181,6 +181,66 @@ pub(super) fn resolve(
     Ok(out)
 }
 
+/// Checks every agent's tool entries against the tools the service has (`known`: built-ins and
+/// HTTP tools) and the configured MCP servers, whose tools are only known once connected: an
+/// entry of `<server>__...` for a configured server passes, any other entry that matches no
+/// tool is an error naming the agent, the entry and the nearest valid names.
+pub fn check_tools(
+    agents: &[AgentSpec],
+    known: &[&str],
+    mcp_servers: &[&str],
+) -> Result<(), ConfigError> {
+    for (i, agent) in agents.iter().enumerate() {
+        let (Some(entries), Some(matchers)) = (&agent.tools, &agent.matchers) else {
+            continue;
+        };
+        for (j, (entry, glob)) in entries.iter().zip(matchers).enumerate() {
+            if known.iter().any(|t| glob.is_match(t)) || names_mcp_tools(entry, mcp_servers) {
+                continue;
+            }
+            return Err(ConfigError::invalid(
+                format!("agents[{i}].tools[{j}]"),
+                unmatched(&agent.name, entry, known, mcp_servers),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `entry` can name tools of a configured MCP server: it starts with `<server>__`, or
+/// its server part is itself a pattern (`*__search`) and some server is configured.
+fn names_mcp_tools(entry: &str, mcp_servers: &[&str]) -> bool {
+    let by_prefix = mcp_servers
+        .iter()
+        .any(|s| entry.starts_with(&format!("{s}__")));
+    let server_part = entry.split("__").next().unwrap_or_default();
+    let wild = entry.contains("__") && server_part.contains(['*', '?', '[', '{']);
+    by_prefix || (wild && !mcp_servers.is_empty())
+}
+
+/// The error text for a tool entry that matches nothing.
+fn unmatched(agent: &str, entry: &str, known: &[&str], mcp_servers: &[&str]) -> String {
+    let mut candidates: Vec<String> = known.iter().map(|t| t.to_string()).collect();
+    candidates.extend(mcp_servers.iter().map(|s| format!("{s}__*")));
+    let mut ranked: Vec<(usize, &String)> = candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(entry, c), c))
+        .collect();
+    ranked.sort();
+    let nearest: Vec<&str> = ranked.iter().take(3).map(|(_, c)| c.as_str()).collect();
+    let mut message = format!("agent {agent:?}: {entry:?} matches no tool");
+    if let Some((distance, best)) = ranked.first() {
+        if *distance <= (entry.len() / 3).max(2) {
+            message.push_str(&format!(" (did you mean {best:?}?)"));
+        }
+    }
+    message.push_str(&format!("; nearest: {}", nearest.join(", ")));
+    if mcp_servers.is_empty() {
+        message.push_str("; an MCP server's tools are written <server>__<tool>");
+    }
+    message
+}
+
 fn compile(key: &str, glob: &str) -> Result<GlobMatcher, ConfigError> {
     if glob.trim().is_empty() {
         return Err(ConfigError::invalid(key, "must be a tool name or glob"));

@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
-use super::{validate, ApiKey, ConfigError, FileConfig, Secret};
+use super::{validate, ApiKey, ConfigError, FileConfig, LlmConfig, ReactConfig, Secret};
 
 /// The variable's trimmed value, `None` when unset or blank.
 pub(super) fn get<'a>(env: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
@@ -95,6 +95,14 @@ pub(super) fn apply(
     file: &mut FileConfig,
     env: &HashMap<String, String>,
 ) -> Result<(), ConfigError> {
+    apply_server(file, env)?;
+    apply_limits(file, env)?;
+    apply_llm(&mut file.llm, env)?;
+    apply_react(&mut file.react, env)
+}
+
+/// Where to listen, the database, the UI folder and the API keys.
+fn apply_server(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
     if let Some(raw) = get(env, "REAGENT_BIND") {
         file.server.bind = raw.parse::<SocketAddr>().map_err(|_| {
             ConfigError::value(
@@ -114,17 +122,6 @@ pub(super) fn apply(
     if let Some(raw) = get(env, "REAGENT_API_KEYS") {
         file.auth.keys = api_keys(raw)?;
     }
-    set(
-        &mut file.server.header_timeout_s,
-        int(env, "REAGENT_HEADER_TIMEOUT_S", 1)?,
-    );
-    set(
-        &mut file.server.sse_stall_s,
-        int(env, "REAGENT_SSE_STALL_S", 1)?,
-    );
-    if let Some(n) = int(env, "REAGENT_MAX_CONNECTIONS", 1)? {
-        file.server.max_connections = Some(n);
-    }
     if let Some(v) = boolean(env, "REAGENT_HTTP_ALLOW_PRIVATE")? {
         file.tools.allow_private_http = v;
     }
@@ -136,26 +133,37 @@ pub(super) fn apply(
         &mut file.tools.max_concurrent_per_run,
         int(env, "REAGENT_MAX_CONCURRENT_TOOLS_PER_RUN", 1)?,
     );
-    set(
-        &mut file.server.shutdown_grace_s,
-        int(env, "REAGENT_SHUTDOWN_GRACE_S", 0)?,
-    );
-    if let Some(v) = boolean(env, "REAGENT_RESUME_ON_RESTART")? {
-        file.server.resume_on_restart = v;
-    }
     if let Some(raw) = get(env, "REAGENT_INSTANCE_ID") {
         file.server.instance_id = Some(raw.to_string());
     }
-    set(
-        &mut file.server.lease_ttl_s,
-        int(env, "REAGENT_LEASE_TTL_S", 2)?,
-    );
-    set(
-        &mut file.server.lease_renew_s,
-        int(env, "REAGENT_LEASE_RENEW_S", 1)?,
-    );
+    Ok(())
+}
 
-    let llm = &mut file.llm;
+/// Connection limits, shutdown and the run leases.
+fn apply_limits(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
+    let s = &mut file.server;
+    set(
+        &mut s.header_timeout_s,
+        int(env, "REAGENT_HEADER_TIMEOUT_S", 1)?,
+    );
+    set(&mut s.sse_stall_s, int(env, "REAGENT_SSE_STALL_S", 1)?);
+    if let Some(n) = int(env, "REAGENT_MAX_CONNECTIONS", 1)? {
+        s.max_connections = Some(n);
+    }
+    set(
+        &mut s.shutdown_grace_s,
+        int(env, "REAGENT_SHUTDOWN_GRACE_S", 0)?,
+    );
+    if let Some(v) = boolean(env, "REAGENT_RESUME_ON_RESTART")? {
+        s.resume_on_restart = v;
+    }
+    set(&mut s.lease_ttl_s, int(env, "REAGENT_LEASE_TTL_S", 2)?);
+    set(&mut s.lease_renew_s, int(env, "REAGENT_LEASE_RENEW_S", 1)?);
+    Ok(())
+}
+
+/// `[llm]`: the client settings every model shares.
+fn apply_llm(llm: &mut LlmConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
     set(&mut llm.timeout_s, int(env, "LLM_TIMEOUT_S", 1)?);
     set(&mut llm.max_retries, int(env, "LLM_MAX_RETRIES", 0)?);
     set(
@@ -163,8 +171,11 @@ pub(super) fn apply(
         int(env, "LLM_MAX_RESPONSE_BYTES", 1)?,
     );
     set(&mut llm.http2, boolean(env, "LLM_HTTP2")?);
+    Ok(())
+}
 
-    let r = &mut file.react;
+/// `[react]`: the engine's safeguards and budgets.
+fn apply_react(r: &mut ReactConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
     set(&mut r.max_iterations, int(env, "REACT_MAX_ITERATIONS", 1)?);
     set(
         &mut r.tool_selection_threshold,
@@ -216,4 +227,103 @@ fn set<T>(slot: &mut T, value: Option<T>) {
     if let Some(v) = value {
         *slot = v;
     }
+}
+
+/// Every variable under reagent's prefixes that something in this repository reads: the
+/// server's settings first (this module, `models` and `dag`), then the few only the test suite,
+/// the scripts and the load generator read. Start-up warns about any other `LLM_*`,
+/// `REAGENT_*`, `REACT_*` or `DAG_*` variable, since a misspelt one is otherwise ignored.
+pub const KNOWN_VARIABLES: &[&str] = &[
+    "REAGENT_CONFIG",
+    "REAGENT_BIND",
+    "DATABASE_URL",
+    "REAGENT_STATIC_DIR",
+    "REAGENT_API_KEYS",
+    "REAGENT_HEADER_TIMEOUT_S",
+    "REAGENT_SSE_STALL_S",
+    "REAGENT_MAX_CONNECTIONS",
+    "REAGENT_HTTP_ALLOW_PRIVATE",
+    "REAGENT_MAX_CONCURRENT_TOOLS",
+    "REAGENT_MAX_CONCURRENT_TOOLS_PER_RUN",
+    "REAGENT_SHUTDOWN_GRACE_S",
+    "REAGENT_RESUME_ON_RESTART",
+    "REAGENT_INSTANCE_ID",
+    "REAGENT_LEASE_TTL_S",
+    "REAGENT_LEASE_RENEW_S",
+    "REAGENT_DEFAULT_ENGINE",
+    "LLM_BASE_URL",
+    "LLM_API_KEY",
+    "OPENAI_API_KEY",
+    "LLM_MODEL",
+    "LLM_TOOL_CALL",
+    "LLM_JSON_MODE",
+    "LLM_TOOL_CHOICE",
+    "LLM_CONTEXT_WINDOW",
+    "LLM_MAX_OUTPUT_TOKENS",
+    "LLM_TIMEOUT_S",
+    "LLM_MAX_RETRIES",
+    "LLM_MAX_RESPONSE_BYTES",
+    "LLM_HTTP2",
+    "REACT_MAX_ITERATIONS",
+    "REACT_TOOL_SELECTION_THRESHOLD",
+    "REACT_TOOL_SELECTION_MAX",
+    "REACT_SELF_REFLECTION_INTERVAL",
+    "REACT_CYCLE_DETECTION_THRESHOLD",
+    "REACT_COMPLETION_CHECK_MIN_TOOLS",
+    "REACT_SYNTHESIS_TRUNCATION",
+    "REACT_MAX_TOOL_CALLS_PER_REPLY",
+    "REACT_MAX_TOOL_CALLS_PER_RUN",
+    "REACT_MAX_TOOL_ARGUMENTS_BYTES",
+    "REACT_SYNTHESIS_MAX_BYTES",
+    "CONTEXT_BUDGET_TOKENS",
+    "DAG_MAX_STEPS",
+    "DAG_MAX_CONCURRENCY",
+    "DAG_STEP_MAX_ITERATIONS",
+    "DAG_STEP_TIMEOUT_S",
+    "DAG_MAX_REPLANS",
+    "DAG_MAX_ROUNDS",
+    "DAG_REPLAN_STOP_CONFIDENCE",
+    // Read by the load generator, the tests and the scripts, not by the server.
+    "REAGENT_BIN",
+    "REAGENT_SKIP_PG",
+    "REAGENT_PEERS_DIR",
+    "REAGENT_LLAMA_CACHE",
+];
+
+/// The namespaces whose unknown variables are reported (each followed by `_`).
+const PREFIXES: [&str; 4] = ["LLM", "REAGENT", "REACT", "DAG"];
+
+/// One warning per set variable under reagent's prefixes that nothing reads, naming the nearest
+/// known variable. `referenced` are the names the configuration itself points at
+/// (`api_key_env`, `${VAR}`), which are the user's to choose.
+pub(super) fn unknown_variables(
+    env: &HashMap<String, String>,
+    referenced: &[String],
+) -> Vec<String> {
+    let mut unknown: Vec<&String> = env
+        .keys()
+        .filter(|k| {
+            PREFIXES
+                .iter()
+                .any(|p| k.strip_prefix(p).is_some_and(|rest| rest.starts_with('_')))
+        })
+        .filter(|k| !KNOWN_VARIABLES.contains(&k.as_str()) && !referenced.contains(k))
+        .collect();
+    unknown.sort();
+    unknown
+        .into_iter()
+        .map(|name| match nearest(name, KNOWN_VARIABLES) {
+            Some(known) => format!("unknown variable {name} is ignored (did you mean {known}?)"),
+            None => format!("unknown variable {name} is ignored"),
+        })
+        .collect()
+}
+
+/// The candidate closest to `name` by edit distance, when it is close enough to be a typo.
+pub(super) fn nearest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let (best, distance) = candidates
+        .iter()
+        .map(|c| (*c, strsim::levenshtein(name, c)))
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= (name.len() / 3).max(2)).then_some(best)
 }

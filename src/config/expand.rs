@@ -42,6 +42,17 @@ pub fn expand(key: &str, raw: &str, env: &HashMap<String, String>) -> Result<Str
     Ok(out)
 }
 
+/// The names of every `${NAME}` in `text` (a configuration file): variables the user chose.
+pub(super) fn referenced(text: &str) -> Vec<String> {
+    text.split("${")
+        .skip(1)
+        .filter_map(|part| {
+            part.split_once('}')
+                .map(|(name, _)| name.trim().to_string())
+        })
+        .collect()
+}
+
 /// Expands every value of a map in place; `prefix` names the map (`mcp[0].env`).
 pub fn expand_map(
     prefix: &str,

@@ -116,6 +116,7 @@ fn info(name: &str, roles: &[&str]) -> ModelInfo {
         roles: roles.iter().map(|r| r.to_string()).collect(),
         default: false,
         needs_key: false,
+        demo: false,
     }
 }
 

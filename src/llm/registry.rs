@@ -28,6 +28,9 @@ pub struct ModelInfo {
     /// No API key is configured although the provider is not on this machine: its calls will
     /// be refused (the UI shows a hint).
     pub needs_key: bool,
+    /// The scripted demo model of `serve --demo`, not a real LLM (the UI says so).
+    #[serde(default)]
+    pub demo: bool,
 }
 
 struct Inner {

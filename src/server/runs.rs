@@ -66,6 +66,10 @@ pub struct ChatBody {
     /// `react`, `dag` or `auto`; also the engine of the conversation it creates.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
+    /// A configured agent (`GET /api/agents`) for the conversation this request creates: its
+    /// model, system prompt, tools and iteration cap apply. Not with `conversation_id` (a
+    /// conversation keeps the agent it was created with).
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -152,7 +156,7 @@ pub async fn start(
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
     summary = "Start a run and stream it, in a new conversation unless one is given",
     responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
-              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent, `agent` with `conversation_id`", body = ErrorBody),
               (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
 pub async fn chat(
@@ -161,11 +165,18 @@ pub async fn chat(
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     // A new conversation is stored with its first run, in one transaction.
-    let conversation = match body.conversation_id {
-        Some(id) => ConversationRef::Existing(id),
-        None => match ConversationRef::titled_after(&body.query, body.model.clone()) {
+    let conversation = match (body.conversation_id, body.agent) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "agent applies to a new conversation; omit conversation_id, or omit agent to \
+                 continue with the conversation's own",
+            ))
+        }
+        (Some(id), None) => ConversationRef::Existing(id),
+        (None, agent) => match ConversationRef::titled_after(&body.query, body.model.clone()) {
             ConversationRef::New(mut new) => {
                 new.engine = body.engine;
+                new.agent = agent;
                 ConversationRef::New(new)
             }
             existing => existing,

@@ -310,6 +310,9 @@ pub struct Model {
     pub default: bool,
     /// No API key is configured although the provider is not on this machine.
     pub needs_key: bool,
+    /// The scripted demo model of `reagent serve --demo`: answers come from a script, not an
+    /// LLM (the UI shows a banner).
+    pub demo: bool,
 }
 
 impl From<llm::registry::ModelInfo> for Model {
@@ -327,6 +330,7 @@ impl From<llm::registry::ModelInfo> for Model {
             hints: m.hints,
             default: m.default,
             needs_key: m.needs_key,
+            demo: m.demo,
         }
     }
 }

@@ -170,6 +170,7 @@ pub fn single_model(llm: Arc<dyn Llm>) -> ModelRegistry {
         roles: vec![],
         default: true,
         needs_key: false,
+        demo: false,
     };
     ModelRegistry::single(info, llm)
 }

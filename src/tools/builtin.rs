@@ -5,7 +5,8 @@
 //! function table (which includes regex and string functions) is disabled and replaced by a
 //! small table of math functions; the expression tree is inspected before evaluation and any
 //! assignment, chaining (`;`), string literal or unknown identifier is refused. Integer literals
-//! are turned into floats first so that `7 / 2` is `3.5`, as a person (and an LLM) expects.
+//! are turned into floats first so that `7 / 2` is `3.5`, as a person (and an LLM) expects, and
+//! powers may be written `^` or `**`, chained right to left (`powers`).
 
 use std::sync::Arc;
 
@@ -215,8 +216,16 @@ pub fn evaluate(expression: &str) -> Result<String, ToolError> {
             expression.len()
         )));
     }
-    let mut tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(expression)
-        .map_err(|e| ToolError::InvalidArguments(format!("cannot parse expression: {e}")))?;
+    let hint = if expression.contains(['*', '^']) {
+        " (use ^ or ** for powers)"
+    } else {
+        ""
+    };
+    let mut tree =
+        evalexpr::build_operator_tree::<DefaultNumericTypes>(&powers::rewrite(expression))
+            .map_err(|e| {
+                ToolError::InvalidArguments(format!("cannot parse expression: {e}{hint}"))
+            })?;
     sanitize(&mut tree)?;
     let ctx = context().map_err(|e| ToolError::Failed(format!("calculator setup: {e}")))?;
     let value = tree.eval_with_context(&ctx).map_err(|e| match e {
@@ -230,7 +239,7 @@ pub fn evaluate(expression: &str) -> Result<String, ToolError> {
         )),
         e @ (EvalexprError::WrongOperatorArgumentAmount { .. }
         | EvalexprError::WrongFunctionArgumentAmount { .. }) => {
-            ToolError::InvalidArguments(format!("malformed expression: {e}"))
+            ToolError::InvalidArguments(format!("malformed expression: {e}{hint}"))
         }
         other => ToolError::Failed(format!("cannot evaluate expression: {other}")),
     })?;
@@ -259,7 +268,7 @@ impl Tool for Calculator {
         true
     }
     fn description(&self) -> &str {
-        "Evaluate an arithmetic expression (+ - * / % ^, sqrt, sin, ln, log, min, max, pi, e...)."
+        "Evaluate an arithmetic expression (+ - * / %, ^ or ** for powers, sqrt, sin, ln, log, min, max, pi, e...)."
     }
     fn parameters(&self) -> Json {
         json!({
@@ -349,5 +358,6 @@ impl Tool for CurrentTime {
     }
 }
 
+mod powers;
 #[cfg(test)]
 mod tests;

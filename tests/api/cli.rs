@@ -1,11 +1,15 @@
 //! Black-box tests of the `reagent` binary: configuration errors at start-up, `check-config`,
-//! and `serve` answering `/healthz` then stopping on SIGTERM.
+//! and `serve` answering `/healthz` then stopping on SIGTERM; [`startup`]: the order of
+//! start-up (port, database, MCP servers); [`demo`]: `serve --demo`.
 //!
 //! Each child runs in an empty temporary directory with a cleared environment, so neither the
 //! repository's `config.toml` nor the developer's variables leak in. Variables are set on the
 //! child only; this process's environment is never changed.
 
 use crate::support::child::{run, Server};
+
+mod demo;
+mod startup;
 
 #[tokio::test]
 async fn invalid_env_value_fails_start_up_naming_the_key() {
@@ -81,4 +85,47 @@ async fn serve_answers_healthz_and_stops_on_sigterm() {
         status.success(),
         "graceful shutdown should exit 0, got {status}"
     );
+}
+
+#[tokio::test]
+async fn a_misspelt_variable_is_named_with_the_nearest_known_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("LLM_BASEURL", "http://127.0.0.1:9/v1"),
+        ("REAGENT_BIND", "127.0.0.1:0"),
+    ];
+    let out = run(dir.path(), &["check-config"], &env).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warning = "unknown variable LLM_BASEURL is ignored (did you mean LLM_BASE_URL?)";
+    assert!(stderr.contains(warning), "{stderr}");
+    let server = Server::serve(dir.path(), &[("LLM_BASEURL", "http://127.0.0.1:9/v1")]).await;
+    let log = server.stop_and_log().await;
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains(warning)),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_tool_that_matches_nothing_fails_start_up_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[agents]]\nname = \"maths\"\ntools = [\"calculater\"]\n",
+    )
+    .unwrap();
+    for args in [&["check-config"][..], &["serve"][..]] {
+        let out = run(dir.path(), args, &[("REAGENT_BIND", "127.0.0.1:0")]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("agents[0].tools[0]")
+                && stderr.contains("\"maths\"")
+                && stderr.contains("did you mean \"calculator\"?"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!dir.path().join("data").exists(), "nothing was created");
 }

@@ -7,36 +7,9 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use reagent::agent::action::{parse_action, Action};
-use reagent::config::Config;
+use reagent::config::{Config, KNOWN_VARIABLES};
 use reagent::llm::stream::{StreamDecoder, ToolCallAssembler, ToolCallDelta};
 use serde_json::json;
-
-/// Every docs/configuration.md variable: random values for real keys exercise each parser.
-const SPEC_VARIABLES: &[&str] = &[
-    "REAGENT_BIND",
-    "DATABASE_URL",
-    "LLM_BASE_URL",
-    "LLM_API_KEY",
-    "OPENAI_API_KEY",
-    "LLM_MODEL",
-    "LLM_TOOL_CALL",
-    "LLM_JSON_MODE",
-    "LLM_TOOL_CHOICE",
-    "LLM_CONTEXT_WINDOW",
-    "LLM_MAX_OUTPUT_TOKENS",
-    "LLM_TIMEOUT_S",
-    "LLM_MAX_RETRIES",
-    "REACT_MAX_ITERATIONS",
-    "REACT_TOOL_SELECTION_THRESHOLD",
-    "REACT_TOOL_SELECTION_MAX",
-    "REACT_SELF_REFLECTION_INTERVAL",
-    "REACT_CYCLE_DETECTION_THRESHOLD",
-    "REACT_COMPLETION_CHECK_MIN_TOOLS",
-    "REACT_SYNTHESIS_TRUNCATION",
-    "CONTEXT_BUDGET_TOKENS",
-    "REAGENT_API_KEYS",
-    "REAGENT_HTTP_ALLOW_PRIVATE",
-];
 
 /// JSON-ish noise: fragments that make parsers take their interesting branches.
 fn jsonish() -> impl Strategy<Value = String> {
@@ -126,7 +99,7 @@ proptest! {
     }
 
     #[test]
-    fn config_loader_never_panics(text in prop_oneof![".*", jsonish(), "[a-z_]{1,10} = [0-9a-z\"]{0,6}\n\\[[a-z]{1,6}\\]\n[a-z_]{1,10} = [0-9]{0,4}"], key in prop::sample::select(SPEC_VARIABLES.to_vec()), value in ".{0,10}") {
+    fn config_loader_never_panics(text in prop_oneof![".*", jsonish(), "[a-z_]{1,10} = [0-9a-z\"]{0,6}\n\\[[a-z]{1,6}\\]\n[a-z_]{1,10} = [0-9]{0,4}"], key in prop::sample::select(KNOWN_VARIABLES.to_vec()), value in ".{0,10}") {
         let mut env = HashMap::new();
         env.insert(key.to_string(), value);
         let _ = Config::load_from(Some(&text), &env);

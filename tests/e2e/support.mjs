@@ -4,7 +4,7 @@
 // on a real signal (a log line, a DOM state), never a fixed sleep.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -194,28 +194,52 @@ function binaryPath() {
  * of the checkout instead, without a rebuild (UI development).
  */
 export async function startReagent(llmBase, extraEnv = {}, configText = '') {
-  const bin = binaryPath();
-  if (!existsSync(bin)) throw new Error(`${bin} not found: run \`cargo build\` first`);
   const dir = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-'));
   const config = path.join(dir, 'config.toml');
   writeFileSync(config, configText);
+  return spawnReagent(['serve'], dir, {
+    REAGENT_CONFIG: config,
+    DATABASE_URL: `sqlite://${path.join(dir, 'reagent.db')}`,
+    LLM_BASE_URL: llmBase,
+    LLM_API_KEY: 'x',
+    LLM_MAX_RETRIES: '0',
+    RUST_LOG: 'info',
+    ...extraEnv,
+  });
+}
+
+/**
+ * The arguments of README's first command, `cargo run --release -- <arguments>` (the first
+ * line of README's first code block), or null when it is not of that form.
+ */
+export function quickStartArgs() {
+  const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const block = readme.match(/^```[a-z]*\n([^\n]*)/m);
+  const m = block && block[1].trim().match(/^cargo run --release -- (.+)$/);
+  return m ? m[1].split(/\s+/) : null;
+}
+
+/**
+ * Runs the built binary with `args` in `dir` the way a new user would from a fresh clone: the
+ * checkout's config.toml copied in, no variables but `env` (and a free port), the database
+ * where the defaults put it.
+ */
+export async function startAsUser(args, env = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-user-'));
+  copyFileSync(path.join(REPO, 'config.toml'), path.join(dir, 'config.toml'));
+  return spawnReagent(args, dir, env);
+}
+
+/** `reagent <args>` in `dir` with only `env` (plus REAGENT_BIND=127.0.0.1:0), once listening. */
+async function spawnReagent(args, dir, env) {
+  const bin = binaryPath();
+  if (!existsSync(bin)) throw new Error(`${bin} not found: run \`cargo build\` first`);
   const staticDir = process.env.REAGENT_STATIC_DIR
     ? { REAGENT_STATIC_DIR: path.resolve(REPO, process.env.REAGENT_STATIC_DIR) }
     : {};
-  const child = spawn(bin, ['serve'], {
+  const child = spawn(bin, args, {
     cwd: dir,
-    env: {
-      ...staticDir,
-      REAGENT_BIND: '127.0.0.1:0',
-      REAGENT_CONFIG: config,
-      DATABASE_URL: `sqlite://${path.join(dir, 'reagent.db')}`,
-      LLM_BASE_URL: llmBase,
-      LLM_API_KEY: 'x',
-      LLM_MAX_RETRIES: '0',
-      RUST_LOG: 'info',
-      NO_COLOR: '1',
-      ...extraEnv,
-    },
+    env: { ...staticDir, REAGENT_BIND: '127.0.0.1:0', NO_COLOR: '1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -238,6 +262,7 @@ export async function startReagent(llmBase, extraEnv = {}, configText = '') {
   });
   return {
     base,
+    dir,
     log: () => log,
     async stop() {
       if (child.exitCode === null) {

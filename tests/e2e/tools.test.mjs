@@ -35,7 +35,21 @@ before(async () => {
   llm = await startMockLlm();
   browser = await startBrowser();
   server = await startReagent(llm.base, {}, config);
+  // The servers connect in the background (the listener does not wait for them): the drawer
+  // is read once both first attempts are over.
+  await settled(server.base);
 });
+
+/** Polls /api/mcp until no server is still making its first attempt. */
+async function settled(base) {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const servers = await (await fetch(`${base}/api/mcp`)).json();
+    if (servers.every((s) => s.state !== 'connecting')) return;
+    assert.ok(Date.now() < deadline, `MCP servers still connecting: ${JSON.stringify(servers)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 after(async () => {
   await server?.stop();

@@ -6,11 +6,17 @@ that is not JSON-RPC, then a non-JSON line; `huge` returns 8 MiB of text; `enorm
 line; `not_utf8` a result whose text holds bytes that are not UTF-8; `ok` answers "fine".
 With MCP_BAD_PEER_DEEP=1 it also lists `deep`, whose inputSchema nests 300 levels (past
 serde_json's recursion limit of 128).
+With MCP_BAD_PEER_SILENT=1 it reads its input and never answers, not even `initialize`.
 """
 
 import json
 import os
 import sys
+
+if os.environ.get("MCP_BAD_PEER_SILENT"):
+    for _ in sys.stdin:
+        pass
+    sys.exit(0)
 
 
 def send(msg):

@@ -81,6 +81,7 @@ pub fn scripted_info(abilities: Abilities) -> ModelInfo {
         roles: vec![],
         default: true,
         needs_key: false,
+        demo: false,
     }
 }
 
@@ -153,6 +154,7 @@ impl TestApp {
                 tools: (!options.config_tools).then_some(tools),
                 keep_alive: Some(options.keep_alive),
                 flush_interval: Some(Duration::from_millis(1)),
+                ..AppOverrides::default()
             },
         )
         .await

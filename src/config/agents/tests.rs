@@ -98,3 +98,52 @@ fn agent_errors_name_the_key() {
         assert!(e.contains(expected), "{file}: {e}");
     }
 }
+
+const BUILTINS: [&str; 3] = ["calculator", "current_time", "http_request"];
+
+fn check(file: &str) -> Result<(), ConfigError> {
+    load(Some(file)).unwrap().check_agent_tools(&BUILTINS)
+}
+
+#[test]
+fn a_tool_entry_that_matches_nothing_names_the_agent_and_the_nearest_tool() {
+    let e = check("[[agents]]\nname = \"maths\"\ntools = [\"current_time\", \"calculater\"]")
+        .unwrap_err();
+    assert_eq!(e.key(), Some("agents[0].tools[1]"));
+    let e = e.to_string();
+    assert!(
+        e.contains("agent \"maths\"")
+            && e.contains("\"calculater\" matches no tool")
+            && e.contains("did you mean \"calculator\"?"),
+        "{e}"
+    );
+    let e = check("[[agents]]\nname = \"a\"\ntools = [\"web_*\"]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"web_*\" matches no tool") && e.contains("<server>__<tool>"),
+        "{e}"
+    );
+}
+
+#[test]
+fn mcp_entries_are_checked_by_their_server_prefix_only() {
+    let mcp = "[[mcp]]\nname = \"github\"\ncommand = \"github-mcp\"\n\n";
+    let ok = [
+        "tools = [\"github__*\"]",
+        "tools = [\"github__create_issue\", \"calc*\"]",
+        "tools = [\"*__search\"]",
+        "tools = []",
+    ];
+    for tools in ok {
+        let file = format!("{mcp}[[agents]]\nname = \"a\"\n{tools}");
+        assert!(check(&file).is_ok(), "{tools}: {:?}", check(&file));
+    }
+    let file = format!("{mcp}[[agents]]\nname = \"a\"\ntools = [\"gihub__*\"]");
+    let e = check(&file).unwrap_err().to_string();
+    assert!(e.contains("did you mean \"github__*\"?"), "{e}");
+    let e = check("[[agents]]\nname = \"a\"\ntools = [\"github__*\"]")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"github__*\" matches no tool"), "{e}");
+}

@@ -65,6 +65,9 @@ pub struct ModelConfig {
     /// Looked up at load time; never read from the file.
     #[serde(skip)]
     pub api_key: Option<Secret>,
+    /// The demo model of `serve --demo` (scripted, in-process); never read from the file.
+    #[serde(skip)]
+    pub demo: bool,
 }
 
 impl ModelConfig {
@@ -83,6 +86,7 @@ impl ModelConfig {
             roles: Vec::new(),
             default: false,
             api_key: None,
+            demo: false,
         }
     }
 }

@@ -284,3 +284,88 @@ fn database_url_password_is_not_echoed() {
         "{message}"
     );
 }
+
+#[test]
+fn a_misspelt_variable_is_named_with_the_nearest_known_one() {
+    let c = load(
+        None,
+        &[
+            ("LLM_BASEURL", "http://127.0.0.1:1/v1"),
+            ("REACT_MAX_ITERATION", "3"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.warnings,
+        [
+            "unknown variable LLM_BASEURL is ignored (did you mean LLM_BASE_URL?)",
+            "unknown variable REACT_MAX_ITERATION is ignored (did you mean REACT_MAX_ITERATIONS?)",
+        ]
+    );
+    let far = load(None, &[("REAGENT_SOMETHING_ELSE_ENTIRELY", "1")]).unwrap();
+    assert_eq!(
+        far.warnings,
+        ["unknown variable REAGENT_SOMETHING_ELSE_ENTIRELY is ignored"]
+    );
+}
+
+#[test]
+fn known_foreign_and_referenced_variables_do_not_warn() {
+    let file = r#"
+[[models]]
+name = "m"
+api_key_env = "LLM_SECOND_KEY"
+
+[[tools.http]]
+name = "t"
+description = "d"
+url = "http://127.0.0.1:9/x"
+headers = { Authorization = "Bearer ${REAGENT_TICKETS_TOKEN}" }
+"#;
+    let c = load(
+        Some(file),
+        &[
+            ("LLM_SECOND_KEY", "k"),
+            ("REAGENT_TICKETS_TOKEN", "t"),
+            ("REAGENT_SKIP_PG", "1"),
+            ("LLM_MAX_RETRIES", "0"),
+            ("PATH", "/bin"),
+            ("LLMX", "not ours"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.warnings, Vec::<String>::new());
+}
+
+/// The list of known variables is the one start-up checks against: every variable the
+/// configuration code reads must be on it, or setting it would print a false warning.
+#[test]
+fn every_variable_the_configuration_reads_is_known() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    let mut files = vec![dir.with_extension("rs")];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    let mut read = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Test modules name made-up variables on purpose.
+        let code = text
+            .split("#[cfg(test)]\nmod tests {")
+            .next()
+            .unwrap_or_default();
+        for part in code.split("(env, \"").skip(1) {
+            read.push(part.split('"').next().unwrap_or_default().to_string());
+        }
+    }
+    assert!(read.len() > 30, "found only {read:?}");
+    for name in &read {
+        assert!(
+            crate::config::KNOWN_VARIABLES.contains(&name.as_str()),
+            "{name} is read but not in KNOWN_VARIABLES"
+        );
+    }
+}

@@ -12,6 +12,7 @@ fn info(name: &str, model: &str) -> ModelInfo {
         roles: vec![],
         default: false,
         needs_key: false,
+        demo: false,
     }
 }
 

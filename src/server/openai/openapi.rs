@@ -11,18 +11,40 @@ use serde_json::{json, Value};
 /// (earlier `system`/`assistant` messages, text parts), which JSON Schema cannot say ("the last
 /// message must be `user`").
 pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) {
-    let error = |description: &str| {
-        json!({"description": description,
-               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAiError"}}}})
-    };
-    let headers = json!({
-        "X-Reagent-Run-Id": {"description": "The run (see /api/runs/{run_id})", "schema": {"type": "string", "format": "uuid"}},
-        "X-Reagent-Conversation-Id": {"description": "Its conversation; send it back to continue", "schema": {"type": "string", "format": "uuid"}},
-    });
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };
-    paths.insert("/v1/models".into(), json!({"get": {
+    paths.insert("/v1/models".into(), models_path());
+    paths.insert(
+        "/v1/chat/completions".into(),
+        completions_path(agents, text, max_chars),
+    );
+    paths.insert("/api/agents".into(), agents_path());
+    // `agent` of a new conversation names a configured agent (else 400).
+    let mut names: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
+    names.push(Value::Null);
+    for body in ["CreateConversation", "ChatBody"] {
+        if let Some(props) = doc.pointer_mut(&format!("/components/schemas/{body}/properties")) {
+            props["agent"] = json!({"type": ["string", "null"], "enum": names,
+                                    "description": "A configured agent (GET /api/agents)"});
+        }
+    }
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        schemas.insert("OpenAiError".into(), openai_error_schema());
+    }
+}
+
+/// An error response with the OpenAI error body.
+fn error(description: &str) -> Value {
+    json!({"description": description,
+           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAiError"}}}})
+}
+
+fn models_path() -> Value {
+    json!({"get": {
         "tags": ["openai"], "operationId": "openai_models",
         "summary": "The agents, as OpenAI models",
         "responses": {
@@ -31,28 +53,21 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
             "401": error("`invalid_api_key`"),
             "429": error("`rate_limit_exceeded`"),
         }
-    }}));
-    paths.insert("/v1/chat/completions".into(), json!({"post": {
+    }})
+}
+
+fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
+    let headers = json!({
+        "X-Reagent-Run-Id": {"description": "The run (see /api/runs/{run_id})", "schema": {"type": "string", "format": "uuid"}},
+        "X-Reagent-Conversation-Id": {"description": "Its conversation; send it back to continue", "schema": {"type": "string", "format": "uuid"}},
+    });
+    json!({"post": {
         "tags": ["openai"], "operationId": "openai_chat_completions",
         "summary": "Runs the agent named by `model` (docs/protocols.md)",
         "parameters": [{"name": "X-Reagent-Conversation-Id", "in": "header", "required": false,
                         "description": "Continue this stored conversation (its history is used)",
                         "schema": {"type": "string", "format": "uuid"}}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["model", "messages"],
-            "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts. Other fields are ignored; `tools`, `functions` and `n > 1` are refused.",
-            "properties": {
-                "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
-                "messages": {"type": "array", "minItems": 1, "items": {"type": "object",
-                    "required": ["role", "content"],
-                    "properties": {"role": {"type": "string", "enum": ["user"]},
-                                   "content": {"type": "string", "pattern": text, "maxLength": max_chars}}}},
-                "stream": {"type": ["boolean", "null"]},
-                "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"type": ["boolean", "null"]}}},
-                "n": {"type": ["integer", "null"], "enum": [1, null]},
-                "tools": {"type": ["array", "null"], "maxItems": 0},
-                "functions": {"type": ["array", "null"], "maxItems": 0},
-            }}}}},
+        "requestBody": {"required": true, "content": {"application/json": {"schema": completions_request(agents, text, max_chars)}}},
         "responses": {
             "200": {"description": "A `chat.completion`, or with `stream: true` `data:` lines of `chat.completion.chunk` ending with `data: [DONE]`",
                     "headers": headers,
@@ -65,8 +80,30 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
             "413": error("`payload_too_large`"),
             "429": error("`rate_limit_exceeded`"),
         }
-    }}));
-    paths.insert("/api/agents".into(), json!({"get": {
+    }})
+}
+
+fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value {
+    json!({
+        "type": "object", "required": ["model", "messages"],
+        "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts. Other fields are ignored; `tools`, `functions` and `n > 1` are refused.",
+        "properties": {
+            "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
+            "messages": {"type": "array", "minItems": 1, "items": {"type": "object",
+                "required": ["role", "content"],
+                "properties": {"role": {"type": "string", "enum": ["user"]},
+                               "content": {"type": "string", "pattern": text, "maxLength": max_chars}}}},
+            "stream": {"type": ["boolean", "null"]},
+            "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"type": ["boolean", "null"]}}},
+            "n": {"type": ["integer", "null"], "enum": [1, null]},
+            "tools": {"type": ["array", "null"], "maxItems": 0},
+            "functions": {"type": ["array", "null"], "maxItems": 0},
+        }
+    })
+}
+
+fn agents_path() -> Value {
+    json!({"get": {
         "tags": ["catalog"], "operationId": "agents",
         "summary": "The configured agents (docs/protocols.md)",
         "responses": {
@@ -75,23 +112,14 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
             "401": {"description": "`unauthorized`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
             "429": {"description": "`rate_limited`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
         }
-    }}));
-    // `agent` of a new conversation names a configured agent (else 400).
-    let mut names: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
-    names.push(Value::Null);
-    if let Some(props) = doc.pointer_mut("/components/schemas/CreateConversation/properties") {
-        props["agent"] = json!({"type": ["string", "null"], "enum": names,
-                                "description": "A configured agent (GET /api/agents)"});
-    }
-    if let Some(schemas) = doc
-        .pointer_mut("/components/schemas")
-        .and_then(Value::as_object_mut)
-    {
-        schemas.insert("OpenAiError".into(), json!({
-            "type": "object", "required": ["error"],
-            "properties": {"error": {"type": "object", "required": ["message", "type", "param", "code"],
-                "properties": {"message": {"type": "string"}, "type": {"type": "string"},
-                               "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}}
-        }));
-    }
+    }})
+}
+
+fn openai_error_schema() -> Value {
+    json!({
+        "type": "object", "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["message", "type", "param", "code"],
+            "properties": {"message": {"type": "string"}, "type": {"type": "string"},
+                           "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}}
+    })
 }

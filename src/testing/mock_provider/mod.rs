@@ -28,9 +28,14 @@
 //! the context guard); completion tokens are the words of the answer text, or bytes / 4 of what
 //! was produced for tool calls and JSON-mode replies.
 //!
+//! With `demo` set it is the demo model of `reagent serve --demo` instead: the replies follow
+//! the question (`demo`), not the counts above.
+//!
 //! Files: this one (configuration, server, the completions handler), `request` (what the mock
 //! reads of a request and how it counts the run's tool results), `reply` (usage, errors and the
-//! streamed answer), `serve` (the accept loop: HTTP/1.1 and h2c).
+//! streamed answer), `script` (what a
+//! non-streamed request gets), `demo` (the demo model's script), `serve` (the accept loop: HTTP/1.1 and
+//! h2c).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,9 +57,12 @@ use tokio_util::sync::CancellationToken;
 use reply::{error, stream_answer, usage};
 pub use reply::{token_stamps, unix_micros};
 use request::{results_since_query, MockRequest};
+use script::reply_message;
 
+pub mod demo;
 mod reply;
 mod request;
+mod script;
 mod serve;
 
 /// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
@@ -97,6 +105,10 @@ pub struct MockConfig {
     /// Streamed words carry their send time: `word~<µs since the UNIX epoch>` (the wall clock
     /// when the chunk is written), so a client on the same host can measure chunk → SSE latency.
     pub stamp_tokens: bool,
+    /// Answer like the demo model of `reagent serve --demo` (`demo`): read the question, call
+    /// the calculator or the clock for it, answer from the results; the fields above that
+    /// script the tool calls and the answer are then unused.
+    pub demo: bool,
 }
 
 impl Default for MockConfig {
@@ -113,6 +125,7 @@ impl Default for MockConfig {
             error_rate: 0.0,
             seed: 0,
             stamp_tokens: false,
+            demo: false,
         }
     }
 }
@@ -129,6 +142,17 @@ pub enum MockConfigError {
 }
 
 impl MockConfig {
+    /// The demo model on a free loopback port: a short think before each loop reply and the
+    /// answer streamed at a reading pace, so the UI shows each stage of a run.
+    pub fn demo() -> Self {
+        Self {
+            latency: Duration::from_millis(300),
+            tokens_per_s: 40.0,
+            demo: true,
+            ..Self::default()
+        }
+    }
+
     /// Checks the values a CLI user can get wrong.
     pub fn validate(&self) -> Result<(), MockConfigError> {
         if !(0.0..=1.0).contains(&self.error_rate) {
@@ -151,6 +175,30 @@ impl MockConfig {
     }
 }
 
+/// `text` as streamed tokens: each word with the spaces before it.
+fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for c in text.chars() {
+        if !c.is_whitespace()
+            && current.ends_with(char::is_whitespace)
+            && !current.trim().is_empty()
+        {
+            out.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Tokens as the JSON string literals the stream writes.
+fn literals(tokens: &[String]) -> Arc<[String]> {
+    tokens.iter().map(|t| json!(t).to_string()).collect()
+}
+
 /// Token `k` of the answer, with its leading space (none for the first).
 fn answer_tokens(n: usize) -> Vec<String> {
     (0..n)
@@ -170,7 +218,7 @@ struct Shared {
     cfg: MockConfig,
     /// The answer text, and each token as a JSON string literal (escaped once, at start).
     answer: String,
-    token_literals: Vec<String>,
+    token_literals: Arc<[String]>,
     rng: Mutex<StdRng>,
     requests: AtomicU64,
     errors: AtomicU64,
@@ -195,7 +243,7 @@ impl MockProvider {
         let tokens = answer_tokens(cfg.answer_tokens);
         let shared = Arc::new(Shared {
             answer: tokens.concat(),
-            token_literals: tokens.iter().map(|t| json!(t).to_string()).collect(),
+            token_literals: literals(&tokens),
             rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
             requests: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -255,31 +303,32 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             "request body is not a chat request",
         );
     };
-    let cfg = &shared.cfg;
-    if cfg.error_rate > 0.0 {
-        // A poisoned RNG is still a valid RNG.
-        let draw: f64 = shared
-            .rng
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .random();
-        if draw < cfg.error_rate {
-            shared.errors.fetch_add(1, Ordering::Relaxed);
-            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, "mock provider overloaded");
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
-            return r;
-        }
+    if let Some(refused) = injected_error(&shared) {
+        return refused;
     }
+    let cfg = &shared.cfg;
     let first_byte = Instant::now() + cfg.latency;
     let prompt_tokens = (body.len() / 4) as u64;
     let model = json!(request.model.as_deref().unwrap_or("mock-model")).to_string();
     if request.stream == Some(true) {
         let include_usage = request
             .stream_options
+            .as_ref()
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        return stream_answer(shared, model, first_byte, prompt_tokens, include_usage);
+        let tokens = if cfg.demo {
+            literals(&words(&demo::streamed_text(&request.messages)))
+        } else {
+            Arc::clone(&shared.token_literals)
+        };
+        return stream_answer(
+            shared,
+            tokens,
+            model,
+            first_byte,
+            prompt_tokens,
+            include_usage,
+        );
     }
     let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let done = results_since_query(&request.messages, native);
@@ -293,46 +342,31 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             () = shared.shutdown.cancelled() => return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
         }
     }
-    let forced = super::mock_structured::forced_arguments(request.tool_choice.as_ref());
-    let (message, finish, completion_tokens) = if let Some((name, args)) = forced {
-        let args = args.to_string();
-        let tokens = (args.len() / 4).max(1) as u64;
-        let call = json!({"id": "call_mock_structured", "type": "function",
-            "function": {"name": name, "arguments": args}});
-        let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
-        (message, "tool_calls", tokens)
-    } else if native {
-        if done < cfg.tool_iterations {
-            let args = cfg.tool_args.replace("<i>", &done.to_string());
-            let tokens = (args.len() / 4).max(1) as u64;
-            let call = json!({"id": format!("call_mock_{done}"), "type": "function",
-                "function": {"name": cfg.tool, "arguments": args}});
-            let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
-            (message, "tool_calls", tokens)
-        } else {
-            let message = json!({"role": "assistant", "content": shared.answer});
-            (message, "stop", cfg.answer_tokens as u64)
-        }
-    } else {
-        let action = if done < cfg.tool_iterations {
-            let args: Value = serde_json::from_str(&cfg.tool_args.replace("<i>", &done.to_string()))
-                .unwrap_or_else(|_| json!({}));
-            json!({"type": "tool_call", "reasoning": "the script calls a tool",
-                "tool_name": cfg.tool, "tool_args": args})
-        } else {
-            json!({"type": "final_answer", "reasoning": "the script is done", "answer": shared.answer})
-        }
-        .to_string();
-        let tokens = (action.len() / 4).max(1) as u64;
-        (
-            json!({"role": "assistant", "content": action}),
-            "stop",
-            tokens,
-        )
-    };
+    let (message, finish, completion_tokens) = reply_message(&shared, &request, native, done);
     let reply = format!(
         r#"{{"id":"chatcmpl-mock","object":"chat.completion","created":0,"model":{model},"choices":[{{"index":0,"message":{message},"finish_reason":"{finish}"}}],"usage":{usage}}}"#,
         usage = usage(prompt_tokens, completion_tokens),
     );
     ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+/// The 503 the error rate draws, if this request gets one.
+fn injected_error(shared: &Shared) -> Option<Response> {
+    if shared.cfg.error_rate <= 0.0 {
+        return None;
+    }
+    // A poisoned RNG is still a valid RNG.
+    let draw: f64 = shared
+        .rng
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .random();
+    if draw >= shared.cfg.error_rate {
+        return None;
+    }
+    shared.errors.fetch_add(1, Ordering::Relaxed);
+    let mut r = error(StatusCode::SERVICE_UNAVAILABLE, "mock provider overloaded");
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
+    Some(r)
 }

@@ -54,22 +54,24 @@ fn chunk_frame(model: &str, choices: &str, extra: &str) -> Bytes {
     ))
 }
 
-/// The streamed answer. Frame `0` is the role chunk, frames `1..=n` the tokens, frame `n + 1`
-/// the tail (finish, optional usage, `[DONE]`) in one write. Token `k` is due at
-/// `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
+/// The streamed answer: `tokens` (JSON string literals). Frame `0` is the role chunk, frames
+/// `1..=n` the tokens, frame `n + 1` the tail (finish, optional usage, `[DONE]`) in one write.
+/// Token `k` is due at `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
 pub(super) fn stream_answer(
     shared: Arc<Shared>,
+    tokens: Arc<[String]>,
     model: String,
     first_byte: Instant,
     prompt_tokens: u64,
     include_usage: bool,
 ) -> Response {
-    let n = shared.token_literals.len();
+    let n = tokens.len();
     let rate = shared.cfg.tokens_per_s;
     // Shared by every frame's future without copying the string each time.
     let model: Arc<str> = model.into();
     let frames = stream::unfold(0usize, move |frame| {
         let shared = Arc::clone(&shared);
+        let tokens = Arc::clone(&tokens);
         let model = Arc::clone(&model);
         async move {
             if frame > n + 1 {
@@ -95,7 +97,7 @@ pub(super) fn stream_answer(
                     "",
                 )
             } else if frame <= n {
-                let token = &shared.token_literals[frame - 1];
+                let token = &tokens[frame - 1];
                 let choices = if shared.cfg.stamp_tokens {
                     // The literal is a quoted word without escapes: insert the stamp before
                     // its closing quote.

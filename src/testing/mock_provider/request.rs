@@ -36,10 +36,13 @@ pub(super) struct MockMessage {
     pub(super) role: String,
     #[serde(default)]
     pub(super) content: Option<Value>,
+    /// Of a `tool` message: the call it answers (the demo script names its calls by tool).
+    #[serde(default)]
+    pub(super) tool_call_id: Option<String>,
 }
 
 impl MockMessage {
-    fn text(&self) -> Option<&str> {
+    pub(super) fn text(&self) -> Option<&str> {
         self.content.as_ref().and_then(Value::as_str)
     }
 
@@ -96,10 +99,7 @@ fn common_prefix(a: &str, b: &str) -> String {
 /// mode) after the run's query, the last user message the engine did not write. Counting from
 /// the last user message of any kind restarted the script after every safeguard message.
 pub(super) fn results_since_query(messages: &[MockMessage], native: bool) -> usize {
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == "user" && !m.is_engine_note())
-        .map_or(0, |i| i + 1);
+    let start = query_index(messages).map_or(0, |i| i + 1);
     messages[start..]
         .iter()
         .filter(|m| {
@@ -110,4 +110,11 @@ pub(super) fn results_since_query(messages: &[MockMessage], native: bool) -> usi
             }
         })
         .count()
+}
+
+/// Where the run's query is: the last user message the engine did not write.
+pub(super) fn query_index(messages: &[MockMessage]) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|m| m.role == "user" && !m.is_engine_note())
 }

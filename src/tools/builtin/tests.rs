@@ -20,6 +20,38 @@ fn precedence_and_operators() {
 }
 
 #[test]
+fn double_star_is_a_power_and_powers_chain_to_the_right() {
+    assert_eq!(calc("2 ** 32").unwrap(), "4294967296");
+    assert_eq!(calc("2**10").unwrap(), "1024");
+    assert_eq!(calc("2 ** 3 ** 2").unwrap(), "512");
+    assert_eq!(calc("2 ^ 3 ^ 2").unwrap(), "512", "^ chains the same way");
+    assert_eq!(calc("2 ** 3 ^ 2 ** 1").unwrap(), "512");
+    assert_eq!(calc("(2 ** 3) ** 2").unwrap(), "64");
+    assert_eq!(calc("-2 ** 2").unwrap(), "-4");
+    assert_eq!(calc("-2 ^ 2").unwrap(), "-4");
+    assert_eq!(calc("2 ** -1").unwrap(), "0.5");
+    assert_eq!(calc("3 * 2 ** 2 + 1").unwrap(), "13");
+    assert_eq!(calc("max(2 ** 3, 3 ** 2) * sqrt(4) ** 2").unwrap(), "36");
+    assert_eq!(calc("(1 + 1) ** (1 + 2) ** 2").unwrap(), "512");
+}
+
+#[test]
+fn a_malformed_power_says_how_to_write_one() {
+    for e in ["2 *** 3", "2 ^", "** 2"] {
+        match calc(e) {
+            Err(ToolError::InvalidArguments(m)) => {
+                assert!(m.contains("use ^ or ** for powers"), "{e}: {m}")
+            }
+            other => panic!("{e}: expected a refusal, got {other:?}"),
+        }
+    }
+    match calc("2 +") {
+        Err(ToolError::InvalidArguments(m)) => assert!(!m.contains("powers"), "{m}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
 fn functions_and_constants() {
     assert_eq!(calc("sqrt(16)").unwrap(), "4");
     assert_eq!(calc("math::sqrt(2) ^ 2").unwrap(), "2");

@@ -171,3 +171,60 @@ async fn the_npm_package_streams_an_answer_with_its_usage() {
     assert_eq!(seen["finish_reason"], "stop");
     assert_eq!(seen["usage"], openai_usage(&run_json(&app, run).await));
 }
+
+/// Whether Node major version `node` satisfies an `engines` range (`>=18`, `>= 18.0.0`,
+/// `^20 || >=22`), compared by major version.
+fn admits(range: &str, node: u64) -> bool {
+    let major = |v: &str| -> u64 {
+        let digits: String = v.trim().chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("engines range {range:?}: teach this test its form"))
+    };
+    range.split("||").any(|alternative| {
+        let spaced = alternative.replace(">= ", ">=").replace("< ", "<");
+        spaced.split_whitespace().all(|c| {
+            if let Some(v) = c.strip_prefix(">=") {
+                major(v) <= node
+            } else if let Some(v) = c.strip_prefix('<') {
+                node < major(v)
+            } else {
+                major(c.trim_start_matches('^')) == node
+            }
+        })
+    })
+}
+
+/// `scripts/peers.sh` installs what `tests/peers/package-lock.json` pins; every package must
+/// run on the Node version `tests/peers/package.json` (and README) promise.
+#[test]
+fn every_npm_peer_runs_on_the_promised_node_version() {
+    let read = |name: &str| -> Value {
+        let text = std::fs::read_to_string(peers::dir().join(name)).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let promised = read("package.json")["engines"]["node"]
+        .as_str()
+        .expect("tests/peers/package.json names its Node version")
+        .to_string();
+    let node: u64 = promised
+        .trim_start_matches(">=")
+        .trim()
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .expect("engines.node is of the form >=N");
+    let lock = read("package-lock.json");
+    let mut checked = 0;
+    for (name, package) in lock["packages"].as_object().unwrap() {
+        let Some(range) = package["engines"]["node"].as_str() else {
+            continue;
+        };
+        checked += 1;
+        assert!(
+            admits(range, node),
+            "{name} wants Node {range}, the peers promise {promised}"
+        );
+    }
+    assert!(checked > 10, "only {checked} packages name an engine");
+}

@@ -312,6 +312,54 @@ async fn agents_are_listed_and_apply_to_api_conversations() {
 }
 
 #[tokio::test]
+async fn api_chat_takes_an_agent_like_conversations_do() {
+    let app = agents_app().await;
+    let r = app
+        .post("/api/chat", json!({"query": "hi", "agent": "nobody"}), None)
+        .await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body.to_string().contains("unknown agent 'nobody'"),
+        "{body}"
+    );
+    assert_eq!(conversation_count(&app, None).await, 0, "nothing stored");
+
+    app.llm.text("ok");
+    let r = app
+        .post("/api/chat", json!({"query": "hi", "agent": "helper"}), None)
+        .await;
+    assert_eq!(r.status(), 200);
+    let events = crate::support::sse::read_all(r).await;
+    let conv = events[0].data["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stored: Value = app
+        .get(&format!("/api/conversations/{conv}"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["agent"], "helper");
+    let request = &app.llm.chat_requests()[0];
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["echo"], "the agent's globs select the tools");
+    let sent = serde_json::to_string(&request.messages).unwrap();
+    assert!(sent.contains("You are helpful."), "{sent}");
+
+    // A conversation keeps its own agent: naming one for it is refused, not ignored.
+    let r = app
+        .post(
+            "/api/chat",
+            json!({"query": "again", "conversation_id": conv, "agent": "second"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 400);
+}
+
+#[tokio::test]
 async fn the_rate_limit_and_wrong_methods_answer_in_openais_shape() {
     let app = TestApp::with(Options {
         env: vec![("REAGENT_API_KEYS", format!("alice:{}", super::ALICE))],
