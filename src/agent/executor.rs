@@ -112,13 +112,7 @@ impl Executor {
         cancel: &CancellationToken,
     ) -> (Vec<Executed>, bool) {
         for c in &calls {
-            self.emit(StepEvent::ToolStart {
-                iteration,
-                call_id: c.call_id.clone(),
-                tool: c.tool.clone(),
-                arguments: shown_args(&c.arguments),
-                dag_step: None,
-            });
+            self.emit_start(iteration, c);
         }
         let mut results: Vec<Option<Executed>> = vec![None; calls.len()];
         let mut cancelled = false;
@@ -179,16 +173,21 @@ impl Executor {
         calls
             .iter()
             .map(|c| {
-                self.emit(StepEvent::ToolStart {
-                    iteration,
-                    call_id: c.call_id.clone(),
-                    tool: c.tool.clone(),
-                    arguments: shown_args(&c.arguments),
-                    dag_step: None,
-                });
+                self.emit_start(iteration, c);
                 self.answered(iteration, c, observation)
             })
             .collect()
+    }
+
+    /// The `tool_start` of a call, with its arguments cut for display when large.
+    fn emit_start(&self, iteration: u32, c: &PendingCall) {
+        self.emit(StepEvent::ToolStart {
+            iteration,
+            call_id: c.call_id.clone(),
+            tool: c.tool.clone(),
+            arguments: shown_args(&c.arguments),
+            dag_step: None,
+        });
     }
 
     /// A call not run, answered with the error `observation` (its `tool_end` emitted).

@@ -105,6 +105,22 @@ struct State {
     stopped: bool,
 }
 
+impl State {
+    /// The run's entry, when a write for it can still be asked for: the writer is running and
+    /// the run is registered and not fenced.
+    fn writable(&mut self, run_id: Uuid) -> Result<&mut Tracked, PersistError> {
+        if self.stopped {
+            return Err(PersistError::Stopped);
+        }
+        if self.fenced.contains(&run_id) {
+            return Err(PersistError::Fenced);
+        }
+        self.runs
+            .get_mut(&run_id)
+            .ok_or_else(|| PersistError::Failed("run not registered".into()))
+    }
+}
+
 /// What one tick writes for one run.
 struct Planned {
     run_id: Uuid,
@@ -213,15 +229,7 @@ impl EventWriter {
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.lock();
-            if st.stopped {
-                return Err(PersistError::Stopped);
-            }
-            if st.fenced.contains(&run_id) {
-                return Err(PersistError::Fenced);
-            }
-            let Some(t) = st.runs.get_mut(&run_id) else {
-                return Err(PersistError::Failed("run not registered".into()));
-            };
+            let t = st.writable(run_id)?;
             t.closing = Some((
                 closing.map(|(done, state)| Closing { done, state }),
                 Some(tx),

@@ -17,6 +17,7 @@ use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::state::AppState;
 use super::views::{Cancelling, ErrorBody, InterruptAccepted, Recalled, Run, RunStarted};
 use crate::agent::Mode;
+use crate::config::IMPLICIT_AGENT;
 use crate::domain::Engine;
 use crate::runs::{ConversationRef, LiveRun, StartRun};
 
@@ -156,9 +157,9 @@ pub async fn start(
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
     summary = "Start a run and stream it, in a new conversation unless one is given",
     responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
-              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent, `agent` with `conversation_id`", body = ErrorBody),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent", body = ErrorBody),
               (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
-              (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
+              (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `agent` is not the conversation's agent", body = ErrorBody)))]
 pub async fn chat(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -166,11 +167,9 @@ pub async fn chat(
 ) -> Result<Response, ApiError> {
     // A new conversation is stored with its first run, in one transaction.
     let conversation = match (body.conversation_id, body.agent) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid(
-                "agent applies to a new conversation; omit conversation_id, or omit agent to \
-                 continue with the conversation's own",
-            ))
+        (Some(id), Some(agent)) => {
+            same_agent(&state, &owner, id, &agent).await?;
+            ConversationRef::Existing(id)
         }
         (Some(id), None) => ConversationRef::Existing(id),
         (None, agent) => match ConversationRef::titled_after(&body.query, body.model.clone()) {
@@ -190,6 +189,24 @@ pub async fn chat(
     };
     let live = state.runs.start(&owner.0, request).await?;
     Ok(stream_of(&state, &live))
+}
+
+/// A conversation keeps its agent: naming another one for it is a conflict, never ignored.
+async fn same_agent(
+    state: &AppState,
+    owner: &Owner,
+    id: uuid::Uuid,
+    agent: &str,
+) -> Result<(), ApiError> {
+    let conversation = state.runs.owned(&owner.0, id).await?;
+    let own = conversation.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
+    if own == agent {
+        return Ok(());
+    }
+    Err(ApiError::Conflict(format!(
+        "the conversation belongs to agent '{own}', not '{agent}'; omit agent to continue it, or \
+         start a new conversation for '{agent}'"
+    )))
 }
 
 #[utoipa::path(get, path = "/api/runs/{run_id}", tag = "runs", operation_id = "show_run",

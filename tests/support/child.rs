@@ -70,6 +70,19 @@ pub struct Server {
 }
 
 impl Server {
+    /// A size from the server's `/proc/PID/status` (`VmRSS`, `VmHWM` for the peak so far), in
+    /// bytes.
+    pub fn status_bytes(&self, field: &str) -> u64 {
+        let pid = self.child.id().expect("child still running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("{field} in /proc/PID/status"));
+        kb * 1024
+    }
+
     /// `reagent serve` in `dir` with `env` (plus `REAGENT_BIND=127.0.0.1:0`).
     pub async fn serve(dir: &Path, env: &[(&str, &str)]) -> Server {
         let mut vars = vec![("REAGENT_BIND", "127.0.0.1:0")];

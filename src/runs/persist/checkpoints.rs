@@ -87,15 +87,7 @@ impl EventWriter {
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.lock();
-            if st.stopped {
-                return Err(PersistError::Stopped);
-            }
-            if st.fenced.contains(&run_id) {
-                return Err(PersistError::Fenced);
-            }
-            let Some(t) = st.runs.get_mut(&run_id) else {
-                return Err(PersistError::Failed("run not registered".into()));
-            };
+            let t = st.writable(run_id)?;
             t.replace_checkpoint(PendingCheckpoint {
                 after,
                 data: Arc::new(data),

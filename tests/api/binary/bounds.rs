@@ -6,18 +6,6 @@
 
 use super::*;
 
-/// `VmHWM` (the peak resident set so far) of the server, in bytes.
-fn peak_bytes(server: &Server) -> u64 {
-    let pid = server.child.id().expect("child still running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb * 1024
-}
-
 /// Waits (bounded) for the run to leave `running`; its stored state.
 async fn finished(server: &Server, run: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(240);
@@ -47,10 +35,10 @@ async fn a_model_that_always_answers_10000_tool_calls_costs_bounded_memory_and_e
     // Every loop call (and the synthesis) gets the same 10,000 calls: the model asks again.
     llm.set_default(FakeReply::tool_calls(calls));
     let server = start(dir.path(), &db_url, &llm).await;
-    let before = peak_bytes(&server);
+    let before = server.status_bytes("VmHWM");
     let (_, run) = server.start_run("add up everything").await;
     let shown = finished(&server, &run).await;
-    let after = peak_bytes(&server);
+    let after = server.status_bytes("VmHWM");
     let growth = after.saturating_sub(before);
     eprintln!(
         "10,000-call replies: peak RSS {} MB -> {} MB (+{} MB); run {shown}",
@@ -82,10 +70,10 @@ async fn a_tool_call_with_15_mb_of_arguments_costs_bounded_memory() {
     llm.push(FakeReply::tool_calls(vec![("c1", "calculator", args)]));
     llm.set_default(FakeReply::text("done"));
     let server = start(dir.path(), &db_url, &llm).await;
-    let before = peak_bytes(&server);
+    let before = server.status_bytes("VmHWM");
     let (_, run) = server.start_run("compute").await;
     let shown = finished(&server, &run).await;
-    let after = peak_bytes(&server);
+    let after = server.status_bytes("VmHWM");
     let growth = after.saturating_sub(before);
     eprintln!(
         "15 MB of arguments: peak RSS {} MB -> {} MB (+{} MB)",
@@ -124,10 +112,10 @@ async fn a_plan_of_100000_steps_costs_bounded_memory() {
         &[("REAGENT_DEFAULT_ENGINE", "dag")],
     )
     .await;
-    let before = peak_bytes(&server);
+    let before = server.status_bytes("VmHWM");
     let (_, run) = server.start_run("plan a lot").await;
     let shown = finished(&server, &run).await;
-    let after = peak_bytes(&server);
+    let after = server.status_bytes("VmHWM");
     let growth = after.saturating_sub(before);
     eprintln!(
         "100,000-step plan: peak RSS {} MB -> {} MB (+{} MB)",

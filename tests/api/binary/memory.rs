@@ -12,24 +12,12 @@ use futures::StreamExt;
 
 use super::*;
 
-/// The server's resident memory, from `/proc`.
-fn rss_bytes(server: &Server) -> u64 {
-    let pid = server.child.id().expect("child still running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/PID/status");
-    kb * 1024
-}
-
 /// The RSS once it has stopped moving (two samples half a second apart within 1 %), bounded.
 async fn settled_rss(server: &Server) -> u64 {
-    let mut last = rss_bytes(server);
+    let mut last = server.status_bytes("VmRSS");
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = rss_bytes(server);
+        let now = server.status_bytes("VmRSS");
         if now.abs_diff(last) * 100 <= last {
             return now;
         }
@@ -92,31 +80,19 @@ async fn clients_that_never_read_a_long_replay_hold_little_memory() {
     drop(silent);
     // The allocator returns freed pages gradually (its decay time): poll, bounded.
     let bound = baseline + CLIENTS * PER_CLIENT_BOUND / 4;
-    let mut after = rss_bytes(&server);
+    let mut after = server.status_bytes("VmRSS");
     for _ in 0..60 {
         if after <= bound {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        after = rss_bytes(&server);
+        after = server.status_bytes("VmRSS");
     }
     eprintln!("RSS after the clients left: {after} B");
     assert!(
         after <= bound,
         "memory not returned: baseline {baseline}, after {after}"
     );
-}
-
-/// Peak resident memory (`VmHWM`) of the server, from `/proc`.
-fn peak_rss_bytes(server: &Server) -> u64 {
-    let pid = server.child.id().expect("child still running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb * 1024
 }
 
 /// A provider whose every answer is HTTP 500 with a 200 MB body, made as it is sent (the fake
@@ -163,7 +139,7 @@ async fn a_huge_provider_error_body_is_not_read() {
         ("RUST_LOG", "info"),
     ];
     let server = Server::serve(dir.path(), &env).await;
-    let before = peak_rss_bytes(&server);
+    let before = server.status_bytes("VmHWM");
     let started = Instant::now();
     let (_, run) = server.start_run("hello").await;
     let shown = loop {
@@ -177,7 +153,7 @@ async fn a_huge_provider_error_body_is_not_read() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let after = peak_rss_bytes(&server);
+    let after = server.status_bytes("VmHWM");
     let pushed = sent.load(Ordering::Relaxed);
     eprintln!(
         "peak RSS {before} B -> {after} B (+{} B) in {:?}; the provider pushed {pushed} B",

@@ -348,7 +348,8 @@ async fn api_chat_takes_an_agent_like_conversations_do() {
     let sent = serde_json::to_string(&request.messages).unwrap();
     assert!(sent.contains("You are helpful."), "{sent}");
 
-    // A conversation keeps its own agent: naming one for it is refused, not ignored.
+    // A conversation keeps its own agent: naming another one for it is refused, not ignored;
+    // naming its own is fine.
     let r = app
         .post(
             "/api/chat",
@@ -356,7 +357,21 @@ async fn api_chat_takes_an_agent_like_conversations_do() {
             None,
         )
         .await;
-    assert_eq!(r.status(), 400);
+    assert_eq!(r.status(), 409);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("'helper'") && text.contains("'second'"),
+        "{text}"
+    );
+    app.llm.text("brief");
+    let r = app
+        .post(
+            "/api/chat",
+            json!({"query": "again", "conversation_id": conv, "agent": "helper"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
 }
 
 #[tokio::test]
