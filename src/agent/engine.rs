@@ -227,6 +227,7 @@ impl ReActAgent {
         outcome.answer = s.answer;
         outcome.elapsed_ms = started.elapsed().as_millis() as u64;
         result.answer_fallback = s.fallback;
+        result.answer_continuity = s.continuity;
         events.send(AgentEvent::Done(result.outcome.clone()));
         result
     }

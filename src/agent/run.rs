@@ -13,7 +13,7 @@ use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
 use super::record::StepRecord;
 use super::slots::ToolSlots;
-use crate::llm::Message;
+use crate::llm::{Continuity, Message};
 
 /// The query and what the agent already knows of the conversation.
 #[derive(Clone, Debug, Default)]
@@ -54,4 +54,7 @@ pub struct AgentResult {
     pub messages: Vec<Message>,
     /// Interrupts the agent saw.
     pub processed_interrupts: Vec<Interrupt>,
+    /// What the model sent with the answer beyond its text: stored with the answer, so that
+    /// later runs of the conversation on the same model send it back.
+    pub answer_continuity: Option<Continuity>,
 }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
 use super::prompts;
 use super::record::StepRecord;
-use crate::llm::{ChatRequest, Llm, LlmError, Message, StreamEvent, Usage};
+use crate::llm::{ChatRequest, Continuity, Llm, LlmError, Message, StreamEvent, Usage};
 
 mod trace;
 pub use trace::{build_trace, cut_bytes, json_prefix, trace_limit};
@@ -20,6 +20,8 @@ pub struct Synthesis {
     pub answer: String,
     pub fallback: bool,
     pub usage: Usage,
+    /// What the model sent with the synthesised answer beyond its text (none on a fallback).
+    pub continuity: Option<Continuity>,
 }
 
 /// Cuts `text` to `max` characters (on a char boundary) with a marker saying how much was cut.
@@ -113,6 +115,7 @@ pub async fn stream_answer(
             answer: brief.to_string(),
             fallback: true,
             usage: Usage::default(),
+            continuity: None,
         };
     }
     let trace = build_trace(query, steps, brief, limits);
@@ -137,6 +140,7 @@ pub async fn stream_synthesis(
     ]);
     let mut answer = String::new();
     let mut usage = Usage::default();
+    let mut continuity = None;
     let outcome: Result<(), LlmError> = async {
         let mut stream = tokio::select! {
             _ = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -155,6 +159,7 @@ pub async fn stream_synthesis(
                     emit(events, AnswerEvent::Delta { content: delta });
                 }
                 Some(Ok(StreamEvent::Usage(u))) => usage = u,
+                Some(Ok(StreamEvent::Continuity(c))) => continuity = Some(c),
                 Some(Ok(_)) => {}
             }
         }
@@ -177,6 +182,7 @@ pub async fn stream_synthesis(
                 answer,
                 fallback: false,
                 usage,
+                continuity,
             }
         }
         other => {
@@ -195,6 +201,7 @@ pub async fn stream_synthesis(
                 answer: brief.to_string(),
                 fallback: true,
                 usage,
+                continuity: None,
             }
         }
     }

@@ -267,6 +267,7 @@ impl<'a> LoopRun<'a> {
             steps: self.steps,
             messages: self.messages.into_vec(),
             processed_interrupts: self.processed,
+            answer_continuity: None,
         }
     }
 

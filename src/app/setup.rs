@@ -55,6 +55,7 @@ pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
                     format!("cannot build its client: {e}"),
                 )
             })?
+            .with_name(&m.name)
             .with_max_response_bytes(config.llm.max_response_bytes)
             .with_http2(config.llm.http2)
             .map_err(|e| {

@@ -65,6 +65,7 @@ pub(super) async fn finish(
             steps,
             messages: Vec::new(),
             processed_interrupts: t.processed,
+            answer_continuity: None,
         },
         rounds: t.rounds,
     }

@@ -6,6 +6,7 @@
 //! [`ChatRequest`] and [`ChatResponse`].
 
 pub mod content_calls;
+pub mod continuity;
 pub mod json;
 pub mod openai;
 mod openai_wire;
@@ -23,6 +24,7 @@ use async_trait::async_trait;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
+pub use continuity::Continuity;
 pub use json::extract_json;
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
 pub use usage::Usage;
@@ -47,7 +49,8 @@ pub struct ToolCall {
 }
 
 /// A normalised chat message. `pinned` is engine metadata (the context guard never drops a
-/// pinned message); it is never sent to a provider.
+/// pinned message); it is never sent to a provider. `continuity` is what the provider sent with
+/// an assistant turn beyond this message, replayed only to the model that produced it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
@@ -61,6 +64,8 @@ pub struct Message {
     pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuity: Option<Box<Continuity>>,
 }
 
 impl Message {
@@ -72,6 +77,7 @@ impl Message {
             tool_call_id: None,
             reasoning_content: None,
             pinned: false,
+            continuity: None,
         }
     }
     pub fn system(content: impl Into<String>) -> Self {
@@ -95,6 +101,16 @@ impl Message {
             tool_call_id: Some(tool_call_id.into()),
             ..Self::new(Role::Tool, content)
         }
+    }
+    /// The assistant turn of `response` (its content, its tool calls and its continuity).
+    pub fn from_response(response: &ChatResponse) -> Self {
+        Self::assistant_tool_calls(response.content.clone(), response.tool_calls.clone())
+            .with_continuity(response.continuity.clone())
+    }
+    /// Attaches what the provider sent with this turn beyond the message.
+    pub fn with_continuity(mut self, continuity: Option<Continuity>) -> Self {
+        self.continuity = continuity.map(Box::new);
+        self
     }
     /// Marks the message as pinned: it survives every compaction.
     pub fn pinned(mut self) -> Self {
@@ -157,6 +173,8 @@ pub struct ChatResponse {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub reasoning_content: Option<String>,
+    /// What the provider sent beyond the normalised reply, to replay to the same model.
+    pub continuity: Option<Continuity>,
     pub finish_reason: Option<String>,
     /// Usage of this call; `llm_calls` is 1 even when the provider reported no token counts.
     pub usage: Usage,
@@ -169,6 +187,8 @@ pub enum StreamEvent {
     Content(String),
     Reasoning(String),
     ToolCalls(Vec<ToolCall>),
+    /// What the provider sent beyond the normalised reply; at most once, before `Usage`.
+    Continuity(Continuity),
     /// Emitted once, at the end, with `llm_calls = 1`.
     Usage(Usage),
     Done {
@@ -283,6 +303,7 @@ pub async fn collect_stream(mut stream: ChatStream) -> Result<ChatResponse, LlmE
             StreamEvent::Content(c) => out.content.push_str(&c),
             StreamEvent::Reasoning(r) => reasoning.push_str(&r),
             StreamEvent::ToolCalls(calls) => out.tool_calls.extend(calls),
+            StreamEvent::Continuity(c) => out.continuity = Some(c),
             StreamEvent::Usage(u) => out.usage = u,
             StreamEvent::Done { finish_reason } => out.finish_reason = finish_reason,
         }

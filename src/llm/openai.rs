@@ -97,6 +97,9 @@ pub struct OpenAiClient {
 /// What an in-flight stream needs after `stream_chat` returned (it outlives `&self`).
 #[derive(Clone)]
 struct Shared {
+    /// The model's registry name: the [`Continuity`](super::Continuity) of its replies is
+    /// stamped with it, and only continuity stamped with it is sent back.
+    name: String,
     http: reqwest::Client,
     url: String,
     api_key: Option<String>,
@@ -127,6 +130,7 @@ impl OpenAiClient {
             .map_err(|e| LlmError::Connect(format!("invalid base URL {:?}: {e}", cfg.base_url)))?;
         let http = http_client(cfg.timeout, Version::Http1)?;
         let shared = Shared {
+            name: cfg.model.clone(),
             http,
             url: format!("{}/chat/completions", cfg.base_url.trim_end_matches('/')),
             api_key: cfg.api_key.clone().filter(|k| !k.is_empty()),
@@ -139,6 +143,13 @@ impl OpenAiClient {
             cfg,
             shared: Arc::new(shared),
         })
+    }
+
+    /// The model's registry name (the provider's model name until set): what a reply's
+    /// continuity is kept under, and replayed to.
+    pub fn with_name(mut self, name: &str) -> Self {
+        Arc::make_mut(&mut self.shared).name = name.to_string();
+        self
     }
 
     /// Replaces the backoff policy (tests use a millisecond base).
@@ -172,7 +183,7 @@ impl OpenAiClient {
     }
 
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
-        let body = request_body(&self.cfg.model, request, stream);
+        let body = request_body(&self.cfg.model, &self.shared.name, request, stream);
         serde_json::to_vec(&body)
             .map(bytes::Bytes::from)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
@@ -181,7 +192,7 @@ impl OpenAiClient {
     async fn chat_once(&self, body: bytes::Bytes) -> Result<ChatResponse, Failure> {
         let response = self.shared.send(body, false).await?;
         let bytes = self.shared.read_body(response).await?;
-        parse_completion(&bytes).map_err(Failure::from)
+        parse_completion(&bytes, &self.shared.name).map_err(Failure::from)
     }
 }
 

@@ -4,10 +4,10 @@
 //! files.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::stream::{arguments_text, excerpt, WireUsage};
-use super::{ChatResponse, LlmError, ToolCall};
+use super::stream::{arguments_text, excerpt, extra_fields, WireUsage};
+use super::{ChatResponse, Continuity, LlmError, ToolCall};
 
 mod request;
 pub(super) use request::request_body;
@@ -36,11 +36,52 @@ struct WireMessage {
     #[serde(default)]
     content: Option<Value>,
     #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+    /// What thinking models send beyond the message, kept whatever its shape (never a reason
+    /// to fail the response) and replayed to the same model ([`Continuity`]).
+    #[serde(flatten)]
+    kept: KeptFields,
+}
+
+/// The message fields [`Continuity`] keeps, by their wire names.
+#[derive(Debug, Default, Deserialize)]
+struct KeptFields {
+    /// DeepSeek.
+    #[serde(default)]
+    reasoning_content: Option<Value>,
+    /// OpenRouter and others.
+    #[serde(default)]
+    reasoning: Option<Value>,
+    /// OpenRouter: an array of typed reasoning items (text, summary, encrypted).
+    #[serde(default)]
+    reasoning_details: Option<Value>,
+    /// Gemini: `{google: {thought_signature}}` on a reply without tool calls.
+    #[serde(default)]
+    extra_content: Option<Value>,
+}
+
+impl KeptFields {
+    /// The reasoning text shown to the user (`reasoning_content`, else `reasoning`).
+    fn reasoning_text(&self) -> Option<String> {
+        [&self.reasoning_content, &self.reasoning]
+            .into_iter()
+            .find_map(|v| v.as_ref()?.as_str().filter(|s| !s.is_empty()))
+            .map(str::to_string)
+    }
+
+    /// The fields that were sent, `null` ones left out, under their wire names.
+    fn into_map(self) -> Map<String, Value> {
+        let fields = [
+            ("reasoning_content", self.reasoning_content),
+            ("reasoning", self.reasoning),
+            ("reasoning_details", self.reasoning_details),
+            ("extra_content", self.extra_content),
+        ];
+        fields
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v.filter(|v| !v.is_null())?)))
+            .collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +90,9 @@ struct WireToolCall {
     id: Option<String>,
     #[serde(default)]
     function: Option<WireFunction>,
+    /// Gemini 3: `{google: {thought_signature}}`, to be echoed verbatim with this call.
+    #[serde(default)]
+    extra_content: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,8 +103,8 @@ struct WireFunction {
     arguments: Option<Value>,
 }
 
-/// Reads a non-streamed 2xx body.
-pub(super) fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
+/// Reads a non-streamed 2xx body; its [`Continuity`] is `name`'s (the model's registry name).
+pub(super) fn parse_completion(bytes: &[u8], name: &str) -> Result<ChatResponse, LlmError> {
     let completion: Completion = serde_json::from_slice(bytes).map_err(|e| {
         LlmError::InvalidResponse(format!("{e}: {}", excerpt(&String::from_utf8_lossy(bytes))))
     })?;
@@ -75,12 +119,14 @@ pub(super) fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
     let message = choice
         .message
         .ok_or_else(|| LlmError::InvalidResponse("the first choice has no message".to_string()))?;
+    let mut call_fields = Vec::new();
     let tool_calls = message
         .tool_calls
         .unwrap_or_default()
         .into_iter()
         .enumerate()
         .map(|(n, c)| {
+            call_fields.push(extra_fields(c.extra_content));
             let (name, arguments) = c
                 .function
                 .map(|f| (f.name, arguments_text(f.arguments)))
@@ -95,13 +141,12 @@ pub(super) fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
             }
         })
         .collect();
+    let reasoning_content = message.kept.reasoning_text();
     Ok(ChatResponse {
         content: content_text(message.content),
         tool_calls,
-        reasoning_content: message
-            .reasoning_content
-            .or(message.reasoning)
-            .filter(|r| !r.is_empty()),
+        reasoning_content,
+        continuity: Continuity::of(name, message.kept.into_map(), call_fields),
         finish_reason: choice.finish_reason,
         usage,
     })

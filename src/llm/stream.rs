@@ -24,7 +24,11 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 pub(super) use super::usage::WireUsage;
-use super::{LlmError, StreamEvent, ToolCall};
+use serde_json::{Map, Value};
+
+use kept::KeptDeltas;
+
+use super::{Continuity, LlmError, StreamEvent, ToolCall};
 
 /// One `delta.tool_calls[i]` fragment, already decoded from the provider's JSON (every field is
 /// optional on the wire).
@@ -34,6 +38,8 @@ pub struct ToolCallDelta {
     pub id: Option<String>,
     pub name: Option<String>,
     pub arguments: Option<String>,
+    /// Gemini's `extra_content` (its thought signature), kept for [`Continuity`].
+    pub extra_content: Option<Value>,
 }
 
 #[derive(Debug, Default)]
@@ -41,6 +47,7 @@ struct PartialCall {
     id: String,
     name: String,
     arguments: String,
+    extra_content: Option<Value>,
 }
 
 /// Accumulates tool-call fragments into complete calls. See the module docs for the rules.
@@ -77,6 +84,9 @@ impl ToolCallAssembler {
         if let Some(arguments) = delta.arguments {
             call.arguments.push_str(&arguments);
         }
+        if let Some(extra) = delta.extra_content.filter(|v| !v.is_null()) {
+            merge_value(&mut call.extra_content, extra);
+        }
     }
 
     /// Finds (or opens) the call a fragment belongs to; always returns a valid position.
@@ -109,23 +119,32 @@ impl ToolCallAssembler {
     /// The complete calls, in order of first appearance. Fragments that carried nothing (no
     /// id, name or arguments) are dropped; missing ids become `call_<n>`.
     pub fn finish(self) -> Vec<ToolCall> {
-        let mut calls: Vec<ToolCall> = self
+        self.finish_with_extras().0
+    }
+
+    /// [`Self::finish`], with each call's `extra_content` (in the same order; `None` for a call
+    /// that had none).
+    pub fn finish_with_extras(self) -> (Vec<ToolCall>, Vec<Option<Value>>) {
+        let (mut calls, extras): (Vec<ToolCall>, Vec<Option<Value>>) = self
             .calls
             .into_iter()
             .filter(|c| !(c.id.is_empty() && c.name.is_empty() && c.arguments.is_empty()))
             .enumerate()
-            .map(|(n, c)| ToolCall {
-                id: if c.id.is_empty() {
-                    format!("call_{n}")
-                } else {
-                    c.id
-                },
-                name: c.name,
-                arguments: c.arguments,
+            .map(|(n, c)| {
+                let call = ToolCall {
+                    id: if c.id.is_empty() {
+                        format!("call_{n}")
+                    } else {
+                        c.id
+                    },
+                    name: c.name,
+                    arguments: c.arguments,
+                };
+                (call, c.extra_content)
             })
-            .collect();
+            .unzip();
         dedupe_call_ids(&mut calls);
-        calls
+        (calls, extras)
     }
 }
 
@@ -185,11 +204,17 @@ struct ChunkChoice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    /// DeepSeek's reasoning, in text pieces. Any other shape is ignored, never an error.
     #[serde(default)]
-    reasoning_content: Option<String>,
+    reasoning_content: Option<Value>,
     /// OpenRouter and a few others name the reasoning delta `reasoning`.
     #[serde(default)]
-    reasoning: Option<String>,
+    reasoning: Option<Value>,
+    /// OpenRouter: an array of reasoning items per chunk, pieces of one item sharing its `index`.
+    #[serde(default)]
+    reasoning_details: Option<Value>,
+    #[serde(default)]
+    extra_content: Option<Value>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCallDelta>>,
 }
@@ -202,6 +227,8 @@ struct WireToolCallDelta {
     id: Option<String>,
     #[serde(default)]
     function: Option<WireFunctionDelta>,
+    #[serde(default)]
+    extra_content: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -216,6 +243,9 @@ struct WireFunctionDelta {
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
     tools: ToolCallAssembler,
+    kept: KeptDeltas,
+    /// The registry name the reply's [`Continuity`] belongs to.
+    name: String,
     usage: Option<WireUsage>,
     finish_reason: Option<String>,
     done: bool,
@@ -224,6 +254,14 @@ pub struct StreamDecoder {
 impl StreamDecoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder whose reply's [`Continuity`] belongs to the model registered as `name`.
+    pub fn for_model(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            ..Self::default()
+        }
     }
 
     /// True once the final events were produced (by `[DONE]` or [`Self::end_of_input`]).
@@ -258,9 +296,8 @@ impl StreamDecoder {
         }
         let mut events = Vec::new();
         for choice in chunk.choices.unwrap_or_default() {
-            if let Some(delta) = choice.delta {
-                let reasoning = delta.reasoning_content.or(delta.reasoning);
-                if let Some(r) = reasoning.filter(|r| !r.is_empty()) {
+            if let Some(mut delta) = choice.delta {
+                if let Some(r) = self.kept.feed(&mut delta) {
                     events.push(StreamEvent::Reasoning(r));
                 }
                 if let Some(c) = delta.content.filter(|c| !c.is_empty()) {
@@ -276,6 +313,7 @@ impl StreamDecoder {
                         id: call.id,
                         name,
                         arguments,
+                        extra_content: call.extra_content,
                     });
                 }
             }
@@ -304,15 +342,46 @@ impl StreamDecoder {
     fn finish(&mut self) -> Vec<StreamEvent> {
         self.done = true;
         let mut events = Vec::new();
-        let tools = std::mem::take(&mut self.tools).finish();
+        let (tools, extras) = std::mem::take(&mut self.tools).finish_with_extras();
         if !tools.is_empty() {
             events.push(StreamEvent::ToolCalls(tools));
+        }
+        let calls = extras.into_iter().map(extra_fields);
+        let message = std::mem::take(&mut self.kept).into_map();
+        if let Some(c) = Continuity::of(&self.name, message, calls.collect()) {
+            events.push(StreamEvent::Continuity(c));
         }
         events.push(StreamEvent::Usage(WireUsage::to_usage(self.usage.as_ref())));
         events.push(StreamEvent::Done {
             finish_reason: self.finish_reason.take(),
         });
         events
+    }
+}
+
+/// A tool call's kept fields: its `extra_content` when it was sent (and not `null`).
+pub(super) fn extra_fields(extra_content: Option<Value>) -> Map<String, Value> {
+    let mut fields = Map::new();
+    if let Some(v) = extra_content.filter(|v| !v.is_null()) {
+        fields.insert("extra_content".to_string(), v);
+    }
+    fields
+}
+
+/// Puts a value that arrived in several deltas together: objects merge key by key (recursively),
+/// anything else replaces what came before.
+pub(super) fn merge_value(so_far: &mut Option<Value>, more: Value) {
+    match (so_far.as_mut(), more) {
+        (Some(Value::Object(old)), Value::Object(new)) => {
+            for (key, value) in new {
+                let mut slot = old.remove(&key);
+                merge_value(&mut slot, value);
+                if let Some(v) = slot {
+                    old.insert(key, v);
+                }
+            }
+        }
+        (_, more) => *so_far = Some(more),
     }
 }
 
@@ -331,5 +400,6 @@ pub(super) fn excerpt(text: &str) -> String {
     format!("{}…", &text[..cut])
 }
 
+mod kept;
 #[cfg(test)]
 mod tests;

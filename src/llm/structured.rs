@@ -249,13 +249,14 @@ impl<T> Chain<'_, '_, T> {
             .replace("{reason}", &self.last_reason)
             .replace("{schema}", &schema);
         let mut retry = messages;
-        // A reply too large to read is not sent back either.
-        let said = if reply.content.len() > MAX_STRUCTURED_REPLY_BYTES {
-            format!("[a reply of {} bytes]", reply.content.len())
+        // A reply too large to read is not sent back either; one sent back goes as the provider
+        // sent it (a thinking model wants its reasoning with it).
+        let (said, continuity) = if reply.content.len() > MAX_STRUCTURED_REPLY_BYTES {
+            (format!("[a reply of {} bytes]", reply.content.len()), None)
         } else {
-            reply.content
+            (reply.content, reply.continuity)
         };
-        retry.push(Message::assistant(said));
+        retry.push(Message::assistant(said).with_continuity(continuity));
         retry.push(Message::user(retry_prompt));
         let reply = self.ask(level, request(retry)).await?;
         self.read_text(level, &reply.content)

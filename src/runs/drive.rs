@@ -24,6 +24,7 @@ use crate::agent::{
     AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
 };
 use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
+use crate::llm::Continuity;
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
 
 /// What a client reads when the engine panicked.
@@ -175,15 +176,16 @@ impl RunManager {
             // told that a durable checkpoint failed, and would go on without it).
             tokio::select! {
                 biased;
-                _ = stopped.fired() => false,
-                _ = engine => true,
+                _ = stopped.fired() => None,
+                continuity = engine => Some(continuity),
             }
         })
         .catch_unwind()
         .await;
+        let mut answer_continuity = None;
         match ran {
-            Ok(true) => {}
-            Ok(false) => end_unstored(&live, &sink, &broken),
+            Ok(Some(continuity)) => answer_continuity = continuity,
+            Ok(None) => end_unstored(&live, &sink, &broken),
             Err(panic) => end_panicked(&sink, panic.as_ref()),
         }
         drop(sink);
@@ -201,7 +203,7 @@ impl RunManager {
                     elapsed_ms = d.elapsed_ms,
                     "run finished"
                 );
-                self.finish(&writer, &live, done).await;
+                self.finish(&writer, &live, done, answer_continuity).await;
             }
             Err(_) => {
                 // Cannot happen (a `done` is always sent above); still flush what there is
@@ -261,7 +263,15 @@ impl RunManager {
     /// transaction (through the shared writer) before `done` becomes visible, so a client that
     /// reads `done` and asks for the run (or starts another, or replays the events from the
     /// database) sees it finished and complete.
-    async fn finish(self: &Arc<Self>, writer: &EventWriter, live: &LiveRun, done: Done) {
+    /// `answer_continuity` is kept with the stored answer before `done` becomes visible, so the
+    /// conversation's next run on the same model finds it.
+    async fn finish(
+        self: &Arc<Self>,
+        writer: &EventWriter,
+        live: &LiveRun,
+        done: Done,
+        answer_continuity: Option<Continuity>,
+    ) {
         let late = self.settle_commands(live).await;
         let (done, next) = self.plan_next_run(live, done, late);
         let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
@@ -270,8 +280,13 @@ impl RunManager {
             name: EventName::Done.as_str().to_string(),
             data: done.data.clone(),
         };
+        let answered = state.answer.is_some();
         match writer.finish(live.id, Some((event, state))).await {
-            Ok(true) => {}
+            Ok(true) => {
+                if let Some(c) = answer_continuity.filter(|_| answered) {
+                    self.keep_answer_continuity(live.id, &c).await;
+                }
+            }
             Ok(false) => {
                 tracing::warn!(run_id = %live.id, "the run was already finished in the database")
             }
@@ -294,6 +309,14 @@ impl RunManager {
             }
         }
         live.log.close_with(EventName::Done.as_str(), done.data);
+    }
+
+    /// Stores the answer's continuity. A failure loses only that: the answer then goes back to
+    /// the model plain, which providers accept for a turn without tool calls.
+    async fn keep_answer_continuity(&self, run_id: Uuid, continuity: &Continuity) {
+        if let Err(e) = self.store.set_answer_continuity(run_id, continuity).await {
+            tracing::warn!(%run_id, error = %e, "could not store the answer's continuity");
+        }
     }
 
     /// Late follow-ups (and interrupts the loop never saw, and those sent through other

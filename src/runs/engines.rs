@@ -9,7 +9,7 @@ use crate::agent::checkpoint::Resume;
 use crate::agent::{ReActAgent, RunHandles, RunInput};
 use crate::dag::{DagEngine, DagSetup};
 use crate::domain::Engine;
-use crate::llm::{Llm, Usage};
+use crate::llm::{Continuity, Llm, Usage};
 
 /// A run's engine, ready to go.
 pub(super) enum RunEngine {
@@ -38,14 +38,14 @@ impl RunEngine {
     }
 
     /// Runs to `done`, routing first for `auto` (a cancel during routing means `react`, which
-    /// then stops at once with the cancelled tail).
-    pub(super) async fn run(self, input: RunInput, handles: RunHandles) {
+    /// then stops at once with the cancelled tail). Returns what the model sent with the answer
+    /// beyond its text, to store with it.
+    pub(super) async fn run(self, input: RunInput, handles: RunHandles) -> Option<Continuity> {
         match self {
-            Self::React(agent) => {
-                agent.run(input, handles).await;
-            }
+            Self::React(agent) => agent.run(input, handles).await.answer_continuity,
             Self::Dag(dag) => {
                 dag.run(input, handles).await;
+                None
             }
             Self::Auto { llm, react, dag } => {
                 let routed = tokio::select! {
@@ -57,9 +57,11 @@ impl RunEngine {
                     (Engine::Dag, usage) => {
                         let engine = DagEngine::new(*dag).with_usage_before(usage);
                         engine.run(input, handles).await;
+                        None
                     }
                     (_, usage) => {
-                        react.with_usage_before(usage).run(input, handles).await;
+                        let agent = react.with_usage_before(usage);
+                        agent.run(input, handles).await.answer_continuity
                     }
                 }
             }
@@ -75,13 +77,15 @@ impl RunEngine {
         handles: RunHandles,
         resume: Resume,
         instance: &str,
-    ) {
+    ) -> Option<Continuity> {
         match self {
             Self::React(agent) | Self::Auto { react: agent, .. } => {
-                agent.resume(input, handles, resume, instance).await;
+                let result = agent.resume(input, handles, resume, instance).await;
+                result.answer_continuity
             }
             Self::Dag(dag) => {
                 dag.run(input, handles).await;
+                None
             }
         }
     }

@@ -366,7 +366,9 @@ impl RunManager {
             .into_iter()
             .filter(|m| !leave_out.contains(&m.id))
             .map(|m| match (m.role, m.kind) {
-                (MessageRole::Assistant, _) => Message::assistant(m.content),
+                (MessageRole::Assistant, _) => {
+                    Message::assistant(m.content).with_continuity(m.continuity)
+                }
                 (_, MessageKind::Interrupt) => Message::user(format!("(follow-up) {}", m.content)),
                 _ => Message::user(m.content),
             })

@@ -54,6 +54,8 @@ pub struct StoredMessage {
     pub content: String,
     pub run_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
+    /// What the model sent with an answer beyond its text, for the same model's later calls.
+    pub continuity: Option<crate::llm::Continuity>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

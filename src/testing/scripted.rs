@@ -181,6 +181,7 @@ pub fn response(content: &str, tool_calls: Vec<ToolCall>) -> ChatResponse {
         content: content.to_string(),
         tool_calls,
         reasoning_content: None,
+        continuity: None,
         finish_reason: Some("stop".into()),
         usage: Usage::call(SCRIPTED_PROMPT_TOKENS, SCRIPTED_COMPLETION_TOKENS),
     }

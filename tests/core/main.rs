@@ -5,6 +5,7 @@
 //!
 //! - [`engine`], [`safeguards`]: `ReActAgent::run` and its safeguards (selection, reflection,
 //!   cycles, checklist, hooks, context guard, interrupts);
+//! - [`continuity`]: thinking models' reasoning and signatures sent back to the same model;
 //! - [`recovery`]: tool calls written in the content, JSON-mode aliases, run-unique call ids;
 //! - [`llm_client`]: the real client against the in-process fake server; [`llm_http2`]: the
 //!   same over h2c (`LLM_HTTP2`);
@@ -23,6 +24,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod continuity;
 mod engine;
 mod event_ids;
 mod fuzz_smoke;

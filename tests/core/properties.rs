@@ -91,7 +91,7 @@ proptest! {
     ) {
         let mut a = ToolCallAssembler::new();
         for (index, id, name, arguments) in deltas {
-            a.push(ToolCallDelta { index, id, name, arguments });
+            a.push(ToolCallDelta { index, id, name, arguments, extra_content: None });
         }
         for call in a.finish() {
             prop_assert!(!call.id.is_empty());

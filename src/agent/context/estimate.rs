@@ -25,7 +25,8 @@ pub fn estimate_tokens(messages: &[Message], tools: &[ToolDefinition]) -> usize 
 
 /// Estimated tokens of the messages alone: for each message,
 /// `ceil(bytes / 4) + MESSAGE_OVERHEAD_TOKENS`, where `bytes` counts what a provider receives —
-/// the content, the tool-call ids, names and raw arguments, and a tool message's `tool_call_id`.
+/// the content, the tool-call ids, names and raw arguments, a tool message's `tool_call_id`, and
+/// the JSON of an assistant turn's continuity (sent back to the model that produced it).
 /// `reasoning_content` is not counted: it is never sent back to the provider.
 ///
 /// Runs before every loop LLM call, so it allocates nothing and is linear in the history.
@@ -56,11 +57,15 @@ pub(super) fn message_tokens(m: &Message) -> usize {
         .map(|c| c.id.len() + c.name.len() + c.arguments.len())
         .sum();
     let id = m.tool_call_id.as_deref().map_or(0, str::len);
-    (m.content.len() + calls + id).div_ceil(BYTES_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+    let kept = m
+        .continuity
+        .as_deref()
+        .map_or(0, |c| json_len(&c.message) + json_len(&c.tool_calls));
+    (m.content.len() + calls + id + kept).div_ceil(BYTES_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
 }
 
 /// Length of the compact JSON text of `value`, without building the text.
-pub fn json_len(value: &serde_json::Value) -> usize {
+pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Counter(usize);
     impl io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

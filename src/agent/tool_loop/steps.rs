@@ -17,7 +17,8 @@ impl LoopRun<'_> {
         };
         if r.tool_calls.is_empty() && written.is_none() {
             let answer = reasoning;
-            self.messages.push(Message::assistant(answer.clone()));
+            self.messages
+                .push(Message::assistant(answer.clone()).with_continuity(r.continuity));
             if self.drain_interrupts() {
                 return Next::Continue;
             }
@@ -59,7 +60,7 @@ impl LoopRun<'_> {
             })
             .collect();
         self.messages
-            .push(Message::assistant_tool_calls(content, calls));
+            .push(Message::assistant_tool_calls(content, calls).with_continuity(r.continuity));
         let (executed, cancelled) = self.execute(pending).await;
         for e in &executed {
             self.messages.push(Message::tool(
@@ -89,7 +90,8 @@ impl LoopRun<'_> {
 
     pub(super) async fn json_step(&mut self, r: ChatResponse) -> Next {
         let content = r.content.clone();
-        self.messages.push(Message::assistant(content.clone()));
+        self.messages
+            .push(Message::assistant(content.clone()).with_continuity(r.continuity.clone()));
         let interrupted = self.drain_interrupts();
         let Some(action) = parse_action(&content, &self.json_tools) else {
             if self.last_parse_failed && !interrupted {

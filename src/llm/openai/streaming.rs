@@ -53,13 +53,14 @@ impl From<LlmError> for StepError {
 impl StreamState {
     pub(super) fn new(shared: Arc<Shared>, body: bytes::Bytes) -> Self {
         let deadline = Instant::now() + shared.timeout * STREAM_TOTAL_FACTOR;
+        let decoder = StreamDecoder::for_model(&shared.name);
         Self {
             shared,
             body,
             retries: 0,
             sse: None,
             sse_data: SseData::new(),
-            decoder: StreamDecoder::new(),
+            decoder,
             pending: VecDeque::new(),
             handed_over: false,
             finished: false,
@@ -123,7 +124,7 @@ impl StreamState {
             .await
             .map_err(|_| LlmError::Timeout(ceil_secs(self.shared.timeout)))?
             .map_err(|f| f.error)?;
-        let reply = parse_completion(&bytes)?;
+        let reply = parse_completion(&bytes, &self.shared.name)?;
         self.pending.extend(response_events(reply));
         self.finished = true;
         Ok(())
@@ -158,7 +159,7 @@ impl StreamState {
                 return Some(Err(failure.error));
             }
             self.retries += 1;
-            self.decoder = StreamDecoder::new();
+            self.decoder = StreamDecoder::for_model(&self.shared.name);
             if let Err(error) = self.connect().await {
                 self.finished = true;
                 return Some(Err(error));
@@ -256,6 +257,9 @@ fn response_events(reply: ChatResponse) -> Vec<StreamEvent> {
     }
     if !reply.tool_calls.is_empty() {
         events.push(StreamEvent::ToolCalls(reply.tool_calls));
+    }
+    if let Some(c) = reply.continuity {
+        events.push(StreamEvent::Continuity(c));
     }
     events.push(StreamEvent::Usage(reply.usage));
     events.push(StreamEvent::Done {

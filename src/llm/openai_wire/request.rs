@@ -1,21 +1,29 @@
 //! The chat completion request body, serialised in one pass from the [`ChatRequest`] straight
 //! into the bytes sent: borrowed views over our types, no intermediate `serde_json::Value` (which
 //! copied every message's text once more on every call). `pinned` and `reasoning_content` are
-//! never sent.
+//! never sent. An assistant message's [`Continuity`] is, to the model that produced it only
+//! (same registry name): its message fields after `tool_calls`, each call's after `function`.
 
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
-use crate::llm::{ChatRequest, Message, ResponseFormat, Role, ToolChoice, ToolDefinition};
+use serde_json::{Map, Value};
 
-/// The body of one request: `serde_json::to_vec(&request_body(..))` writes it.
+use crate::llm::{
+    ChatRequest, Continuity, Message, ResponseFormat, Role, ToolChoice, ToolDefinition,
+};
+
+/// The body of one request to the provider's `model`, registered as `name`:
+/// `serde_json::to_vec(&request_body(..))` writes it.
 pub(in crate::llm) fn request_body<'a>(
     model: &'a str,
+    name: &'a str,
     request: &'a ChatRequest,
     stream: bool,
 ) -> RequestBody<'a> {
     RequestBody {
         model,
+        name,
         request,
         stream,
     }
@@ -23,6 +31,7 @@ pub(in crate::llm) fn request_body<'a>(
 
 pub(in crate::llm) struct RequestBody<'a> {
     model: &'a str,
+    name: &'a str,
     request: &'a ChatRequest,
     stream: bool,
 }
@@ -32,7 +41,7 @@ impl Serialize for RequestBody<'_> {
         let r = self.request;
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
-        map.serialize_entry("messages", &Messages(&r.messages))?;
+        map.serialize_entry("messages", &Messages(&r.messages, self.name))?;
         if !r.tools.is_empty() {
             map.serialize_entry("tools", &Tools(&r.tools))?;
             // Providers reject `tool_choice` without `tools`, so it only travels with them.
@@ -80,20 +89,49 @@ impl Serialize for IncludeUsage {
     }
 }
 
-struct Messages<'a>(&'a [Message]);
+/// The messages, for the model registered as `.1`.
+struct Messages<'a>(&'a [Message], &'a str);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for m in self.0 {
-            seq.serialize_element(&Wire(m))?;
+            let continuity = match &m.continuity {
+                Some(c) if m.role == Role::Assistant && c.model == self.1 => Some(&**c),
+                _ => None,
+            };
+            seq.serialize_element(&Wire(m, continuity))?;
         }
         seq.end()
     }
 }
 
-/// One message as the provider receives it.
-struct Wire<'a>(&'a Message);
+/// Keys a kept field may never take: they belong to the normalised message or call.
+const OWN_KEYS: &[&str] = &[
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "id",
+    "type",
+    "function",
+];
+
+/// Writes kept provider fields into the object being serialised (never over its own keys).
+fn kept_fields<M: SerializeMap>(
+    map: &mut M,
+    fields: Option<&Map<String, Value>>,
+) -> Result<(), M::Error> {
+    for (key, value) in fields.into_iter().flatten() {
+        if !OWN_KEYS.contains(&key.as_str()) {
+            map.serialize_entry(key, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// One message as the provider receives it, with its continuity when it is for this model.
+struct Wire<'a>(&'a Message, Option<&'a Continuity>);
 
 impl Serialize for Wire<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -111,39 +149,51 @@ impl Serialize for Wire<'_> {
         if m.role == Role::Assistant && !m.tool_calls.is_empty() {
             let content = (!m.content.is_empty()).then_some(m.content.as_str());
             map.serialize_entry("content", &content)?;
-            map.serialize_entry("tool_calls", &Calls(&m.tool_calls))?;
+            map.serialize_entry("tool_calls", &Calls(&m.tool_calls, self.1))?;
         } else {
             map.serialize_entry("content", &m.content)?;
         }
+        kept_fields(&mut map, self.1.map(|c| &c.message))?;
         map.end()
     }
 }
 
-struct Calls<'a>(&'a [crate::llm::ToolCall]);
+/// The calls of a message, each with its kept fields from `.1`.
+struct Calls<'a>(&'a [crate::llm::ToolCall], Option<&'a Continuity>);
 
 impl Serialize for Calls<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for c in self.0 {
+        for (n, c) in self.0.iter().enumerate() {
             seq.serialize_element(&Call {
                 id: &c.id,
-                kind: "function",
                 function: CallFunction {
                     name: &c.name,
                     arguments: &c.arguments,
                 },
+                kept: self.1.and_then(|k| k.call(n)),
             })?;
         }
         seq.end()
     }
 }
 
-#[derive(Serialize)]
+/// `{id, type: "function", function, ...kept}`.
 struct Call<'a> {
     id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
     function: CallFunction<'a>,
+    kept: Option<&'a Map<String, Value>>,
+}
+
+impl Serialize for Call<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("function", &self.function)?;
+        kept_fields(&mut map, self.kept)?;
+        map.end()
+    }
 }
 
 #[derive(Serialize)]

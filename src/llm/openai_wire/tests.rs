@@ -152,7 +152,7 @@ fn requests() -> Vec<ChatRequest> {
 fn the_one_pass_body_is_the_reference_json() {
     for request in requests() {
         for stream in [false, true] {
-            let bytes = serde_json::to_vec(&request_body("m-1", &request, stream)).unwrap();
+            let bytes = serde_json::to_vec(&request_body("m-1", "m-1", &request, stream)).unwrap();
             let sent: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(sent, reference_body("m-1", &request, stream), "{request:?}");
         }
@@ -163,7 +163,8 @@ fn the_one_pass_body_is_the_reference_json() {
 fn engine_metadata_never_travels() {
     let request = &requests()[1];
     let text =
-        String::from_utf8(serde_json::to_vec(&request_body("m", request, true)).unwrap()).unwrap();
+        String::from_utf8(serde_json::to_vec(&request_body("m", "m", request, true)).unwrap())
+            .unwrap();
     assert!(
         !text.contains("secret thoughts") && !text.contains("pinned"),
         "{text}"
@@ -173,4 +174,61 @@ fn engine_metadata_never_travels() {
         text.contains(r#""stream_options":{"include_usage":true}"#),
         "{text}"
     );
+}
+
+/// An assistant turn with two calls whose continuity belongs to the model registered as `m`.
+fn thinking_turn() -> ChatRequest {
+    let calls = vec![
+        ToolCall {
+            id: "a".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+        },
+        ToolCall {
+            id: "b".into(),
+            name: "g".into(),
+            arguments: "{}".into(),
+        },
+    ];
+    let fields = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let continuity = crate::llm::Continuity {
+        model: "m".into(),
+        message: fields(json!({"reasoning_content": "why", "role": "not mine"})),
+        tool_calls: vec![
+            serde_json::Map::new(),
+            fields(json!({"extra_content": {"google": {"thought_signature": "sig"}}})),
+        ],
+    };
+    let turn = Message::assistant_tool_calls("", calls).with_continuity(Some(continuity));
+    ChatRequest::new(vec![Message::user("q"), turn])
+}
+
+#[test]
+fn continuity_goes_back_in_place_to_the_same_model_only() {
+    let request = thinking_turn();
+    let body = |name: &str| -> Value {
+        let bytes = serde_json::to_vec(&request_body("provider-model", name, &request, false));
+        serde_json::from_slice(&bytes.unwrap_or_default()).unwrap_or_default()
+    };
+    let same = body("m");
+    assert_eq!(
+        same["messages"][1],
+        json!({"role": "assistant", "content": null, "reasoning_content": "why", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"},
+             "extra_content": {"google": {"thought_signature": "sig"}}}]}),
+        "kept fields in their places, never over the message's own"
+    );
+    let other = body("other");
+    assert_eq!(other["messages"][1], {
+        let mut plain = same["messages"][1].clone();
+        plain.as_object_mut().map(|m| m.remove("reasoning_content"));
+        plain["tool_calls"][1]
+            .as_object_mut()
+            .map(|m| m.remove("extra_content"));
+        plain
+    });
 }

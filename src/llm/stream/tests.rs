@@ -25,6 +25,7 @@ fn d(
         id: id.map(str::to_string),
         name: name.map(str::to_string),
         arguments: args.map(str::to_string),
+        extra_content: None,
     }
 }
 
@@ -160,6 +161,13 @@ fn decoder_yields_deltas_then_tools_usage_done_on_done_marker() {
         end,
         vec![
             StreamEvent::ToolCalls(vec![call("c", "f", "{}")]),
+            // The reasoning, whole, to be sent back with the turn.
+            StreamEvent::Continuity(crate::llm::Continuity {
+                model: String::new(),
+                message: serde_json::from_str(r#"{"reasoning_content":"think"}"#)
+                    .unwrap_or_default(),
+                tool_calls: vec![],
+            }),
             StreamEvent::Usage(Usage::call(7, 3)),
             StreamEvent::Done {
                 finish_reason: Some("tool_calls".into())
@@ -237,4 +245,73 @@ fn excerpt_is_bounded_and_char_safe() {
     assert_eq!(e.chars().count(), 300);
     assert!(e.ends_with('…'));
     assert_eq!(excerpt("  short  "), "short");
+}
+
+/// The continuity a stream of these chunk payloads ends with.
+fn streamed_continuity(chunks: &[serde_json::Value]) -> Option<crate::llm::Continuity> {
+    let mut decoder = StreamDecoder::for_model("m");
+    let mut events = Vec::new();
+    for c in chunks {
+        events.extend(decoder.feed(&c.to_string()).unwrap_or_default());
+    }
+    events.extend(decoder.feed("[DONE]").unwrap_or_default());
+    events.into_iter().find_map(|e| match e {
+        StreamEvent::Continuity(c) => Some(c),
+        _ => None,
+    })
+}
+
+fn delta(delta: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"choices": [{"index": 0, "delta": delta}]})
+}
+
+#[test]
+fn streamed_reasoning_details_are_put_back_together_by_index() {
+    use serde_json::json;
+    let chunks = [
+        delta(json!({"reasoning": "Let ", "reasoning_details": [
+            {"type": "reasoning.text", "text": "Let ", "index": 0, "format": "anthropic-claude-v1"}]})),
+        delta(json!({"reasoning": "me", "reasoning_details": [
+            {"type": "reasoning.text", "text": "me", "index": 0}]})),
+        delta(json!({"reasoning_details": [
+            {"type": "reasoning.text", "signature": "c2ln", "index": 0},
+            {"type": "reasoning.encrypted", "data": "eHl6", "index": 1}]})),
+        delta(json!({"content": "ok"})),
+    ];
+    let c = streamed_continuity(&chunks).unwrap_or_default();
+    assert_eq!(c.model, "m");
+    assert_eq!(
+        serde_json::Value::Object(c.message),
+        json!({"reasoning": "Let me", "reasoning_details": [
+            {"type": "reasoning.text", "text": "Let me", "signature": "c2ln", "index": 0,
+             "format": "anthropic-claude-v1"},
+            {"type": "reasoning.encrypted", "data": "eHl6", "index": 1}]})
+    );
+}
+
+#[test]
+fn streamed_extra_content_stays_with_its_call_and_odd_shapes_fail_nothing() {
+    use serde_json::json;
+    let sig = json!({"google": {"thought_signature": "c2ln"}});
+    let chunks = [
+        delta(json!({"reasoning_content": {"not": "text"}, "tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}},
+            {"index": 1, "id": "b", "function": {"name": "g", "arguments": "{}"},
+             "extra_content": sig}]})),
+        delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]})),
+    ];
+    let c = streamed_continuity(&chunks).unwrap_or_default();
+    assert!(c.message.is_empty(), "{:?}", c.message);
+    assert_eq!(
+        (c.call(0), c.call(1).and_then(|m| m.get("extra_content"))),
+        (None, Some(&sig))
+    );
+}
+
+#[test]
+fn a_stream_without_thinking_fields_has_no_continuity() {
+    let chunks = [delta(
+        serde_json::json!({"content": "hi", "reasoning_content": null}),
+    )];
+    assert_eq!(streamed_continuity(&chunks), None);
 }

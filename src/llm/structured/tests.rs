@@ -324,3 +324,23 @@ async fn a_reply_over_the_size_limit_is_not_read_nor_sent_back() {
         "{quoted}"
     );
 }
+
+#[tokio::test]
+async fn the_reformat_retry_gives_the_reply_back_with_its_continuity() {
+    let llm = ScriptedLlm::native();
+    llm.tool_calls(&[]);
+    let mut reply = crate::testing::scripted::response("not JSON at all", vec![]);
+    reply.continuity = crate::llm::Continuity::of(
+        "scripted",
+        serde_json::from_str(r#"{"reasoning_content":"hmm"}"#).unwrap_or_default(),
+        vec![],
+    );
+    llm.push(Turn::Reply(reply.clone(), std::time::Duration::ZERO));
+    llm.text(GOOD);
+    let out = structured_llm_call(&llm, selection_call(None)).await;
+    assert_eq!(out.map(|o| o.level), Ok(2));
+    let requests = llm.chat_requests();
+    let retry = &requests[2];
+    let given_back = &retry.messages[retry.messages.len() - 2];
+    assert_eq!(given_back.continuity.as_deref(), reply.continuity.as_ref());
+}

@@ -3,6 +3,7 @@
 use uuid::Uuid;
 
 use super::TOUCH_CONVERSATION_SQL;
+use crate::llm::Continuity;
 use crate::store::binds::{bind, Arg};
 use crate::store::models::{now, opt_uuid, text, time, uuid};
 use crate::store::{with_pool, with_writer, NewMessage, Store, StoreError, StoredMessage};
@@ -16,6 +17,7 @@ struct MessageRecord {
     content: String,
     run_id: Option<String>,
     created_at: i64,
+    continuity: Option<String>,
 }
 
 impl MessageRecord {
@@ -28,6 +30,11 @@ impl MessageRecord {
             content: self.content,
             run_id: opt_uuid(self.run_id.as_deref())?,
             created_at: time(self.created_at)?,
+            // Unreadable continuity (written by a newer version?) is only lost, never an error:
+            // the message then goes to the model plain.
+            continuity: self
+                .continuity
+                .and_then(|json| serde_json::from_str(&json).ok()),
         })
     }
 }
@@ -84,7 +91,29 @@ impl Store {
             content,
             run_id: new.run_id,
             created_at: at,
+            continuity: None,
         })
+    }
+
+    /// Keeps `continuity` with the answer of run `run_id` (written with the run's final state).
+    /// False when the run has no stored answer.
+    pub async fn set_answer_continuity(
+        &self,
+        run_id: Uuid,
+        continuity: &Continuity,
+    ) -> Result<bool, StoreError> {
+        let json = serde_json::to_string(continuity)
+            .map_err(|e| StoreError::Corrupt(format!("continuity: {e}")))?;
+        let _turn = self.write_turn().await;
+        let updated = with_writer!(self, |pool| {
+            sqlx::query("UPDATE messages SET continuity = $1 WHERE run_id = $2 AND kind = 'answer'")
+                .bind(&json)
+                .bind(run_id.to_string())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(updated > 0)
     }
 
     /// Removes one message (an interrupt recalled before the agent drained it).
@@ -124,7 +153,7 @@ impl Store {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let records: Vec<MessageRecord> = with_pool!(self, |pool| {
             sqlx::query_as(
-                "SELECT id, conversation_id, role, kind, content, run_id, created_at \
+                "SELECT id, conversation_id, role, kind, content, run_id, created_at, continuity \
                  FROM messages WHERE conversation_id = $1 ORDER BY pos",
             )
             .bind(conversation_id.to_string())

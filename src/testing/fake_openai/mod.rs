@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use wire::{completion, error_response, json_body, sse_response};
 
+mod thinking;
 mod wire;
 
 /// How a reply misbehaves.
@@ -54,6 +55,8 @@ enum Fault {
 pub struct FakeReply {
     text: String,
     tool_calls: Vec<(String, String, String)>,
+    /// Gemini-style `extra_content` of each tool call (by position).
+    call_extras: Vec<Option<Value>>,
     reasoning: Option<String>,
     status: Option<u16>,
     retry_after: Option<String>,
@@ -80,6 +83,7 @@ impl FakeReply {
         Self {
             text: String::new(),
             tool_calls: Vec::new(),
+            call_extras: Vec::new(),
             reasoning: None,
             status: None,
             retry_after: None,
@@ -166,6 +170,14 @@ impl FakeReply {
         self.reasoning = Some(reasoning.into());
         self
     }
+    /// Gemini 3 style: each tool call carries `extra_content.google.thought_signature`,
+    /// `<signature>-<n>` for call number n (streamed with the call's first delta).
+    pub fn thought_signatures(mut self, signature: &str) -> Self {
+        self.call_extras = (0..self.tool_calls.len())
+            .map(|n| Some(thinking::signature(&format!("{signature}-{n}"))))
+            .collect();
+        self
+    }
     pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
         self.usage = Some((prompt, completion));
         self
@@ -202,6 +214,10 @@ struct Shared {
     /// Each request's body, `Authorization` header and HTTP version, recorded together so they
     /// stay aligned.
     requests: Mutex<Vec<(Value, Option<String>, axum::http::Version)>>,
+    /// Each request's body exactly as received.
+    raw: Mutex<Vec<Bytes>>,
+    /// Set by [`FakeOpenAi::thinking`]: the turns to demand back, by model.
+    thinking: Option<Mutex<thinking::Issued>>,
     shutdown: CancellationToken,
 }
 
@@ -220,12 +236,26 @@ pub struct FakeOpenAi {
 impl FakeOpenAi {
     /// Binds `127.0.0.1:0` and serves until dropped.
     pub async fn start() -> std::io::Result<Self> {
+        Self::serve(false).await
+    }
+
+    /// A fake that behaves like a thinking model's provider: it answers 400, as DeepSeek and
+    /// Gemini 3 do, when a request to the model that produced an earlier tool-call turn carries
+    /// that turn without its `reasoning_content` or a call without its `extra_content`, or with
+    /// either altered (see `thinking.rs`).
+    pub async fn thinking() -> std::io::Result<Self> {
+        Self::serve(true).await
+    }
+
+    async fn serve(thinking: bool) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             script: Mutex::new(VecDeque::new()),
             default: Mutex::new(FakeReply::text(FAKE_DEFAULT_TEXT)),
             requests: Mutex::new(Vec::new()),
+            raw: Mutex::new(Vec::new()),
+            thinking: thinking.then(Mutex::default),
             shutdown: CancellationToken::new(),
         });
         let app = Router::new()
@@ -285,6 +315,11 @@ impl FakeOpenAi {
             .collect()
     }
 
+    /// Every request body exactly as received, in order.
+    pub fn raw_requests(&self) -> Vec<Bytes> {
+        lock(&self.shared.raw).clone()
+    }
+
     pub fn request_count(&self) -> usize {
         lock(&self.shared.requests).len()
     }
@@ -315,6 +350,12 @@ async fn completions(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     lock(&shared.requests).push((request.clone(), auth, version));
+    lock(&shared.raw).push(body.clone());
+    if let Some(issued) = &shared.thinking {
+        if let Err(why) = lock(issued).check(&request) {
+            return error_response(400, None, Some(why));
+        }
+    }
     let reply = lock(&shared.script)
         .pop_front()
         .unwrap_or_else(|| lock(&shared.default).clone());
@@ -335,6 +376,9 @@ async fn completions(
         .and_then(Value::as_str)
         .unwrap_or("fake-model")
         .to_string();
+    if let Some(issued) = &shared.thinking {
+        lock(issued).record(&model, &reply);
+    }
     let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
     if streamed {
         let include_usage = request

@@ -67,8 +67,13 @@ pub(super) fn completion(reply: &FakeReply, model: &str) -> Value {
         message["tool_calls"] = reply
             .tool_calls
             .iter()
-            .map(|(id, name, args)| {
-                json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+            .enumerate()
+            .map(|(n, (id, name, args))| {
+                let mut call = json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}});
+                if let Some(extra) = reply.call_extras.get(n).cloned().flatten() {
+                    call["extra_content"] = extra;
+                }
+                call
             })
             .collect();
     }
@@ -124,9 +129,13 @@ fn chunks(reply: &FakeReply, model: &str, include_usage: bool) -> Vec<String> {
             .nth(name.chars().count() / 2)
             .map_or(0, |(i, _)| i);
         let (head, tail) = name.split_at(split);
-        out.push(call(json!({
+        let mut first = json!({
             "id": id, "type": "function", "function": {"name": head, "arguments": ""},
-        })));
+        });
+        if let Some(extra) = reply.call_extras.get(index).cloned().flatten() {
+            first["extra_content"] = extra;
+        }
+        out.push(call(first));
         if !tail.is_empty() {
             out.push(call(json!({"function": {"name": tail}})));
         }

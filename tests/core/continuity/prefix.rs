@@ -1,0 +1,86 @@
+//! Prefix stability on the OpenAI path: every loop call of a run sends exactly what the one
+//! before it sent and only appends messages, so a provider's prompt cache keeps hitting.
+//!
+//! How it is checked, on the bytes the provider received: a body is
+//! `{"model":…,"messages":[<elements>]<tail>}`; the messages array is found by scanning the JSON
+//! text (strings and escapes respected) from `"messages":[` to its closing bracket. Then the part
+//! before the array (the model) and the tail after it (tools, tool choice) must be byte-identical
+//! in every call, and each call's elements (the system prompt is the first) must be a byte
+//! prefix of the next call's, continued by a comma: only new elements were appended.
+
+use reagent::agent::RunStatus;
+
+use super::*;
+
+/// The byte span of the elements of the top-level `"messages"` array of `body`.
+fn messages_span(body: &[u8]) -> (usize, usize) {
+    const KEY: &[u8] = b"\"messages\":[";
+    let start = body
+        .windows(KEY.len())
+        .position(|w| w == KEY)
+        .expect("a messages array")
+        + KEY.len();
+    let (mut depth, mut in_string, mut escaped) = (0i32, false, false);
+    for (i, &b) in body.iter().enumerate().skip(start) {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => depth += 1,
+            (false, _, b']' | b'}') if depth == 0 => return (start, i),
+            (false, _, b']' | b'}') => depth -= 1,
+            _ => {}
+        }
+    }
+    panic!("the messages array never closes");
+}
+
+#[tokio::test]
+async fn five_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
+    let fake = thinking().await;
+    // The same call four times (a cycle from the second), reflection after every second tool.
+    for n in 1..=4 {
+        let call = (format!("c{n}"), "lookup", r#"{"x":"same"}"#);
+        fake.push(FakeReply::tool_calls(vec![call]).reasoning(format!("thought {n}")));
+    }
+    fake.push(FakeReply::text("done"));
+    let config = AgentConfig {
+        completion_check: false,
+        self_reflection_interval: 2,
+        cycle_detection_threshold: 2,
+        ..AgentConfig::default()
+    };
+    let result = agent(client(&fake, "thinker", "deepseek-reasoner"), config)
+        .run(input(vec![]), handles(Arc::default()))
+        .await;
+    assert_eq!(result.outcome.status, RunStatus::Completed);
+    assert_eq!(result.outcome.iterations, 5);
+    // The loop's five calls (the sixth is the answer's synthesis, a request of its own).
+    let bodies: Vec<_> = fake.raw_requests().into_iter().take(5).collect();
+    let last = String::from_utf8_lossy(&bodies[4]);
+    assert!(last.contains("Pause and reflect"), "a reflection was sent");
+    assert!(
+        last.contains("identical arguments"),
+        "a cycle warning was sent"
+    );
+    assert!(last.contains("reasoning_content"), "continuity was sent");
+    for pair in bodies.windows(2) {
+        let (a, b) = (&pair[0][..], &pair[1][..]);
+        let ((a_start, a_end), (b_start, b_end)) = (messages_span(a), messages_span(b));
+        assert_eq!(a[..a_start], b[..b_start], "the part before the messages");
+        assert_eq!(
+            a[a_end..],
+            b[b_end..],
+            "the tools and everything after the messages"
+        );
+        let (old, new) = (&a[a_start..a_end], &b[b_start..b_end]);
+        assert!(
+            new.starts_with(old) && new[old.len()..].starts_with(b","),
+            "not an append:\n{}\n---\n{}",
+            String::from_utf8_lossy(old),
+            String::from_utf8_lossy(new)
+        );
+    }
+}
