@@ -140,6 +140,8 @@ fn example_config_file_is_valid_when_uncommented() {
         .join("\n");
     let vars = [
         ("OPENAI_API_KEY", "k"),
+        ("DEEPSEEK_API_KEY", "d"),
+        ("GEMINI_API_KEY", "g"),
         ("FILES_TOKEN", "f"),
         ("TICKETS_TOKEN", "t"),
     ];
@@ -147,7 +149,7 @@ fn example_config_file_is_valid_when_uncommented() {
     let mcp: Vec<&str> = c.mcp.iter().map(|m| m.transport()).collect();
     assert_eq!(mcp, ["stdio", "http"]);
     assert_eq!(c.default_model, "openai");
-    assert_eq!(c.models.len(), 4);
+    assert_eq!(c.models.len(), 6);
     assert_eq!(c.tools.http.len(), 1);
     let kinds: Vec<&str> = c.hooks.iter().map(|h| h.kind.as_str()).collect();
     assert_eq!(kinds, HOOK_KINDS);
