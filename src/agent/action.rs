@@ -7,7 +7,7 @@
 //! object without our `type` is also read through the common aliases: the name from `tool`,
 //! `tool_name`, `name` or `action`, the arguments from `args`, `tool_args`, `arguments`,
 //! `action_input` or `parameters`, and `{"action": "Final Answer", "action_input": …}` as a
-//! final answer. An aliased name is a call only when it names a tool of the run; otherwise the
+//! final answer. An aliased name is a call only when it means a tool of the run; otherwise the
 //! object stays a final answer, as any object without a `type` always was.
 
 use serde_json::{Map, Value};
@@ -129,8 +129,12 @@ fn is_final_answer(name: &str) -> bool {
     matches!(norm.as_str(), "finalanswer" | "final" | "finish" | "answer")
 }
 
+/// The tool `name` means ([`crate::tools::names::resolve`]: its name, or one differing only in
+/// case or `-`/`_`, or a bare MCP name).
 fn definition<'a>(tools: &'a [ToolDefinition], name: &str) -> Option<&'a ToolDefinition> {
-    tools.iter().find(|d| d.name == name)
+    let names: Vec<&str> = tools.iter().map(|d| d.name.as_str()).collect();
+    let found = crate::tools::names::resolve(&names, name)?;
+    tools.iter().find(|d| d.name == found)
 }
 
 /// The arguments object: missing is `{}`, a JSON string is parsed, and a plain value for a
@@ -159,6 +163,9 @@ fn single_parameter(def: &ToolDefinition) -> Option<String> {
         .then(|| props.keys().next().cloned())
         .flatten()
 }
+
+mod problem;
+pub use problem::{action_problem, example_call};
 
 #[cfg(test)]
 mod tests;

@@ -103,6 +103,18 @@ impl Executor {
         self.events.send(AgentEvent::Step(step));
     }
 
+    /// The calls with each name that means one tool of the run, but is not its name, replaced
+    /// by the tool's ([`ToolRegistry::resolve`]); unknown and ambiguous names stay as written.
+    pub fn resolve_names(&self, mut calls: Vec<PendingCall>) -> Vec<PendingCall> {
+        for c in &mut calls {
+            if let Some(name) = self.tools.resolve(&c.tool).filter(|n| *n != c.tool) {
+                tracing::debug!(written = %c.tool, tool = name, "tool name resolved");
+                c.tool = name.to_string();
+            }
+        }
+        calls
+    }
+
     /// Runs every call concurrently. Returns results in call order and whether the batch was
     /// cancelled (unfinished calls then carry [`CANCELLED_RESULT`]).
     pub async fn execute_batch(

@@ -36,8 +36,17 @@ pub fn json_system_prompt(role: &str, tools: &[ToolDefinition]) -> String {
     )
 }
 
-/// Sent after a JSON-mode reply that could not be parsed.
-pub const REFORMAT_REQUEST: &str = "Your previous response could not be parsed as valid JSON. Reply again with exactly one JSON object of the form {\"type\": \"tool_call\", \"reasoning\": \"...\", \"tool_name\": \"...\", \"tool_args\": {...}} or {\"type\": \"final_answer\", \"reasoning\": \"...\", \"answer\": \"...\"}, with no text before or after it.";
+/// Sent after a JSON-mode reply that could not be parsed: what was wrong
+/// ([`super::action::action_problem`]), the valid tool names and a one-line valid call
+/// ([`super::action::example_call`]).
+pub fn reformat_request(problem: &str, tools: &[String], example: &str) -> String {
+    let names = if tools.is_empty() {
+        "(none)".to_string()
+    } else {
+        tools.join(", ")
+    };
+    format!("Your previous response could not be used: {problem}. Valid tool names: {names}. Reply again with exactly one JSON object, with no text before or after it: to call a tool, for example {example}; to finish, {{\"type\": \"final_answer\", \"reasoning\": \"...\", \"answer\": \"...\"}}.")
+}
 
 /// A JSON-mode observation, appended as a user message.
 pub fn observation(text: &str) -> String {
@@ -112,8 +121,12 @@ pub fn reflection(query: &str) -> String {
 }
 
 /// Cycle warning, exact text.
-pub fn cycle_warning(tool: &str, times: u32) -> String {
-    format!("You have called {tool} with identical arguments {times} times and received the same result. Please try a different approach or tool.")
+pub fn cycle_warning(tool: &str, cycle: super::safeguards::Cycle) -> String {
+    use super::safeguards::Cycle;
+    match cycle {
+        Cycle::SameResult(times) => format!("You have called {tool} with identical arguments {times} times and received the same result. Please try a different approach or tool."),
+        Cycle::Repeated(times) => format!("You have called {tool} with identical arguments {times} times in a row. Calling it again will not tell you more: use the results you have, try a different approach, or give your final answer."),
+    }
 }
 
 /// Completion checklist.

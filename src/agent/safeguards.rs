@@ -59,11 +59,35 @@ struct Streak {
     count: u32,
 }
 
-/// Counts identical `(tool, canonical arguments)` executions whose results were identical.
-/// A different result restarts the streak, so only a genuinely stuck loop is flagged.
+/// What a recorded call says about the run, when it says something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cycle {
+    /// This call and its result, identical, this many times.
+    SameResult(u32),
+    /// This call, identical, this many times in a row, whatever its results.
+    Repeated(u32),
+}
+
+/// How many more identical calls in a row the repeat rule wants than the exact rule wants
+/// identical results. Results that differ are weaker evidence of a stuck loop (the clock's
+/// answer changes every second, a job's status may really be moving), so the rule waits two
+/// calls longer: with the default threshold 3, the fifth `current_time("Asia/Tokyo")` in a row
+/// warns — issue 45's model made six — while a status checked four times straight does not.
+pub const REPEAT_MARGIN: u32 = 2;
+
+/// Two rules over `(tool, canonical arguments)`:
+/// - identical results: counted per call wherever it occurs; a different result restarts the
+///   streak, so only a genuinely stuck loop is flagged (at `threshold`);
+/// - identical calls in a row, whatever their results (at `threshold` + [`REPEAT_MARGIN`]).
+///
+/// Legitimate polling is not flagged: a poll whose arguments move on (a cursor, a page, a
+/// `since`) is a different call each time, and a poll between other calls is not "in a row".
+/// Only the same call, nothing else in between, [`REPEAT_MARGIN`] times past the threshold is.
 pub struct CycleDetector {
     threshold: u32,
     streaks: HashMap<u64, Streak>,
+    /// The last call's key and how many times in a row it was made.
+    last: Option<(u64, u32)>,
 }
 
 impl CycleDetector {
@@ -72,12 +96,13 @@ impl CycleDetector {
         Self {
             threshold,
             streaks: HashMap::new(),
+            last: None,
         }
     }
 
-    /// Records one execution; returns how many identical executions in a row there were when
-    /// that reaches the threshold (the caller appends the warning).
-    pub fn record(&mut self, tool: &str, args: &Value, result: &str) -> Option<u32> {
+    /// Records one call; returns what it completes when a rule fires (the caller appends the
+    /// warning).
+    pub fn record(&mut self, tool: &str, args: &Value, result: &str) -> Option<Cycle> {
         if self.threshold == 0 {
             return None;
         }
@@ -94,7 +119,17 @@ impl CycleDetector {
                 }
             })
             .or_insert(Streak { result, count: 1 });
-        (streak.count >= self.threshold).then_some(streak.count)
+        let same = streak.count;
+        let in_row = match self.last {
+            Some((k, n)) if k == key => n + 1,
+            _ => 1,
+        };
+        self.last = Some((key, in_row));
+        if same >= self.threshold {
+            Some(Cycle::SameResult(same))
+        } else {
+            (in_row >= self.threshold + REPEAT_MARGIN).then_some(Cycle::Repeated(in_row))
+        }
     }
 }
 

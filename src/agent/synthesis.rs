@@ -11,7 +11,9 @@ use super::prompts;
 use super::record::StepRecord;
 use crate::llm::{ChatRequest, Continuity, Llm, LlmError, Message, StreamEvent, Usage};
 
+mod dump;
 mod trace;
+pub use dump::{clean_draft, is_call_dump, observation_answer};
 pub use trace::{build_trace, cut_bytes, json_prefix, trace_limit};
 
 /// What synthesis produced.
@@ -91,7 +93,9 @@ pub struct TraceLimits {
     pub max_bytes: usize,
 }
 
-/// Runs the streaming synthesis call and emits every `answer` event.
+/// Runs the streaming synthesis call and emits every `answer` event. A draft that is a tool-call
+/// dump is replaced by the observations ([`clean_draft`]) before it can stand as an answer; a
+/// model with synthesis off (`[[models]] synthesis = false`) answers with that draft, uncalled.
 pub async fn stream_answer(
     llm: &dyn Llm,
     query: &str,
@@ -101,25 +105,32 @@ pub async fn stream_answer(
     events: &EventSink,
     cancel: &CancellationToken,
 ) -> Synthesis {
+    let draft = clean_draft(brief, steps);
     // A draft larger than half the trace may be is the answer itself: synthesis would read it
     // cut and could only lose some of it.
-    if brief.len() > limits.max_bytes / 2 {
-        tracing::info!(
-            bytes = brief.len(),
-            "the draft answer is too large to synthesise from; it is the answer"
+    if !llm.synthesis() || draft.len() > limits.max_bytes / 2 {
+        tracing::debug!(
+            bytes = draft.len(),
+            "no synthesis (off for the model, or the draft is too large); the draft is the answer"
         );
-        for e in fallback_answer(brief, AnswerSoFar::NotStarted) {
-            emit(events, e);
-        }
-        return Synthesis {
-            answer: brief.to_string(),
-            fallback: true,
-            usage: Usage::default(),
-            continuity: None,
-        };
+        return draft_answer(draft, events);
     }
-    let trace = build_trace(query, steps, brief, limits);
-    stream_synthesis(llm, trace, brief, events, cancel).await
+    let trace = build_trace(query, steps, &draft, limits);
+    let on_dump = observation_answer(steps).unwrap_or_else(|| draft.clone());
+    synthesise(llm, trace, &draft, &on_dump, events, cancel).await
+}
+
+/// `draft` streamed as the answer, without a synthesis call.
+fn draft_answer(draft: String, events: &EventSink) -> Synthesis {
+    for e in fallback_answer(&draft, AnswerSoFar::NotStarted) {
+        emit(events, e);
+    }
+    Synthesis {
+        answer: draft,
+        fallback: true,
+        usage: Usage::default(),
+        continuity: None,
+    }
 }
 
 /// The synthesis call over any trace (`user`): the synthesiser's system prompt, streamed as
@@ -132,7 +143,20 @@ pub async fn stream_synthesis(
     events: &EventSink,
     cancel: &CancellationToken,
 ) -> Synthesis {
-    let brief = fallback;
+    synthesise(llm, user, fallback, fallback, events, cancel).await
+}
+
+/// [`stream_synthesis`], with `on_dump` streamed instead of a synthesised answer that is only
+/// tool calls ([`is_call_dump`]), and `fallback` when the call fails.
+async fn synthesise(
+    llm: &dyn Llm,
+    user: String,
+    fallback: &str,
+    on_dump: &str,
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> Synthesis {
+    let mut brief = fallback;
     emit(events, AnswerEvent::Start);
     let request = ChatRequest::new(vec![
         Message::system(prompts::SYNTHESIS_SYSTEM),
@@ -169,8 +193,15 @@ pub async fn stream_synthesis(
         // The call was made even if it reported nothing (or failed).
         usage.llm_calls = 1;
     }
+    let dump = outcome.is_ok() && is_call_dump(&answer);
+    if dump {
+        tracing::info!(
+            "the synthesised answer is a tool-call dump; answering from the observations"
+        );
+        brief = on_dump;
+    }
     match outcome {
-        Ok(()) if !answer.trim().is_empty() => {
+        Ok(()) if !answer.trim().is_empty() && !dump => {
             emit(
                 events,
                 AnswerEvent::Done {

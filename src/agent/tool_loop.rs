@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::action::{parse_action, Action};
+use super::action::{action_problem, example_call, parse_action, Action};
 use super::call_ids::CallIds;
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
 use super::context::{estimate_tool_tokens, ContextGuard, History};
@@ -380,29 +380,5 @@ impl<'a> LoopRun<'a> {
             && !self.checklist_done
             && self.reflection.executions() >= cfg.completion_check_min_tools
             && self.iterations < cfg.max_iterations
-    }
-
-    /// Records executed calls and appends the safeguards' messages (after all tool results).
-    /// Takes the calls by value: their records move into the run's steps, uncopied.
-    fn after_tools(&mut self, executed: Vec<Executed>) {
-        let mut ran = 0;
-        for e in executed {
-            self.tool_calls += 1;
-            if e.ran {
-                ran += 1;
-                if let Some(n) =
-                    self.cycles
-                        .record(&e.record.tool, &e.record.arguments, &e.record.observation)
-                {
-                    self.messages
-                        .push(Message::user(prompts::cycle_warning(&e.record.tool, n)));
-                }
-            }
-            self.steps.push(e.record);
-        }
-        if self.reflection.add(ran) {
-            self.messages
-                .push(Message::user(prompts::reflection(&self.query)));
-        }
     }
 }

@@ -14,6 +14,7 @@ use crate::llm::registry::ModelRegistry;
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
 use crate::runs::EventObserver;
 use crate::server::Metrics;
+use crate::tools::names::resolve;
 
 /// The observer the run manager calls with every event of every run: counts runs (`start`),
 /// tool calls (`tool_end` steps) and outcomes (`done`). It runs in the emitting task, on typed
@@ -67,6 +68,31 @@ pub struct MeteredLlm {
     metrics: Metrics,
 }
 
+impl MeteredLlm {
+    /// Calls written in the content (the same test the loop applies to a native response
+    /// without tool_calls), and calls whose name the loop resolves to one of `tools`.
+    fn count_calls(&self, r: &ChatResponse, tools: &[crate::llm::ToolDefinition]) {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let resolves = |n: &str| resolve(&names, n).is_some();
+        let written = if r.tool_calls.is_empty() {
+            parse_content_calls(&r.content, resolves)
+        } else {
+            None
+        };
+        if let Some(calls) = &written {
+            self.metrics.content_tool_calls(&self.name, calls.len());
+        }
+        let calls = written.as_deref().unwrap_or(&r.tool_calls);
+        let resolved = calls
+            .iter()
+            .filter(|c| !names.contains(&c.name.as_str()) && resolves(&c.name))
+            .count();
+        if resolved > 0 {
+            self.metrics.tool_names_resolved(&self.name, resolved);
+        }
+    }
+}
+
 #[async_trait]
 impl Llm for MeteredLlm {
     fn model(&self) -> &str {
@@ -80,6 +106,9 @@ impl Llm for MeteredLlm {
     }
     fn max_output_tokens(&self) -> u32 {
         self.inner.max_output_tokens()
+    }
+    fn synthesis(&self) -> bool {
+        self.inner.synthesis()
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -96,12 +125,8 @@ impl Llm for MeteredLlm {
                     r.usage.prompt_tokens,
                     r.usage.completion_tokens,
                 );
-                // The same test the loop applies to a native response without tool_calls.
-                if r.tool_calls.is_empty() && !tools.is_empty() {
-                    let known = |n: &str| tools.iter().any(|t| t.name == n);
-                    if let Some(calls) = parse_content_calls(&r.content, known) {
-                        self.metrics.content_tool_calls(&self.name, calls.len());
-                    }
+                if !tools.is_empty() {
+                    self.count_calls(r, &tools);
                 }
             }
             Err(_) => self.metrics.llm_call(&self.name, secs, false, 0, 0),

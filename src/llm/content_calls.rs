@@ -12,9 +12,14 @@
 //! - Hermes / Qwen `<tool_call>…</tool_call>` blocks (the last one may be unclosed);
 //! - Mistral's `[TOOL_CALLS]` followed by a list or object, or by `name[ARGS]{…}` pairs;
 //!
-//! each optionally inside one Markdown fence that is the whole content. Every name must be a
-//! tool of the run; otherwise, or with any other text around the calls, nothing is recovered
-//! and the content stays the final answer.
+//! - several call objects one after another: one per line (JSON Lines) or run together
+//!   (`{…}{…}`), and a reply the output cap cut off after one or more complete calls (the
+//!   complete ones run, the unfinished tail is dropped);
+//!
+//! each optionally inside one Markdown fence that is the whole content, or that follows a short
+//! preamble of a few words on one line (`Markdown:`, `Sure:`) — a longer sentence explains a
+//! code sample. Every name must be a tool of the run; otherwise, or with any other text around
+//! the calls, nothing is recovered and the content stays the final answer.
 
 use serde_json::{Map, Value};
 
@@ -23,21 +28,47 @@ use super::ToolCall;
 /// The calls written in `content`, with empty ids (the loop numbers them), or `None` when the
 /// content is not made only of calls to known tools.
 pub fn parse_content_calls(content: &str, is_tool: impl Fn(&str) -> bool) -> Option<Vec<ToolCall>> {
-    let text = unfence(content.trim());
+    let text = unfence(without_preamble(content.trim()));
     let calls = if text.starts_with("<tool_call>") {
         hermes_blocks(text)?
     } else if let Some(rest) = text.strip_prefix("[TOOL_CALLS]") {
         mistral(rest.trim())?
     } else {
-        json_calls(serde_json::from_str(text).ok()?)?
+        json_sequence(text)?
     };
     (!calls.is_empty() && calls.iter().all(|c| is_tool(&c.name))).then_some(calls)
 }
 
-/// The body of a fence that spans the whole text (any language tag), else the text itself.
-fn unfence(text: &str) -> &str {
-    let Some(inner) = text.strip_prefix("```").and_then(|t| t.strip_suffix("```")) else {
+/// The most words a preamble before a fenced call may have: enough for "Here is the call:",
+/// too few for a sentence that explains what a code sample shows.
+const PREAMBLE_WORDS: usize = 4;
+
+/// From the fence on, when the text opens with a short one-line preamble before a fence.
+fn without_preamble(text: &str) -> &str {
+    let Some(at) = text.find("```") else {
         return text;
+    };
+    let preamble = text[..at].trim();
+    let short = !preamble.contains('\n')
+        && preamble.len() <= 40
+        && preamble.split_whitespace().count() <= PREAMBLE_WORDS;
+    if at > 0 && short {
+        &text[at..]
+    } else {
+        text
+    }
+}
+
+/// The body of a fence that spans the whole text (any language tag), else the text itself. A
+/// fence never closed (the output cap cut the reply) counts as spanning the whole text.
+fn unfence(text: &str) -> &str {
+    let Some(open) = text.strip_prefix("```") else {
+        return text;
+    };
+    let inner = match open.strip_suffix("```") {
+        Some(inner) => inner,
+        None if !open.contains("```") => open,
+        None => return text,
     };
     let tag_end = inner
         .find(|c: char| !c.is_ascii_alphanumeric())
@@ -49,6 +80,21 @@ fn unfence(text: &str) -> &str {
     } else {
         body
     }
+}
+
+/// One JSON value holding calls, or several one after another (whitespace or nothing between
+/// them). A tail cut off inside a value (the output cap) is dropped when complete calls
+/// precede it; any other text after the calls spoils the whole reply.
+fn json_sequence(text: &str) -> Option<Vec<ToolCall>> {
+    let mut calls = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        match value {
+            Ok(v) => calls.extend(json_calls(v)?),
+            Err(e) if e.is_eof() && !calls.is_empty() => break,
+            Err(_) => return None,
+        }
+    }
+    Some(calls)
 }
 
 /// A list of calls, `{"tool_calls": [...]}`, or one call object.

@@ -285,6 +285,11 @@ pub trait Llm: Send + Sync {
     fn max_output_tokens(&self) -> u32 {
         4_096
     }
+    /// Whether the run's answer is synthesised by a last call (`[[models]] synthesis`); a
+    /// model too small to synthesise answers with its draft.
+    fn synthesis(&self) -> bool {
+        true
+    }
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError>;
 }

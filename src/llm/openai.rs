@@ -92,6 +92,8 @@ fn http_client(connect_timeout: Duration, version: Version) -> Result<reqwest::C
 pub struct OpenAiClient {
     cfg: OpenAiConfig,
     shared: Arc<Shared>,
+    /// `[[models]] synthesis`: runs on this model end with a synthesis call.
+    synthesis: bool,
 }
 
 /// What an in-flight stream needs after `stream_chat` returned (it outlives `&self`).
@@ -142,7 +144,14 @@ impl OpenAiClient {
         Ok(Self {
             cfg,
             shared: Arc::new(shared),
+            synthesis: true,
         })
+    }
+
+    /// Off for a model too small to synthesise: runs answer with the loop's draft.
+    pub fn with_synthesis(mut self, on: bool) -> Self {
+        self.synthesis = on;
+        self
     }
 
     /// The model's registry name (the provider's model name until set): what a reply's
@@ -288,6 +297,9 @@ impl Llm for OpenAiClient {
     }
     fn max_output_tokens(&self) -> u32 {
         self.cfg.max_output_tokens
+    }
+    fn synthesis(&self) -> bool {
+        self.synthesis
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {

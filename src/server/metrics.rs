@@ -140,6 +140,16 @@ impl Metrics {
         });
     }
 
+    /// Tool calls whose name was not a tool of the run but meant one (case, `-`/`_`, a bare
+    /// MCP name), which the loop runs as that tool: operators see which models need it.
+    pub fn tool_names_resolved(&self, model: &str, calls: usize) {
+        let model = model.to_string();
+        self.with(|| {
+            metrics::counter!("reagent_tool_name_resolved_total", "model" => model)
+                .increment(calls as u64)
+        });
+    }
+
     /// A guard counting one SSE subscriber while it lives.
     pub fn sse_subscriber(&self) -> SubscriberGuard {
         self.with(|| metrics::gauge!("reagent_sse_subscribers").increment(1.0));

@@ -47,6 +47,7 @@ pub struct ScriptedLlm {
     abilities: Abilities,
     context_window: u32,
     max_output_tokens: u32,
+    synthesis: bool,
     script: Mutex<Script>,
 }
 
@@ -61,6 +62,7 @@ impl ScriptedLlm {
             abilities,
             context_window: 128_000,
             max_output_tokens: 4_096,
+            synthesis: true,
             script: Mutex::new(Script {
                 chat: VecDeque::new(),
                 stream: VecDeque::new(),
@@ -93,6 +95,12 @@ impl ScriptedLlm {
     pub fn with_context(mut self, window: u32, max_output: u32) -> Self {
         self.context_window = window;
         self.max_output_tokens = max_output;
+        self
+    }
+
+    /// A model configured with `synthesis = false`.
+    pub fn without_synthesis(mut self) -> Self {
+        self.synthesis = false;
         self
     }
 
@@ -200,6 +208,9 @@ impl Llm for ScriptedLlm {
     }
     fn max_output_tokens(&self) -> u32 {
         self.max_output_tokens
+    }
+    fn synthesis(&self) -> bool {
+        self.synthesis
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {

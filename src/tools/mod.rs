@@ -7,6 +7,7 @@ pub mod builtin;
 pub mod http_request;
 pub mod http_tool;
 pub mod mcp;
+pub mod names;
 pub mod ssrf;
 
 use std::collections::HashMap;
@@ -144,6 +145,16 @@ impl ToolRegistry {
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The name of the tool `name` means ([`names::resolve`]): itself when it is a tool here,
+    /// else the one tool it differs from only in case or `-`/`_`, or is the bare MCP name of.
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        if let Some(t) = self.get(name) {
+            return Some(t.name());
+        }
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        names::resolve(&names, name)
     }
 
     pub fn len(&self) -> usize {

@@ -10,6 +10,7 @@ mod hooks;
 mod interrupts;
 mod reflection;
 mod selection;
+mod small_models;
 
 use std::sync::Arc;
 use std::time::Duration;

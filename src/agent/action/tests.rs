@@ -137,3 +137,15 @@ fn a_code_sample_containing_name_is_an_answer() {
     let c = "Use a dict:\n```python\nperson = {\"name\": \"Bob\", \"age\": 3}\n```";
     assert_eq!(final_answer(c), c);
 }
+
+#[test]
+fn an_aliased_name_that_means_one_tool_is_that_tool() {
+    assert_eq!(
+        tool_call(r#"{"action": "Calculator", "action_input": "2+2"}"#),
+        call("calculator", json!({"expression": "2+2"}))
+    );
+    assert_eq!(
+        tool_call(r#"{"tool": "http-request", "args": {"url": "u"}}"#),
+        call("http_request", json!({"url": "u"}))
+    );
+}

@@ -7,8 +7,8 @@ fn third_identical_call_warns_and_repeats() {
     let a = json!({"x": 1, "y": [1, 2]});
     assert_eq!(d.record("t", &a, "r"), None);
     assert_eq!(d.record("t", &a, "r"), None);
-    assert_eq!(d.record("t", &a, "r"), Some(3));
-    assert_eq!(d.record("t", &a, "r"), Some(4));
+    assert_eq!(d.record("t", &a, "r"), Some(Cycle::SameResult(3)));
+    assert_eq!(d.record("t", &a, "r"), Some(Cycle::SameResult(4)));
 }
 
 #[test]
@@ -18,7 +18,7 @@ fn key_order_does_not_matter_but_values_and_results_do() {
     let b: Value = serde_json::from_str(r#"{ "b": 2, "a": 1 }"#).unwrap();
     d.record("t", &a, "r");
     d.record("t", &b, "r");
-    assert_eq!(d.record("t", &a, "r"), Some(3));
+    assert_eq!(d.record("t", &a, "r"), Some(Cycle::SameResult(3)));
 
     let mut d = CycleDetector::new(3);
     d.record("t", &json!({"a": 1}), "r");
@@ -30,6 +30,62 @@ fn key_order_does_not_matter_but_values_and_results_do() {
     d.record("t", &a, "r2");
     assert_eq!(d.record("t", &a, "r3"), None);
     assert_eq!(CycleDetector::new(0).record("t", &a, "r"), None);
+}
+
+/// Records `calls` of `(tool, argument, result)`; the index and finding of each warning.
+fn warnings(d: &mut CycleDetector, calls: &[(&str, i64, String)]) -> Vec<(usize, Cycle)> {
+    calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (tool, arg, result))| {
+            d.record(tool, &json!({ "a": arg }), result).map(|c| (i, c))
+        })
+        .collect()
+}
+
+#[test]
+fn a_clock_called_six_times_in_a_row_warns_though_its_results_differ() {
+    let mut d = CycleDetector::new(3);
+    let calls: Vec<_> = (0..6)
+        .map(|i| ("current_time", 0, format!("12:00:0{i}")))
+        .collect();
+    // Threshold 3 + 2: the fifth identical call in a row, and every one after it.
+    assert_eq!(
+        warnings(&mut d, &calls),
+        [(4, Cycle::Repeated(5)), (5, Cycle::Repeated(6))]
+    );
+}
+
+#[test]
+fn legitimate_polling_is_not_a_cycle() {
+    // A poll whose arguments move on (a cursor, a page).
+    let mut d = CycleDetector::new(3);
+    let calls: Vec<_> = (0..10).map(|i| ("poll", i, format!("r{i}"))).collect();
+    assert_eq!(warnings(&mut d, &calls), []);
+    // The same poll between other work: not in a row.
+    let mut d = CycleDetector::new(3);
+    let calls: Vec<_> = (0..10)
+        .flat_map(|i| [("status", 0, format!("s{i}")), ("work", i, format!("w{i}"))])
+        .collect();
+    assert_eq!(warnings(&mut d, &calls), []);
+    // Four identical calls in a row with changing results stay under the repeat rule.
+    let mut d = CycleDetector::new(3);
+    let calls: Vec<_> = (0..4).map(|i| ("status", 0, format!("s{i}"))).collect();
+    assert_eq!(warnings(&mut d, &calls), []);
+}
+
+#[test]
+fn the_exact_rule_wins_when_both_apply() {
+    let mut d = CycleDetector::new(3);
+    let calls: Vec<_> = (0..5).map(|_| ("t", 0, "same".to_string())).collect();
+    assert_eq!(
+        warnings(&mut d, &calls),
+        [
+            (2, Cycle::SameResult(3)),
+            (3, Cycle::SameResult(4)),
+            (4, Cycle::SameResult(5))
+        ]
+    );
 }
 
 #[test]

@@ -175,6 +175,7 @@ impl<'a> LoopRun<'a> {
     /// run twice, the checkpoint is made durable first (idempotent calls do not wait for it):
     /// if it cannot be, no call of the batch is made.
     pub(super) async fn execute(&mut self, calls: Vec<PendingCall>) -> (Vec<Executed>, bool) {
+        let calls = self.executor.resolve_names(calls);
         let cancel = self.handles.cancel.clone();
         if self.at_most_once(&calls) {
             let recorded = tokio::select! {

@@ -78,12 +78,41 @@ impl LoopRun<'_> {
         Next::Continue
     }
 
+    /// Records executed calls and appends the safeguards' messages (after all tool results).
+    /// Takes the calls by value: their records move into the run's steps, uncopied.
+    pub(super) fn after_tools(&mut self, executed: Vec<Executed>) {
+        let mut ran = 0;
+        for e in executed {
+            self.tool_calls += 1;
+            // An unknown tool called again and again is as stuck as a tool that ran.
+            let unknown = self.executor.tools.get(&e.record.tool).is_none();
+            if e.ran {
+                ran += 1;
+            }
+            if e.ran || unknown {
+                if let Some(cycle) =
+                    self.cycles
+                        .record(&e.record.tool, &e.record.arguments, &e.record.observation)
+                {
+                    self.messages
+                        .push(Message::user(prompts::cycle_warning(&e.record.tool, cycle)));
+                }
+            }
+            self.steps.push(e.record);
+        }
+        if self.reflection.add(ran) {
+            self.messages
+                .push(Message::user(prompts::reflection(&self.query)));
+        }
+    }
+
     /// Tool calls the model wrote as text, when they name only tools of the run.
     fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
         if self.tool_defs.is_empty() {
             return None;
         }
-        let calls = parse_content_calls(content, |name| self.executor.tools.get(name).is_some())?;
+        let tools = &self.executor.tools;
+        let calls = parse_content_calls(content, |name| tools.resolve(name).is_some())?;
         tracing::debug!(calls = calls.len(), "tool calls recovered from the content");
         Some(calls)
     }
@@ -98,7 +127,12 @@ impl LoopRun<'_> {
                 return Next::Final(content);
             }
             self.last_parse_failed = true;
-            self.messages.push(Message::user(prompts::REFORMAT_REQUEST));
+            let retry = prompts::reformat_request(
+                &action_problem(&content),
+                &self.tool_names,
+                &example_call(&self.json_tools),
+            );
+            self.messages.push(Message::user(retry));
             return Next::Continue;
         };
         self.last_parse_failed = false;

@@ -36,3 +36,33 @@ async fn calls_written_in_the_content_are_counted_only_for_known_tools() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn tool_names_that_resolve_to_a_tool_are_counted() {
+    let m = Metrics::new();
+    let scripted = Arc::new(ScriptedLlm::native());
+    scripted
+        .tool_calls(&[("a", "lookup", "{}"), ("b", "demo__lookup", "{}")])
+        .text(r#"{"name": "Lookup", "arguments": {}}"#)
+        .tool_calls(&[("c", "nope", "{}")]);
+    let llm = MeteredLlm {
+        inner: scripted,
+        name: "small".into(),
+        metrics: m.clone(),
+    };
+    let mut with_tools = ChatRequest::new(vec![]);
+    with_tools.tools = Arc::from(vec![ToolDefinition {
+        name: "demo__lookup".into(),
+        description: String::new(),
+        parameters: serde_json::json!({}),
+    }]);
+    for _ in 0..3 {
+        llm.chat(with_tools.clone()).await.unwrap();
+    }
+    let text = m.render(0);
+    // `lookup` and `Lookup` named the tool; the exact name and an unknown one are not counted.
+    assert!(
+        text.contains("reagent_tool_name_resolved_total{model=\"small\"} 2\n"),
+        "{text}"
+    );
+}

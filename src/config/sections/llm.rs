@@ -62,6 +62,11 @@ pub struct ModelConfig {
     pub roles: Vec<String>,
     #[serde(default)]
     pub default: bool,
+    /// Runs on this model end with a synthesis call that writes the answer from the trace;
+    /// `false` for a model too small to synthesise (it tends to echo its draft or its calls):
+    /// the answer is then the loop's draft, or the tools' results when the draft is calls.
+    #[serde(default = "default_synthesis")]
+    pub synthesis: bool,
     /// Looked up at load time; never read from the file.
     #[serde(skip)]
     pub api_key: Option<Secret>,
@@ -85,6 +90,7 @@ impl ModelConfig {
             hints: Vec::new(),
             roles: Vec::new(),
             default: false,
+            synthesis: true,
             api_key: None,
             demo: false,
         }
@@ -93,6 +99,9 @@ impl ModelConfig {
 
 fn default_base_url() -> String {
     DEFAULT_BASE_URL.into()
+}
+fn default_synthesis() -> bool {
+    true
 }
 fn default_context_window() -> u32 {
     128_000

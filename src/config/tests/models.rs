@@ -19,6 +19,7 @@ name = "local"
 base_url = "http://127.0.0.1:11434/v1"
 abilities = { tool_call = false, json_mode = true }
 hints = ["fast"]
+synthesis = false
 "#;
 
 #[test]
@@ -37,6 +38,11 @@ fn several_models_with_abilities_and_hints() {
         ("gpt-4o", 200_000, 8000)
     );
     assert_eq!(cloud.hints, ["smart", "vision"]);
+    assert!(
+        cloud.synthesis,
+        "synthesis is on unless a model turns it off"
+    );
+    assert!(!local.synthesis);
     assert_eq!(cloud.abilities, Abilities::default());
     assert_eq!(cloud.api_key, Some(Secret::new("ck")));
     assert!(!cloud.default && local.default);

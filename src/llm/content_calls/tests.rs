@@ -120,8 +120,10 @@ fn json_inside_prose_stays_text() {
     assert_eq!(parse(c), None);
     let c = "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}</tool_call> The answer is 1.";
     assert_eq!(parse(c), None);
-    let c =
-        "Sure:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}\n```";
+    // A fence after a sentence that explains, or followed by more text, is a code sample.
+    let c = "Here is how you would ask the calculator for it yourself:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}\n```";
+    assert_eq!(parse(c), None);
+    let c = "Sure:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}\n```\nThis gives 1.";
     assert_eq!(parse(c), None);
 }
 
@@ -155,5 +157,96 @@ fn objects_that_are_answers_stay_text() {
         "<tool_call>not json</tool_call>",
     ] {
         assert_eq!(parse(c), None, "{c:?} must stay text");
+    }
+}
+
+const TIME: &str = r#"{"name": "current_time", "arguments": {"timezone": "Asia/Tokyo"}}"#;
+
+fn time() -> (String, Value) {
+    (
+        "current_time".to_string(),
+        json!({ "timezone": "Asia/Tokyo" }),
+    )
+}
+
+fn calc_call(expr: &str) -> String {
+    format!(r#"{{"name": "calculator", "arguments": {{"expression": "{expr}"}}}}"#)
+}
+
+#[test]
+fn json_lines_of_calls() {
+    // The reply issue 45 logged from Qwen2.5-Coder-0.5B: one call per line.
+    let c = format!("{}\n{TIME}\n", calc_call("17 * 23"));
+    assert_eq!(parse(&c), Some(vec![calc("17 * 23"), time()]));
+    let c = format!("```json\n{}\n{TIME}\n```", calc_call("1"));
+    assert_eq!(parse(&c), Some(vec![calc("1"), time()]));
+}
+
+#[test]
+fn calls_run_together() {
+    let c = format!("{}{TIME}", calc_call("1"));
+    assert_eq!(parse(&c), Some(vec![calc("1"), time()]));
+    let c = format!("{}  {}\t{TIME}", calc_call("1"), calc_call("2"));
+    assert_eq!(parse(&c), Some(vec![calc("1"), calc("2"), time()]));
+}
+
+#[test]
+fn a_reply_cut_off_after_complete_calls_runs_the_complete_ones() {
+    let c = format!(
+        "{}\n{}\n{{\"name\": \"calcu",
+        calc_call("1"),
+        calc_call("2")
+    );
+    assert_eq!(parse(&c), Some(vec![calc("1"), calc("2")]));
+    let c = format!(
+        "{}{{\"name\": \"current_time\", \"arguments\": {{\"tim",
+        calc_call("3")
+    );
+    assert_eq!(parse(&c), Some(vec![calc("3")]));
+    // A fence the cap cut before it closed.
+    let c = format!("```json\n{}\n{{\"name\"", calc_call("4"));
+    assert_eq!(parse(&c), Some(vec![calc("4")]));
+}
+
+#[test]
+fn one_fenced_call_after_a_short_preamble() {
+    let c = format!("Markdown:\n```json\n{}\n```", calc_call("6 * 7"));
+    assert_eq!(parse(&c), Some(vec![calc("6 * 7")]));
+    let c = format!("Sure:\n```json\n{TIME}\n```");
+    assert_eq!(parse(&c), Some(vec![time()]));
+    let c = format!("Here is the call:\n```\n{}\n```", calc_call("2"));
+    assert_eq!(parse(&c), Some(vec![calc("2")]));
+}
+
+#[test]
+fn near_misses_of_the_new_shapes_stay_text() {
+    for c in [
+        // Prose after calls, or prose before them without a fence.
+        format!("{}\nThe answer is 391.", calc_call("17 * 23")),
+        format!("I would call {}\n{TIME}", calc_call("1")),
+        // An unknown name on any line spoils the reply.
+        format!(
+            "{}\n{{\"name\": \"web_search\", \"arguments\": {{}}}}",
+            calc_call("1")
+        ),
+        // Only a cut-off call: nothing complete to run.
+        "{\"name\": \"calculator\", \"arguments\": {\"expr".to_string(),
+        // A cut-off tail that is not JSON.
+        format!("{}\nand then", calc_call("1")),
+        // Values that are not calls, one per line.
+        "42\n43".to_string(),
+        format!("{}\n{{\"answer\": 1}}", calc_call("1")),
+        // A long preamble is an explanation; two fences are code samples.
+        format!(
+            "To compute this you would write the following request:\n```json\n{}\n```",
+            calc_call("1")
+        ),
+        format!(
+            "Sure:\n```json\n{}\n```\n```json\n{TIME}\n```",
+            calc_call("1")
+        ),
+        "Sure:\n```json\n{\"name\": \"nope\", \"arguments\": {}}\n```".to_string(),
+    ] {
+        assert_eq!(parse(&c), None, "{c:?} must stay text");
     }
 }

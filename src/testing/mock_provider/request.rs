@@ -69,14 +69,17 @@ static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
     let fixed = |f: fn(&str) -> String| common_prefix(&f("a"), &f("b"));
     vec![
         fixed(prompts::reflection),
-        fixed(|t| prompts::cycle_warning(t, 3)),
+        fixed(|t| prompts::cycle_warning(t, crate::agent::safeguards::Cycle::SameResult(3))),
         fixed(prompts::observation),
         common_prefix(
             &prompts::interrupt_message(&["a".into()]),
             &prompts::interrupt_message(&["a".into(), "b".into()]),
         ),
         prompts::COMPLETION_CHECK.to_string(),
-        prompts::REFORMAT_REQUEST.to_string(),
+        common_prefix(
+            &prompts::reformat_request("a", &[], ""),
+            &prompts::reformat_request("b", &[], ""),
+        ),
     ]
 });
 

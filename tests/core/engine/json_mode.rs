@@ -14,7 +14,8 @@ async fn json_invalid_then_valid_retries_once_with_reformat_request() {
     let second = &llm.chat_requests()[1];
     let last = second.messages.last().unwrap();
     assert!(
-        last.content.contains("could not be parsed as valid JSON"),
+        last.content
+            .contains("could not be used: it is not a JSON object. Valid tool names: (none)."),
         "{}",
         last.content
     );
