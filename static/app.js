@@ -6,6 +6,7 @@
 
 import { api, apiFetch, readSse, ApiError } from './api.js';
 import { RunView } from './run.js';
+import { followBottom } from './scroll.js';
 import { initToolsPanel } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
@@ -13,6 +14,8 @@ const thread = $('thread');
 const input = $('input');
 const stopButton = $('stop');
 const status = $('composer-status');
+// The thread follows new content while the reader is at its bottom (scroll.js).
+const scrollDown = followBottom(thread);
 
 /** What is open: the conversation, its live run (if any), and an abort for its streams. */
 const state = {
@@ -168,7 +171,7 @@ async function openConversation(id) {
       if (!view.done && !signal.aborted && !live) fallbackAnswer(view, conv, message.run_id);
     });
   }
-  scrollDown();
+  scrollDown(true);
 }
 
 function emptyNote() {
@@ -185,8 +188,13 @@ function fallbackAnswer(view, conv, runId) {
   view.lost('details unavailable');
 }
 
-function scrollDown() {
-  thread.scrollTop = thread.scrollHeight;
+/**
+ * Screen readers hear a live run once, when it ends: its finished answer (or how it ended),
+ * from a hidden live region; the thread itself is not live, so tokens are not read one by one.
+ */
+function announce(view) {
+  const answer = view.answer.hidden ? '' : view.answer.textContent.trim();
+  $('announcer').textContent = answer || view.footer.textContent;
 }
 
 /**
@@ -213,6 +221,7 @@ async function follow(view, response, signal) {
         if (signal.aborted) return;
         view.apply(ev);
         if (view.done && state.active === view) {
+          announce(view);
           setWorking(null);
           loadList();
         }
@@ -256,7 +265,7 @@ async function startRun(query) {
   const view = new RunView(null);
   thread.append(view.root);
   setWorking(view);
-  scrollDown();
+  scrollDown(true);
   if (!conv.title) {
     const title = query.replace(/\s+/g, ' ').trim().slice(0, 60);
     api('PATCH', `/api/conversations/${conv.id}`, { title })

@@ -5,10 +5,17 @@
 // is a new card, placed where it happened (below a follow-up drained before it).
 //
 // Trust: tool arguments, observations, reasoning and interrupt texts are inserted with
-// textContent; only the answer is HTML, and only after marked + DOMPurify.
+// textContent; only the answer is HTML, and only after marked + DOMPurify (markdown.js).
+//
+// The answer streams as many small deltas: they are only appended to a string, and the answer
+// is rendered at most once per animation frame, incrementally (markdown.js), so a long answer
+// costs the page about the same per frame at its end as at its start.
 
 import { api, blobUrl, hasKey } from './api.js';
 import { DagView } from './dag.js';
+import { StreamingMarkdown } from './markdown.js';
+
+export { renderMarkdown } from './markdown.js';
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -33,22 +40,6 @@ function formatMs(ms) {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-if (window.DOMPurify) {
-  // Links in answers open elsewhere and cannot reach back into the UI.
-  window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-    if (node.tagName === 'A' && node.hasAttribute('href')) {
-      node.setAttribute('target', '_blank');
-      node.setAttribute('rel', 'noopener noreferrer');
-    }
-  });
-}
-
-/** Markdown → sanitised HTML. LLM output is untrusted. */
-export function renderMarkdown(text) {
-  const html = window.marked.parse(text || '', { async: false, gfm: true });
-  return window.DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
-}
-
 export class RunView {
   constructor(runId) {
     this.runId = runId;
@@ -63,6 +54,8 @@ export class RunView {
     this.steps = el('div', 'run-steps');
     this.answer = el('div', 'answer markdown');
     this.answer.hidden = true;
+    this.markdown = new StreamingMarkdown(this.answer);
+    this.frame = 0;
     this.footer = el('footer', 'run-footer muted', 'working…');
     this.root.append(this.meta, this.steps, this.answer, this.footer);
     this.activity('starting');
@@ -313,6 +306,7 @@ export class RunView {
       case 'start':
       case 'reset':
         this.answerText = '';
+        this.answer.setAttribute('aria-busy', 'true');
         this.activity('writing the answer');
         break;
       case 'delta':
@@ -323,13 +317,24 @@ export class RunView {
         if (typeof data.content === 'string') this.answerText = data.content;
         if (data.fallback) this.answer.dataset.fallback = 'true';
         this.answer.dataset.complete = 'true';
-        break;
+        this.answer.removeAttribute('aria-busy');
+        this.renderAnswer(true);
+        return;
       default:
         return;
     }
-    // No empty box before the first delta: the answer appears with its first text.
+    // No empty box before the first delta: the answer appears with its first text (shown now,
+    // filled by the render that runs before the next paint).
     this.answer.hidden = !this.answerText;
-    this.answer.innerHTML = renderMarkdown(this.answerText);
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.renderAnswer(false));
+  }
+
+  /** Renders the answer so far (once per frame while it streams; `final` once it is complete). */
+  renderAnswer(final) {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.answer.hidden = !this.answerText;
+    this.markdown.update(this.answerText, final);
   }
 
   finish(data) {
@@ -349,6 +354,11 @@ export class RunView {
       item.querySelector('.badge').textContent = this.nextRunId ? 'answered next' : 'not read by the agent';
     }
     if (!this.answerText && data.answer) this.answerEvent({ status: 'done', content: data.answer });
+    else if (this.answerText && !this.answer.dataset.complete) {
+      // Cut short (Stop, a failure): what streamed is the answer; render it now, not next frame.
+      this.answer.removeAttribute('aria-busy');
+      this.renderAnswer(true);
+    }
     const usage = data.usage || {};
     const parts = [
       data.status,

@@ -16,8 +16,41 @@ export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 
 // ---- mock LLM -----------------------------------------------------------------------------
 
+/**
+ * A long Markdown answer (about 15,000 characters) that uses every block the UI renders:
+ * headings, paragraphs with inline marks and links, lists, tables, fenced code and quotes.
+ */
+export function longAnswer() {
+  const sections = [];
+  for (let i = 1; sections.join('').length < 15000; i += 1) {
+    sections.push(
+      `## Section ${i}\n\n`,
+      `Paragraph ${i} explains **step ${i}** with \`code_${i}()\` and a [link](https://example.com/${i}). ` +
+        'It goes on long enough to wrap across a few lines of the thread, like a real answer would.\n\n',
+      `- item ${i}.a with *emphasis*\n- item ${i}.b\n  - nested ${i}\n\n`,
+      `1. first of ${i}\n2. second of ${i}\n\n`,
+      `| key | value |\n|---|---|\n| n | ${i} |\n| square | ${i * i} |\n\n`,
+      `\`\`\`js\nfunction f${i}(x) {\n  return x * ${i};\n}\n\`\`\`\n\n`,
+      `> A quoted remark about section ${i}.\n\n`,
+    );
+  }
+  return sections.join('');
+}
+
+/** `text` in pieces of `size` characters, as a provider streams tokens. */
+export function chunked(text, size) {
+  const pieces = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+/** How the mock streams a long answer: 6-character chunks, `LONG_BURST` of them every 10 ms. */
+const LONG_CHUNK = 6;
+const LONG_BURST = 8;
+
 /** The streamed (synthesis) answer for a query, in the chunks the mock sends. */
 export function answerChunks(query, followUp) {
+  if (/long answer/.test(query)) return chunked(longAnswer(), LONG_CHUNK);
   const chunks = ['## Result\n\n', 'Six times seven is ', '**42**.', '\n\n- calculator: 42\n', '- current_time: UTC\n'];
   if (/xss/.test(query)) {
     chunks.push(
@@ -78,14 +111,15 @@ export function startMockLlm() {
         const followUp = /Follow-up noted/.test(query);
         const chunks = answerChunks(query, followUp);
         res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-        const gap = slow ? 300 : 20;
+        const gap = slow ? 300 : /long answer/.test(query) ? 10 : 20;
+        const burst = /long answer/.test(query) ? LONG_BURST : 1;
         const send = (obj) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
         chunks.forEach((content, i) => {
-          later(gap * (i + 1), () =>
+          later(gap * (Math.floor(i / burst) + 1), () =>
             send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] }),
           );
         });
-        later(gap * (chunks.length + 1), () => {
+        later(gap * (Math.ceil(chunks.length / burst) + 1), () => {
           send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage });
           res.end('data: [DONE]\n\n');
         });
