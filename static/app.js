@@ -40,7 +40,17 @@ function setWorking(view) {
   $('send').textContent = state.active ? 'Send follow-up' : 'Send';
   input.placeholder = state.active
     ? 'The agent is working: a message here is read at its next step…'
-    : 'Ask something… (Enter sends, Shift+Enter for a new line)';
+    : touchTyping()
+      ? 'Ask something…'
+      : 'Ask something… (Enter sends, Shift+Enter for a new line)';
+}
+
+/**
+ * A touch screen is the main pointer (a phone, a tablet): its keyboard's Enter is the only way
+ * to start a new line, so there Enter types one and only the Send button sends.
+ */
+function touchTyping() {
+  return window.matchMedia('(pointer: coarse)').matches;
 }
 
 // ---- conversation list ----------------------------------------------------------------
@@ -371,7 +381,7 @@ $('composer').addEventListener('submit', (ev) => {
 });
 
 input.addEventListener('keydown', (ev) => {
-  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing && !touchTyping()) {
     ev.preventDefault();
     submit();
   }
@@ -397,7 +407,12 @@ stopButton.addEventListener('click', async () => {
 });
 
 $('new-conv').addEventListener('click', () => {
-  newConversation().catch((e) => setStatus(e.message, true));
+  newConversation()
+    .then(() => {
+      // A new conversation is for typing into (on a touch screen the user taps the box).
+      if (!touchTyping()) input.focus();
+    })
+    .catch((e) => setStatus(e.message, true));
 });
 
 $('rename-conv').addEventListener('click', async () => {
@@ -425,6 +440,8 @@ $('delete-conv').addEventListener('click', async () => {
     history.replaceState(null, '', location.pathname);
     thread.replaceChildren(emptyNote());
     setWorking(null);
+    // An error shown for the deleted conversation no longer means anything.
+    setStatus('');
     showHeader();
     loadList();
   } catch (e) {
@@ -486,11 +503,23 @@ async function loadAgents() {
   }
 }
 
+/**
+ * The message box takes the focus once the page is ready, so typing starts at once; not on
+ * touch screens (it would pop the keyboard over the page) and not away from the key prompt.
+ */
+function focusComposer() {
+  if (touchTyping() || !$('auth').hidden) return;
+  if (document.activeElement && document.activeElement !== document.body) return;
+  input.focus();
+}
+
 initToolsPanel();
 window.addEventListener('hashchange', route);
 showHeader();
+setWorking(null);
 checkModels();
 Promise.all([loadList(), loadAgents()]).then(() => {
   route();
+  focusComposer();
   document.body.dataset.ready = 'true';
 });

@@ -313,7 +313,8 @@ async function spawnReagent(args, dir, env) {
 
 // ---- browser --------------------------------------------------------------------------------
 
-export async function startBrowser() {
+/** Headless Chromium; `options` adds to the context's (e.g. `hasTouch`, `isMobile`, `viewport`). */
+export async function startBrowser(options = {}) {
   const profile = mkdtempSync(path.join(tmpdir(), 'reagent-e2e-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -331,6 +332,7 @@ export async function startBrowser() {
       '--disable-dev-shm-usage',
     ],
     viewport: { width: 1200, height: 820 },
+    ...options,
   });
   context.setDefaultTimeout(20000);
   return {
