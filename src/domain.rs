@@ -15,7 +15,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod sampling;
 pub mod text;
+
+pub use sampling::Sampling;
 
 /// Text that names none of an enum's values (`what` says which enum).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -57,6 +57,7 @@ pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
             })?
             .with_name(&m.name)
             .with_synthesis(m.synthesis)
+            .with_sampling(m.sampling())
             .with_max_response_bytes(config.llm.max_response_bytes)
             .with_http2(config.llm.http2)
             .map_err(|e| {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::validate::at_least;
 use super::ConfigError;
-use crate::domain::Engine;
+use crate::domain::{Engine, Sampling};
 
 /// The agent that exists when the file declares none.
 pub const IMPLICIT_AGENT: &str = "reagent";
@@ -30,6 +30,9 @@ pub(super) struct AgentEntry {
     engine: Option<String>,
     max_iterations: Option<u32>,
     description: Option<String>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    seed: Option<u64>,
 }
 
 /// A validated agent.
@@ -46,6 +49,8 @@ pub struct AgentSpec {
     pub engine: Option<Engine>,
     pub max_iterations: Option<u32>,
     pub description: Option<String>,
+    /// Laid over its model's sampling settings in every request of its runs.
+    pub sampling: Sampling,
     #[serde(skip)]
     matchers: Option<Vec<GlobMatcher>>,
 }
@@ -61,6 +66,7 @@ impl PartialEq for AgentSpec {
             self.engine,
             self.max_iterations,
             &self.description,
+            self.sampling,
         ) == (
             &other.name,
             &other.model,
@@ -69,6 +75,7 @@ impl PartialEq for AgentSpec {
             other.engine,
             other.max_iterations,
             &other.description,
+            other.sampling,
         )
     }
 }
@@ -84,6 +91,7 @@ impl AgentSpec {
             engine: None,
             max_iterations: None,
             description: Some("The default model with every tool".into()),
+            sampling: Sampling::default(),
             matchers: None,
         }
     }
@@ -156,6 +164,14 @@ pub(super) fn resolve(
         if let Some(n) = a.max_iterations {
             at_least(&key("max_iterations"), n, 1)?;
         }
+        let sampling = Sampling {
+            temperature: a.temperature,
+            top_p: a.top_p,
+            seed: a.seed,
+        };
+        if let Some((field, value, expected)) = sampling.invalid() {
+            return Err(ConfigError::value(key(field), value, expected));
+        }
         let matchers = a
             .tools
             .as_ref()
@@ -175,6 +191,7 @@ pub(super) fn resolve(
             engine,
             max_iterations: a.max_iterations,
             description: a.description.clone(),
+            sampling,
             matchers,
         });
     }

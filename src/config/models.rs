@@ -108,6 +108,35 @@ fn override_from_env(
     if let Some(v) = int(env, "LLM_MAX_OUTPUT_TOKENS", 1)? {
         m.max_output_tokens = v;
     }
+    sampling_from_env(m, env)
+}
+
+/// `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_SEED`, each checked under its own name.
+fn sampling_from_env(
+    m: &mut ModelConfig,
+    env: &HashMap<String, String>,
+) -> Result<(), ConfigError> {
+    let mut s = m.sampling();
+    for (var, slot) in [
+        ("LLM_TEMPERATURE", &mut s.temperature),
+        ("LLM_TOP_P", &mut s.top_p),
+    ] {
+        if let Some(raw) = get(env, var) {
+            *slot = Some(
+                raw.parse()
+                    .map_err(|_| ConfigError::value(var, raw, "expected a number"))?,
+            );
+        }
+    }
+    if let Some(v) = int(env, "LLM_SEED", 0u64)? {
+        s.seed = Some(v);
+    }
+    if let Some((field, _, expected)) = s.invalid() {
+        let var = format!("LLM_{}", field.to_ascii_uppercase());
+        let raw = get(env, &var).unwrap_or_default();
+        return Err(ConfigError::value(var, raw, expected));
+    }
+    (m.temperature, m.top_p, m.seed) = (s.temperature, s.top_p, s.seed);
     Ok(())
 }
 
@@ -121,9 +150,13 @@ fn key_for(m: &ModelConfig, env: &HashMap<String, String>) -> Option<Secret> {
     own.or_else(fallback).map(Secret::new)
 }
 
-/// The output reservation must leave room for a prompt.
+/// The sampling settings must be in range; the output reservation must leave room for a prompt.
 fn check_limits(models: &[ModelConfig], synthesized: bool) -> Result<(), ConfigError> {
     for (i, m) in models.iter().enumerate() {
+        if let Some((field, value, expected)) = m.sampling().invalid() {
+            let key = format!("models[{i}].{field}");
+            return Err(ConfigError::value(key, value, expected));
+        }
         if m.max_output_tokens >= m.context_window {
             let key = if synthesized {
                 "LLM_MAX_OUTPUT_TOKENS".to_string()

@@ -12,6 +12,7 @@ pub mod openai;
 mod openai_wire;
 pub mod registry;
 pub mod retry;
+pub mod sampling;
 mod sse;
 pub mod stream;
 pub mod structured;
@@ -155,6 +156,8 @@ pub struct ChatRequest {
     pub tool_choice: Option<ToolChoice>,
     pub response_format: Option<ResponseFormat>,
     pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub seed: Option<u64>,
     pub max_tokens: Option<u32>,
 }
 
@@ -164,6 +167,19 @@ impl ChatRequest {
             messages: messages.into(),
             ..Self::default()
         }
+    }
+
+    /// Fills the sampling settings this request leaves unset from `sampling` (a model's or an
+    /// agent's): what a call asks for itself wins.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        let own = Sampling {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+        };
+        let s = own.over(sampling);
+        (self.temperature, self.top_p, self.seed) = (s.temperature, s.top_p, s.seed);
+        self
     }
 }
 
@@ -199,7 +215,7 @@ pub enum StreamEvent {
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
 
 /// What a model can do; drives mode choice and the structured-output chain.
-pub use crate::domain::Abilities;
+pub use crate::domain::{Abilities, Sampling};
 
 /// Every way an LLM call can fail. Never a panic.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]

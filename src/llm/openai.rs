@@ -34,7 +34,9 @@ use serde_json::Value;
 use super::openai_wire::{parse_completion, request_body};
 use super::retry::{parse_retry_after, Backoff};
 use super::stream::excerpt;
-use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
+use super::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Sampling, StreamEvent,
+};
 use streaming::StreamState;
 
 /// A stream may last at most this many times the per-call timeout in total.
@@ -94,6 +96,8 @@ pub struct OpenAiClient {
     shared: Arc<Shared>,
     /// `[[models]] synthesis`: runs on this model end with a synthesis call.
     synthesis: bool,
+    /// `[[models]] temperature`, `top_p`, `seed`: filled into requests that leave them unset.
+    sampling: Sampling,
 }
 
 /// What an in-flight stream needs after `stream_chat` returned (it outlives `&self`).
@@ -145,7 +149,14 @@ impl OpenAiClient {
             cfg,
             shared: Arc::new(shared),
             synthesis: true,
+            sampling: Sampling::default(),
         })
+    }
+
+    /// The model's sampling settings, sent in each request that leaves them unset.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        self
     }
 
     /// Off for a model too small to synthesise: runs answer with the loop's draft.
@@ -192,7 +203,8 @@ impl OpenAiClient {
     }
 
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
-        let body = request_body(&self.cfg.model, &self.shared.name, request, stream);
+        let request = request.clone().with_sampling(self.sampling);
+        let body = request_body(&self.cfg.model, &self.shared.name, &request, stream);
         serde_json::to_vec(&body)
             .map(bytes::Bytes::from)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))

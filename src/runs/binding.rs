@@ -9,6 +9,7 @@ use super::manager::{RunError, RunManager};
 use crate::agent::{AgentConfig, Mode, ReActAgent};
 use crate::dag::DagSetup;
 use crate::domain::Engine;
+use crate::llm::sampling::Sampled;
 use crate::llm::Llm;
 use crate::store::Conversation;
 use crate::tools::ToolRegistry;
@@ -63,6 +64,9 @@ impl RunManager {
             .system_prompt
             .clone()
             .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
+        // The agent's sampling over the model's, in every call of the run (loop, synthesis,
+        // structured calls, DAG steps on this model).
+        let llm = Sampled::wrap(llm, spec.map(|a| a.sampling).unwrap_or_default());
         Ok(Binding {
             model: model.name.clone(),
             llm,

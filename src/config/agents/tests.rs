@@ -89,9 +89,18 @@ fn agent_errors_name_the_key() {
             "agents[0].tools[0]",
         ),
         (
-            "[[agents]]\nname = \"a\"\ntemperature = 1",
-            "unknown field `temperature`",
+            "[[agents]]\nname = \"a\"\ntop_k = 1",
+            "unknown field `top_k`",
         ),
+        (
+            "[[agents]]\nname = \"a\"\ntemperature = 2.5",
+            "invalid value 2.5 for agents[0].temperature: expected a number from 0 to 2",
+        ),
+        (
+            "[[agents]]\nname = \"a\"\ntop_p = 0",
+            "invalid value 0.0 for agents[0].top_p: expected a number greater than 0 and at most 1",
+        ),
+        ("[[agents]]\nname = \"a\"\nseed = -1", "seed"),
     ];
     for (file, expected) in cases {
         let e = err(file);
@@ -146,4 +155,19 @@ fn mcp_entries_are_checked_by_their_server_prefix_only() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("\"github__*\" matches no tool"), "{e}");
+}
+
+#[test]
+fn an_agents_sampling_settings_are_parsed() {
+    let c = load(Some(
+        "[[agents]]\nname = \"a\"\ntemperature = 0.1\ntop_p = 1\nseed = 18446744073709551\n\n\
+         [[agents]]\nname = \"b\"",
+    ))
+    .unwrap();
+    let a = c.agent("a").unwrap().sampling;
+    assert_eq!(
+        (a.temperature, a.top_p, a.seed),
+        (Some(0.1), Some(1.0), Some(18_446_744_073_709_551))
+    );
+    assert!(c.agent("b").unwrap().sampling.is_empty());
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::Secret;
 use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL};
-use crate::domain::{Abilities, DEFAULT_LLM_MAX_RESPONSE_BYTES};
+use crate::domain::{Abilities, Sampling, DEFAULT_LLM_MAX_RESPONSE_BYTES};
 
 /// `[llm]`: settings shared by every model.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -67,6 +67,15 @@ pub struct ModelConfig {
     /// the answer is then the loop's draft, or the tools' results when the draft is calls.
     #[serde(default = "default_synthesis")]
     pub synthesis: bool,
+    /// Sent in every request to this model when set, never when unset (the provider's default
+    /// then holds); an agent's own values win. 0 to 2.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// In (0, 1].
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub seed: Option<u64>,
     /// Looked up at load time; never read from the file.
     #[serde(skip)]
     pub api_key: Option<Secret>,
@@ -91,8 +100,20 @@ impl ModelConfig {
             roles: Vec::new(),
             default: false,
             synthesis: true,
+            temperature: None,
+            top_p: None,
+            seed: None,
             api_key: None,
             demo: false,
+        }
+    }
+
+    /// `temperature`, `top_p` and `seed` together.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
         }
     }
 }

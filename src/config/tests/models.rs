@@ -126,3 +126,77 @@ fn unknown_field_or_bad_toml_fails_with_the_line() {
     );
     assert!(message.contains("tool_cal"), "{message}");
 }
+
+#[test]
+fn sampling_settings_are_parsed_and_unset_by_default() {
+    let file = "[[models]]\nname = \"a\"\ntemperature = 0\ntop_p = 0.5\nseed = 3\n\n\
+                [[models]]\nname = \"b\"";
+    let c = load(Some(file), &[]).unwrap();
+    let [a, b] = &c.models[..] else {
+        panic!("two models expected")
+    };
+    assert_eq!(
+        (a.temperature, a.top_p, a.seed),
+        (Some(0.0), Some(0.5), Some(3))
+    );
+    assert!(b.sampling().is_empty(), "nothing is set unless written");
+}
+
+#[test]
+fn sampling_settings_out_of_range_name_the_key() {
+    let cases = [
+        (
+            "temperature = 2.1",
+            "invalid value 2.1 for models[1].temperature: expected a number from 0 to 2",
+        ),
+        ("temperature = -0.5", "models[1].temperature"),
+        ("temperature = nan", "models[1].temperature"),
+        (
+            "top_p = 0",
+            "invalid value 0.0 for models[1].top_p: expected a number greater than 0 and at most 1",
+        ),
+        ("top_p = 1.5", "models[1].top_p"),
+        ("seed = -1", "seed"),
+    ];
+    for (line, expected) in cases {
+        let file = format!("[[models]]\nname = \"a\"\n\n[[models]]\nname = \"b\"\n{line}");
+        let e = err(Some(&file), &[]);
+        assert!(e.contains(expected), "{line}: {e}");
+    }
+}
+
+#[test]
+fn llm_sampling_variables_set_the_default_model() {
+    let c = load(
+        None,
+        &[
+            ("LLM_TEMPERATURE", "0.3"),
+            ("LLM_TOP_P", "0.8"),
+            ("LLM_SEED", "9"),
+        ],
+    )
+    .unwrap();
+    let s = default_model(&c).sampling();
+    assert_eq!(
+        (s.temperature, s.top_p, s.seed),
+        (Some(0.3), Some(0.8), Some(9))
+    );
+    let cases = [
+        (
+            "LLM_TEMPERATURE",
+            "hot",
+            r#"invalid value "hot" for LLM_TEMPERATURE: expected a number"#,
+        ),
+        (
+            "LLM_TEMPERATURE",
+            "3",
+            r#"invalid value "3" for LLM_TEMPERATURE: expected a number from 0 to 2"#,
+        ),
+        ("LLM_TOP_P", "0", r#"invalid value "0" for LLM_TOP_P"#),
+        ("LLM_SEED", "-2", r#"invalid value "-2" for LLM_SEED"#),
+    ];
+    for (var, value, expected) in cases {
+        let e = err(None, &[(var, value)]);
+        assert!(e.contains(expected), "{var}={value}: {e}");
+    }
+}

@@ -52,10 +52,15 @@ impl Serialize for RequestBody<'_> {
         if r.response_format == Some(ResponseFormat::JsonObject) {
             map.serialize_entry("response_format", &Typed("json_object"))?;
         }
+        // Each only when set: an unset one leaves the provider's default in force.
         if let Some(t) = r.temperature {
-            // Via the decimal text so that 0.7f32 goes out as 0.7, not 0.699999988079071.
-            let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
-            map.serialize_entry("temperature", &t)?;
+            map.serialize_entry("temperature", &decimal(t))?;
+        }
+        if let Some(p) = r.top_p {
+            map.serialize_entry("top_p", &decimal(p))?;
+        }
+        if let Some(seed) = r.seed {
+            map.serialize_entry("seed", &seed)?;
         }
         if let Some(max) = r.max_tokens {
             map.serialize_entry("max_tokens", &max)?;
@@ -66,6 +71,11 @@ impl Serialize for RequestBody<'_> {
         }
         map.end()
     }
+}
+
+/// Via the decimal text, so that 0.7f32 goes out as 0.7, not 0.699999988079071.
+fn decimal(v: f32) -> f64 {
+    v.to_string().parse().unwrap_or(f64::from(v))
 }
 
 /// `{"type": <0>}`.

@@ -23,6 +23,8 @@ fn full_request(choice: ToolChoice) -> ChatRequest {
         tool_choice: Some(choice),
         response_format: Some(ResponseFormat::JsonObject),
         temperature: Some(0.2),
+        top_p: Some(0.9),
+        seed: Some(7),
         max_tokens: Some(100),
     }
 }
@@ -65,6 +67,7 @@ async fn requests_use_the_openai_wire_format() {
     );
     assert_eq!(first["response_format"], json!({"type": "json_object"}));
     assert_eq!(first["temperature"], json!(0.2));
+    assert_eq!((&first["top_p"], &first["seed"]), (&json!(0.9), &json!(7)));
     assert_eq!(first["max_tokens"], json!(100));
     assert!(first.get("stream").is_none());
     let choices: Vec<_> = sent[1..].iter().map(|r| r["tool_choice"].clone()).collect();
