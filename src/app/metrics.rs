@@ -95,21 +95,7 @@ impl MeteredLlm {
 
 #[async_trait]
 impl Llm for MeteredLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn abilities(&self) -> Abilities {
-        self.inner.abilities()
-    }
-    fn context_window(&self) -> u32 {
-        self.inner.context_window()
-    }
-    fn max_output_tokens(&self) -> u32 {
-        self.inner.max_output_tokens()
-    }
-    fn synthesis(&self) -> bool {
-        self.inner.synthesis()
-    }
+    crate::llm::forward_llm_description!(inner);
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();

@@ -287,6 +287,29 @@ impl LlmError {
     }
 }
 
+/// The descriptive methods of an [`Llm`] that wraps another one (metering, sampling): every
+/// one of them is the wrapped model's, so a wrapper writes only `chat` and `stream_chat`.
+macro_rules! forward_llm_description {
+    ($inner:ident) => {
+        fn model(&self) -> &str {
+            self.$inner.model()
+        }
+        fn abilities(&self) -> Abilities {
+            self.$inner.abilities()
+        }
+        fn context_window(&self) -> u32 {
+            self.$inner.context_window()
+        }
+        fn max_output_tokens(&self) -> u32 {
+            self.$inner.max_output_tokens()
+        }
+        fn synthesis(&self) -> bool {
+            self.$inner.synthesis()
+        }
+    };
+}
+pub(crate) use forward_llm_description;
+
 /// A chat model. One instance is bound to one model for the whole run.
 #[async_trait]
 pub trait Llm: Send + Sync {

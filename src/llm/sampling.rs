@@ -28,21 +28,7 @@ impl Sampled {
 
 #[async_trait]
 impl Llm for Sampled {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn abilities(&self) -> Abilities {
-        self.inner.abilities()
-    }
-    fn context_window(&self) -> u32 {
-        self.inner.context_window()
-    }
-    fn max_output_tokens(&self) -> u32 {
-        self.inner.max_output_tokens()
-    }
-    fn synthesis(&self) -> bool {
-        self.inner.synthesis()
-    }
+    crate::llm::forward_llm_description!(inner);
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         self.inner.chat(request.with_sampling(self.sampling)).await
     }
