@@ -188,6 +188,8 @@ impl CheckpointHead<'_> {
         number(out, ",\"completion_tokens\":", u.completion_tokens);
         number(out, ",\"total_tokens\":", u.total_tokens);
         number(out, ",\"llm_calls\":", u.llm_calls);
+        number(out, ",\"cache_read_tokens\":", u.cache_read_tokens);
+        number(out, ",\"cache_write_tokens\":", u.cache_write_tokens);
         out.push('}');
         number(out, ",\"executions\":", self.executions.into());
         let flag = |b: bool| if b { "true" } else { "false" };

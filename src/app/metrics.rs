@@ -11,7 +11,9 @@ use futures::StreamExt;
 use crate::agent::events::{AgentEvent, StepEvent};
 use crate::llm::content_calls::parse_content_calls;
 use crate::llm::registry::ModelRegistry;
-use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent};
+use crate::llm::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, Usage,
+};
 use crate::runs::EventObserver;
 use crate::server::Metrics;
 use crate::tools::names::resolve;
@@ -104,18 +106,14 @@ impl Llm for MeteredLlm {
         let secs = started.elapsed().as_secs_f64();
         match &result {
             Ok(r) => {
-                self.metrics.llm_call(
-                    &self.name,
-                    secs,
-                    true,
-                    r.usage.prompt_tokens,
-                    r.usage.completion_tokens,
-                );
+                self.metrics.llm_call(&self.name, secs, true, &r.usage);
                 if !tools.is_empty() {
                     self.count_calls(r, &tools);
                 }
             }
-            Err(_) => self.metrics.llm_call(&self.name, secs, false, 0, 0),
+            Err(_) => self
+                .metrics
+                .llm_call(&self.name, secs, false, &Usage::default()),
         }
         result
     }
@@ -126,7 +124,8 @@ impl Llm for MeteredLlm {
             Ok(s) => s,
             Err(e) => {
                 let secs = started.elapsed().as_secs_f64();
-                self.metrics.llm_call(&self.name, secs, false, 0, 0);
+                self.metrics
+                    .llm_call(&self.name, secs, false, &Usage::default());
                 return Err(e);
             }
         };
@@ -135,14 +134,13 @@ impl Llm for MeteredLlm {
         // Latency of a stream is its full duration; tokens come from its usage event.
         let metered = stream.map(move |item| {
             match &item {
-                Ok(StreamEvent::Usage(u)) => metrics.llm_call(
-                    &name,
-                    started.elapsed().as_secs_f64(),
-                    true,
-                    u.prompt_tokens,
-                    u.completion_tokens,
-                ),
-                Err(_) => metrics.llm_call(&name, started.elapsed().as_secs_f64(), false, 0, 0),
+                Ok(StreamEvent::Usage(u)) => {
+                    metrics.llm_call(&name, started.elapsed().as_secs_f64(), true, u);
+                }
+                Err(_) => {
+                    let secs = started.elapsed().as_secs_f64();
+                    metrics.llm_call(&name, secs, false, &Usage::default());
+                }
                 _ => {}
             }
             item

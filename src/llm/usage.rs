@@ -1,5 +1,7 @@
 //! Token usage: the counters a run sums ([`Usage`]) and the provider's `usage` object as read
-//! from the wire ([`WireUsage`]). Usage is accounting, not content: a provider that sends a
+//! from the wire ([`WireUsage`]), in either protocol's names. `prompt_tokens` counts the whole
+//! prompt, as OpenAI's does; the cache counts are the parts of it read from or written to the
+//! provider's prompt cache (Anthropic's `input_tokens` leaves them out, so they are added back). Usage is accounting, not content: a provider that sends a
 //! float, a string, a negative number or nonsense costs the count (read as absent), never the
 //! reply and its tool calls. Sums saturate at [`MAX_COUNT`], which both databases can store,
 //! so a run's usage in its `done` event is the one `GET /api/runs` reads back.
@@ -17,12 +19,18 @@ fn sum(a: u64, b: u64) -> u64 {
 }
 
 /// Token usage. `llm_calls` counts calls so that sums over a run say how many calls were made.
+/// The cache counts are 0 when the provider said nothing (and in checkpoints written before
+/// they existed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
     pub llm_calls: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -37,7 +45,16 @@ impl Usage {
             completion_tokens: c,
             total_tokens: sum(p, c),
             llm_calls: 1,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
         }
+    }
+
+    /// This usage with the prompt-cache counts of its call.
+    pub fn with_cache(mut self, read: u64, write: u64) -> Self {
+        self.cache_read_tokens = read.min(MAX_COUNT);
+        self.cache_write_tokens = write.min(MAX_COUNT);
+        self
     }
 }
 
@@ -49,6 +66,8 @@ impl Add for Usage {
             completion_tokens: sum(self.completion_tokens, o.completion_tokens),
             total_tokens: sum(self.total_tokens, o.total_tokens),
             llm_calls: sum(self.llm_calls, o.llm_calls),
+            cache_read_tokens: sum(self.cache_read_tokens, o.cache_read_tokens),
+            cache_write_tokens: sum(self.cache_write_tokens, o.cache_write_tokens),
         }
     }
 }
@@ -59,20 +78,39 @@ impl AddAssign for Usage {
     }
 }
 
-/// Token counts as providers send them: any field may be missing or malformed, the object may
-/// be empty or not an object at all. Never fails to deserialize.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// Token counts as providers send them, in OpenAI's names (`prompt_tokens`,
+/// `completion_tokens`, `prompt_tokens_details.cached_tokens` and llama.cpp's
+/// `.cache_write_tokens`, DeepSeek's `prompt_cache_hit_tokens`) or Anthropic's (`input_tokens`,
+/// `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`, which llama.cpp's
+/// `/v1/messages` sends too): any field may be missing or malformed, the object may be empty or
+/// not an object at all. Never fails to deserialize.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct WireUsage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    /// Anthropic's uncached part of the prompt (the cache counts come on top).
+    pub input_tokens: Option<u64>,
+    pub cache_read: Option<u64>,
+    pub cache_write: Option<u64>,
 }
 
 impl<'de> Deserialize<'de> for WireUsage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
+        let field = |names: &[&str]| names.iter().find_map(|n| value.pointer(n).and_then(count));
         Ok(Self {
-            prompt_tokens: value.get("prompt_tokens").and_then(count),
-            completion_tokens: value.get("completion_tokens").and_then(count),
+            prompt_tokens: field(&["/prompt_tokens"]),
+            completion_tokens: field(&["/completion_tokens", "/output_tokens"]),
+            input_tokens: field(&["/input_tokens"]),
+            cache_read: field(&[
+                "/prompt_tokens_details/cached_tokens",
+                "/cache_read_input_tokens",
+                "/prompt_cache_hit_tokens",
+            ]),
+            cache_write: field(&[
+                "/prompt_tokens_details/cache_write_tokens",
+                "/cache_creation_input_tokens",
+            ]),
         })
     }
 }
@@ -80,13 +118,15 @@ impl<'de> Deserialize<'de> for WireUsage {
 impl WireUsage {
     /// The usage of one call; `llm_calls` is 1 whatever the provider reported.
     pub fn to_usage(usage: Option<&WireUsage>) -> Usage {
-        let (p, c) = usage.map_or((0, 0), |u| {
-            (
-                u.prompt_tokens.unwrap_or(0),
-                u.completion_tokens.unwrap_or(0),
-            )
+        let Some(u) = usage else {
+            return Usage::call(0, 0);
+        };
+        let (read, write) = (u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0));
+        let prompt = u.prompt_tokens.unwrap_or_else(|| match u.input_tokens {
+            Some(input) => sum(sum(input, read), write),
+            None => 0,
         });
-        Usage::call(p, c)
+        Usage::call(prompt, u.completion_tokens.unwrap_or(0)).with_cache(read, write)
     }
 }
 

@@ -115,18 +115,27 @@ impl Metrics {
         });
     }
 
-    pub fn llm_call(&self, model: &str, seconds: f64, ok: bool, prompt: u64, completion: u64) {
+    /// One LLM call. `reagent_llm_tokens_total` counts tokens by `type` (`prompt`,
+    /// `completion`, `cache_read`, `cache_write`); `kind` repeats it so that queries written
+    /// before the cache types existed still select the same series.
+    pub fn llm_call(&self, model: &str, seconds: f64, ok: bool, usage: &crate::llm::Usage) {
         let model = model.to_string();
         let outcome = if ok { "ok" } else { "error" };
+        let tokens = [
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+            ("cache_read", usage.cache_read_tokens),
+            ("cache_write", usage.cache_write_tokens),
+        ];
         self.with(|| {
             metrics::counter!("reagent_llm_calls_total", "model" => model.clone(), "outcome" => outcome)
                 .increment(1);
             metrics::histogram!("reagent_llm_latency_seconds", "model" => model.clone())
                 .record(seconds);
-            metrics::counter!("reagent_llm_tokens_total", "model" => model.clone(), "kind" => "prompt")
-                .increment(prompt);
-            metrics::counter!("reagent_llm_tokens_total", "model" => model, "kind" => "completion")
-                .increment(completion);
+            for (kind, n) in tokens {
+                metrics::counter!("reagent_llm_tokens_total", "model" => model.clone(), "type" => kind, "kind" => kind)
+                    .increment(n);
+            }
         });
     }
 

@@ -141,13 +141,16 @@ pub struct ConversationDetail {
     pub messages: Vec<Message>,
 }
 
-/// Token accounting of a run.
+/// Token accounting of a run. The cache counts are the parts of `prompt_tokens` the provider
+/// read from or wrote to its prompt cache (0 when it said nothing).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
     pub llm_calls: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
 }
 
 impl From<llm::Usage> for Usage {
@@ -157,6 +160,8 @@ impl From<llm::Usage> for Usage {
             completion_tokens: u.completion_tokens,
             total_tokens: u.total_tokens,
             llm_calls: u.llm_calls,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_write_tokens: u.cache_write_tokens,
         }
     }
 }

@@ -36,6 +36,8 @@ struct RunRecord {
     completion_tokens: i64,
     total_tokens: i64,
     llm_calls: i64,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
     started_at: i64,
     finished_at: Option<i64>,
     error: Option<String>,
@@ -57,6 +59,8 @@ impl RunRecord {
                 completion_tokens: to_u64(self.completion_tokens),
                 total_tokens: to_u64(self.total_tokens),
                 llm_calls: to_u64(self.llm_calls),
+                cache_read_tokens: to_u64(self.cache_read_tokens),
+                cache_write_tokens: to_u64(self.cache_write_tokens),
             },
             started_at: time(self.started_at)?,
             finished_at: self.finished_at.map(time).transpose()?,
@@ -69,7 +73,8 @@ macro_rules! select_runs {
     ($rest:literal) => {
         concat!(
             "SELECT id, conversation_id, owner, status, mode, model, iterations, tool_calls, ",
-            "prompt_tokens, completion_tokens, total_tokens, llm_calls, started_at, ",
+            "prompt_tokens, completion_tokens, total_tokens, llm_calls, cache_read_tokens, ",
+            "cache_write_tokens, started_at, ",
             "finished_at, error FROM runs ",
             $rest
         )
@@ -78,19 +83,22 @@ macro_rules! select_runs {
 
 /// The terminal-state update: only a row still `running` changes, which is what makes the
 /// terminal state written exactly once; the checkpoint, only needed to resume, goes. Binds:
-/// status, iterations, tool_calls, the four usage counters, error, finished_at, id.
+/// status, iterations, tool_calls, the six usage counters, error, finished_at, id.
 const FINISH_RUN_SQL: &str = "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
-     error = $8, finished_at = $9, checkpoint = NULL WHERE id = $10 AND status = 'running'";
+     cache_read_tokens = $8, cache_write_tokens = $9, \
+     error = $10, finished_at = $11, checkpoint = NULL WHERE id = $12 AND status = 'running'";
 
 /// The terminal states of several runs in one statement: this, then `micros` (bound), then
 /// ` FROM (VALUES (id, status, iterations, tool_calls, prompt_tokens, completion_tokens,
-/// total_tokens, llm_calls, error), …) AS v WHERE runs.id = v.column1 AND runs.status =
-/// 'running' RETURNING id` (both backends name a VALUES list's columns `column1`, …).
+/// total_tokens, llm_calls, cache_read_tokens, cache_write_tokens, error), …) AS v WHERE
+/// runs.id = v.column1 AND runs.status = 'running' RETURNING id` (both backends name a VALUES
+/// list's columns `column1`, …).
 pub(super) const FINISH_RUNS_SQL: &str =
     "UPDATE runs SET status = v.column2, iterations = v.column3, tool_calls = v.column4, \
      prompt_tokens = v.column5, completion_tokens = v.column6, total_tokens = v.column7, \
-     llm_calls = v.column8, error = v.column9, checkpoint = NULL, finished_at = ";
+     llm_calls = v.column8, cache_read_tokens = v.column9, cache_write_tokens = v.column10, \
+     error = v.column11, checkpoint = NULL, finished_at = ";
 
 fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
@@ -201,6 +209,8 @@ impl Store {
                 .bind(to_i64(usage.completion_tokens))
                 .bind(to_i64(usage.total_tokens))
                 .bind(to_i64(usage.llm_calls))
+                .bind(to_i64(usage.cache_read_tokens))
+                .bind(to_i64(usage.cache_write_tokens))
                 .bind(finish.error.as_deref().map(super::storable))
                 .bind(micros)
                 .bind(id.to_string())

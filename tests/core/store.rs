@@ -120,6 +120,8 @@ fn finish(status: RunStatus) -> RunFinish {
             completion_tokens: 5,
             total_tokens: 15,
             llm_calls: 2,
+            cache_read_tokens: 7,
+            cache_write_tokens: 3,
         },
         error: None,
     }

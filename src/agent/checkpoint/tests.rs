@@ -15,6 +15,8 @@ fn checkpoint() -> Checkpoint {
             completion_tokens: 5,
             total_tokens: 15,
             llm_calls: 3,
+            cache_read_tokens: 6,
+            cache_write_tokens: 2,
         },
         messages: (0..40)
             .map(|i| Message::user(format!("message {i}\n")))
@@ -88,6 +90,8 @@ fn the_head_and_its_lists_read_back_as_the_checkpoint() {
         completion_tokens: 0,
         total_tokens: 1234567890123,
         llm_calls: 1,
+        cache_read_tokens: u64::MAX,
+        cache_write_tokens: 0,
     };
     other.processed.clear();
     other.in_flight = vec![InFlightCall {

@@ -50,6 +50,7 @@ fn usage(calls: u64, replies: u64) -> Usage {
         completion_tokens: 5 * replies,
         total_tokens: 15 * replies,
         llm_calls: calls,
+        ..Usage::default()
     }
 }
 

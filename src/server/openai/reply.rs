@@ -22,10 +22,12 @@ pub fn finish_reason(status: RunStatus) -> &'static str {
     }
 }
 
+/// OpenAI's usage object; the prompt-cache reads go where OpenAI reports them.
 pub fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
     })
 }

@@ -251,6 +251,8 @@ fn done() -> Value {
         "completion_tokens",
         "total_tokens",
         "llm_calls",
+        "cache_read_tokens",
+        "cache_write_tokens",
     ]
     .into_iter()
     .map(|name| req(name, integer()))

@@ -349,6 +349,8 @@ where
             .push_bind(to_i64(f.usage.completion_tokens))
             .push_bind(to_i64(f.usage.total_tokens))
             .push_bind(to_i64(f.usage.llm_calls))
+            .push_bind(to_i64(f.usage.cache_read_tokens))
+            .push_bind(to_i64(f.usage.cache_write_tokens))
             .push_bind(f.error.as_deref().map(crate::store::storable));
     });
     q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");

@@ -6,7 +6,10 @@ use super::*;
 
 const MAX: u64 = i64::MAX as u64;
 
-on_both_backends!(huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run);
+on_both_backends!(
+    huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run,
+    cache_tokens_reach_done_the_stored_run_metrics_and_v1,
+);
 
 async fn huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run(db_url: String) {
     let fake = FakeOpenAi::start().await.unwrap();
@@ -49,5 +52,76 @@ async fn huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run(db_url
     }
     let stored = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(stored["usage"], *usage, "stored {stored} vs done {d}");
+    app.stop().await;
+}
+
+/// A provider's prompt-cache counts (OpenAI's `prompt_tokens_details.cached_tokens`, llama.cpp's
+/// `cache_write_tokens`) are summed over the run into `done`, stored with it, counted on
+/// `/metrics` by `type`, and reported by `/v1` where OpenAI puts them.
+async fn cache_tokens_reach_done_the_stored_run_metrics_and_v1(db_url: String) {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let cached = |read: u64, write: u64| {
+        json!({"prompt_tokens": 100, "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": write}})
+    };
+    fake.push(
+        FakeReply::tool_calls(vec![("c1", "echo", r#"{"text":"one"}"#)]).raw_usage(cached(0, 90)),
+    );
+    fake.set_default(FakeReply::text("The answer.").raw_usage(cached(80, 20)));
+    let app = TestApp::with(Options {
+        env: vec![
+            ("LLM_BASE_URL", fake.base_url()),
+            ("LLM_API_KEY", "sk-test".into()),
+            ("LLM_MODEL", "fake-model".into()),
+            ("REACT_COMPLETION_CHECK_MIN_TOOLS", "100".into()),
+        ],
+        config_models: true,
+        db_url: Some(db_url),
+        ..Options::default()
+    })
+    .await;
+    let (run, events) = run(&app, "hello").await;
+    let d = check_end(&app, &run, &events, "completed").await;
+    let usage = &d["usage"];
+    let calls = usage["llm_calls"].as_u64().unwrap();
+    assert!(calls >= 2, "{usage}");
+    // Every call after the first reads 80 and writes 20.
+    assert_eq!(usage["cache_read_tokens"], 80 * (calls - 1), "{usage}");
+    assert_eq!(
+        usage["cache_write_tokens"],
+        90 + 20 * (calls - 1),
+        "{usage}"
+    );
+    let stored = app.get_json(&format!("/api/runs/{run}"), None).await;
+    assert_eq!(stored["usage"], *usage, "stored {stored} vs done {d}");
+    let metrics = app.get("/metrics", None).await.text().await.unwrap();
+    let line = format!(
+        "reagent_llm_tokens_total{{model=\"fake-model\",type=\"cache_read\",kind=\"cache_read\"}} {}",
+        80 * (calls - 1)
+    );
+    assert!(metrics.contains(&line), "{line} in {metrics}");
+    assert!(
+        metrics.contains(
+            "reagent_llm_tokens_total{model=\"fake-model\",type=\"prompt\",kind=\"prompt\"}"
+        ),
+        "{metrics}"
+    );
+
+    let before = usage["cache_read_tokens"].as_u64().unwrap();
+    let r = app
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "reagent", "messages": [{"role": "user", "content": "again"}]}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    let cached_tokens = &body["usage"]["prompt_tokens_details"]["cached_tokens"];
+    assert!(
+        cached_tokens.as_u64().is_some_and(|n| n > 0 && n % 80 == 0),
+        "{body}"
+    );
+    assert!(before > 0);
     app.stop().await;
 }

@@ -70,7 +70,8 @@ async fn usage_sums_every_call_of_the_run() {
             prompt_tokens: 40,
             completion_tokens: 20,
             total_tokens: 60,
-            llm_calls: 4
+            llm_calls: 4,
+            ..Usage::default()
         }
     );
     assert!(matches!(ev.last(), Some(AgentEvent::Done(d)) if d.usage == r.outcome.usage));

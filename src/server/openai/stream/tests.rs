@@ -31,6 +31,7 @@ fn outcome(status: RunStatus, answer: &str) -> RunOutcome {
             completion_tokens: 2,
             total_tokens: 5,
             llm_calls: 1,
+            ..Usage::default()
         },
         answer: answer.into(),
         ..RunOutcome::failed(Mode::Native, "", "")
