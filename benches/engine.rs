@@ -128,6 +128,7 @@ fn one_run(
             query: "bench".into(),
             history: past,
             model_name: None,
+            client_tools: Vec::new(),
         };
         let r = agent.run(input, handles).await;
         assert_eq!(r.outcome.iterations as usize, iterations + 1);

@@ -114,6 +114,7 @@ text_enum! {
         MaxIterations => "max_iterations",
         Cancelled => "cancelled",
         Failed => "failed",
+        RequiresAction => "requires_action",
     }
 }
 

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::client_tools::{ClientCall, NOT_ANSWERED};
 use super::events::Mode;
 use super::interrupts::Interrupt;
+use super::prompts;
 use super::record::StepRecord;
-use crate::llm::{Message, Usage};
+use crate::llm::{Message, ToolDefinition, Usage};
 
 mod json;
 
@@ -55,6 +57,34 @@ pub struct Checkpoint {
     /// Tools that really ran (the reflection cadence and the checklist count them).
     #[serde(default)]
     pub executions: u32,
+    /// The caller's tools offered to the model (docs/api.md "Caller tools").
+    #[serde(default)]
+    pub client_tools: Vec<ToolDefinition>,
+    /// Calls of caller tools waiting for the caller's outputs: the run ended
+    /// `requires_action` with this checkpoint.
+    #[serde(default)]
+    pub awaiting: Vec<ClientCall>,
+}
+
+impl Checkpoint {
+    /// Appends `outputs` (one per pending caller tool call, in their order) to the paused run's
+    /// history as the results of its calls, and clears the pending calls: the checkpoint is
+    /// then where its continuation goes on (docs/api.md "Caller tools").
+    pub fn answer_pending(&mut self, outputs: Vec<String>) {
+        let calls = std::mem::take(&mut self.awaiting);
+        for (call, output) in calls.into_iter().zip(outputs) {
+            self.messages.push(match self.mode {
+                Mode::Native => Message::tool(call.call_id, output),
+                Mode::Json => Message::user(prompts::observation(&output)),
+            });
+        }
+    }
+
+    /// Answers every pending caller tool call with [`NOT_ANSWERED`].
+    pub fn answer_unanswered(&mut self) {
+        let outputs = vec![NOT_ANSWERED.to_string(); self.awaiting.len()];
+        self.answer_pending(outputs);
+    }
 }
 
 /// Where a run's checkpoints go, as the JSON of a [`Checkpoint`] (the run manager stores them
@@ -103,6 +133,8 @@ pub struct CheckpointFixed<'a> {
     pub query: &'a str,
     pub tools: &'a [String],
     pub max_iterations: u32,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub client_tools: &'a [ToolDefinition],
 }
 
 impl CheckpointFixed<'_> {
@@ -143,6 +175,7 @@ pub struct CheckpointHead<'a> {
     pub checklist_done: bool,
     pub last_parse_failed: bool,
     pub executions: u32,
+    pub awaiting: &'a [ClientCall],
 }
 
 /// What a checkpoint's own head usually takes (it is grown when not).
@@ -200,7 +233,12 @@ impl CheckpointHead<'_> {
         out.push_str(",\"processed\":");
         write_list(out, self.processed)?;
         out.push_str(",\"in_flight\":");
-        write_list(out, &self.in_flight)
+        write_list(out, &self.in_flight)?;
+        if !self.awaiting.is_empty() {
+            out.push_str(",\"awaiting\":");
+            write_list(out, self.awaiting)?;
+        }
+        Ok(())
     }
 }
 
@@ -220,6 +258,9 @@ fn write_list<T: Serialize>(out: &mut String, items: &[T]) -> serde_json::Result
 pub struct Resume {
     pub checkpoint: Checkpoint,
     pub reset_answer: bool,
+    /// A continuation (docs/api.md "Caller tools"): a new run going on from the paused run
+    /// named here, which starts with `start {continues}` instead of `step {type:"resumed"}`.
+    pub continues: Option<String>,
 }
 
 #[cfg(test)]

@@ -99,16 +99,11 @@ impl ReActAgent {
     /// failure; cancellation through `handles.cancel` stops it at the next await point.
     pub async fn run(&self, input: RunInput, handles: RunHandles) -> AgentResult {
         let started = Instant::now();
-        handles.events.send(AgentEvent::Start(StartEvent {
-            run_id: input.run_id.clone(),
-            conversation_id: input.conversation_id.clone(),
-            model: input
-                .model_name
-                .clone()
-                .unwrap_or_else(|| self.llm.model().to_string()),
-            mode: self.mode(),
-            engine: Engine::React,
-        }));
+        handles.events.send(AgentEvent::Start(self.start_event(
+            &input,
+            self.mode(),
+            None,
+        )));
         let mut result = self.run_loop(&input, &handles).await;
         result.outcome.usage += self.usage_before;
         self.conclude(result, &input, &handles, started).await
@@ -157,10 +152,14 @@ impl ReActAgent {
         let mode = cp.mode;
         // The iteration the run goes on with: the one whose calls were in flight, else the next.
         let iteration = cp.iterations + u32::from(cp.in_flight.is_empty());
-        handles.events.send(AgentEvent::Step(StepEvent::Resumed {
-            iteration,
-            instance: instance.to_string(),
-        }));
+        let event = match resume.continues {
+            Some(paused) => AgentEvent::Start(self.start_event(&input, mode, Some(paused))),
+            None => AgentEvent::Step(StepEvent::Resumed {
+                iteration,
+                instance: instance.to_string(),
+            }),
+        };
+        handles.events.send(event);
         if resume.reset_answer {
             handles.events.send(AgentEvent::Answer(AnswerEvent::Reset));
         }
@@ -169,6 +168,21 @@ impl ReActAgent {
         lr.answer_in_flight(in_flight).await;
         lr.run().await;
         self.conclude(lr.finish(), &input, &handles, started).await
+    }
+
+    /// `start`; `continues`: the paused run a continuation goes on from.
+    fn start_event(&self, input: &RunInput, mode: Mode, continues: Option<String>) -> StartEvent {
+        StartEvent {
+            run_id: input.run_id.clone(),
+            conversation_id: input.conversation_id.clone(),
+            model: input
+                .model_name
+                .clone()
+                .unwrap_or_else(|| self.llm.model().to_string()),
+            mode,
+            engine: Engine::React,
+            continues,
+        }
     }
 
     fn setup(&self, mode: Mode, tools: ToolRegistry) -> LoopSetup<'_> {
@@ -193,6 +207,13 @@ impl ReActAgent {
         started: Instant,
     ) -> AgentResult {
         let events = handles.events.clone();
+        // Waiting for the caller: no answer, just `done` with the calls.
+        if result.outcome.status == RunStatus::RequiresAction {
+            result.outcome.answer = String::new();
+            result.outcome.elapsed_ms = started.elapsed().as_millis() as u64;
+            events.send(AgentEvent::Done(result.outcome.clone()));
+            return result;
+        }
 
         // Synthesis: skipped for a failed or cancelled run (the model is unusable or the user
         // stopped it); they stream their fallback text instead.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::client_tools::{ClientCall, RequiredAction};
 use super::interrupts::Interrupt;
 pub use crate::domain::{ArtifactRef, Engine, EventName, Mode, RunStatus};
 use crate::llm::Usage;
@@ -59,6 +60,9 @@ pub struct StartEvent {
     /// The engine that runs it (: what `auto` chose).
     #[serde(default = "react")]
     pub engine: Engine,
+    /// The paused run (`requires_action`) this run goes on from with the caller's outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
 }
 
 fn react() -> Engine {
@@ -121,6 +125,11 @@ pub enum StepEvent {
     },
     /// The run goes on from its last checkpoint after its instance stopped (docs/deployment.md).
     Resumed { iteration: u32, instance: String },
+    /// The model called caller tools: the run ends `requires_action` with these calls.
+    ClientToolCalls {
+        iteration: u32,
+        calls: Vec<ClientCall>,
+    },
     /// A DAG round's plan.
     Plan {
         round: u32,
@@ -214,6 +223,9 @@ pub struct RunOutcome {
     /// DAG runs only: `engine`, `rounds`, `achieved`, `confidence`.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub dag: Option<DagSummary>,
+    /// `requires_action` only: the caller tool calls the run waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_action: Option<RequiredAction>,
 }
 
 /// What `done` adds for a DAG run.
@@ -240,6 +252,7 @@ impl RunOutcome {
             unprocessed_interrupts: Vec::new(),
             next_run_id: None,
             dag: None,
+            required_action: None,
         }
     }
 }

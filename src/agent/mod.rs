@@ -14,6 +14,7 @@ pub mod action;
 pub mod artifacts;
 pub mod call_ids;
 pub mod checkpoint;
+pub mod client_tools;
 pub mod context;
 pub mod engine;
 pub mod events;

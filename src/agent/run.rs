@@ -13,7 +13,7 @@ use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
 use super::record::StepRecord;
 use super::slots::ToolSlots;
-use crate::llm::{Continuity, Message};
+use crate::llm::{Continuity, Message, ToolDefinition};
 
 /// The query and what the agent already knows of the conversation.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +26,9 @@ pub struct RunInput {
     /// The model name reported in `start` (the registry name clients use); the provider's
     /// model name when `None`.
     pub model_name: Option<String>,
+    /// Tools the caller executes (docs/api.md "Caller tools"): offered to the model beside the
+    /// run's own; a call of one ends the run `requires_action`.
+    pub client_tools: Vec<ToolDefinition>,
 }
 
 /// The run's connections to the outside world.

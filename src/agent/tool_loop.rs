@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::action::{action_problem, example_call, parse_action, Action};
 use super::call_ids::CallIds;
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
+use super::client_tools::{ClientCall, RequiredAction};
 use super::context::{estimate_tool_tokens, ContextGuard, History};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -28,6 +29,7 @@ use crate::llm::{
 };
 use crate::tools::ToolRegistry;
 
+mod client;
 mod guard;
 mod limits;
 mod resume;
@@ -97,6 +99,13 @@ pub(super) struct LoopRun<'a> {
     last_parse_failed: bool,
     /// The run's tools (after selection), as a checkpoint names them.
     tool_names: Vec<String>,
+    /// The caller's tools (docs/api.md "Caller tools"), offered beside the run's own.
+    client_tools: Arc<[ToolDefinition]>,
+    /// Caller tool calls the run ends waiting for (`requires_action`).
+    awaiting: Vec<ClientCall>,
+    /// The response being handled calls caller tools: the safeguards' messages wait, since the
+    /// caller's results must follow the run's own right after the assistant's calls.
+    pausing: bool,
     /// The checkpoints' fields that stay the same for the run, serialised at the first one.
     fixed_json: Option<Arc<String>>,
 }
@@ -114,8 +123,14 @@ impl<'a> LoopRun<'a> {
             tools,
         } = setup;
         let role = system_prompt.unwrap_or(prompts::DEFAULT_ROLE);
-        let defs = tools.definitions();
-        let tool_names = defs.iter().map(|d| d.name.clone()).collect();
+        let own = tools.definitions();
+        let tool_names = own.iter().map(|d| d.name.clone()).collect();
+        let client_tools: Arc<[ToolDefinition]> = input.client_tools.clone().into();
+        let defs: Arc<[ToolDefinition]> = if client_tools.is_empty() {
+            own
+        } else {
+            own.iter().chain(client_tools.iter()).cloned().collect()
+        };
         let (system, tool_defs, json_tools) = match mode {
             Mode::Native => (prompts::native_system_prompt(role), defs, Arc::default()),
             Mode::Json => (
@@ -167,6 +182,9 @@ impl<'a> LoopRun<'a> {
             checklist_done: false,
             last_parse_failed: false,
             tool_names,
+            client_tools,
+            awaiting: Vec::new(),
+            pausing: false,
             fixed_json: None,
         }
     }
@@ -261,6 +279,11 @@ impl<'a> LoopRun<'a> {
                 unprocessed_interrupts: self.unprocessed,
                 next_run_id: None,
                 dag: None,
+                required_action: (self.status == RunStatus::RequiresAction).then_some(
+                    RequiredAction {
+                        tool_calls: self.awaiting,
+                    },
+                ),
             },
             brief_answer: self.brief,
             answer_fallback: true,

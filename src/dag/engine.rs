@@ -54,6 +54,7 @@ impl DagEngine {
             model: self.setup.model_name.clone(),
             mode: self.mode(),
             engine: Engine::Dag,
+            continues: None,
         }));
         let mut t = Totals {
             usage: self.usage_before,

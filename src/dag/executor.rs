@@ -308,7 +308,8 @@ impl Executor<'_, '_> {
                 Some(format!("timed out after {timeout} s")),
             ),
             RunStatus::Cancelled => (DagStatus::Failed, Some("cancelled".into())),
-            RunStatus::Failed | RunStatus::Running => (
+            // A step's loop offers no caller tools, so it never waits for them.
+            RunStatus::Failed | RunStatus::Running | RunStatus::RequiresAction => (
                 DagStatus::Failed,
                 Some(o.error.clone().unwrap_or_else(|| o.answer.clone())),
             ),

@@ -111,6 +111,7 @@ fn settle(setup: &DagSetup, handles: &RunHandles, t: &Totals, brief: &str) -> Ru
             achieved: last.as_ref().is_some_and(|a| a.achieved),
             confidence: last.as_ref().map_or(0.0, |a| a.confidence),
         }),
+        required_action: None,
     }
 }
 

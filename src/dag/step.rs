@@ -121,6 +121,7 @@ pub(super) async fn run_step(
         query: job.query,
         history: job.history,
         model_name: Some(model_name),
+        client_tools: Vec::new(),
     };
     let timeout = Duration::from_secs(setup.dag.step_timeout_s);
     let run = agent.run_loop(&input, &handles);

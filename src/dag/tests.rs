@@ -171,6 +171,7 @@ impl Harness {
             query: query.into(),
             history: vec![],
             model_name: Some("main".into()),
+            client_tools: Vec::new(),
         };
         let engine = DagEngine::new(setup);
         let result = tokio::time::timeout(Duration::from_secs(60), engine.run(input, handles))

@@ -85,6 +85,9 @@ pub enum RunError {
     NotFound,
     #[error("the run has already finished")]
     Finished,
+    /// The request does not fit the run's state (the message says why).
+    #[error("{0}")]
+    Conflict(String),
     #[error("the interrupt was already delivered to the agent")]
     NotPending,
     #[error("unknown model '{0}'")]

@@ -26,6 +26,7 @@
 mod binding;
 pub mod checks;
 mod commands;
+mod continuation;
 mod control;
 mod conversations;
 mod drive;
@@ -46,6 +47,7 @@ mod start;
 #[cfg(test)]
 mod tests;
 
+pub use continuation::check_client_tools;
 pub use control::Accepted;
 pub use lease_types::{LeaseCounts, LeaseTimes};
 pub use log::{EventLog, LoggedEvent};

@@ -185,11 +185,13 @@ impl RunManager {
             query: cp.query.clone(),
             history: Vec::new(),
             model_name: Some(model),
+            client_tools: Vec::new(),
         };
         tracing::info!(run_id = %run.id, iteration = cp.iterations, in_flight = cp.in_flight.len(), "resuming the run from its checkpoint");
         let resume = Resume {
             checkpoint: cp,
             reset_answer,
+            continues: None,
         };
         self.spawn_run(live, RunEngine::React(agent), input, queue, Some(resume));
         // The run is live now: a failed read must not fail it (the owner's tick retries).
@@ -270,6 +272,7 @@ fn recovery_tail(
             model: run.model.clone(),
             mode: run.mode,
             engine: Engine::React,
+            continues: None,
         }));
     }
     let opens_answer = so_far == AnswerSoFar::NotStarted;
@@ -304,6 +307,7 @@ fn dag_summary(events: &[StoredEvent]) -> Option<DagSummary> {
         start,
         Some(AgentEvent::Start(StartEvent {
             engine: Engine::Dag,
+            continues: None,
             ..
         }))
     ) {

@@ -11,6 +11,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::checks::{check_at_most, check_text};
+use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::log::EventLog;
@@ -19,7 +20,7 @@ use crate::agent::checkpoint::Resume;
 use crate::agent::{InterruptQueue, Mode, RunInput};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, MessageKind, MessageRole};
-use crate::llm::Message;
+use crate::llm::{Message, ToolDefinition};
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
 
 /// Which conversation a run belongs to.
@@ -74,6 +75,8 @@ pub struct StartRun {
     /// conversation of another agent is refused with [`RunError::AgentMismatch`] rather than
     /// run under a name that is not what ran.
     pub agent: Option<String>,
+    /// Tools the caller executes (docs/api.md "Caller tools"); any API passes them here.
+    pub client_tools: Vec<ToolDefinition>,
 }
 
 impl StartRun {
@@ -90,6 +93,7 @@ impl StartRun {
             replaces: Vec::new(),
             history: Vec::new(),
             agent: None,
+            client_tools: Vec::new(),
         }
     }
 }
@@ -290,12 +294,28 @@ impl RunManager {
     ) -> Result<(RunEngine, RunInput), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
         let bound = self.bind(conv, asked, req.max_iterations)?;
+        check_client_tools(&req.client_tools, &bound.tools.names())?;
+        let engine = match (
+            req.engine.or(conv.engine).or(bound.engine),
+            req.client_tools.is_empty(),
+        ) {
+            (e, true) => e.unwrap_or(self.dag.default_engine),
+            (Some(Engine::Dag), false) => {
+                return Err(RunError::Invalid(
+                    "client_tools are not supported by the dag engine: use engine react".into(),
+                ))
+            }
+            // A plan's steps cannot wait for the caller: `auto` (or a DAG default) runs ReAct.
+            (_, false) => Engine::React,
+        };
         let agent = self.react_agent(&bound, req.mode);
         let model = bound.model.clone();
         let history = if is_new {
             req.history.iter().map(PriorTurn::message).collect()
         } else {
-            self.history(conv.id, &req.replaces).await?
+            let mut history = self.history(conv.id, &req.replaces).await?;
+            history.extend(self.unanswered_turn(conv.id).await?);
+            history
         };
         let run = NewRun {
             id: run_id,
@@ -329,12 +349,8 @@ impl RunManager {
             query: req.query.clone(),
             history,
             model_name: Some(model),
+            client_tools: req.client_tools.clone(),
         };
-        let engine = req
-            .engine
-            .or(conv.engine)
-            .or(bound.engine)
-            .unwrap_or(self.dag.default_engine);
         let dag = self.dag_setup(bound, req.mode);
         Ok((RunEngine::new(engine, agent, dag), input))
     }

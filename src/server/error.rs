@@ -122,6 +122,7 @@ impl From<RunError> for ApiError {
             RunError::NoActiveRun => Self::NoActiveRun,
             RunError::NotFound => Self::NotFound,
             RunError::Finished => Self::Conflict("the run has already finished".into()),
+            RunError::Conflict(message) => Self::Conflict(message),
             RunError::NotPending => {
                 Self::Conflict("the interrupt was already delivered to the agent".into())
             }

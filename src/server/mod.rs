@@ -13,6 +13,7 @@ pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
+pub mod client_tools;
 pub mod conversations;
 pub mod error;
 pub mod listen;
@@ -66,6 +67,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/runs/{run_id}", get(runs::show))
         .route("/runs/{run_id}/events", get(runs::events))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/runs/{run_id}/tool_outputs", post(runs::tool_outputs))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", post(approvals::decide))
         .route("/tools", get(ops::tools))

@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Owner;
+use super::client_tools::{definitions, ClientTool, ToolOutputsBody};
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::state::AppState;
@@ -34,6 +35,10 @@ pub struct StartRunBody {
     /// `react`, `dag` or `auto`; the conversation's, else the default, when absent.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
+    /// Tools the caller executes (docs/api.md "Caller tools"); a call of one ends the run
+    /// `requires_action`.
+    #[serde(default)]
+    pub client_tools: Vec<ClientTool>,
 }
 
 /// A JSON integer, also written as a float with no fraction (`5.0`): JSON Schema counts both as
@@ -71,6 +76,9 @@ pub struct ChatBody {
     /// model, system prompt, tools and iteration cap apply. Not with `conversation_id` (a
     /// conversation keeps the agent it was created with).
     pub agent: Option<String>,
+    /// Tools the caller executes (docs/api.md "Caller tools").
+    #[serde(default)]
+    pub client_tools: Vec<ClientTool>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -140,18 +148,47 @@ pub async fn start(
         mode: parse_mode(body.mode.as_deref())?,
         max_iterations: body.max_iterations,
         engine: body.engine,
+        client_tools: definitions(body.client_tools)?,
         ..StartRun::new(ConversationRef::Existing(id), body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;
-    if wants_event_stream(&headers) {
-        return Ok(stream_of(&state, &live));
+    Ok(started(&state, &headers, &live))
+}
+
+/// A started run: its stream with `Accept: text/event-stream`, else 202 with where to follow it.
+fn started(state: &AppState, headers: &HeaderMap, live: &LiveRun) -> Response {
+    if wants_event_stream(headers) {
+        return stream_of(state, live);
     }
     let body = RunStarted {
         run_id: live.id,
         conversation_id: live.conversation_id,
         events_url: format!("/api/runs/{}/events", live.id),
     };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+#[utoipa::path(post, path = "/api/runs/{run_id}/tool_outputs", tag = "runs",
+    params(("run_id" = Uuid, Path, description = "The run that ended `requires_action`")),
+    summary = "Answer a run's caller tool calls and continue it",
+    request_body = ToolOutputsBody,
+    responses((status = 202, description = "The continuation started (its `start` carries `continues`); follow `events_url`", body = RunStarted),
+              (status = 200, description = "With `Accept: text/event-stream`: the continuation's SSE stream from its first event (docs/api.md)", content_type = "text/event-stream"),
+              (status = 400, description = "`invalid_request`: a pending call without output, or an output for no pending call (the message names it)", body = ErrorBody),
+              (status = 404, description = "`not_found`: unknown or another tenant's run", body = ErrorBody),
+              (status = 409, description = "`conflict`: the run is not `requires_action`, or a later run of its conversation answered it; `run_active`: the conversation has a running run", body = ErrorBody)))]
+pub async fn tool_outputs(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(run_id): ApiPath<Uuid>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ToolOutputsBody>,
+) -> Result<Response, ApiError> {
+    let live = state
+        .runs
+        .submit_tool_outputs(&owner.0, run_id, body.into_outputs())
+        .await?;
+    Ok(started(&state, &headers, &live))
 }
 
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
@@ -185,6 +222,7 @@ pub async fn chat(
         mode: parse_mode(body.mode.as_deref())?,
         model: body.model,
         engine: body.engine,
+        client_tools: definitions(body.client_tools)?,
         ..StartRun::new(conversation, body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;

@@ -82,12 +82,14 @@ macro_rules! select_runs {
 }
 
 /// The terminal-state update: only a row still `running` changes, which is what makes the
-/// terminal state written exactly once; the checkpoint, only needed to resume, goes. Binds:
-/// status, iterations, tool_calls, the six usage counters, error, finished_at, id.
+/// terminal state written exactly once; the checkpoint, only needed to resume, goes — unless
+/// the run waits for its caller's tools (`requires_action`): its continuation starts from it.
+/// Binds: status, iterations, tool_calls, the six usage counters, error, finished_at, id.
 const FINISH_RUN_SQL: &str = "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
      cache_read_tokens = $8, cache_write_tokens = $9, \
-     error = $10, finished_at = $11, checkpoint = NULL WHERE id = $12 AND status = 'running'";
+     error = $10, finished_at = $11, checkpoint = CASE WHEN $1 = 'requires_action' \
+     THEN checkpoint END WHERE id = $12 AND status = 'running'";
 
 /// The terminal states of several runs in one statement: this, then `micros` (bound), then
 /// ` FROM (VALUES (id, status, iterations, tool_calls, prompt_tokens, completion_tokens,
@@ -98,7 +100,9 @@ pub(super) const FINISH_RUNS_SQL: &str =
     "UPDATE runs SET status = v.column2, iterations = v.column3, tool_calls = v.column4, \
      prompt_tokens = v.column5, completion_tokens = v.column6, total_tokens = v.column7, \
      llm_calls = v.column8, cache_read_tokens = v.column9, cache_write_tokens = v.column10, \
-     error = v.column11, checkpoint = NULL, finished_at = ";
+     error = v.column11, \
+     checkpoint = CASE WHEN v.column2 = 'requires_action' THEN runs.checkpoint END, \
+     finished_at = ";
 
 fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
     records.into_iter().map(RunRecord::into_model).collect()
@@ -268,6 +272,19 @@ impl Store {
             .await?
         });
         id.as_deref().map(uuid).transpose()
+    }
+
+    /// The conversation's latest run (the one started last), if it has any.
+    pub async fn latest_run(&self, conversation_id: Uuid) -> Result<Option<RunRow>, StoreError> {
+        let record: Option<RunRecord> = with_pool!(self, |pool| {
+            sqlx::query_as(select_runs!(
+                "WHERE conversation_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1"
+            ))
+            .bind(conversation_id.to_string())
+            .fetch_optional(pool)
+            .await?
+        });
+        record.map(RunRecord::into_model).transpose()
     }
 
     /// The runs of a conversation, oldest first (for history views and tests).

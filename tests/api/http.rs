@@ -10,6 +10,7 @@
 //! By topic: [`approvals`], [`conversations`], [`ops`], [`runs`], [`turns`].
 
 mod approvals;
+mod client_tools;
 mod conversations;
 mod ops;
 mod runs;

@@ -87,6 +87,7 @@ fn input(history: Vec<Message>) -> RunInput {
         query: "look three things up".into(),
         history,
         model_name: None,
+        client_tools: Vec::new(),
     }
 }
 

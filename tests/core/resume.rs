@@ -43,6 +43,7 @@ fn input() -> RunInput {
         query: "look it up".into(),
         history: vec![],
         model_name: None,
+        client_tools: Vec::new(),
     }
 }
 
@@ -90,6 +91,7 @@ async fn resume_with(tool: Arc<FakeTool>) -> (Arc<ScriptedLlm>, Vec<AgentEvent>,
     let resume = Resume {
         checkpoint: cp,
         reset_answer: false,
+        continues: None,
     };
     let result = agent(llm.clone(), registry(vec![tool]))
         .resume(input(), handles(tx, Arc::default()), resume, "node-b")

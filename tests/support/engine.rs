@@ -53,6 +53,7 @@ impl Harness {
             query: query.into(),
             history: vec![],
             model_name: None,
+            client_tools: Vec::new(),
         };
         let result = self.agent.run(input, handles).await;
         let mut events = Vec::new();

@@ -45,6 +45,16 @@ fn checkpoint() -> Checkpoint {
         checklist_done: true,
         last_parse_failed: false,
         executions: 2,
+        client_tools: vec![crate::llm::ToolDefinition {
+            name: "confirm".into(),
+            description: "Ask the user".into(),
+            parameters: json!({"type": "object"}),
+        }],
+        awaiting: vec![ClientCall {
+            call_id: "c3".into(),
+            name: "confirm".into(),
+            arguments: "{\"q\":\"ok?\"}".into(),
+        }],
     }
 }
 
@@ -55,6 +65,7 @@ fn written(cp: &Checkpoint) -> String {
         query: &cp.query,
         tools: &cp.tools,
         max_iterations: cp.max_iterations,
+        client_tools: &cp.client_tools,
     }
     .to_json()
     .unwrap();
@@ -67,6 +78,7 @@ fn written(cp: &Checkpoint) -> String {
         checklist_done: cp.checklist_done,
         last_parse_failed: cp.last_parse_failed,
         executions: cp.executions,
+        awaiting: &cp.awaiting,
     };
     let (mut messages, mut steps) = (JsonList::default(), JsonList::default());
     head.to_json(

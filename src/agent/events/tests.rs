@@ -56,6 +56,7 @@ fn events_round_trip_through_name_and_data() {
         unprocessed_interrupts: vec![],
         next_run_id: None,
         dag: None,
+        required_action: None,
     });
     let v: Value = serde_json::from_str(&e.data_json()).unwrap();
     assert_eq!(v["status"], "max_iterations");

@@ -26,7 +26,13 @@ impl<'a> LoopRun<'a> {
         handles: &'a RunHandles,
         cp: Checkpoint,
     ) -> (Self, Vec<InFlightCall>) {
-        let mut lr = Self::new(setup, input, handles);
+        // The caller's tools are the paused run's, as its checkpoint lists them.
+        let input = RunInput {
+            client_tools: cp.client_tools.clone(),
+            ..input.clone()
+        };
+        let mut lr = Self::new(setup, &input, handles);
+        lr.awaiting = cp.awaiting;
         lr.query = cp.query;
         lr.iterations = cp.iterations;
         lr.tool_calls = cp.tool_calls;
@@ -99,6 +105,7 @@ impl<'a> LoopRun<'a> {
             checklist_done: self.checklist_done,
             last_parse_failed: self.last_parse_failed,
             executions: self.reflection.executions(),
+            awaiting: &self.awaiting,
         };
         let (messages, steps, steps_json) = (&mut self.messages, &self.steps, &mut self.steps_json);
         match head.to_json(
@@ -124,6 +131,7 @@ impl<'a> LoopRun<'a> {
             query: &self.query,
             tools: &self.tool_names,
             max_iterations: self.config.max_iterations,
+            client_tools: &self.client_tools,
         }
         .to_json()?;
         Ok(self.fixed_json.insert(fixed).clone())

@@ -2,6 +2,7 @@
 //! written in the content), and the JSON protocol's one action per response.
 
 use super::*;
+use crate::agent::client_tools::is_client_tool;
 
 impl LoopRun<'_> {
     pub(super) async fn native_step(&mut self, r: ChatResponse) -> Next {
@@ -48,17 +49,22 @@ impl LoopRun<'_> {
         calls.truncate(self.calls_allowed());
         let ran = calls.len();
         self.call_ids.assign(self.iterations, &mut calls);
+        let client = self.client_calls(&calls);
+        self.pausing = !client.is_empty();
         // The pending calls read the arguments; the reply's calls then move into the history
         // uncopied (a reply's arguments may be megabytes).
         let max_args = self.config.max_tool_arguments_bytes;
         let pending = calls
             .iter_mut()
+            .filter(|c| !is_client_tool(&self.client_tools, &c.name))
             .map(|c| PendingCall {
                 call_id: c.id.clone(),
                 tool: c.name.clone(),
                 arguments: parse_arguments(&mut c.arguments, max_args),
             })
             .collect();
+        // The caller's calls stay in the assistant message: their results come with the
+        // continuation, right after the run's own.
         self.messages
             .push(Message::assistant_tool_calls(content, calls).with_continuity(r.continuity));
         let (executed, cancelled) = self.execute(pending).await;
@@ -72,6 +78,9 @@ impl LoopRun<'_> {
         if cancelled {
             self.cancelled();
             return Next::Stop;
+        }
+        if !client.is_empty() {
+            return self.pause(client).await;
         }
         self.calls_dropped(asked, ran);
         self.drain_interrupts();
@@ -89,7 +98,7 @@ impl LoopRun<'_> {
             if e.ran {
                 ran += 1;
             }
-            if e.ran || unknown {
+            if (e.ran || unknown) && !self.pausing {
                 if let Some(cycle) =
                     self.cycles
                         .record(&e.record.tool, &e.record.arguments, &e.record.observation)
@@ -100,7 +109,7 @@ impl LoopRun<'_> {
             }
             self.steps.push(e.record);
         }
-        if self.reflection.add(ran) {
+        if self.reflection.add(ran) && !self.pausing {
             self.messages
                 .push(Message::user(prompts::reflection(&self.query)));
         }
@@ -112,7 +121,9 @@ impl LoopRun<'_> {
             return None;
         }
         let tools = &self.executor.tools;
-        let calls = parse_content_calls(content, |name| tools.resolve(name).is_some())?;
+        let calls = parse_content_calls(content, |name| {
+            tools.resolve(name).is_some() || self.is_client(name)
+        })?;
         tracing::debug!(calls = calls.len(), "tool calls recovered from the content");
         Some(calls)
     }
@@ -153,6 +164,14 @@ impl LoopRun<'_> {
                 tool_name,
                 tool_args,
             } => {
+                if self.is_client(&tool_name) {
+                    let call = ClientCall {
+                        call_id: self.call_ids.next(self.iterations),
+                        name: tool_name,
+                        arguments: tool_args.to_string(),
+                    };
+                    return self.pause(vec![call]).await;
+                }
                 let reasoning = if reasoning.trim().is_empty() {
                     r.reasoning_content.clone().unwrap_or_default()
                 } else {

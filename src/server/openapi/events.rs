@@ -198,7 +198,26 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 dag_tag(),
             ],
         ),
+        (
+            "client_tool_calls",
+            "The model called caller tools (`client_tools`): the run ends `requires_action` \
+             with these calls; answer them with `POST /api/runs/{run_id}/tool_outputs`",
+            vec![req("iteration", integer()), req("calls", client_calls())],
+        ),
     ]
+}
+
+/// Calls of caller tools, as `client_tool_calls` and `done.required_action` list them.
+fn client_calls() -> Value {
+    let call = object(
+        "A caller tool call; `arguments` is the JSON text the model wrote",
+        vec![
+            req("call_id", string()),
+            req("name", string()),
+            req("arguments", string()),
+        ],
+    );
+    json!({"type": "array", "items": call})
 }
 
 /// The documented `step.type` values, in order.
@@ -281,6 +300,14 @@ fn done() -> Value {
             ("rounds", integer(), false),
             ("achieved", boolean(), false),
             ("confidence", number(), false),
+            (
+                "required_action",
+                object(
+                    "`requires_action` only: the caller tool calls the run waits for",
+                    vec![req("tool_calls", client_calls())],
+                ),
+                false,
+            ),
         ],
     )
 }
@@ -299,6 +326,11 @@ pub fn events() -> Vec<(&'static str, &'static str, Value)> {
                     req("model", string()),
                     req("mode", schema_ref("Mode")),
                     req("engine", schema_ref("Engine")),
+                    (
+                        "continues",
+                        json!({"type": "string", "description": "The `requires_action` run this continuation goes on from"}),
+                        false,
+                    ),
                 ],
             ),
         ),

@@ -26,7 +26,7 @@ use utoipa::OpenApi;
 
 use super::state::AppState;
 use super::views::ErrorBody;
-use super::{approvals, conversations, ops, runs};
+use super::{approvals, client_tools, conversations, ops, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -62,8 +62,11 @@ struct Conversations;
         runs::cancel,
         runs::interrupt,
         runs::recall,
+        runs::tool_outputs,
     ),
-    components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody)),
+    components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody,
+        client_tools::ClientTool, client_tools::ClientFunction,
+        client_tools::ToolOutputsBody, client_tools::ToolOutputBody)),
     tags((name = "runs", description = "Runs, their SSE events and follow-ups (docs/api.md)"))
 )]
 struct Runs;

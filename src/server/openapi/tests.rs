@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::*;
+use crate::agent::client_tools::{ClientCall, RequiredAction};
 use crate::agent::events::{AnswerEvent, CompactEvent, StartEvent, StepEvent};
 use crate::agent::{AgentEvent, Interrupt, Mode, RunOutcome, RunStatus};
 use crate::domain::{ArtifactRef, MessageKind, MessageRole};
@@ -37,6 +38,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Analysis { .. } => "analysis",
         StepEvent::Replan { .. } => "replan",
         StepEvent::Limit { .. } => "limit",
+        StepEvent::ClientToolCalls { .. } => "client_tool_calls",
     }
 }
 
@@ -131,6 +133,14 @@ fn steps() -> Vec<StepEvent> {
             skipped: 9968,
             dag_step: Some("A".into()),
         },
+        StepEvent::ClientToolCalls {
+            iteration: 1,
+            calls: vec![ClientCall {
+                call_id: "c2".into(),
+                name: "confirm".into(),
+                arguments: "{\"question\":\"ok?\"}".into(),
+            }],
+        },
     ]
 }
 
@@ -155,7 +165,20 @@ fn outcomes() -> Vec<RunOutcome> {
         }),
         ..chained.clone()
     };
-    vec![failed, chained, dag]
+    let paused = RunOutcome {
+        status: RunStatus::RequiresAction,
+        answer: String::new(),
+        error: None,
+        required_action: Some(RequiredAction {
+            tool_calls: vec![ClientCall {
+                call_id: "c2".into(),
+                name: "confirm".into(),
+                arguments: "{}".into(),
+            }],
+        }),
+        ..failed.clone()
+    };
+    vec![failed, chained, dag, paused]
 }
 
 #[test]
@@ -167,6 +190,7 @@ fn every_sse_event_matches_its_documented_schema() {
         model: "mock".into(),
         mode: Mode::Native,
         engine: crate::domain::Engine::Dag,
+        continues: Some(Uuid::new_v4().to_string()),
     })];
     let steps = steps();
     let types: Vec<&str> = steps.iter().map(step_type).collect();
@@ -232,7 +256,7 @@ fn every_event_stream_response_lists_the_events() {
             }
         }
     }
-    assert_eq!(streams, 3, "start, chat and events stream");
+    assert_eq!(streams, 4, "start, chat, tool outputs and events stream");
 }
 
 fn sample_views() -> Vec<(&'static str, Value)> {

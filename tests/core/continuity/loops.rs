@@ -126,6 +126,7 @@ async fn a_resumed_run_gives_them_back(kind: Kind) {
     let resume = Resume {
         checkpoint,
         reset_answer: false,
+        continues: None,
     };
     let resumed = agent(client(&fake, "thinker", "deepseek-reasoner"), config())
         .resume(input(vec![]), handles(Arc::default()), resume, "node-b")

@@ -107,6 +107,7 @@ async fn history_is_sent_before_the_pinned_query() {
             Message::assistant("first answer"),
         ],
         model_name: Some("friendly-name".into()),
+        client_tools: Vec::new(),
     };
     let (tx2, mut rx2) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {

@@ -1,0 +1,238 @@
+//! Runs that wait for their caller (docs/api.md "Caller tools"): a run that ended
+//! `requires_action` keeps its checkpoint and nothing else. [`RunManager::submit_tool_outputs`]
+//! starts its continuation — a new run of the conversation going on from that checkpoint with
+//! the outputs as tool results — on whichever instance takes the request; a new query instead
+//! answers the pending calls with [`NOT_ANSWERED`](crate::agent::client_tools::NOT_ANSWERED)
+//! ([`RunManager::unanswered_turn`]).
+
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry;
+use uuid::Uuid;
+
+use super::engines::RunEngine;
+use super::log::EventLog;
+use super::manager::{LiveRun, RunError, RunManager};
+use crate::agent::checkpoint::{Checkpoint, Resume};
+use crate::agent::client_tools::{match_outputs, ToolOutput};
+use crate::agent::{InterruptQueue, RunInput};
+use crate::domain::RunStatus;
+use crate::llm::{Message, ToolDefinition};
+use crate::store::{NewRun, RunRow, EVENT_ID_BLOCK};
+
+/// Longest name of a caller tool (OpenAI's limit for function names).
+const MAX_TOOL_NAME: usize = 64;
+
+impl RunManager {
+    /// Answers the pending calls of `owner`'s run `run_id` and starts the continuation: 404 for
+    /// another tenant's run, 409 (`Conflict`) for a run that does not wait or is not its
+    /// conversation's latest, 400 for a missing or unknown call id. Like [`RunManager::start`],
+    /// the start runs in its own task so a client hanging up cannot leave it half done.
+    pub async fn submit_tool_outputs(
+        self: &Arc<Self>,
+        owner: &str,
+        run_id: Uuid,
+        outputs: Vec<ToolOutput>,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        let (me, owner) = (self.clone(), owner.to_string());
+        tokio::spawn(async move { me.continue_now(&owner, run_id, outputs).await })
+            .await
+            .map_err(|e| RunError::Internal(format!("the run start task failed: {e}")))?
+    }
+
+    async fn continue_now(
+        self: &Arc<Self>,
+        owner: &str,
+        run_id: Uuid,
+        outputs: Vec<ToolOutput>,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        let run = self
+            .store
+            .get_run(owner, run_id)
+            .await?
+            .ok_or(RunError::NotFound)?;
+        if run.status != RunStatus::RequiresAction {
+            return Err(RunError::Conflict(format!(
+                "the run is {}, not requires_action: it waits for no tool outputs",
+                run.status.as_str()
+            )));
+        }
+        let latest = self.store.latest_run(run.conversation_id).await?;
+        if latest.map(|l| l.id) != Some(run.id) {
+            return Err(RunError::Conflict(
+                "a later run of the conversation answered this run's calls already".into(),
+            ));
+        }
+        let mut cp = self.paused_checkpoint(run.id).await?;
+        for o in &outputs {
+            super::checks::check_at_most("output", &o.output, self.max_query_chars)?;
+        }
+        let answers =
+            match_outputs(&cp.awaiting, &outputs).map_err(|e| RunError::Invalid(e.to_string()))?;
+        cp.answer_pending(answers);
+        self.launch_continuation(owner, &run, cp).await
+    }
+
+    /// The latest run of `owner`'s conversation, when it waits for tool outputs (else 409).
+    pub async fn waiting_run(&self, owner: &str, conversation: Uuid) -> Result<Uuid, RunError> {
+        let conv = self.owned(owner, conversation).await?;
+        match self.store.latest_run(conv.id).await? {
+            Some(run) if run.status == RunStatus::RequiresAction => Ok(run.id),
+            _ => Err(RunError::Conflict(
+                "the conversation's latest run waits for no tool outputs".into(),
+            )),
+        }
+    }
+
+    /// The checkpoint a `requires_action` run ended with.
+    async fn paused_checkpoint(&self, run_id: Uuid) -> Result<Checkpoint, RunError> {
+        let raw = self.store.run_checkpoint(run_id).await?.ok_or_else(|| {
+            RunError::Internal("the paused run has no checkpoint to go on from".into())
+        })?;
+        serde_json::from_str(&raw)
+            .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))
+    }
+
+    /// A new run of the paused run's conversation, going on from `cp` (its calls answered):
+    /// same model, mode and iteration cap; `start.continues` names the paused run.
+    async fn launch_continuation(
+        self: &Arc<Self>,
+        owner: &str,
+        paused: &RunRow,
+        cp: Checkpoint,
+    ) -> Result<Arc<LiveRun>, RunError> {
+        let conv = self.owned(owner, paused.conversation_id).await?;
+        if self.shutdown.is_cancelled() {
+            return Err(RunError::ShuttingDown);
+        }
+        let (model, agent) = self.agent_for(
+            &conv,
+            Some(&paused.model),
+            Some(cp.mode),
+            Some(cp.max_iterations),
+        )?;
+        let run_id = Uuid::new_v4();
+        match self.active.entry(conv.id) {
+            Entry::Occupied(_) => return Err(RunError::Active),
+            Entry::Vacant(v) => {
+                v.insert(run_id);
+            }
+        }
+        if self.deleting.contains_key(&conv.id) {
+            self.active.remove(&conv.id);
+            return Err(RunError::NotFound);
+        }
+        let new = NewRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: owner.to_string(),
+            mode: cp.mode,
+            model: model.clone(),
+        };
+        if let Err(e) = self.store.create_run(new).await {
+            self.active.remove(&conv.id);
+            return Err(e.into());
+        }
+        let input = RunInput {
+            run_id: run_id.to_string(),
+            conversation_id: conv.id.to_string(),
+            query: cp.query.clone(),
+            history: Vec::new(),
+            model_name: Some(model),
+            client_tools: Vec::new(),
+        };
+        let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
+        let live = self.live_run_of(owner, conv.id, run_id, 1, log);
+        let resume = Resume {
+            checkpoint: cp,
+            reset_answer: false,
+            continues: Some(paused.id.to_string()),
+        };
+        let queue = Arc::new(InterruptQueue::new());
+        self.spawn_run(
+            live.clone(),
+            RunEngine::React(agent),
+            input,
+            queue,
+            Some(resume),
+        );
+        tracing::info!(run_id = %run_id, continues = %paused.id, "continuation started");
+        Ok(live)
+    }
+
+    /// When the conversation's latest run waits for caller tools: its turn after its query
+    /// (the assistant's calls, the run's own results) with each pending call answered
+    /// [`NOT_ANSWERED`](crate::agent::client_tools::NOT_ANSWERED), for a new query's history.
+    pub(super) async fn unanswered_turn(
+        &self,
+        conversation_id: Uuid,
+    ) -> Result<Vec<Message>, RunError> {
+        let Some(latest) = self.store.latest_run(conversation_id).await? else {
+            return Ok(Vec::new());
+        };
+        if latest.status != RunStatus::RequiresAction {
+            return Ok(Vec::new());
+        }
+        let mut cp = match self.paused_checkpoint(latest.id).await {
+            Ok(cp) => cp,
+            Err(e) => {
+                tracing::warn!(run_id = %latest.id, error = %e, "the paused run's turn is left out of the history");
+                return Ok(Vec::new());
+            }
+        };
+        cp.answer_unanswered();
+        // The stored history holds the paused run's query; its loop's messages follow it.
+        let query = cp
+            .messages
+            .iter()
+            .position(|m| m.pinned && m.content == cp.query);
+        let turn = match query {
+            Some(i) => cp.messages.split_off(i + 1),
+            None => Vec::new(),
+        };
+        Ok(turn
+            .into_iter()
+            .map(|mut m| {
+                m.pinned = false;
+                m
+            })
+            .collect())
+    }
+}
+
+/// Caller tools a run may take: functions with a usable, unique name that is none of the
+/// run's own tools (`own`).
+pub fn check_client_tools(defs: &[ToolDefinition], own: &[String]) -> Result<(), RunError> {
+    for (i, d) in defs.iter().enumerate() {
+        let valid = !d.name.is_empty()
+            && d.name.len() <= MAX_TOOL_NAME
+            && d.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(RunError::Invalid(format!(
+                "client_tools: '{}' is not a valid function name (1 to 64 letters, digits, '_' or '-')",
+                d.name
+            )));
+        }
+        if defs[..i].iter().any(|e| e.name == d.name) {
+            return Err(RunError::Invalid(format!(
+                "client_tools: '{}' is declared twice",
+                d.name
+            )));
+        }
+        if own.contains(&d.name) {
+            return Err(RunError::Invalid(format!(
+                "client_tools: '{}' is the name of one of the run's own tools",
+                d.name
+            )));
+        }
+        if !d.parameters.is_object() {
+            return Err(RunError::Invalid(format!(
+                "client_tools: the parameters of '{}' must be a JSON Schema object",
+                d.name
+            )));
+        }
+    }
+    Ok(())
+}
