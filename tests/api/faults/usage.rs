@@ -96,13 +96,13 @@ async fn cache_tokens_reach_done_the_stored_run_metrics_and_v1(db_url: String) {
     assert_eq!(stored["usage"], *usage, "stored {stored} vs done {d}");
     let metrics = app.get("/metrics", None).await.text().await.unwrap();
     let line = format!(
-        "reagent_llm_tokens_total{{model=\"fake-model\",type=\"cache_read\",kind=\"cache_read\"}} {}",
+        "reagent_llm_tokens_total{{model=\"default\",type=\"cache_read\",kind=\"cache_read\"}} {}",
         80 * (calls - 1)
     );
     assert!(metrics.contains(&line), "{line} in {metrics}");
     assert!(
         metrics.contains(
-            "reagent_llm_tokens_total{model=\"fake-model\",type=\"prompt\",kind=\"prompt\"}"
+            "reagent_llm_tokens_total{model=\"default\",type=\"prompt\",kind=\"prompt\"}"
         ),
         "{metrics}"
     );
