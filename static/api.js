@@ -114,6 +114,26 @@ export function hasKey() {
   return Boolean(sessionKey);
 }
 
+/** Keeps `key` in this browser and sends it from now on (the settings dialog). */
+export function setKey(key) {
+  sessionKey = key;
+  try {
+    localStorage.setItem(KEY_STORAGE, key);
+  } catch {
+    // Private mode: the key still works for this page.
+  }
+}
+
+/** Forgets the key: the next request that needs one asks for it again. */
+export function forgetKey() {
+  sessionKey = '';
+  try {
+    localStorage.removeItem(KEY_STORAGE);
+  } catch {
+    // Nothing was stored.
+  }
+}
+
 /**
  * Reads an SSE body and calls onEvent({id, event, data}) for each complete event, data parsed
  * as JSON when possible. Resolves when the body ends; rejects on a network error or abort.

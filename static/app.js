@@ -6,7 +6,10 @@
 
 import { api, apiFetch, readSse, ApiError } from './api.js';
 import { RunView } from './run.js';
+import { announceChange, initConversationList, loadList } from './convlist.js';
 import { followBottom } from './scroll.js';
+import { confirmAction, promptText } from './dialogs.js';
+import { initSettings } from './settings.js';
 import { initToolsPanel } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
@@ -53,62 +56,6 @@ function touchTyping() {
   return window.matchMedia('(pointer: coarse)').matches;
 }
 
-// ---- conversation list ----------------------------------------------------------------
-
-async function loadList() {
-  try {
-    const page = await api('GET', '/api/conversations?limit=100');
-    const list = $('conv-list');
-    list.replaceChildren();
-    for (const conv of page.items || []) {
-      const item = document.createElement('li');
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.className = 'conv';
-      button.dataset.id = conv.id;
-      // The title is cut with an ellipsis; the time and the working dot stay visible beside it.
-      const title = document.createElement('span');
-      title.className = 'conv-title';
-      title.textContent = conv.title || 'Untitled';
-      const when = document.createElement('time');
-      when.className = 'conv-time muted';
-      when.dateTime = conv.created_at;
-      when.textContent = shortTime(conv.created_at);
-      when.title = new Date(conv.created_at).toLocaleString();
-      button.title = `${title.textContent} — ${when.title}`;
-      button.append(title, when);
-      if (conv.active_run_id) {
-        button.classList.add('working');
-        const dot = document.createElement('span');
-        dot.className = 'working-dot';
-        dot.setAttribute('aria-label', 'working');
-        button.append(dot);
-      }
-      if (state.conversation?.id === conv.id) button.classList.add('current');
-      button.addEventListener('click', () => {
-        location.hash = `#/c/${conv.id}`;
-      });
-      item.append(button);
-      list.append(item);
-    }
-    $('list-status').textContent = page.items?.length ? '' : 'No conversations yet.';
-  } catch (e) {
-    $('list-status').textContent = `Could not load conversations: ${e.message}`;
-  }
-}
-
-/** "14:05" today, "3 Mar 14:05" this year, "3 Mar 2025" before: enough to tell titles apart. */
-function shortTime(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  const now = new Date();
-  const time = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-  if (d.toDateString() === now.toDateString()) return time;
-  const day = d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' });
-  if (d.getFullYear() === now.getFullYear()) return `${day} ${time}`;
-  return d.toLocaleDateString(undefined, { day: 'numeric', month: 'short', year: 'numeric' });
-}
-
 async function newConversation(title) {
   const body = title ? { title } : {};
   // The agent menu is only shown when there is a choice; otherwise the server's one agent applies.
@@ -118,6 +65,7 @@ async function newConversation(title) {
   const engine = $('engine').value;
   if (engine) body.engine = engine;
   const conv = await api('POST', '/api/conversations', body);
+  announceChange();
   history.replaceState(null, '', `#/c/${conv.id}`);
   await openConversation(conv.id);
   return conv;
@@ -160,6 +108,7 @@ async function openConversation(id) {
   }
   state.conversation = conv;
   showHeader();
+  document.dispatchEvent(new CustomEvent('reagent:conversation'));
   $('engine').value = conv.engine || '';
   loadList();
   const signal = state.abort.signal;
@@ -234,6 +183,7 @@ async function follow(view, response, signal) {
           announce(view);
           setWorking(null);
           loadList();
+          announceChange();
         }
         scrollDown();
       });
@@ -301,6 +251,7 @@ async function startRun(query) {
     return;
   }
   loadList();
+  announceChange();
   await follow(view, response, signal);
   await followNext(view, signal);
   if (!view.runId && !signal.aborted) {
@@ -418,13 +369,14 @@ $('new-conv').addEventListener('click', () => {
 $('rename-conv').addEventListener('click', async () => {
   const conv = state.conversation;
   if (!conv) return;
-  const title = window.prompt('Rename conversation', conv.title || '');
-  if (title === null || !title.trim()) return;
+  const title = await promptText('Rename conversation', 'Title', conv.title || '');
+  if (!title) return;
   try {
-    await api('PATCH', `/api/conversations/${conv.id}`, { title: title.trim() });
-    conv.title = title.trim();
+    await api('PATCH', `/api/conversations/${conv.id}`, { title });
+    conv.title = title;
     showHeader();
     loadList();
+    announceChange();
   } catch (e) {
     setStatus(`Could not rename: ${e.message}`, true);
   }
@@ -432,7 +384,9 @@ $('rename-conv').addEventListener('click', async () => {
 
 $('delete-conv').addEventListener('click', async () => {
   const conv = state.conversation;
-  if (!conv || !window.confirm(`Delete "${conv.title || 'Untitled'}"?`)) return;
+  if (!conv) return;
+  const sure = await confirmAction('Delete conversation', `Delete "${conv.title || 'Untitled'}" and its runs?`, 'Delete');
+  if (!sure || state.conversation !== conv) return;
   try {
     state.abort.abort();
     await api('DELETE', `/api/conversations/${conv.id}`);
@@ -444,6 +398,7 @@ $('delete-conv').addEventListener('click', async () => {
     setStatus('');
     showHeader();
     loadList();
+    announceChange();
   } catch (e) {
     setStatus(`Could not delete: ${e.message}`, true);
   }
@@ -498,6 +453,13 @@ async function loadAgents() {
       select.append(option);
     }
     $('agent-pick').hidden = agents.length < 2;
+    // The chosen agent's description as text (a tooltip alone is invisible on touch screens).
+    const describe = () => {
+      const agent = agents.find((a) => a.name === select.value);
+      $('agent-desc').textContent = agents.length < 2 ? '' : agent?.description || '';
+    };
+    select.addEventListener('change', describe);
+    describe();
   } catch {
     // Auth not given yet, or the server is away: new conversations use the server's default.
   }
@@ -513,7 +475,11 @@ function focusComposer() {
   input.focus();
 }
 
-initToolsPanel();
+initToolsPanel(() => state.conversation);
+initSettings();
+initConversationList(() => state.conversation?.id, (id) => {
+  location.hash = `#/c/${id}`;
+});
 window.addEventListener('hashchange', route);
 showHeader();
 setWorking(null);

@@ -18,6 +18,11 @@
 // - a lexer that does not give back its input as the blocks' raw text is never committed from.
 // Rendering runs at most once per animation frame (RunView batches the deltas).
 
+import { mathExtension } from './enhance.js';
+
+// Maths stays out of Markdown's hands (enhance.js typesets it after sanitising).
+if (window.marked) window.marked.use(mathExtension);
+
 if (window.DOMPurify) {
   // Links in answers open elsewhere and cannot reach back into the UI.
   window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
@@ -60,8 +65,10 @@ function openFrom(tokens) {
 const shape = (token) => `${token.type}\u0000${token.raw}`;
 
 export class StreamingMarkdown {
-  constructor(box) {
+  /** `onRender(nodes)` is called with the nodes of each committed rendering (enhance.js). */
+  constructor(box, onRender = null) {
     this.box = box;
+    this.onRender = onRender;
     this.restart();
   }
 
@@ -86,6 +93,7 @@ export class StreamingMarkdown {
     if (final && !this.matchesWhole(text, tokens, lexer.tokens.links)) {
       this.restart();
       this.box.innerHTML = renderMarkdown(text);
+      this.onRender?.([...this.box.childNodes]);
       return;
     }
     const exact = tokens.reduce((n, t) => n + t.raw.length, 0) === tail.length;
@@ -103,8 +111,11 @@ export class StreamingMarkdown {
     if (!commit.length && tailHtml === this.tailHtml) return;
     while (this.box.childNodes.length > this.count) this.box.lastChild.remove();
     if (commit.length) {
-      this.box.append(fragment(sanitize(window.marked.parser(commit, options()))));
+      const done = fragment(sanitize(window.marked.parser(commit, options())));
+      const nodes = [...done.childNodes];
+      this.box.append(done);
       this.count = this.box.childNodes.length;
+      this.onRender?.(nodes);
       this.linkSets.add(JSON.stringify(links));
       for (const token of commit) {
         this.committed += token.raw;

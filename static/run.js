@@ -13,6 +13,7 @@
 
 import { api, blobUrl, hasKey } from './api.js';
 import { DagView } from './dag.js';
+import { copyButton, enhance } from './enhance.js';
 import { StreamingMarkdown } from './markdown.js';
 
 export { renderMarkdown } from './markdown.js';
@@ -54,7 +55,7 @@ export class RunView {
     this.steps = el('div', 'run-steps');
     this.answer = el('div', 'answer markdown');
     this.answer.hidden = true;
-    this.markdown = new StreamingMarkdown(this.answer);
+    this.markdown = new StreamingMarkdown(this.answer, enhance);
     this.frame = 0;
     this.footer = el('footer', 'run-footer muted', 'working…');
     this.root.append(this.meta, this.steps, this.answer, this.footer);
@@ -171,6 +172,9 @@ export class RunView {
         this.steps.append(el('div', 'separator resumed',
           `resumed at iteration ${data.iteration ?? ''}${data.instance ? ` on ${data.instance}` : ''}`));
         break;
+      case 'safeguard':
+        this.target(data).append(this.safeguardNote(data));
+        break;
       case 'limit':
         // A tool-call limit took effect: some calls were not run, or the run calls no more.
         this.steps.append(el('div', 'selection muted', data.limit === 'tool_calls_per_run'
@@ -180,6 +184,21 @@ export class RunView {
       default:
         break;
     }
+  }
+
+  /** A safeguard acted (docs/api.md): a quiet note; what it told the model stays internal. */
+  safeguardNote(data) {
+    const tool = data.tool ? ` (${data.tool})` : '';
+    const text = {
+      reflection: 'the agent was asked to step back and check its progress',
+      cycle_warning: `the agent was warned that it is repeating itself${tool}`,
+      completion_check: 'the agent was asked to check that the answer is complete',
+      max_iterations: 'the iteration limit was reached: answering with what was found',
+    }[data.kind] || `safeguard: ${data.kind}`;
+    const note = el('div', 'safeguard-note muted', text);
+    note.dataset.kind = data.kind || '';
+    if (data.iteration !== undefined && data.iteration !== null) note.title = `iteration ${data.iteration}`;
+    return note;
   }
 
   card(iteration, callId, tool, args, data = {}) {
@@ -210,6 +229,8 @@ export class RunView {
     const body = card.querySelector('.tool-body');
     body.append(el('h4', null, 'Observation'), el('pre', 'tool-observation', data.observation ?? ''));
     for (const artifact of data.artifacts || []) body.append(this.artifact(artifact));
+    // An image is the result to look at: its card opens to show it.
+    if (body.querySelector('.artifact-image')) card.open = true;
     this.settleApprovals((box) => box.dataset.tool === data.tool);
   }
 
@@ -229,6 +250,8 @@ export class RunView {
     link.rel = 'noopener';
     box.append(link);
     const isHtml = /^text\/html/i.test(artifact.mime_type || '');
+    // Raster images only: an SVG can carry script, so it stays a link like any other file.
+    const isImage = /^image\/(png|jpeg|gif|webp|avif|bmp)$/i.test(artifact.mime_type || '');
     const frame = isHtml ? el('iframe', 'artifact-preview') : null;
     if (frame) {
       // An empty sandbox: no scripts, no same-origin access, no forms, no navigation of the UI.
@@ -236,16 +259,22 @@ export class RunView {
       frame.title = artifact.name;
       box.append(frame);
     }
+    const image = isImage ? el('img', 'artifact-image') : null;
+    if (image) {
+      image.alt = artifact.name;
+      box.append(image);
+    }
     const url = artifact.url || `/api/artifacts/${artifact.id}`;
+    const show = (u) => {
+      link.href = u;
+      if (frame) frame.src = u;
+      if (image) image.src = u;
+    };
     if (hasKey()) {
       // Links and iframes cannot send the Authorization header: fetch with it, show a blob.
-      blobUrl(url).then((u) => {
-        link.href = u;
-        if (frame) frame.src = u;
-      }).catch(() => box.append(el('span', 'error', ' (could not load)')));
+      blobUrl(url).then(show).catch(() => box.append(el('span', 'error', ' (could not load)')));
     } else {
-      link.href = url;
-      if (frame) frame.src = url;
+      show(url);
     }
     return box;
   }
@@ -335,6 +364,12 @@ export class RunView {
     this.frame = 0;
     this.answer.hidden = !this.answerText;
     this.markdown.update(this.answerText, final);
+    if (final && this.answerText && !this.copy) {
+      // The whole answer as the model wrote it (Markdown), under the answer.
+      this.copy = el('div', 'answer-actions');
+      this.copy.append(copyButton('Copy answer as Markdown', () => this.answerText));
+      this.answer.after(this.copy);
+    }
   }
 
   finish(data) {

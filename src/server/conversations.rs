@@ -18,6 +18,10 @@ use crate::domain::Engine;
 use crate::store::NewConversation;
 /// Page size when `limit` is absent.
 const DEFAULT_PAGE: u32 = 50;
+/// The longest search text, in characters, and the most words it may hold: each word is one
+/// more index lookup in the search statement.
+const MAX_QUERY_CHARS: usize = 200;
+const MAX_QUERY_WORDS: usize = 10;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +58,31 @@ pub struct ListParams {
         pattern = r"^[+-]?[0-9]{1,18}_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
     )]
     pub before: Option<String>,
+    /// Search: only conversations whose title or messages contain every word of this text
+    /// (anywhere, in any case); at most 10 words. Blank lists them all.
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+}
+
+/// The distinct words of a search text, or why it is refused.
+fn search_words(q: &str) -> Result<Vec<String>, ApiError> {
+    if q.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::invalid(format!(
+            "q: at most {MAX_QUERY_CHARS} characters"
+        )));
+    }
+    let mut words: Vec<String> = Vec::new();
+    for word in q.split_whitespace() {
+        if !words.iter().any(|w| w == word) {
+            words.push(word.to_string());
+        }
+    }
+    if words.len() > MAX_QUERY_WORDS {
+        return Err(ApiError::invalid(format!(
+            "q: at most {MAX_QUERY_WORDS} words"
+        )));
+    }
+    Ok(words)
 }
 
 impl From<CreateConversation> for NewConversation {
@@ -87,21 +116,27 @@ pub async fn create(
 }
 
 #[utoipa::path(get, path = "/api/conversations", tag = "conversations", operation_id = "list_conversations",
-    summary = "List the caller's conversations, newest first", params(ListParams),
-    responses((status = 200, description = "One page; pass `next_before` as `before` for the next", body = ConversationPage)))]
+    summary = "List or search the caller's conversations, newest first", params(ListParams),
+    responses((status = 200, description = "One page; pass `next_before` as `before` (and the same `q`) for the next", body = ConversationPage),
+              (status = 400, description = "`invalid_request`: malformed cursor, `q` too long or of too many words", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<ConversationPage>, ApiError> {
-    let (items, next_before) = state
-        .store
-        .list_conversations(
-            &owner.0,
-            params.limit.unwrap_or(DEFAULT_PAGE),
-            params.before,
-        )
-        .await?;
+    let limit = params.limit.unwrap_or(DEFAULT_PAGE);
+    let words = search_words(params.q.as_deref().unwrap_or_default())?;
+    let (items, next_before) = if words.is_empty() {
+        state
+            .store
+            .list_conversations(&owner.0, limit, params.before)
+            .await?
+    } else {
+        state
+            .store
+            .search_conversations(&owner.0, &words, limit, params.before)
+            .await?
+    };
     Ok(Json(ConversationPage {
         items: items.into_iter().map(Conversation::from).collect(),
         next_before,

@@ -13,8 +13,6 @@ use super::{with_pool, with_writer, Conversation, NewConversation, Store, StoreE
 use crate::domain::Engine;
 
 mod messages;
-#[cfg(test)]
-mod tests;
 
 pub(super) use messages::{message_row, INSERT_MESSAGE_SQL};
 
@@ -80,6 +78,11 @@ macro_rules! select_conversations {
     };
 }
 
+// After the macro, which it uses.
+mod search;
+#[cfg(test)]
+mod tests;
+
 fn encode_cursor(c: &Conversation) -> String {
     format!("{}_{}", c.updated_at.timestamp_micros(), c.id)
 }
@@ -89,6 +92,25 @@ fn decode_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
     let micros: i64 = micros.parse().map_err(|_| StoreError::InvalidCursor)?;
     let id = Uuid::parse_str(id).map_err(|_| StoreError::InvalidCursor)?;
     Ok((micros, id.to_string()))
+}
+
+/// One page of `limit` conversations from `records` (fetched with one row more than `limit`,
+/// which tells whether another page exists without a COUNT) and the cursor of the next page.
+fn page(
+    records: Vec<ConversationRecord>,
+    limit: u32,
+) -> Result<(Vec<Conversation>, Option<String>), StoreError> {
+    let mut items = records
+        .into_iter()
+        .map(ConversationRecord::into_model)
+        .collect::<Result<Vec<_>, _>>()?;
+    let next = if items.len() > limit as usize {
+        items.truncate(limit as usize);
+        items.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok((items, next))
 }
 
 /// Bumps a conversation's `updated_at`. Binds: updated_at, id.
@@ -211,17 +233,7 @@ impl Store {
                 .await?
             }
         });
-        let mut items = records
-            .into_iter()
-            .map(ConversationRecord::into_model)
-            .collect::<Result<Vec<_>, _>>()?;
-        let next = if items.len() > limit as usize {
-            items.truncate(limit as usize);
-            items.last().map(encode_cursor)
-        } else {
-            None
-        };
-        Ok((items, next))
+        page(records, limit)
     }
 
     /// Sets the title; `None` when missing or not `owner`'s. `updated_at` (the list's order) is

@@ -13,7 +13,8 @@ mod runs;
 mod schema;
 
 use conversations::{
-    conversations_crud_and_isolation, conversations_pagination, messages_order_and_recall,
+    conversations_crud_and_isolation, conversations_pagination, conversations_search,
+    messages_order_and_recall,
 };
 use events::{
     artifacts_round_trip, audit_rows, concurrent_event_appends, delete_cascades, events_log,
@@ -131,6 +132,7 @@ async fn suite(store: &Store) {
     store.ping().await.unwrap();
     conversations_crud_and_isolation(store).await;
     conversations_pagination(store).await;
+    conversations_search(store).await;
     messages_order_and_recall(store).await;
     run_lifecycle(store).await;
     conversation_with_first_run(store).await;

@@ -83,7 +83,6 @@ describe('reagent UI, chat basics', () => {
 
   test('deleting a conversation clears the error line shown for it', { timeout: SCENARIO_TIMEOUT }, async () => {
     const page = await finishedConversation();
-    page.on('dialog', (dialog) => dialog.accept(dialog.type() === 'prompt' ? 'A new title' : undefined));
     // The rename fails (the server is made to refuse it), which leaves an error line.
     await page.route('**/api/conversations/*', (route) => (route.request().method() === 'PATCH'
       ? route.fulfill({
@@ -93,9 +92,12 @@ describe('reagent UI, chat basics', () => {
       })
       : route.fallback()));
     await page.click('#rename-conv');
+    await page.fill('dialog[open] input', 'A new title');
+    await page.press('dialog[open] input', 'Enter');
     await page.waitForSelector('#composer-status.error:has-text("Could not rename")');
     await page.unroute('**/api/conversations/*');
     await page.click('#delete-conv');
+    await page.click('dialog[open] button:has-text("Delete")');
     await page.waitForSelector('#delete-conv[disabled]');
     assert.equal(await page.locator('#composer-status').textContent(), '');
     assert.equal(await page.locator('#composer-status.error').count(), 0);

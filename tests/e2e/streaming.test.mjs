@@ -91,8 +91,11 @@ describe('streaming a long answer', () => {
     const text = longAnswer();
     const { shown, expected } = await page.evaluate(async (full) => {
       const { renderMarkdown } = await import('/run.js');
+      const { enhance } = await import('/enhance.js');
       const box = document.createElement('div');
       box.innerHTML = renderMarkdown(full);
+      // With what every rendering gets: highlighted code blocks with a Copy button.
+      await enhance([...box.childNodes]);
       return { shown: document.querySelector('.answer').innerHTML, expected: box.innerHTML };
     }, text);
     assert.ok(expected.length > 15000, 'the expected rendering is the long answer');

@@ -48,9 +48,22 @@ export function chunked(text, size) {
 const LONG_CHUNK = 6;
 const LONG_BURST = 8;
 
+/** An answer with a code block and maths (and prices, which are not maths), for `code and maths`. */
+export const CODE_AND_MATHS = [
+  'Here is the function:\n\n',
+  '```python\ndef square(x):\n    return x * x  # squared\n```\n\n',
+  'Energy is $E = mc^2$, and it costs $5 or $10.\n\n',
+  '$$\n\\int_0^1 x^2 \\, dx = \\frac{1}{3}\n$$\n\n',
+  'Not a link: $\\href{javascript:alert(1)}{click}$.\n',
+].join('');
+
 /** The streamed (synthesis) answer for a query, in the chunks the mock sends. */
 export function answerChunks(query, followUp) {
   if (/long answer/.test(query)) return chunked(longAnswer(), LONG_CHUNK);
+  if (/code and maths/.test(query)) return chunked(CODE_AND_MATHS, 7);
+  // `reverse <word>`: the answer holds the word backwards, a text found in no question.
+  const reverse = /reverse (\w+)/.exec(query);
+  if (reverse) return ['Backwards: ', [...reverse[1]].reverse().join(''), '.'];
   const chunks = ['## Result\n\n', 'Six times seven is ', '**42**.', '\n\n- calculator: 42\n', '- current_time: UTC\n'];
   if (/xss/.test(query)) {
     chunks.push(

@@ -2,7 +2,7 @@
 // reagent binary, whose only model is the mock provider of support.mjs. Scenarios: a run with
 // two tool cards and a streamed Markdown answer; a DAG run (plan, nested cards, answer); an interrupt sent mid-run and shown drained;
 // Stop; a reload mid-run that re-attaches and shows the answer exactly once; an XSS answer that
-// does not execute; an API key asked once. `SCREENSHOT=1` also writes docs/screenshot*.png.
+// does not execute; an API key asked once. `SCREENSHOT=1` also writes docs/screenshot*.png (desktop, dark, phone).
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/
 
@@ -69,6 +69,9 @@ describe('reagent UI, auth off', () => {
     if (process.env.SCREENSHOT) {
       await cards.nth(0).locator('summary').click();
       await page.screenshot({ path: path.join(REPO, 'docs', 'screenshot.png') });
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: path.join(REPO, 'docs', 'screenshot-dark.png') });
+      await page.emulateMedia({ colorScheme: 'light' });
       await page.setViewportSize({ width: 390, height: 844 });
       await page.screenshot({ path: path.join(REPO, 'docs', 'screenshot-narrow.png') });
     }

@@ -1,5 +1,6 @@
-//! Tests of the cursor codec.
+//! Tests of the cursor codec and of the search statement.
 
+use super::search::{fts_phrase, like_pattern, search_sql};
 use super::*;
 
 #[test]
@@ -14,4 +15,24 @@ fn cursor_round_trips_and_rejects_garbage() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn patterns_escape_what_the_engines_would_read() {
+    assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    assert_eq!(fts_phrase("say \"hi\""), "\"say \"\"hi\"\"\"");
+}
+
+#[test]
+fn short_words_skip_the_trigram_index_on_sqlite() {
+    let words = ["ab".to_string(), "abc".to_string()];
+    let (sql, binds) = search_sql(true, "o", &words, None, 11);
+    assert!(sql.contains("m.content LIKE $2"), "{sql}");
+    assert!(sql.contains("messages_fts MATCH $4"), "{sql}");
+    assert!(sql.ends_with("LIMIT $5"), "{sql}");
+    assert_eq!(binds.len(), 5);
+    let (sql, binds) = search_sql(false, "o", &words, Some((1, "x".into())), 11);
+    assert!(!sql.contains("MATCH"), "{sql}");
+    assert!(sql.contains("c.title ILIKE $5"), "{sql}");
+    assert_eq!(binds.len(), 6);
 }

@@ -6,6 +6,7 @@ use super::*;
 on_both_backends!(
     tenants_cannot_see_each_other,
     conversations_crud_and_pagination,
+    conversations_search,
     delete_cancels_the_active_run,
     artifacts_are_served_safely_and_only_to_their_owner,
 );
@@ -204,6 +205,55 @@ async fn conversations_crud_and_pagination(db: String) {
             .status(),
         404
     );
+}
+
+/// `GET /api/conversations?q=`: every word, in the title or a message, any case; the plain
+/// list's paging; a blank `q` lists all; too long or too many words is a 400.
+async fn conversations_search(db: String) {
+    let app = TestApp::spawn_on(&db).await;
+    let mut ids = Vec::new();
+    for title in ["Trip to Kyoto", "Kyoto budget", "Groceries"] {
+        let r = app
+            .post("/api/conversations", json!({ "title": title }), None)
+            .await;
+        assert_eq!(r.status(), 201);
+        let body: Value = r.json().await.unwrap();
+        ids.push(body["id"].as_str().unwrap().to_string());
+    }
+    let found = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let page: Value = app
+        .get_json("/api/conversations?q=kyoto&limit=1", None)
+        .await;
+    assert_eq!(found(&page), [ids[1].clone()]);
+    let next = page["next_before"].as_str().unwrap();
+    let page: Value = app
+        .get_json(
+            &format!("/api/conversations?q=kyoto&limit=1&before={next}"),
+            None,
+        )
+        .await;
+    assert_eq!(found(&page), [ids[0].clone()]);
+    assert!(page["next_before"].is_null());
+    let page: Value = app
+        .get_json("/api/conversations?q=%20BUDGET%20%20kyo%20", None)
+        .await;
+    assert_eq!(found(&page), [ids[1].clone()]);
+    let page: Value = app.get_json("/api/conversations?q=%20", None).await;
+    assert_eq!(found(&page).len(), 3);
+    let many: Vec<String> = (0..11).map(|i| format!("w{i}")).collect();
+    let many = many.join("+");
+    let long = "x".repeat(201);
+    for q in [many, long] {
+        let r = app.get(&format!("/api/conversations?q={q}"), None).await;
+        assert_eq!(error_code(r, 400).await, "invalid_request", "{q}");
+    }
 }
 
 async fn delete_cancels_the_active_run(db: String) {

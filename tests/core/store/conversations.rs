@@ -187,3 +187,110 @@ pub(super) async fn messages_order_and_recall(store: &Store) {
     // A role other than user/assistant cannot be written: `MessageRole` has no such value, and
     // a stored one reads back as corrupt (`store::models` tests).
 }
+
+/// Adds a message of `kind` with `content` to `conv`.
+async fn say(store: &Store, conv: Uuid, kind: MessageKind, content: &str) -> Uuid {
+    let role = if kind == MessageKind::Answer {
+        MessageRole::Assistant
+    } else {
+        MessageRole::User
+    };
+    let new = NewMessage {
+        id: None,
+        conversation_id: conv,
+        role,
+        kind,
+        content: content.into(),
+        run_id: None,
+    };
+    store.add_message(new).await.unwrap().id
+}
+
+/// The ids `owner` finds for `q` (split on whitespace), following every page of `limit`.
+async fn found(store: &Store, owner: &str, q: &str, limit: u32) -> Vec<Uuid> {
+    let words: Vec<String> = q.split_whitespace().map(String::from).collect();
+    let (mut ids, mut cursor) = (Vec::new(), None);
+    loop {
+        let (items, next) = store
+            .search_conversations(owner, &words, limit, cursor)
+            .await
+            .unwrap();
+        ids.extend(items.iter().map(|c| c.id));
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return ids,
+        }
+    }
+}
+
+pub(super) async fn conversations_search(store: &Store) {
+    let who = owner("search");
+    let titled = store
+        .create_conversation(
+            &who,
+            NewConversation {
+                title: Some("Trip to Kyoto".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .id;
+    let old = conversation(store, &who).await;
+    say(
+        store,
+        old,
+        MessageKind::Query,
+        "What is the capital of Japan?",
+    )
+    .await;
+    say(
+        store,
+        old,
+        MessageKind::Answer,
+        "Tokyo; Kyoto was the capital before 1869. 100% sure.",
+    )
+    .await;
+    let newer = conversation(store, &who).await;
+    say(store, newer, MessageKind::Query, "Plan a trip").await;
+    let wait = say(store, newer, MessageKind::Interrupt, "with a stop in Osaka").await;
+    for _ in 0..3 {
+        let filler = conversation(store, &who).await;
+        say(store, filler, MessageKind::Query, "unrelated 1000 words").await;
+    }
+
+    // A word only in an old answer, in another case, inside a longer word.
+    assert_eq!(found(store, &who, "TOKYO", 10).await, [old]);
+    assert_eq!(found(store, &who, "okyo", 10).await, [old]);
+    // Title or message, newest first; every word must occur, in the title or any message.
+    assert_eq!(found(store, &who, "kyoto", 10).await, [old, titled]);
+    assert_eq!(found(store, &who, "trip osaka", 10).await, [newer]);
+    assert_eq!(
+        found(store, &who, "kyoto osaka", 10).await,
+        Vec::<Uuid>::new()
+    );
+    // Words under three characters (no trigram) and LIKE's wildcards taken literally.
+    assert_eq!(found(store, &who, "to 100%", 10).await, [old]);
+    assert_eq!(found(store, &who, "10_0", 10).await, Vec::<Uuid>::new());
+    assert_eq!(
+        found(store, &who, "\"Japan?\"", 10).await,
+        Vec::<Uuid>::new()
+    );
+    assert_eq!(found(store, &who, "Japan?", 10).await, [old]);
+    // Pages of one, same order as the whole.
+    assert_eq!(found(store, &who, "unrelated", 1).await.len(), 3);
+    assert_eq!(
+        found(store, &who, "a", 1).await,
+        found(store, &who, "a", 50).await
+    );
+    // Another owner finds nothing; a recalled message is no longer found.
+    assert!(found(store, &owner("other"), "tokyo", 10).await.is_empty());
+    assert!(store.delete_message(newer, wait).await.unwrap());
+    assert!(found(store, &who, "osaka", 10).await.is_empty());
+    assert!(store.delete_conversation(&who, old).await.unwrap());
+    assert!(found(store, &who, "tokyo", 10).await.is_empty());
+    let bad = store
+        .search_conversations(&who, &["x".into()], 2, Some("garbage".into()))
+        .await;
+    assert!(matches!(bad, Err(StoreError::InvalidCursor)));
+}

@@ -1,0 +1,96 @@
+// Accessibility (issue 44): axe-core (pinned in package.json) finds no serious or critical
+// violation on the main views — the chat with a finished run (tool cards, highlighted code,
+// maths), the conversation list with its search, the Tools drawer, the settings dialog and
+// the rename dialog — in the light and the dark theme, on a desktop and at phone width.
+//
+// Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/a11y.test.mjs
+
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import { ask, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+
+const SCENARIO_TIMEOUT = 60000;
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let llm;
+let server;
+let browser;
+
+before(async () => {
+  llm = await startMockLlm();
+  server = await startReagent(llm.base);
+  browser = await startBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await llm?.close();
+});
+
+/** The serious and critical violations axe finds in the page as it is now, one line each. */
+async function violations(page) {
+  if (!(await page.evaluate(() => Boolean(window.axe)))) await page.addScriptTag({ path: AXE });
+  const found = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}` +
+        ` — ${v.nodes[0]?.failureSummary?.split('\n').slice(0, 2).join(' ')}`);
+  });
+  return found;
+}
+
+for (const scheme of ['light', 'dark']) {
+  for (const [name, viewport] of [['desktop', { width: 1200, height: 820 }], ['phone', { width: 390, height: 844 }]]) {
+    describe(`reagent UI accessibility, ${scheme}, ${name}`, () => {
+      test('no serious or critical axe violation on the chat, the drawer and the dialogs', { timeout: SCENARIO_TIMEOUT }, async () => {
+        const page = await browser.context.newPage();
+        await page.emulateMedia({ colorScheme: scheme });
+        await page.goto(`${server.base}/`);
+        await ask(browser, server.base, 'show code and maths', page);
+        await footer(page, 'completed');
+        await page.setViewportSize(viewport);
+        await page.waitForSelector('.answer .math[data-rendered]');
+        await page.waitForSelector('.answer code[data-highlighted]');
+        await page.locator('.tool-card summary').first().click();
+        if (name === 'desktop') {
+          await page.fill('#conv-search', 'code');
+          await page.waitForSelector('#conv-list .conv.current');
+        }
+        const report = { chat: await violations(page) };
+
+        if (name === 'phone') {
+          await page.click('#toggle-sidebar');
+          await page.fill('#conv-search', 'code');
+          await page.waitForSelector('#conv-list .conv.current');
+          report.sidebar = await violations(page);
+          await page.click('#backdrop', { position: { x: 370, y: 400 } });
+        }
+        await page.click('#show-tools');
+        await page.waitForSelector('#tools-body .tool-item');
+        report.drawer = await violations(page);
+        await page.click('#close-tools');
+
+        // On a phone the settings button is in the conversations drawer.
+        if (name === 'phone') await page.click('#toggle-sidebar');
+        await page.click('#open-settings');
+        await page.waitForSelector('dialog[open]');
+        report.settings = await violations(page);
+        await page.keyboard.press('Escape');
+        if (name === 'phone') await page.click('#backdrop', { position: { x: 370, y: 400 } });
+
+        await page.click('#rename-conv');
+        await page.waitForSelector('dialog[open]');
+        report.rename = await violations(page);
+        await page.keyboard.press('Escape');
+
+        for (const [view, found] of Object.entries(report)) {
+          assert.deepEqual(found, [], `${scheme} ${name} ${view}:\n${found.join('\n')}`);
+        }
+        await page.close();
+      });
+    });
+  }
+}

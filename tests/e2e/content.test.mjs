@@ -1,0 +1,109 @@
+// What an answer shows (issue 44, items 3 and 6), in headless Chromium against the real binary:
+// code blocks highlighted with a Copy button, the whole answer copied as Markdown, maths typeset
+// by KaTeX (prices left alone, no link from `\href`), an image a tool produced shown as an
+// image, and safeguard notes in the run.
+//
+// Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/content.test.mjs
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ask, CODE_AND_MATHS, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+
+const SCENARIO_TIMEOUT = 45000;
+
+let llm;
+let server;
+let browser;
+
+before(async () => {
+  llm = await startMockLlm();
+  server = await startReagent(llm.base);
+  browser = await startBrowser();
+  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.base });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await llm?.close();
+});
+
+const clipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
+
+describe('reagent UI, answer content', () => {
+  test('code is highlighted and its Copy button copies exactly the code', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await ask(browser, server.base, 'show me code and maths');
+    await footer(page, 'completed');
+    const code = page.locator('.answer .code-block pre code.language-python');
+    await page.waitForSelector('.answer pre code.language-python[data-highlighted="yes"]');
+    assert.ok(await code.locator('.hljs-keyword').count() >= 1, 'keywords are marked');
+    assert.equal(await code.locator('.hljs-keyword').first().textContent(), 'def');
+    // Coloured: a keyword is not in the text colour of the block.
+    const colours = await code.evaluate((c) => [getComputedStyle(c).color, getComputedStyle(c.querySelector('.hljs-keyword')).color]);
+    assert.notEqual(colours[0], colours[1]);
+    await page.click('.answer .code-block .copy');
+    await page.waitForSelector('.answer .code-block .copy:has-text("Copied")');
+    assert.equal(await clipboard(page), 'def square(x):\n    return x * x  # squared\n');
+
+    // The whole answer, as the Markdown the model wrote.
+    await page.click('.answer-actions .copy');
+    await page.waitForSelector('.answer-actions .copy:has-text("Copied")');
+    assert.equal(await clipboard(page), CODE_AND_MATHS);
+    await page.close();
+  });
+
+  test('maths is typeset with KaTeX; prices and \\href stay harmless text', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await ask(browser, server.base, 'again code and maths');
+    await footer(page, 'completed');
+    await page.waitForSelector('.answer .math[data-rendered] .katex');
+    const inline = page.locator('.answer p .math:not(.math-display)').first();
+    assert.equal(await inline.getAttribute('data-tex'), 'E = mc^2');
+    assert.ok(await inline.locator('.katex-html').count(), 'rendered as HTML');
+    assert.ok(await inline.locator('.katex-mathml math mi').count(), 'with MathML for screen readers');
+    const display = page.locator('.answer div.math-display');
+    await display.locator('.katex-display .katex-html').waitFor();
+    assert.match(await display.getAttribute('data-tex'), /^\\int_0\^1 x\^2 .*\\frac\{1\}\{3\}$/);
+    assert.ok(await display.locator('.katex-html .mfrac').count(), 'the fraction is typeset');
+    // KaTeX's fonts load from the binary, not a CDN.
+    await page.evaluate(() => document.fonts.ready);
+    assert.ok(await page.evaluate(() => [...document.fonts].some((f) => f.family.includes('KaTeX') && f.status === 'loaded')));
+    // "$5 or $10" is text, not maths; \href made no link.
+    assert.match(await page.locator('.answer').textContent(), /costs \$5 or \$10\./);
+    assert.equal(await page.locator('.answer a').count(), 0);
+    await page.close();
+  });
+
+  test('an image a tool made is shown, and safeguard notes are in the run', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
+    await page.route('**/api/artifacts/*', (route) => route.fulfill({ status: 200, contentType: 'image/png', body: png }));
+    await page.route('**/api/conversations/*/runs', (route) => {
+      const conversation = route.request().url().split('/').at(-2);
+      const events = [
+        ['start', { run_id: '00000000-0000-4000-8000-000000000031', conversation_id: conversation, model: 'mock', mode: 'native' }],
+        ['step', { type: 'tool_start', iteration: 1, call_id: 'c1', tool: 'peer__image', arguments: {} }],
+        ['step', { type: 'tool_end', iteration: 1, call_id: 'c1', tool: 'peer__image', observation: '[image]', error: false, blocked: false, duration_ms: 1,
+          artifacts: [{ id: 'a1', name: 'dot.png', mime_type: 'image/png', size: png.length, url: '/api/artifacts/00000000-0000-4000-8000-0000000000a1' }] }],
+        ['step', { type: 'safeguard', iteration: 2, kind: 'cycle_warning', tool: 'peer__image' }],
+        ['step', { type: 'safeguard', iteration: 3, kind: 'reflection' }],
+        ['answer', { status: 'start' }],
+        ['answer', { status: 'done', content: 'A dot.', fallback: false }],
+        ['done', { status: 'completed', iterations: 3, tool_calls: 1, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, llm_calls: 3 }, elapsed_ms: 5, mode: 'native', answer: 'A dot.', unprocessed_interrupts: [] }],
+      ];
+      const body = events.map(([event, data], i) => `id: ${i + 1}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+      return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+    });
+    await page.goto(`${server.base}/`);
+    await ask(browser, server.base, 'draw a dot', page);
+    await footer(page, 'completed');
+    const image = page.locator('.tool-card .artifact img.artifact-image');
+    await image.waitFor({ state: 'attached' });
+    assert.equal(await image.getAttribute('alt'), 'dot.png');
+    await page.waitForFunction(() => document.querySelector('.artifact-image')?.naturalWidth === 1);
+    const notes = page.locator('.run-steps .safeguard-note');
+    assert.deepEqual(await notes.evaluateAll((n) => n.map((x) => x.dataset.kind)), ['cycle_warning', 'reflection']);
+    assert.match(await notes.first().textContent(), /repeating itself \(peer__image\)/);
+    assert.match(await notes.nth(1).textContent(), /step back/);
+    await page.close();
+  });
+});
