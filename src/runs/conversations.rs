@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::checks::{check_at_most, MAX_TITLE_CHARS};
 use super::manager::{RunError, RunManager};
+use crate::domain::RunStatus;
 use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 
 /// How long a delete waits for a cancelled run to write its final state.
@@ -142,4 +143,47 @@ impl RunManager {
             Err(RunError::NotFound)
         }
     }
+
+    /// Forks `owner`'s conversation `id` (docs/api.md): a new conversation with its settings
+    /// and its history up to and including run `until_run`'s turn (none without it), titled
+    /// after the original. `Invalid` when the run is not a finished run of that conversation.
+    pub async fn fork_conversation(
+        &self,
+        owner: &str,
+        id: Uuid,
+        until_run: Option<Uuid>,
+    ) -> Result<Conversation, RunError> {
+        let source = self.owned(owner, id).await?;
+        if let Some(run_id) = until_run {
+            let run = self.store.get_run(owner, run_id).await?;
+            match run {
+                Some(r) if r.conversation_id == id && r.status != RunStatus::Running => {}
+                Some(r) if r.conversation_id == id => {
+                    return Err(RunError::Invalid(format!(
+                        "until_run_id: the run {run_id} has not finished"
+                    )))
+                }
+                _ => {
+                    return Err(RunError::Invalid(format!(
+                        "until_run_id: {run_id} is not a run of this conversation"
+                    )))
+                }
+            }
+        }
+        let title = fork_title(source.title.as_deref());
+        Ok(self
+            .store
+            .fork_conversation(&source, until_run, Some(title))
+            .await?)
+    }
+}
+
+/// `<title> (fork)`, cut so that it stays within the title limit.
+fn fork_title(title: Option<&str>) -> String {
+    const SUFFIX: &str = " (fork)";
+    let base = title.unwrap_or("Conversation");
+    let room = MAX_TITLE_CHARS.saturating_sub(SUFFIX.chars().count());
+    let mut out: String = base.chars().take(room).collect();
+    out.push_str(SUFFIX);
+    out
 }

@@ -48,6 +48,14 @@ pub struct RenameConversation {
     pub title: String,
 }
 
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkConversation {
+    /// A finished run of the conversation: the fork holds the history up to and including its
+    /// turn. Without it the fork has no history.
+    pub until_run_id: Option<Uuid>,
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
@@ -188,4 +196,24 @@ pub async fn remove(
 ) -> Result<StatusCode, ApiError> {
     state.runs.delete_conversation(&owner.0, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/conversations/{id}/fork", tag = "conversations",
+    params(("id" = Uuid, Path, description = "Conversation id")),
+    summary = "Fork a conversation at one of its runs",
+    request_body = ForkConversation,
+    responses((status = 201, description = "The new conversation; `forked_from` names the original", body = Conversation),
+              (status = 400, description = "`invalid_request`: `until_run_id` is not a finished run of this conversation", body = ErrorBody),
+              (status = 404, description = "`not_found`: no such conversation of the caller's", body = ErrorBody)))]
+pub async fn fork(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<ForkConversation>,
+) -> Result<impl IntoResponse, ApiError> {
+    let fork = state
+        .runs
+        .fork_conversation(&owner.0, id, body.until_run_id)
+        .await?;
+    Ok((StatusCode::CREATED, Json(Conversation::from(fork))))
 }

@@ -58,6 +58,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
                 .delete(conversations::remove),
         )
         .route("/conversations/{id}/runs", post(runs::start))
+        .route("/conversations/{id}/fork", post(conversations::fork))
         .route("/conversations/{id}/interrupt", post(runs::interrupt))
         .route(
             "/conversations/{id}/interrupt/{interrupt_id}",

@@ -80,6 +80,19 @@ pub struct Conversation {
     /// The running run of this conversation, if any.
     #[schema(required)]
     pub active_run_id: Option<Uuid>,
+    /// Where this conversation was forked from (`POST /api/conversations/{id}/fork`); `null`
+    /// for one that is not a fork.
+    #[schema(required)]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// The conversation and run a fork was made from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ForkedFrom {
+    pub conversation_id: Uuid,
+    /// The run whose turn the copied history ends with; `null` for a fork without history.
+    #[schema(required)]
+    pub run_id: Option<Uuid>,
 }
 
 impl From<store::Conversation> for Conversation {
@@ -95,6 +108,10 @@ impl From<store::Conversation> for Conversation {
             created_at: c.created_at,
             updated_at: c.updated_at,
             active_run_id: c.active_run_id,
+            forked_from: c.forked_from.map(|f| ForkedFrom {
+                conversation_id: f.conversation_id,
+                run_id: f.run_id,
+            }),
         }
     }
 }

@@ -8,10 +8,12 @@
 use uuid::Uuid;
 
 use super::binds::{bind, Arg};
+use super::models::ForkedFrom;
 use super::models::{now, opt_uuid, time, uuid};
 use super::{with_pool, with_writer, Conversation, NewConversation, Store, StoreError};
 use crate::domain::Engine;
 
+mod fork;
 mod messages;
 
 pub(super) use messages::{message_row, INSERT_MESSAGE_SQL};
@@ -32,6 +34,8 @@ struct ConversationRecord {
     created_at: i64,
     updated_at: i64,
     active_run_id: Option<String>,
+    forked_from_conversation: Option<String>,
+    forked_from_run: Option<String>,
 }
 
 impl ConversationRecord {
@@ -60,6 +64,13 @@ impl ConversationRecord {
             created_at: time(self.created_at)?,
             updated_at: time(self.updated_at)?,
             active_run_id: opt_uuid(self.active_run_id.as_deref())?,
+            forked_from: match opt_uuid(self.forked_from_conversation.as_deref())? {
+                Some(conversation_id) => Some(ForkedFrom {
+                    conversation_id,
+                    run_id: opt_uuid(self.forked_from_run.as_deref())?,
+                }),
+                None => None,
+            },
         })
     }
 }
@@ -70,7 +81,7 @@ macro_rules! select_conversations {
     ($rest:literal) => {
         concat!(
             "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, c.engine, ",
-            "c.created_at, ",
+            "c.created_at, c.forked_from_conversation, c.forked_from_run, ",
             "c.updated_at, (SELECT r.id FROM runs r WHERE r.conversation_id = c.id ",
             "AND r.status = 'running' LIMIT 1) AS active_run_id FROM conversations c ",
             $rest
@@ -118,10 +129,12 @@ pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
 /// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, agent,
-/// created_at, updated_at, engine (see [`conversation_row`]).
+/// created_at, updated_at, engine, forked_from_conversation, forked_from_run (see
+/// [`conversation_row`]).
 pub(super) const INSERT_CONVERSATION_SQL: &str =
     "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, agent, \
-     created_at, updated_at, engine) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+     created_at, updated_at, engine, forked_from_conversation, forked_from_run) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// The values of [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
 pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg<'_>> {
@@ -141,6 +154,8 @@ pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg
         Arg::Int(c.created_at.timestamp_micros()),
         Arg::Int(updated_micros),
         Arg::OptStr(c.engine.map(|e| e.as_str())),
+        Arg::OptString(c.forked_from.map(|f| f.conversation_id.to_string())),
+        Arg::OptString(c.forked_from.and_then(|f| f.run_id).map(|r| r.to_string())),
     ]
 }
 
@@ -162,6 +177,7 @@ impl Store {
             created_at: at,
             updated_at: at,
             active_run_id: None,
+            forked_from: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod health;
 mod leases;
 pub mod models;
 pub mod notify;
+mod responses;
 mod runs;
 
 use std::str::FromStr;
@@ -46,9 +47,9 @@ pub use error::StoreError;
 pub use health::READY_TIMEOUT;
 pub use leases::LeaseHolder;
 pub use models::{
-    AuditRow, Conversation, FinalState, InstanceRow, NewConversation, NewMessage, NewRun, RunBatch,
-    RunFinish, RunRow, StoredArtifact, StoredEvent, StoredMessage, TakenRun, Written,
-    EVENT_ID_BLOCK,
+    AuditRow, Conversation, FinalState, ForkedFrom, InstanceRow, NewConversation, NewMessage,
+    NewRun, RunBatch, RunFinish, RunRow, StoredArtifact, StoredEvent, StoredMessage, TakenRun,
+    Written, EVENT_ID_BLOCK,
 };
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");

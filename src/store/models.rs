@@ -32,6 +32,16 @@ pub struct Conversation {
     pub updated_at: DateTime<Utc>,
     /// The running run of this conversation, if any.
     pub active_run_id: Option<Uuid>,
+    /// The conversation and run it was forked from (docs/api.md).
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a fork came from: the original conversation and the run its history ends with
+/// (`None`: forked with no history).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForkedFrom {
+    pub conversation_id: Uuid,
+    pub run_id: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -7,11 +7,12 @@
 //! `REAGENT_SKIP_PG=1` skips them). The other tests check storage-independent behaviour and run
 //! on SQLite only.
 //!
-//! By topic: [`approvals`], [`conversations`], [`ops`], [`runs`], [`turns`].
+//! By topic: [`approvals`], [`conversations`], [`forks`], [`ops`], [`runs`], [`turns`].
 
 mod approvals;
 mod client_tools;
 mod conversations;
+mod forks;
 mod ops;
 mod runs;
 mod turns;

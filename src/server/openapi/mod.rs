@@ -46,8 +46,9 @@ struct Base;
         conversations::show,
         conversations::rename,
         conversations::remove,
+        conversations::fork,
     ),
-    components(schemas(conversations::CreateConversation, conversations::RenameConversation)),
+    components(schemas(conversations::CreateConversation, conversations::RenameConversation, conversations::ForkConversation)),
     tags((name = "conversations", description = "Conversations and their messages (docs/api.md)"))
 )]
 struct Conversations;

@@ -272,6 +272,7 @@ fn sample_views() -> Vec<(&'static str, Value)> {
         created_at: now,
         updated_at: now,
         active_run_id: None,
+        forked_from: None,
     };
     let message = views::Message {
         id: Uuid::new_v4(),

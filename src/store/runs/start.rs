@@ -158,7 +158,7 @@ impl Store {
         let numbered = self.is_shared();
         // Conversations before what refers to them.
         let inserts = [
-            (INSERT_CONVERSATION_SQL, 10, conversations),
+            (INSERT_CONVERSATION_SQL, 12, conversations),
             (INSERT_RUN_SQL, 9, runs),
             (INSERT_MESSAGE_SQL, 7, messages),
         ];
