@@ -20,6 +20,8 @@
 //!   event names, artifact references, model abilities); imports nothing of the crate.
 //! - [`app`] — the one place that assembles the service from a [`config::Config`] and runs it
 //!   until a shutdown signal.
+//! - [`eval`] — `reagent eval`: an agent over a task file, against a running or in-process
+//!   service, judged answer by answer.
 //! - [`net`] — the listening socket the server and the test fakes share.
 //! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
 //!   mock provider.
@@ -29,6 +31,7 @@ pub mod app;
 pub mod config;
 pub mod dag;
 pub mod domain;
+pub mod eval;
 pub mod llm;
 pub mod net;
 pub mod runs;

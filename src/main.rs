@@ -10,6 +10,8 @@
 //! - `reagent mock-provider --bind ADDR [options]` runs the OpenAI-compatible mock provider
 //!   ([`MockProvider`]) for load tests; it needs no configuration and prints
 //!   `mock provider listening on http://ADDR` on stdout (so `--bind 127.0.0.1:0` works).
+//! - `reagent eval TASKS.jsonl [--url URL | --config FILE] [options]` runs an agent over a task
+//!   file and reports its accuracy ([`reagent::eval`], evals/README.md).
 //!
 //! `serve` loads the configuration, binds (before anything is created, so a port in use leaves
 //! no database file behind), assembles the service with [`App::build`] and hands over to
@@ -29,6 +31,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use reagent::app::{setup, App, AppOverrides};
 use reagent::config::{Config, ConfigError, DEFAULT_CONFIG_FILE, DEMO_NOTICE};
+use reagent::eval::{EvalArgs, EvalError};
 use reagent::server;
 use reagent::testing::mock_provider::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
@@ -64,6 +67,8 @@ enum Command {
     CheckConfig(ServeArgs),
     /// Run an OpenAI-compatible mock provider for load tests (no configuration needed).
     MockProvider(MockArgs),
+    /// Run an agent over a JSONL file of tasks and report its accuracy (evals/README.md).
+    Eval(EvalArgs),
 }
 
 /// The flags of `serve` and `check-config`.
@@ -138,6 +143,8 @@ fn main() -> ExitCode {
     let (serve_it, args) = match cli.command {
         // The mock provider is not the service: it must start without (or despite) its config.
         Command::MockProvider(args) => return exit_code(run_mock(args.into())),
+        // The eval loads its own configuration (--config), or none with --url.
+        Command::Eval(args) => return run_eval(args),
         Command::Serve(args) => (true, args),
         Command::CheckConfig(args) => (false, args),
     };
@@ -190,8 +197,12 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
 }
 
 fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(reagent::app::DEFAULT_LOG_FILTER));
+    init_tracing_with(reagent::app::DEFAULT_LOG_FILTER);
+}
+
+fn init_tracing_with(default_filter: &str) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -203,6 +214,26 @@ fn run_server(config: Config, demo: bool, env: HashMap<String, String>) -> anyho
     init_tracing();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(serve(config, demo, env))
+}
+
+/// `reagent eval`: status 0, 1 below `--min-accuracy` or when it could not run, 2 for bad
+/// flags, task file or configuration.
+fn run_eval(args: EvalArgs) -> ExitCode {
+    // Warnings only: the in-process service's info lines would bury the progress line.
+    init_tracing_with("warn");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => return exit_code(Err(anyhow::anyhow!("cannot start the async runtime: {e}"))),
+    };
+    match runtime.block_on(reagent::eval::run(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(EvalError::Usage(e)) => {
+            eprintln!("reagent: eval: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Err(EvalError::Run(e)) => exit_code(Err(e)),
+    }
 }
 
 fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {

@@ -9,6 +9,7 @@
 use crate::support::child::{run, Server};
 
 mod demo;
+mod eval;
 mod startup;
 
 #[tokio::test]

@@ -1,0 +1,127 @@
+//! Per-task results and the summary, as a text table or as JSON.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// One task's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskResult {
+    pub id: String,
+    pub correct: bool,
+    /// The run's final status, or `error` when the service refused the task or the stream broke.
+    pub status: String,
+    pub llm_calls: u64,
+    pub tool_calls: u64,
+    pub tokens: u64,
+    pub time_s: f64,
+    /// `tools_required` that did not run without an error.
+    pub missing_tools: Vec<String>,
+    pub answer: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Accuracy and medians over every task.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub tasks: usize,
+    pub correct: usize,
+    /// `correct / tasks`, 0 to 1.
+    pub accuracy: f64,
+    pub median_llm_calls: f64,
+    pub median_tool_calls: f64,
+    pub median_tokens: f64,
+    pub median_time_s: f64,
+    /// Wall time of the whole eval.
+    pub wall_s: f64,
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+pub struct Report<'a> {
+    pub summary: &'a Summary,
+    pub tasks: &'a [TaskResult],
+}
+
+impl Summary {
+    pub fn of(results: &[TaskResult], wall: Duration) -> Summary {
+        let correct = results.iter().filter(|r| r.correct).count();
+        let median_of = |f: &dyn Fn(&TaskResult) -> f64| median(results.iter().map(f).collect());
+        Summary {
+            tasks: results.len(),
+            correct,
+            accuracy: match results.len() {
+                0 => 0.0,
+                n => correct as f64 / n as f64,
+            },
+            median_llm_calls: median_of(&|r| r.llm_calls as f64),
+            median_tool_calls: median_of(&|r| r.tool_calls as f64),
+            median_tokens: median_of(&|r| r.tokens as f64),
+            median_time_s: median_of(&|r| r.time_s),
+            wall_s: wall.as_secs_f64(),
+        }
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    match values.len() % 2 {
+        1 => values[mid],
+        _ => (values[mid - 1] + values[mid]) / 2.0,
+    }
+}
+
+/// The per-task table, then the summary line.
+pub fn table(results: &[TaskResult], summary: &Summary) -> String {
+    let id_width = results.iter().map(|r| r.id.len()).max().unwrap_or(2).max(4);
+    let mut out = format!(
+        "{:<id_width$}  {:<7}  {:<14}  {:>9}  {:>10}  {:>7}  {:>7}  answer\n",
+        "task", "correct", "status", "llm_calls", "tool_calls", "tokens", "time_s"
+    );
+    for r in results {
+        let mut note = one_line(&r.answer, 60);
+        if let Some(e) = &r.error {
+            note = format!("error: {}", one_line(e, 60));
+        } else if !r.missing_tools.is_empty() {
+            note = format!("(did not run: {}) {note}", r.missing_tools.join(", "));
+        }
+        out.push_str(&format!(
+            "{:<id_width$}  {:<7}  {:<14}  {:>9}  {:>10}  {:>7}  {:>7.1}  {note}\n",
+            r.id,
+            if r.correct { "yes" } else { "no" },
+            r.status,
+            r.llm_calls,
+            r.tool_calls,
+            r.tokens,
+            r.time_s,
+        ));
+    }
+    out.push_str(&format!(
+        "\naccuracy {}/{} = {:.1}%  median: llm_calls {}, tool_calls {}, tokens {}, time {:.1} s  \
+         (wall {:.1} s)\n",
+        summary.correct,
+        summary.tasks,
+        summary.accuracy * 100.0,
+        summary.median_llm_calls,
+        summary.median_tool_calls,
+        summary.median_tokens,
+        summary.median_time_s,
+        summary.wall_s,
+    ));
+    out
+}
+
+/// `text` on one line, cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &flat[..at]),
+        None => flat,
+    }
+}
