@@ -57,6 +57,11 @@ impl RunManager {
         Ok(self.store.create_conversation(owner, new).await?)
     }
 
+    /// Whether `id` is a conversation of anyone's (docs/protocols.md: a front end's thread id).
+    pub async fn conversation_exists(&self, id: Uuid) -> Result<bool, RunError> {
+        Ok(self.store.conversation_exists(id).await?)
+    }
+
     /// A checked new conversation of `owner`'s, not stored yet (a run stores it with itself).
     pub(super) fn draft_conversation(
         &self,

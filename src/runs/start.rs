@@ -77,6 +77,9 @@ pub struct StartRun {
     pub agent: Option<String>,
     /// Tools the caller executes (docs/api.md "Caller tools"); any API passes them here.
     pub client_tools: Vec<ToolDefinition>,
+    /// The id of the new conversation ([`ConversationRef::New`] only; fresh when absent): a
+    /// front end's own thread id names it (docs/protocols.md).
+    pub conversation_id: Option<Uuid>,
 }
 
 impl StartRun {
@@ -94,6 +97,7 @@ impl StartRun {
             history: Vec::new(),
             agent: None,
             client_tools: Vec::new(),
+            conversation_id: None,
         }
     }
 }
@@ -154,7 +158,11 @@ impl RunManager {
         }
         let (conv, is_new) = match &request.conversation {
             ConversationRef::Existing(id) => (self.owned(owner, *id).await?, false),
-            ConversationRef::New(new) => (self.draft_conversation(owner, new.clone())?, true),
+            ConversationRef::New(new) => {
+                let mut conv = self.draft_conversation(owner, new.clone())?;
+                conv.id = request.conversation_id.unwrap_or(conv.id);
+                (conv, true)
+            }
         };
         if let Some(expected) = &request.agent {
             // A conversation without an agent runs the default settings: the implicit agent's.

@@ -7,7 +7,8 @@
 //! reach; [`crate::app`] builds it), `error` (ApiError and JSON rejections), `auth` (keys,
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
-//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API, docs/protocols.md).
+//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API,
+//! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md).
 
 pub mod agents;
 pub mod approvals;
@@ -16,6 +17,7 @@ pub mod auth;
 pub mod client_tools;
 pub mod conversations;
 pub mod error;
+pub mod frontends;
 pub mod listen;
 pub mod long_uri;
 pub mod mcp;
@@ -87,6 +89,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api", api_routes(&state))
         .nest("/v1", openai::routes(&state))
+        .merge(frontends::routes(&state))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

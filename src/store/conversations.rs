@@ -213,6 +213,18 @@ impl Store {
         record.map(ConversationRecord::into_model).transpose()
     }
 
+    /// Whether a conversation with this id exists, whoever owns it: a front end's thread id that
+    /// is another tenant's conversation is refused rather than created twice.
+    pub async fn conversation_exists(&self, id: Uuid) -> Result<bool, StoreError> {
+        let found: Option<(i32,)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT 1 FROM conversations WHERE id = $1")
+                .bind(id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(found.is_some())
+    }
+
     /// Newest first by `updated_at` (ties by id). `limit` is clamped to `1..=MAX_PAGE`;
     /// `before` is a cursor from a previous page. Returns the page and the cursor of the next
     /// one (`None` at the end). A malformed cursor is [`StoreError::InvalidCursor`].

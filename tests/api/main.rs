@@ -13,6 +13,7 @@
 //! - [`instances`]: several real instances on one PostgreSQL database: takeover, fencing,
 //!   `/api/instances`, SIGTERM hand-over (docs/deployment.md);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
+//! - [`frontends`]: AG-UI and the AI SDK stream with their official clients, tenancy, resumes;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
 //! - [`instances`]: several instances on one PostgreSQL database (docs/deployment.md).
@@ -35,6 +36,7 @@ mod conformance;
 mod crash;
 mod dag;
 mod faults;
+mod frontends;
 mod http;
 #[cfg(unix)]
 mod instances;

@@ -1,8 +1,9 @@
-//! `facade`: the OpenAI-compatible API's own cost. The same short run (one tool call and a
-//! short answer from a zero-latency mock) through `POST /api/chat` and through
-//! `POST /v1/chat/completions` (streamed, the implicit `reagent` agent), one run at a time, in
-//! alternating blocks so that drift on a shared machine hits both alike. Reports per run: wall
-//! time from request to the stream's end, and the server's CPU time.
+//! `facade`: the protocol facades' own cost. The same short run (one tool call and an answer of
+//! `--tokens` tokens from a zero-latency mock) through `POST /api/chat` and through
+//! `POST /v1/chat/completions` (streamed), `POST /ag-ui/reagent` and `POST /ai-sdk/reagent` (the
+//! implicit `reagent` agent, a new thread each), one run at a time, in alternating blocks so
+//! that drift on a shared machine hits all alike. Reports per run: wall time from request to the
+//! stream's end, and the server's CPU time.
 
 use std::time::Instant;
 
@@ -21,7 +22,16 @@ const BLOCK: usize = 20;
 enum Api {
     Native,
     OpenAi,
+    AgUi,
+    AiSdk,
 }
+
+const APIS: [(Api, &str); 4] = [
+    (Api::Native, "/api/chat"),
+    (Api::OpenAi, "/v1/chat/completions"),
+    (Api::AgUi, "/ag-ui/reagent"),
+    (Api::AiSdk, "/ai-sdk/reagent"),
+];
 
 #[derive(Default)]
 struct Tally {
@@ -29,25 +39,32 @@ struct Tally {
     cpu_s: f64,
 }
 
-pub async fn facade(http: &reqwest::Client, runs: usize, warmup: usize) -> anyhow::Result<bool> {
+pub async fn facade(
+    http: &reqwest::Client,
+    runs: usize,
+    warmup: usize,
+    tokens: usize,
+) -> anyhow::Result<bool> {
     let flags = MockFlags {
         tool_iterations: 1,
-        answer_tokens: 20,
+        answer_tokens: tokens,
         ..MockFlags::default()
     };
     let stack = Stack::start(http, &flags, &[]).await?;
     let (base, pid) = (stack.server.base.clone(), stack.server.pid);
+    let mut n = 0;
     for i in 0..warmup {
-        let api = if i % 2 == 0 { Api::Native } else { Api::OpenAi };
-        one(http, &base, api).await?;
+        n += 1;
+        one(http, &base, APIS[i % APIS.len()].0, n).await?;
     }
-    let (mut native, mut openai) = (Tally::default(), Tally::default());
+    let mut tallies: Vec<Tally> = APIS.iter().map(|_| Tally::default()).collect();
     let mut done = 0;
     while done < runs {
-        for (api, tally) in [(Api::Native, &mut native), (Api::OpenAi, &mut openai)] {
+        for ((api, _), tally) in APIS.iter().zip(tallies.iter_mut()) {
             let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
             for _ in 0..BLOCK.min(runs - done) {
-                tally.wall_ms.push(one(http, &base, api).await?);
+                n += 1;
+                tally.wall_ms.push(one(http, &base, *api, n).await?);
             }
             tally.cpu_s += cpu_seconds(pid).unwrap_or(cpu0) - cpu0;
         }
@@ -55,7 +72,7 @@ pub async fn facade(http: &reqwest::Client, runs: usize, warmup: usize) -> anyho
     }
     stack.stop().await?;
     println!(
-        "== facade: {runs} runs each, one at a time (1 tool call, 20-token answer, mock at 0 ms)"
+        "== facade: {runs} runs each, one at a time (1 tool call, {tokens}-token answer, mock at 0 ms)"
     );
     let row = |name: &str, t: &Tally| {
         let s = Summary::of(&t.wall_ms);
@@ -68,15 +85,25 @@ pub async fn facade(http: &reqwest::Client, runs: usize, warmup: usize) -> anyho
         );
         (s.p50, cpu_ms)
     };
-    let (api_p50, api_cpu) = row("/api/chat", &native);
-    let (v1_p50, v1_cpu) = row("/v1/chat/completions", &openai);
-    println!(
-        "  facade cost              wall p50 {:+.3} ms ({:+.1} %)   server CPU {:+.3} ms/run ({:+.1} %)",
-        v1_p50 - api_p50,
-        100.0 * (v1_p50 - api_p50) / api_p50.max(1e-9),
-        v1_cpu - api_cpu,
-        100.0 * (v1_cpu - api_cpu) / api_cpu.max(1e-9),
-    );
+    let (api_p50, api_cpu) = row(APIS[0].1, &tallies[0]);
+    let others: Vec<(&str, f64, f64)> = APIS[1..]
+        .iter()
+        .zip(&tallies[1..])
+        .map(|((_, name), t)| {
+            let (p50, cpu) = row(name, t);
+            (*name, p50, cpu)
+        })
+        .collect();
+    for (name, p50, cpu) in others {
+        println!(
+            "  {name:<24} cost wall p50 {:+.3} ms ({:+.1} %)   server CPU {:+.3} ms/run ({:+.1} %, {:+.4} ms/token)",
+            p50 - api_p50,
+            100.0 * (p50 - api_p50) / api_p50.max(1e-9),
+            cpu - api_cpu,
+            100.0 * (cpu - api_cpu) / api_cpu.max(1e-9),
+            (cpu - api_cpu) / tokens.max(1) as f64,
+        );
+    }
     Ok(true)
 }
 
@@ -85,7 +112,7 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 /// One run to the end of its stream; its wall time in milliseconds.
-async fn one(http: &reqwest::Client, base: &str, api: Api) -> anyhow::Result<f64> {
+async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::Result<f64> {
     let t0 = Instant::now();
     let request = match api {
         Api::Native => http
@@ -98,13 +125,23 @@ async fn one(http: &reqwest::Client, base: &str, api: Api) -> anyhow::Result<f64
                 "stream": true,
                 "messages": [{"role": "user", "content": "Look it up and answer."}],
             })),
+        Api::AgUi => http.post(format!("{base}/ag-ui/reagent")).json(&json!({
+            "threadId": format!("bench-{n}"), "runId": format!("r{n}"),
+            "messages": [{"id": "u1", "role": "user", "content": "Look it up and answer."}],
+        })),
+        Api::AiSdk => http.post(format!("{base}/ai-sdk/reagent")).json(&json!({
+            "id": format!("bench-{n}"), "trigger": "submit-message",
+            "messages": [{"id": "u1", "role": "user",
+                          "parts": [{"type": "text", "text": "Look it up and answer."}]}],
+        })),
     };
     let response = request.send().await.context("request")?;
     anyhow::ensure!(response.status().is_success(), "HTTP {}", response.status());
     let body = response.text().await.context("stream")?;
     let complete = match api {
         Api::Native => body.contains("event: done"),
-        Api::OpenAi => body.ends_with("data: [DONE]\n\n"),
+        Api::OpenAi | Api::AiSdk => body.ends_with("data: [DONE]\n\n"),
+        Api::AgUi => body.contains("\"type\":\"RUN_FINISHED\""),
     };
     anyhow::ensure!(complete, "the stream ended early: {body}");
     Ok(t0.elapsed().as_secs_f64() * 1000.0)

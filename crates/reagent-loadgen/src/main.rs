@@ -19,8 +19,9 @@
 //!   token latency on this machine; `floor --relay`: the same load through the server and through
 //!   a minimal relay (`relay`, a child process), with both CPU costs per token and their ratio.
 //!
-//! - `facade [--runs N]`: the same short run through `/api/chat` and `/v1/chat/completions`,
-//!   side by side: the OpenAI-compatible API's own cost per run.
+//! - `facade [--runs N] [--tokens T]`: the same short run through `/api/chat`,
+//!   `/v1/chat/completions`, `/ag-ui/reagent` and `/ai-sdk/reagent`, side by side: each
+//!   facade's own cost per run and per token.
 //! - `memory`: where a held run's bytes are (RSS deltas as its parts are added one by one).
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
@@ -98,7 +99,8 @@ enum Cmd {
     Soak(SoakArgs),
     /// The harness's own token latency: N streams straight from the mock, no reagent.
     Floor(FloorArgs),
-    /// The same short run through /api/chat and /v1/chat/completions: the facade's own cost.
+    /// The same short run through /api/chat, /v1/chat/completions, /ag-ui and /ai-sdk: the
+    /// facades' own cost.
     Facade(FacadeArgs),
     /// Where a held run's bytes are: RSS deltas as the parts of N runs are added one by one.
     Memory {
@@ -128,9 +130,12 @@ struct FacadeArgs {
     /// Runs through each API.
     #[arg(long, short = 'n', default_value_t = 400)]
     runs: usize,
-    /// Unmeasured runs first (half through each API).
+    /// Unmeasured runs first (spread over the APIs).
     #[arg(long, default_value_t = 40)]
     warmup: usize,
+    /// Tokens of each run's answer.
+    #[arg(long, default_value_t = 20)]
+    tokens: usize,
 }
 
 #[derive(Args)]
@@ -293,7 +298,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::ChaosSmoke => chaos::chaos_smoke().await,
         Cmd::Instances(a) => instances::instances(a).await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
-        Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup).await,
+        Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup, a.tokens).await,
         Cmd::Floor(a) => {
             let http = http_client()?;
             let shape = floor::Shape {

@@ -128,6 +128,7 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
     let mut doc = document_for(max_chars, &models, &tools);
     let agents: Vec<String> = state.runs.agents.iter().map(|a| a.name.clone()).collect();
     super::openai::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
+    super::frontends::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
     Json(doc)
 }
 

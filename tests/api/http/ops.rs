@@ -60,6 +60,7 @@ async fn openapi_lists_every_route() {
         ("/api/conversations", vec!["get", "post"]),
         ("/api/conversations/{id}", vec!["get", "patch", "delete"]),
         ("/api/conversations/{id}/runs", vec!["post"]),
+        ("/api/conversations/{id}/fork", vec!["post"]),
         ("/api/conversations/{id}/interrupt", vec!["post"]),
         (
             "/api/conversations/{id}/interrupt/{interrupt_id}",
@@ -69,6 +70,7 @@ async fn openapi_lists_every_route() {
         ("/api/runs/{run_id}", vec!["get"]),
         ("/api/runs/{run_id}/events", vec!["get"]),
         ("/api/runs/{run_id}/cancel", vec!["post"]),
+        ("/api/runs/{run_id}/tool_outputs", vec!["post"]),
         ("/api/approvals", vec!["get"]),
         ("/api/approvals/{id}", vec!["post"]),
         ("/api/tools", vec!["get"]),
@@ -83,6 +85,8 @@ async fn openapi_lists_every_route() {
         ("/api/instances", vec!["get"]),
         ("/v1/models", vec!["get"]),
         ("/v1/chat/completions", vec!["post"]),
+        ("/ag-ui/{agent}", vec!["post"]),
+        ("/ai-sdk/{agent}", vec!["post"]),
     ];
     assert_eq!(paths.len(), expected.len());
     for (path, methods) in expected {

@@ -20,11 +20,19 @@ fn router_routes() -> BTreeSet<(String, String)> {
     ))
     .unwrap();
     let openai_start = openai.find("pub fn routes(").expect("pub fn routes(");
+    // The front-end protocols, merged at the root (src/server/frontends/mod.rs).
+    let frontends = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/server/frontends/mod.rs"
+    ))
+    .unwrap();
+    let frontends_start = frontends.find("pub fn routes(").expect("pub fn routes(");
     let mut routes = BTreeSet::new();
     for (block, prefix) in [
         (&source[api_start..router_start], "/api"),
         (&source[router_start..], ""),
         (&openai[openai_start..], "/v1"),
+        (&frontends[frontends_start..], ""),
     ] {
         for segment in block.split(".route(").skip(1) {
             let path = segment.split('"').nth(1).expect("a quoted route path");
@@ -112,6 +120,7 @@ async fn every_api_route_refuses_missing_and_wrong_keys() {
         ("id", uuid::Uuid::new_v4().to_string()),
         ("run_id", uuid::Uuid::new_v4().to_string()),
         ("interrupt_id", uuid::Uuid::new_v4().to_string()),
+        ("agent", "reagent".to_string()),
     ]
     .into();
     let wrong = [

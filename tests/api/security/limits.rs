@@ -106,6 +106,7 @@ async fn bodies_over_the_limit_are_413_on_every_body_route_sized_or_chunked() {
         ("id", conv.clone()),
         ("run_id", uuid::Uuid::new_v4().to_string()),
         ("interrupt_id", uuid::Uuid::new_v4().to_string()),
+        ("agent", "reagent".to_string()),
     ]
     .into();
     let mut checked = 0;

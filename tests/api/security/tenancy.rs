@@ -97,6 +97,8 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
             ("id", id),
             ("run_id", run.clone()),
             ("interrupt_id", interrupt_id.clone()),
+            // An agent is not a tenant's: the front-end threads' tenancy is in tests/api/frontends.
+            ("agent", "nobody".to_string()),
         ]
         .into();
         let path = fill(&op.path, &ids);
@@ -208,7 +210,7 @@ async fn malformed_ids_are_400_or_404_on_every_route() {
     let mut checked = 0;
     for op in operations(&doc).into_iter().filter(Op::has_path_params) {
         for value in bad.iter().copied().chain([long.as_str()]) {
-            let ids: BTreeMap<&str, String> = ["id", "run_id", "interrupt_id"]
+            let ids: BTreeMap<&str, String> = ["id", "run_id", "interrupt_id", "agent"]
                 .into_iter()
                 .map(|k| (k, value.to_string()))
                 .collect();

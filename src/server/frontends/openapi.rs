@@ -1,0 +1,106 @@
+//! `/ag-ui/{agent}` and `/ai-sdk/{agent}` in the OpenAPI document, beside the generated `/api`
+//! part: [`extend`] adds them. The request schemas say what is surely accepted (a new user
+//! message with text); the descriptions name what else is read.
+
+use serde_json::{json, Value};
+
+/// Adds both routes to `doc`. `agents` are the agent names; `text` is the pattern of a query,
+/// at most `max_chars` long.
+pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    paths.insert("/ag-ui/{agent}".into(), ag_ui_path(agents, text, max_chars));
+    paths.insert(
+        "/ai-sdk/{agent}".into(),
+        ai_sdk_path(agents, text, max_chars),
+    );
+}
+
+fn error(description: &str) -> Value {
+    json!({"description": description,
+           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+fn operation(
+    agents: &[String],
+    id: &str,
+    summary: &str,
+    request: Value,
+    ok: &str,
+    headers: Value,
+) -> Value {
+    json!({"post": {
+        "tags": ["frontends"], "operationId": id, "summary": summary,
+        "parameters": [{"name": "agent", "in": "path", "required": true,
+                        "description": "An agent name (GET /api/agents)",
+                        "schema": {"type": "string", "enum": agents}}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": request}}},
+        "responses": {
+            "200": {"description": ok, "headers": headers,
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            "400": error("`invalid_request`: malformed body, no new user message, a partial `resume`, too long a query"),
+            "401": error("`unauthorized`"),
+            "404": error("`not_found`: unknown agent, or the thread is another tenant's conversation"),
+            "409": error("`run_active`: the thread has an active run; `conflict`: another agent's thread, or an interrupt that is not open"),
+            "413": error("`payload_too_large`"),
+            "429": error("`rate_limited`"),
+        }
+    }})
+}
+
+fn user_message(text: &str, max_chars: usize, content: &str) -> Value {
+    json!({"type": "object", "required": ["id", "role", content],
+    "properties": {"id": {"type": "string"}, "role": {"type": "string", "enum": ["user"]},
+                   content: if content == "content" {
+                       json!({"type": "string", "pattern": text, "maxLength": max_chars})
+                   } else {
+                       json!({"type": "array", "minItems": 1, "maxItems": 1, "items": {
+                           "type": "object", "required": ["type", "text"],
+                           "properties": {"type": {"type": "string", "enum": ["text"]},
+                                          "text": {"type": "string", "pattern": text, "maxLength": max_chars}}}})
+                   }}})
+}
+
+fn ag_ui_path(agents: &[String], text: &str, max_chars: usize) -> Value {
+    let request = json!({
+        "type": "object", "required": ["threadId", "runId", "messages"],
+        "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (added to the query), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
+        "properties": {
+            "threadId": {"type": "string", "format": "uuid"},
+            "runId": {"type": "string"},
+            "messages": {"type": "array", "minItems": 1, "maxItems": 1, "items": user_message(text, max_chars, "content")},
+            "state": {"type": "object"},
+            "forwardedProps": {"type": "object"},
+        }
+    });
+    operation(
+        agents,
+        "ag_ui_run",
+        "Runs the agent over AG-UI (docs/protocols.md)",
+        request,
+        "`data:` lines of AG-UI events: `RUN_STARTED` … `RUN_FINISHED` (an approval: with an interrupt outcome) or `RUN_ERROR`",
+        json!({}),
+    )
+}
+
+fn ai_sdk_path(agents: &[String], text: &str, max_chars: usize) -> Value {
+    let request = json!({
+        "type": "object", "required": ["id", "messages"],
+        "description": "The AI SDK `useChat` body (`DefaultChatTransport`). `id` is the conversation (created when unknown); the last message is the new user message, or an assistant message whose tool parts answer approvals (`approval-responded`) or client tool calls (`output-available`). `tools` (`[{name, description, parameters}]`) declares client tools.",
+        "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "messages": {"type": "array", "minItems": 1, "maxItems": 1, "items": user_message(text, max_chars, "parts")},
+            "trigger": {"type": "string", "enum": ["submit-message", "regenerate-message"]},
+        }
+    });
+    let headers = json!({"x-vercel-ai-ui-message-stream": {"description": "`v1`", "schema": {"type": "string"}}});
+    operation(
+        agents,
+        "ai_sdk_chat",
+        "Runs the agent over the AI SDK UI message stream (docs/protocols.md)",
+        request,
+        "`data:` lines of UI message chunks: `start`, `start-step` … `finish-step`, `finish`, then `data: [DONE]`",
+        headers,
+    )
+}
