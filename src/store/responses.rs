@@ -35,20 +35,6 @@ impl Store {
         Ok(row.map(|(r,)| r))
     }
 
-    /// The conversation's latest run (by start), if any.
-    pub async fn latest_run_of(&self, conversation_id: Uuid) -> Result<Option<Uuid>, StoreError> {
-        let row: Option<(String,)> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT id FROM runs WHERE conversation_id = $1 \
-                 ORDER BY started_at DESC, id DESC LIMIT 1",
-            )
-            .bind(conversation_id.to_string())
-            .fetch_optional(pool)
-            .await?
-        });
-        row.map(|(id,)| super::models::uuid(&id)).transpose()
-    }
-
     /// Deletes `owner`'s finished run `run_id` with its events (by cascade) and the messages
     /// it wrote in its conversation. `false` when missing, not `owner`'s or still running.
     pub async fn delete_run(&self, owner: &str, run_id: Uuid) -> Result<bool, StoreError> {

@@ -23,6 +23,7 @@
 //! replay after recovery never gives a seen id other content (issue 17, item 3). [`resume`]:
 //! kill -9 in the tool loop, and the next start resumes the run to completion (docs/deployment.md).
 
+mod responses;
 mod resume;
 mod synthesis;
 

@@ -59,6 +59,20 @@ impl OpenAiError {
         }
     }
 
+    /// 404 for a response, or a conversation named in a body, that is unknown, malformed or
+    /// another tenant's.
+    pub fn not_found(param: Option<&'static str>, message: impl Into<String>) -> Self {
+        Self {
+            param,
+            ..Self::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "not_found",
+                message.into(),
+            )
+        }
+    }
+
     /// 404 for an `X-Reagent-Conversation-Id` that is unknown, malformed or another tenant's.
     pub fn conversation_not_found() -> Self {
         Self::new(

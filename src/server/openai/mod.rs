@@ -12,6 +12,7 @@ mod completions;
 mod error;
 pub mod openapi;
 mod reply;
+mod responses;
 mod stream;
 mod wire;
 
@@ -33,6 +34,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/models", get(models))
         .route("/chat/completions", post(completions::create))
+        .route("/responses", post(responses::create))
+        .route(
+            "/responses/{id}",
+            get(responses::retrieve).delete(responses::delete),
+        )
+        .route("/responses/{id}/cancel", post(responses::cancel))
+        .route("/responses/{id}/input_items", get(responses::input_items))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), require_key))

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-/// Adds `/v1/models`, `/v1/chat/completions` and `/api/agents` to `doc`. `agents` are the
+/// Adds `/v1/models`, `/v1/chat/completions`, the `/v1/responses` routes and `/api/agents` to
+/// `doc`. `agents` are the
 /// model names; `text` is the pattern of a query (not blank, no NUL), at most `max_chars` long.
 ///
 /// The request schema is what is surely accepted — user messages with text — so that a client
@@ -20,6 +21,9 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
         completions_path(agents, text, max_chars),
     );
     paths.insert("/api/agents".into(), agents_path());
+    for (path, item) in super::responses::openapi::paths(agents, text, max_chars) {
+        paths.insert(path, item);
+    }
     // `agent` of a new conversation names a configured agent (else 400).
     let mut names: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
     names.push(Value::Null);

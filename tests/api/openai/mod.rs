@@ -1,9 +1,11 @@
 //! The OpenAI-compatible API (docs/protocols.md) through the real router: `clients` drives it with the
 //! official `openai` Python SDK and npm package (real peers, `scripts/peers.sh`), `edges` covers
-//! a dropped stream, another tenant's conversation and bad input with plain HTTP.
+//! a dropped stream, another tenant's conversation and bad input with plain HTTP; `responses` the
+//! Responses API with the Python SDK and plain HTTP.
 
 mod clients;
 mod edges;
+mod responses;
 
 use serde_json::Value;
 
