@@ -84,6 +84,7 @@ async fn new_run(store: &Store) -> (Uuid, i64) {
         owner: String::new(),
         mode: Mode::Native,
         model: "m".into(),
+        traceparent: None,
     };
     let query = NewMessage {
         id: None,

@@ -93,6 +93,7 @@ async fn new_run(store: &Store) -> Uuid {
         owner: String::new(),
         mode: Mode::Native,
         model: "m".into(),
+        traceparent: None,
     };
     let query = NewMessage {
         id: None,

@@ -37,5 +37,6 @@ pub mod net;
 pub mod runs;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod testing;
 pub mod tools;

@@ -196,22 +196,25 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-fn init_tracing() {
-    init_tracing_with(reagent::app::DEFAULT_LOG_FILTER);
+fn init_tracing(json: bool) {
+    init_tracing_with(reagent::app::DEFAULT_LOG_FILTER, json);
 }
 
-fn init_tracing_with(default_filter: &str) {
+fn init_tracing_with(default_filter: &str, json: bool) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    // JSON lines for log collectors (`REAGENT_LOG_FORMAT=json`), each with its spans' fields.
+    match json {
+        true => fmt.json().init(),
+        false => fmt.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }
 
 fn run_server(config: Config, demo: bool, env: HashMap<String, String>) -> anyhow::Result<()> {
-    init_tracing();
+    init_tracing(config.server.log_json);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(serve(config, demo, env))
 }
@@ -220,7 +223,7 @@ fn run_server(config: Config, demo: bool, env: HashMap<String, String>) -> anyho
 /// flags, task file or configuration.
 fn run_eval(args: EvalArgs) -> ExitCode {
     // Warnings only: the in-process service's info lines would bury the progress line.
-    init_tracing_with("warn");
+    init_tracing_with("warn", false);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => return exit_code(Err(anyhow::anyhow!("cannot start the async runtime: {e}"))),
@@ -237,7 +240,7 @@ fn run_eval(args: EvalArgs) -> ExitCode {
 }
 
 fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
-    init_tracing();
+    init_tracing(false);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let bind = cfg.bind;
@@ -258,6 +261,18 @@ fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {
 async fn serve(mut config: Config, demo: bool, env: HashMap<String, String>) -> anyhow::Result<()> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
+    }
+    let settings = reagent::telemetry::Settings {
+        capture_content: config.server.otel_capture_content,
+    };
+    match reagent::telemetry::init(&env, &settings) {
+        Ok(true) => tracing::info!(
+            semconv = reagent::telemetry::SEMCONV_VERSION,
+            capture_content = settings.capture_content,
+            "tracing: exporting OpenTelemetry traces over OTLP/HTTP"
+        ),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("tracing is off: {e}"),
     }
     // Bound first: a port in use stops start-up before the database file is created.
     let bind = config.server.bind;
@@ -287,6 +302,8 @@ async fn serve(mut config: Config, demo: bool, env: HashMap<String, String>) -> 
         .await
         .context("cannot start the service")?;
     let served = app.run_until_stopped(listener, shutdown_signal()).await;
+    // The spans of the last runs (and of runs handed over) leave before the process does.
+    reagent::telemetry::flush(std::time::Duration::from_secs(5)).await;
     if let Some(provider) = demo_model {
         provider.shutdown().await;
     }

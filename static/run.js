@@ -404,6 +404,14 @@ export class RunView {
       formatMs(data.elapsed_ms),
     ];
     this.footer.textContent = parts.filter(Boolean).join(' · ');
+    // The run's trace in the operator's tracing UI (REAGENT_TRACE_URL); only http(s) links.
+    if (/^https?:\/\//.test(data.trace_url || '')) {
+      const link = el('a', 'trace-link', 'trace');
+      link.href = data.trace_url;
+      link.target = '_blank';
+      link.rel = 'noopener noreferrer';
+      this.footer.append(' · ', link);
+    }
     delete this.footer.dataset.activity;
     this.footer.dataset.status = data.status || '';
     if (data.error) this.footer.append(this.errorDetails(data.error));

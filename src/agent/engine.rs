@@ -182,6 +182,7 @@ impl ReActAgent {
             mode,
             engine: Engine::React,
             continues,
+            trace_id: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub struct StartEvent {
     /// The paused run (`requires_action`) this run goes on from with the caller's outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continues: Option<String>,
+    /// The run's trace (docs/deployment.md, "Tracing"), while tracing is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 fn react() -> Engine {
@@ -226,6 +229,12 @@ pub struct RunOutcome {
     /// `requires_action` only: the caller tool calls the run waits for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_action: Option<RequiredAction>,
+    /// The run's trace (docs/deployment.md, "Tracing"), while tracing is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// A link to the trace (`REAGENT_TRACE_URL` filled in), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_url: Option<String>,
 }
 
 /// What `done` adds for a DAG run.
@@ -253,6 +262,8 @@ impl RunOutcome {
             next_run_id: None,
             dag: None,
             required_action: None,
+            trace_id: None,
+            trace_url: None,
         }
     }
 }

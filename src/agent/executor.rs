@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use opentelemetry::context::FutureExt as _;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -19,6 +20,7 @@ use super::prompts;
 use super::record::StepRecord;
 use super::slots::ToolSlots;
 use super::synthesis::{json_prefix, truncate_chars};
+use crate::telemetry::{self, Context, ToolSpan};
 use crate::tools::{ToolError, ToolOutput, ToolRegistry};
 
 /// What the LLM sees for a call the cancellation interrupted.
@@ -289,12 +291,15 @@ impl Executor {
                     ran = true;
                     let timeout = tool.timeout().unwrap_or(self.default_timeout);
                     let slot = self.slots.acquire().await;
-                    let result = run_tool(tool.clone(), args, timeout).await;
+                    let span = tool_span(tool.as_ref(), &call.call_id, &args);
+                    let result = span.scope(run_tool(tool.clone(), args, timeout)).await;
                     drop(slot);
-                    match result {
+                    let (observation, error) = match result {
                         Ok(output) => (self.observe(output, &mut artifacts).await, false),
                         Err(message) => (format!("Error: {message}"), true),
-                    }
+                    };
+                    span.end(&observation, error);
+                    (observation, error)
                 }
             },
         };
@@ -343,6 +348,17 @@ impl Executor {
     }
 }
 
+/// The call's `execute_tool` span (arguments on it only with content capture on).
+fn tool_span(tool: &dyn crate::tools::Tool, call_id: &str, args: &Value) -> ToolSpan {
+    let arguments = telemetry::capture_content().then(|| args.to_string());
+    ToolSpan::start(
+        tool.name(),
+        call_id,
+        tool.description(),
+        arguments.as_deref(),
+    )
+}
+
 /// Runs the tool in its own task: a panic becomes an error, the timeout aborts it.
 async fn run_tool(
     tool: Arc<dyn crate::tools::Tool>,
@@ -350,7 +366,13 @@ async fn run_tool(
     timeout: Duration,
 ) -> Result<ToolOutput, String> {
     let name = tool.name().to_string();
-    let mut task = AbortOnDrop(tokio::spawn(async move { tool.call(args).await }));
+    let call = async move { tool.call(args).await };
+    // The tool's own task runs in the call's span, so an HTTP tool's request carries it.
+    let task = match telemetry::enabled() {
+        true => tokio::spawn(call.with_context(Context::current())),
+        false => tokio::spawn(call),
+    };
+    let mut task = AbortOnDrop(task);
     match tokio::time::timeout(timeout, &mut task.0).await {
         Err(_) => Err(format!(
             "tool '{name}' timed out after {} s",

@@ -284,6 +284,8 @@ impl<'a> LoopRun<'a> {
                         tool_calls: self.awaiting,
                     },
                 ),
+                trace_id: None,
+                trace_url: None,
             },
             brief_answer: self.brief,
             answer_fallback: true,

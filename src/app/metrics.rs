@@ -11,6 +11,7 @@ use futures::StreamExt;
 use crate::agent::events::{AgentEvent, StepEvent};
 use crate::llm::content_calls::parse_content_calls;
 use crate::llm::registry::ModelRegistry;
+use crate::llm::traced::TracedLlm;
 use crate::llm::{
     Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, Usage,
 };
@@ -60,6 +61,27 @@ pub fn meter_models(metrics: &Metrics, models: &ModelRegistry) -> ModelRegistry 
         .collect();
     // The names and default come from a valid registry, so this cannot fail; keep the
     // unmetered one if it somehow does.
+    ModelRegistry::from_llms(entries, models.default_name()).unwrap_or_else(|_| models.clone())
+}
+
+/// The same registry with every model wrapped in a [`TracedLlm`] (a `chat` span per call);
+/// models the configuration does not list (test fakes) have no endpoint to name.
+pub fn trace_models(config: &crate::config::Config, models: &ModelRegistry) -> ModelRegistry {
+    let entries = models
+        .infos()
+        .into_iter()
+        .filter_map(|info| {
+            let llm = models.get(&info.name)?;
+            let base_url = config
+                .models
+                .iter()
+                .find(|m| m.name == info.name)
+                .map(|m| m.base_url.as_str())
+                .unwrap_or_default();
+            let traced = Arc::new(TracedLlm::new(llm, base_url)) as Arc<dyn Llm>;
+            Some((info, traced))
+        })
+        .collect();
     ModelRegistry::from_llms(entries, models.default_name()).unwrap_or_else(|_| models.clone())
 }
 

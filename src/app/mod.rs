@@ -95,6 +95,10 @@ impl App {
             None => model_registry(&config)?,
         };
         let models = metrics::meter_models(&metrics, &models);
+        let models = match crate::telemetry::enabled() {
+            true => metrics::trace_models(&config, &models),
+            false => models,
+        };
         let http = setup::http_client()?;
         let base_tools = match overrides.tools {
             Some(t) => t,
@@ -243,6 +247,7 @@ fn run_manager(
         compact,
     );
     manager.max_query_chars = config.server.max_query_chars;
+    manager.trace_url = config.server.trace_url.clone();
     manager.agents = Arc::from(config.agents.clone());
     manager.dag = config.dag.clone();
     manager.tool_pool = ToolPool::new(

@@ -136,6 +136,42 @@ fn apply_server(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<
     if let Some(raw) = get(env, "REAGENT_INSTANCE_ID") {
         file.server.instance_id = Some(raw.to_string());
     }
+    apply_observability(file, env)
+}
+
+/// Tracing and log settings of reagent's own (the `OTEL_*` ones are the OpenTelemetry SDK's).
+fn apply_observability(
+    file: &mut FileConfig,
+    env: &HashMap<String, String>,
+) -> Result<(), ConfigError> {
+    let s = &mut file.server;
+    set(
+        &mut s.otel_capture_content,
+        boolean(env, "REAGENT_OTEL_CAPTURE_CONTENT")?,
+    );
+    if let Some(raw) = get(env, "REAGENT_TRACE_URL") {
+        if !raw.contains("{trace_id}") {
+            return Err(ConfigError::value(
+                "REAGENT_TRACE_URL",
+                raw,
+                "expected a URL template with {trace_id} in it",
+            ));
+        }
+        s.trace_url = Some(raw.to_string());
+    }
+    if let Some(raw) = get(env, "REAGENT_LOG_FORMAT") {
+        s.log_json = match raw.to_ascii_lowercase().as_str() {
+            "json" => true,
+            "text" => false,
+            _ => {
+                return Err(ConfigError::value(
+                    "REAGENT_LOG_FORMAT",
+                    raw,
+                    "expected json or text",
+                ))
+            }
+        };
+    }
     Ok(())
 }
 
@@ -250,6 +286,9 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "REAGENT_INSTANCE_ID",
     "REAGENT_LEASE_TTL_S",
     "REAGENT_LEASE_RENEW_S",
+    "REAGENT_OTEL_CAPTURE_CONTENT",
+    "REAGENT_TRACE_URL",
+    "REAGENT_LOG_FORMAT",
     "REAGENT_DEFAULT_ENGINE",
     "LLM_BASE_URL",
     "LLM_API_KEY",

@@ -84,6 +84,16 @@ pub struct ServerConfig {
     /// `REAGENT_LEASE_RENEW_S`: seconds between two renewals of this instance's leases (and
     /// sweeps for lapsed ones); less than `lease_ttl_s`.
     pub lease_renew_s: u64,
+    /// `REAGENT_OTEL_CAPTURE_CONTENT`: prompts, answers and tool arguments go on the trace's
+    /// spans (off: they may hold personal data).
+    #[serde(skip)]
+    pub otel_capture_content: bool,
+    /// `REAGENT_TRACE_URL`: a link to a run's trace, `{trace_id}` replaced (the UI shows it).
+    #[serde(skip)]
+    pub trace_url: Option<String>,
+    /// `REAGENT_LOG_FORMAT=json`: logs as JSON lines.
+    #[serde(skip)]
+    pub log_json: bool,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +114,9 @@ impl Default for ServerConfig {
             instance_id: None,
             lease_ttl_s: 20,
             lease_renew_s: 5,
+            otel_capture_content: false,
+            trace_url: None,
+            log_json: false,
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::agent::events::{PlanStepView, StartEvent, StepEvent};
 use crate::agent::{AgentEvent, Mode, RunHandles, RunInput};
 use crate::domain::Engine;
 use crate::llm::Usage;
+use crate::telemetry::spans::Child;
 
 /// The DAG engine of one run.
 pub struct DagEngine {
@@ -55,6 +56,7 @@ impl DagEngine {
             mode: self.mode(),
             engine: Engine::Dag,
             continues: None,
+            trace_id: None,
         }));
         let mut t = Totals {
             usage: self.usage_before,
@@ -92,10 +94,13 @@ impl DagEngine {
             replan_context: context.as_deref(),
             max_steps: s.dag.max_steps,
         };
-        let Some(planned) = make_plan(s.llm.as_ref(), &req, cancel).await else {
+        let span = Child::start(format!("plan {}", s.llm.model()), "plan", Vec::new());
+        let Some(planned) = span.scope(make_plan(s.llm.as_ref(), &req, cancel)).await else {
+            span.end(Some("cancelled"));
             t.cancelled = true;
             return false;
         };
+        span.end(None);
         t.usage += planned.usage;
         events.send(AgentEvent::Step(StepEvent::Plan {
             round: number,

@@ -20,6 +20,7 @@ use crate::agent::events::{DagStatus, StepEvent};
 use crate::agent::synthesis::truncate_chars;
 use crate::agent::{AgentEvent, AgentResult, EventSink, InterruptQueue, RunStatus, ToolSlots};
 use crate::llm::{Message, Usage};
+use crate::telemetry::spans::Child;
 
 /// Characters of a step's result a `dag_step` event shows.
 const DISPLAY_RESULT_CHARS: usize = 4000;
@@ -244,8 +245,11 @@ impl Executor<'_, '_> {
                 ctx.artifacts.clone(),
                 ctx.tool_slots.clone(),
             );
+            let span = step_span(&self.states[i].step.id, &self.states[i].model, ctx);
             let handle = self.tasks.spawn(async move {
-                let run = fut.await;
+                let run = span.scope(fut).await;
+                let failed = run.timed_out || run.result.outcome.status == RunStatus::Failed;
+                span.end(failed.then_some("the step failed"));
                 drop(permit);
                 (i, run)
             });
@@ -329,4 +333,24 @@ impl Executor<'_, '_> {
             }
         }
     }
+}
+
+/// A step's `invoke_agent` span, under the run's `invoke_workflow`.
+fn step_span(step_id: &str, model: &str, ctx: &RoundCtx<'_>) -> Child {
+    use crate::telemetry::spans::{AGENT_NAME, CONVERSATION, REQUEST_MODEL, RUN_ID};
+    use opentelemetry::KeyValue;
+    if !crate::telemetry::enabled() {
+        return Child::default();
+    }
+    Child::start(
+        format!("invoke_agent {step_id}"),
+        "invoke_agent",
+        vec![
+            KeyValue::new(AGENT_NAME, step_id.to_string()),
+            KeyValue::new(REQUEST_MODEL, model.to_string()),
+            KeyValue::new(CONVERSATION, ctx.conversation_id.to_string()),
+            KeyValue::new(RUN_ID, ctx.run_id.to_string()),
+            KeyValue::new("reagent.dag.round", i64::from(ctx.round)),
+        ],
+    )
 }

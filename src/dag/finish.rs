@@ -112,6 +112,8 @@ fn settle(setup: &DagSetup, handles: &RunHandles, t: &Totals, brief: &str) -> Ru
             confidence: last.as_ref().map_or(0.0, |a| a.confidence),
         }),
         required_action: None,
+        trace_id: None,
+        trace_url: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod sampling;
 mod sse;
 pub mod stream;
 pub mod structured;
+pub mod traced;
 mod usage;
 
 use std::pin::Pin;

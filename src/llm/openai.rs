@@ -234,7 +234,7 @@ impl Shared {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder
+        let response = crate::telemetry::propagation::inject(builder)
             .send()
             .await
             .map_err(|e| transport_error(&e, self.timeout))?;

@@ -12,13 +12,17 @@ use uuid::Uuid;
 
 use super::engines::RunEngine;
 use super::log::EventLog;
-use super::manager::{LiveRun, RunError, RunManager};
+use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::client_tools::{match_outputs, ToolOutput};
 use crate::agent::{InterruptQueue, RunInput};
+use crate::config::IMPLICIT_AGENT;
 use crate::domain::RunStatus;
 use crate::llm::{Message, ToolDefinition};
 use crate::store::{NewRun, RunRow, EVENT_ID_BLOCK};
+use crate::telemetry::spans::AgentAttrs;
+use crate::telemetry::{Context, RunTrace};
+use opentelemetry::trace::TraceContextExt;
 
 /// Longest name of a caller tool (OpenAI's limit for function names).
 const MAX_TOOL_NAME: usize = 64;
@@ -122,12 +126,17 @@ impl RunManager {
             self.active.remove(&conv.id);
             return Err(RunError::NotFound);
         }
+        let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
+        let trace = self
+            .continuation_trace(paused, agent_name, &run_id, &model)
+            .await;
         let new = NewRun {
             id: run_id,
             conversation_id: conv.id,
             owner: owner.to_string(),
             mode: cp.mode,
             model: model.clone(),
+            traceparent: trace.traceparent(),
         };
         if let Err(e) = self.store.create_run(new).await {
             self.active.remove(&conv.id);
@@ -149,15 +158,44 @@ impl RunManager {
             continues: Some(paused.id.to_string()),
         };
         let queue = Arc::new(InterruptQueue::new());
-        self.spawn_run(
-            live.clone(),
-            RunEngine::React(agent),
-            input,
-            queue,
-            Some(resume),
-        );
+        let labels = RunLabels {
+            agent: agent_name.to_string(),
+            trace,
+        };
+        let engine = RunEngine::React(agent);
+        self.spawn_run(live.clone(), engine, input, queue, Some(resume), labels);
         tracing::info!(run_id = %run_id, continues = %paused.id, "continuation started");
         Ok(live)
+    }
+
+    /// A continuation's span: in the caller's trace when the request names one, else in the
+    /// paused run's (stored with it), so the paused run and its continuation are one trace.
+    async fn continuation_trace(
+        &self,
+        paused: &RunRow,
+        agent: &str,
+        run_id: &Uuid,
+        model: &str,
+    ) -> RunTrace {
+        if !crate::telemetry::enabled() {
+            return RunTrace::default();
+        }
+        let current = Context::current();
+        let parent = match current.span().span_context().is_valid() {
+            true => current,
+            false => match self.store.run_traceparent(paused.id).await {
+                Ok(Some(tp)) => crate::telemetry::propagation::from_traceparent(&tp),
+                _ => Context::new(),
+            },
+        };
+        let attrs = AgentAttrs {
+            agent,
+            run_id: &run_id.to_string(),
+            conversation_id: &paused.conversation_id.to_string(),
+            tenant: &paused.owner,
+            model,
+        };
+        RunTrace::start(&parent, &attrs)
     }
 
     /// When the conversation's latest run waits for caller tools: its turn after its query

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::engines::RunEngine;
 use super::log::EventLog;
-use super::manager::{LiveRun, RunManager};
+use super::manager::{LiveRun, RunLabels, RunManager};
 use super::persist::{Broken, EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
@@ -24,8 +24,11 @@ use crate::agent::{
     AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
 };
 use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
+use crate::llm::traced::tokens;
 use crate::llm::Continuity;
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
+use crate::telemetry::spans::RunEnd;
+use crate::telemetry::RunTrace;
 
 /// What a client reads when the engine panicked.
 const PANIC_ANSWER: &str = "Sorry, the run failed because of an internal error.";
@@ -132,6 +135,37 @@ fn end_panicked(sink: &EventSink, panic: &(dyn std::any::Any + Send)) {
     }
 }
 
+/// The run's one line (docs/deployment.md, "Logs"): who ran what, how it ended, what it cost.
+fn log_finished(live: &LiveRun, agent: &str, model: &str, d: &RunOutcome) {
+    tracing::info!(
+        run_id = %live.id,
+        conversation_id = %live.conversation_id,
+        agent = %agent,
+        model = %model,
+        status = %d.status.as_str(),
+        iterations = d.iterations,
+        tool_calls = d.tool_calls,
+        prompt_tokens = d.usage.prompt_tokens,
+        completion_tokens = d.usage.completion_tokens,
+        total_tokens = d.usage.total_tokens,
+        llm_calls = d.usage.llm_calls,
+        duration_ms = d.elapsed_ms,
+        trace_id = %d.trace_id.as_deref().unwrap_or("-"),
+        "run finished"
+    );
+}
+
+/// Ends the run's span with its outcome.
+fn finish_trace(trace: &RunTrace, d: &RunOutcome) {
+    trace.finish(&RunEnd {
+        status: d.status.as_str(),
+        error: d.error.as_deref(),
+        tokens: tokens(&d.usage),
+        iterations: d.iterations,
+        tool_calls: d.tool_calls,
+    });
+}
+
 impl RunManager {
     /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
     /// persisted with the run's final state first, then appended and the log closed.
@@ -142,14 +176,21 @@ impl RunManager {
         input: RunInput,
         queue: Arc<InterruptQueue>,
         resume: Option<Resume>,
+        labels: RunLabels,
     ) {
         let writer = self.writer();
+        let model = input.model_name.clone().unwrap_or_default();
         let fence = Fence {
             epoch: live.epoch,
             lost: live.lost.clone(),
         };
         let broken = writer.register_fenced(live.id, live.log.clone(), Some(fence));
-        let (sink, done_rx) = self.sink(&live, &writer);
+        let trace_id = labels.trace.trace_id();
+        let trace_url = trace_id
+            .as_deref()
+            .zip(self.trace_url.as_deref())
+            .map(|(id, template)| template.replace("{trace_id}", id));
+        let (sink, done_rx) = self.sink(&live, &writer, trace_id, trace_url);
         let handles = RunHandles {
             events: sink.clone(),
             interrupts: queue,
@@ -191,18 +232,8 @@ impl RunManager {
         drop(sink);
         match done_rx.await {
             Ok(done) => {
-                let d = &done.outcome;
-                tracing::info!(
-                    status = %d.status.as_str(),
-                    iterations = d.iterations,
-                    tool_calls = d.tool_calls,
-                    prompt_tokens = d.usage.prompt_tokens,
-                    completion_tokens = d.usage.completion_tokens,
-                    total_tokens = d.usage.total_tokens,
-                    llm_calls = d.usage.llm_calls,
-                    elapsed_ms = d.elapsed_ms,
-                    "run finished"
-                );
+                log_finished(&live, &labels.agent, &model, &done.outcome);
+                finish_trace(&labels.trace, &done.outcome);
                 self.finish(&writer, &live, done, answer_continuity).await;
             }
             Err(_) => {
@@ -222,10 +253,13 @@ impl RunManager {
     /// The run's event sink: every event but `done` goes into the log (and to the observer);
     /// the first `done` seals the log and is handed to [`RunManager::drive`], nothing after it
     /// is kept.
+    /// `trace_id` goes into `start` and `done`, `trace_url` into `done`.
     fn sink(
         &self,
         live: &LiveRun,
         writer: &Arc<EventWriter>,
+        trace_id: Option<String>,
+        trace_url: Option<String>,
     ) -> (EventSink, oneshot::Receiver<Done>) {
         let (done_tx, done_rx) = oneshot::channel::<Done>();
         let done_tx = Mutex::new(Some(done_tx));
@@ -240,7 +274,15 @@ impl RunManager {
                 observe(ev);
             }
         };
-        let sink = EventSink::new(move |ev: AgentEvent| {
+        let sink = EventSink::new(move |mut ev: AgentEvent| {
+            match &mut ev {
+                AgentEvent::Start(s) => s.trace_id.clone_from(&trace_id),
+                AgentEvent::Done(d) => {
+                    d.trace_id.clone_from(&trace_id);
+                    d.trace_url.clone_from(&trace_url);
+                }
+                _ => {}
+            }
             let data = ev.data_json();
             if !matches!(ev, AgentEvent::Done(_)) {
                 if log.append(ev.name(), data) {

@@ -44,6 +44,7 @@ impl RunEngine {
         match self {
             Self::React(agent) => agent.run(input, handles).await.answer_continuity,
             Self::Dag(dag) => {
+                crate::telemetry::spans::current_is_workflow();
                 dag.run(input, handles).await;
                 None
             }
@@ -55,6 +56,7 @@ impl RunEngine {
                 tracing::info!(engine = %routed.0, "auto engine routed");
                 match routed {
                     (Engine::Dag, usage) => {
+                        crate::telemetry::spans::current_is_workflow();
                         let engine = DagEngine::new(*dag).with_usage_before(usage);
                         engine.run(input, handles).await;
                         None

@@ -24,6 +24,7 @@ use crate::llm::registry::ModelRegistry;
 use crate::llm::Llm;
 use crate::store::notify::Notifier;
 use crate::store::{Store, StoreError};
+use crate::telemetry::RunTrace;
 use crate::tools::ToolRegistry;
 
 /// The error text of runs found `running` at start-up.
@@ -56,6 +57,13 @@ pub struct LiveRun {
     pub progress: Arc<Progress>,
     /// Follow-ups that came after the loop closed: the next run's query.
     pub(super) follow_ups: FollowUps,
+}
+
+/// What the run's last log line and its trace say besides its outcome: the agent, and the
+/// run's span (nothing while tracing is off).
+pub(super) struct RunLabels {
+    pub agent: String,
+    pub trace: RunTrace,
 }
 
 impl std::fmt::Debug for LiveRun {
@@ -150,6 +158,8 @@ pub struct RunManager {
     /// Longest query or interrupt, in characters (`server.max_query_chars`; its default
     /// unless set).
     pub max_query_chars: usize,
+    /// `REAGENT_TRACE_URL`: `done.trace_url` is this with the run's trace id (tracing on).
+    pub trace_url: Option<String>,
     /// The broker the approval hook waits on (the same one `hooks` was built with), so
     /// reviewers answer only their own runs' requests.
     pub approvals: Arc<ApprovalBroker>,
@@ -223,6 +233,7 @@ impl RunManager {
             handover: CancellationToken::new(),
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             max_query_chars: ServerConfig::default().max_query_chars,
+            trace_url: None,
             approvals: Arc::new(ApprovalBroker::new()),
             writer: OnceLock::new(),
             writer_task: Mutex::new(None),

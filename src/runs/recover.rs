@@ -11,14 +11,17 @@ use std::sync::Arc;
 use super::drive::final_state;
 use super::engines::RunEngine;
 use super::log::EventLog;
-use super::manager::{RunError, RunManager, RESTART_ERROR};
+use super::manager::{RunError, RunLabels, RunManager, RESTART_ERROR};
 use super::progress::Progress;
 use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::events::{AnswerEvent, DagSummary, StartEvent, StepEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
+use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, EventName, MessageKind};
 use crate::store::{RunBatch, RunRow, StoredEvent, TakenRun, Written, EVENT_ID_BLOCK};
+use crate::telemetry::spans::AgentAttrs;
+use crate::telemetry::RunTrace;
 
 /// Most runs one sweep takes: a dead instance's runs spread over the sweeping instances.
 const SWEEP_BATCH: i64 = 32;
@@ -193,7 +196,28 @@ impl RunManager {
             reset_answer,
             continues: None,
         };
-        self.spawn_run(live, RunEngine::React(agent), input, queue, Some(resume));
+        // The same trace as before the restart (or takeover), when tracing was on then.
+        let traceparent = match crate::telemetry::enabled() {
+            true => self.store.run_traceparent(run.id).await.unwrap_or_default(),
+            false => None,
+        };
+        let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
+        let trace = RunTrace::resume(
+            traceparent.as_deref(),
+            &AgentAttrs {
+                agent: agent_name,
+                run_id: &run.id.to_string(),
+                conversation_id: &conv.id.to_string(),
+                tenant: &run.owner,
+                model: &run.model,
+            },
+        );
+        let engine = RunEngine::React(agent);
+        let labels = RunLabels {
+            agent: agent_name.to_string(),
+            trace,
+        };
+        self.spawn_run(live, engine, input, queue, Some(resume), labels);
         // The run is live now: a failed read must not fail it (the owner's tick retries).
         if let Err(e) = self.apply_pending_commands(run.id).await {
             tracing::warn!(run_id = %run.id, error = %e, "cannot read the resumed run's pending commands");
@@ -273,6 +297,7 @@ fn recovery_tail(
             mode: run.mode,
             engine: Engine::React,
             continues: None,
+            trace_id: None,
         }));
     }
     let opens_answer = so_far == AnswerSoFar::NotStarted;

@@ -15,13 +15,15 @@ use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::log::EventLog;
-use super::manager::{LiveRun, RunError, RunManager};
+use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use crate::agent::checkpoint::Resume;
 use crate::agent::{InterruptQueue, Mode, RunInput};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, MessageKind, MessageRole};
 use crate::llm::{Message, ToolDefinition};
 use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
+use crate::telemetry::spans::AgentAttrs;
+use crate::telemetry::{Context, RunTrace};
 
 /// Which conversation a run belongs to.
 #[derive(Clone, Debug)]
@@ -139,7 +141,9 @@ impl RunManager {
         request: StartRun,
     ) -> Result<Arc<LiveRun>, RunError> {
         let (me, owner) = (self.clone(), owner.to_string());
-        tokio::spawn(async move { me.start_now(&owner, request).await })
+        // The caller's trace (an incoming `traceparent`): the run's span is its child.
+        let parent = Context::current();
+        tokio::spawn(async move { me.start_now(&owner, request, parent).await })
             .await
             .map_err(|e| RunError::Internal(format!("the run start task failed: {e}")))?
     }
@@ -148,6 +152,7 @@ impl RunManager {
         self: &Arc<Self>,
         owner: &str,
         request: StartRun,
+        parent: Context,
     ) -> Result<Arc<LiveRun>, RunError> {
         check_text("query", &request.query, self.max_query_chars)?;
         self.check_history(&request)?;
@@ -190,9 +195,12 @@ impl RunManager {
             self.active.remove(&conv.id);
             return Err(RunError::NotFound);
         }
-        match self.prepare(owner, &conv, &request, run_id, is_new).await {
-            Ok((agent, input)) => {
-                let live = self.launch(owner, &conv, run_id, agent, input);
+        let prepared = self
+            .prepare(owner, &conv, &request, run_id, is_new, &parent)
+            .await;
+        match prepared {
+            Ok((agent, input, labels)) => {
+                let live = self.launch(owner, &conv, run_id, agent, input, labels);
                 tracing::info!(run_id = %live.id, conversation_id = %conv.id, "run started");
                 Ok(live)
             }
@@ -226,13 +234,14 @@ impl RunManager {
         run_id: Uuid,
         agent: RunEngine,
         input: RunInput,
+        labels: RunLabels,
     ) -> Arc<LiveRun> {
         let queue = Arc::new(InterruptQueue::new());
         // The run's row was committed with its first block of ids reserved.
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
         // Created with its lease at epoch 1 (see `Store::hold_leases_as`).
         let live = self.live_run_of(owner, conv.id, run_id, 1, log);
-        self.spawn_run(live.clone(), agent, input, queue, None);
+        self.spawn_run(live.clone(), agent, input, queue, None, labels);
         live
     }
 
@@ -260,7 +269,8 @@ impl RunManager {
     }
 
     /// Registers the live run and its queue and spawns its task (the slot is already taken);
-    /// `resume`: go on from that checkpoint instead of starting.
+    /// `resume`: go on from that checkpoint instead of starting; `labels`: the run's agent and
+    /// span (the context its work runs in).
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         live: Arc<LiveRun>,
@@ -268,6 +278,7 @@ impl RunManager {
         input: RunInput,
         queue: Arc<InterruptQueue>,
         resume: Option<Resume>,
+        labels: RunLabels,
     ) {
         let (run_id, conv) = (live.id, live.conversation_id);
         self.queues.insert(conv, queue.clone());
@@ -276,18 +287,17 @@ impl RunManager {
         let handover = self.handover.clone();
         // Every log line of the run carries its ids.
         let span = tracing::info_span!("run", run_id = %run_id, conversation_id = %conv);
-        self.tracker.spawn(
-            async move {
-                let lost = live.lost.clone();
-                tokio::select! {
-                    biased;
-                    () = handover.cancelled() => me.handed_over(&live),
-                    () = lost.cancelled() => me.lost(&live),
-                    () = me.clone().drive(live.clone(), agent, input, queue, resume) => {}
-                }
+        let work = labels.trace.clone();
+        let run = async move {
+            let lost = live.lost.clone();
+            tokio::select! {
+                biased;
+                () = handover.cancelled() => me.handed_over(&live),
+                () = lost.cancelled() => me.lost(&live),
+                () = me.clone().drive(live.clone(), agent, input, queue, resume, labels) => {}
             }
-            .instrument(span),
-        );
+        };
+        self.tracker.spawn(work.scope(run).instrument(span));
     }
 
     /// The run's agent and input; the run and its query are stored (with the conversation
@@ -299,7 +309,8 @@ impl RunManager {
         req: &StartRun,
         run_id: Uuid,
         is_new: bool,
-    ) -> Result<(RunEngine, RunInput), RunError> {
+        parent: &Context,
+    ) -> Result<(RunEngine, RunInput, RunLabels), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
         let bound = self.bind(conv, asked, req.max_iterations)?;
         check_client_tools(&req.client_tools, &bound.tools.names())?;
@@ -318,6 +329,17 @@ impl RunManager {
         };
         let agent = self.react_agent(&bound, req.mode);
         let model = bound.model.clone();
+        let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
+        let trace = RunTrace::start(
+            parent,
+            &AgentAttrs {
+                agent: agent_name,
+                run_id: &run_id.to_string(),
+                conversation_id: &conv.id.to_string(),
+                tenant: owner,
+                model: &model,
+            },
+        );
         let history = if is_new {
             req.history.iter().map(PriorTurn::message).collect()
         } else {
@@ -331,6 +353,7 @@ impl RunManager {
             owner: owner.to_string(),
             mode: agent.mode(),
             model: model.clone(),
+            traceparent: trace.traceparent(),
         };
         let query = NewMessage {
             id: None,
@@ -360,7 +383,11 @@ impl RunManager {
             client_tools: req.client_tools.clone(),
         };
         let dag = self.dag_setup(bound, req.mode);
-        Ok((RunEngine::new(engine, agent, dag), input))
+        let labels = RunLabels {
+            agent: agent_name.to_string(),
+            trace,
+        };
+        Ok((RunEngine::new(engine, agent, dag), input, labels))
     }
 
     /// Supplied history seeds new conversations only, and each turn obeys the query's rules.

@@ -10,6 +10,7 @@
 //! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API,
 //! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md).
 
+mod access;
 pub mod agents;
 pub mod approvals;
 pub mod audit;
@@ -37,8 +38,6 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tower_http::LatencyUnit;
 
 pub use auth::{Auth, Owner};
 pub use error::ApiError;
@@ -99,27 +98,11 @@ pub fn router(state: AppState) -> Router {
         .fallback_service(statics)
         .layer(DefaultBodyLimit::max(state.config.server.max_body_bytes))
         .layer(CatchPanicLayer::custom(error::panic_response))
-        .layer(access_log())
+        // Applied per route, so they see the matched route template; `adopt` outermost, so
+        // that what a request starts joins the trace its `traceparent` names.
+        .layer(axum::middleware::from_fn(access::log))
+        .layer(axum::middleware::from_fn(
+            crate::telemetry::propagation::adopt,
+        ))
         .with_state(state)
-}
-
-/// One info line per request when its response starts: method and path (from the span),
-/// status and latency. Bodies and headers (keys) are never logged; an SSE stream is logged when
-/// it opens, with the latency to its headers.
-fn access_log() -> TraceLayer<
-    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
-    impl Fn(&axum::http::Request<axum::body::Body>) -> tracing::Span + Clone,
-    (),
-    DefaultOnResponse,
-> {
-    TraceLayer::new_for_http()
-        .make_span_with(|request: &axum::http::Request<axum::body::Body>| {
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
-        })
-        .on_request(())
-        .on_response(
-            DefaultOnResponse::new()
-                .level(tracing::Level::INFO)
-                .latency_unit(LatencyUnit::Millis),
-        )
 }

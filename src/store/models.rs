@@ -86,6 +86,8 @@ pub struct NewRun {
     pub owner: String,
     pub mode: Mode,
     pub model: String,
+    /// The run's span as a W3C `traceparent` (tracing on), kept for a resumed run's trace.
+    pub traceparent: Option<String>,
 }
 
 /// The terminal state of a run, written once by [`super::Store::finish_run`].

@@ -110,13 +110,14 @@ fn into_models(records: Vec<RunRecord>) -> Result<Vec<RunRow>, StoreError> {
 
 /// Inserts a `running` run with its first block of event ids reserved, leased (epoch 1) to
 /// the store's lease holder until `started_at + ttl` (both NULL without one). Binds: id,
-/// conversation_id, owner, mode, model, started_at, event_ceiling, lease_owner, lease_until (see
+/// conversation_id, owner, mode, model, started_at, event_ceiling, lease_owner, lease_until,
+/// traceparent (see
 /// [`run_row`]). `started_at` is the local clock: the lease is renewed by the database's clock
 /// within `lease_renew_s`, long before a clock skew could matter.
 const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
-     event_ceiling, lease_owner, lease_epoch, lease_until) \
-     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $9)";
+     event_ceiling, lease_owner, lease_epoch, lease_until, traceparent) \
+     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $9, $10)";
 
 /// Raises a run's event-id ceiling, never lowering it. Binds: ceiling, id.
 pub(super) const RAISE_CEILING_SQL: &str =
@@ -138,10 +139,22 @@ fn run_row<'a>(r: &'a NewRun, micros: i64, holder: Option<&'a LeaseHolder>) -> V
         holder.map_or(Arg::OptInt(None), |h| {
             Arg::OptInt(Some(micros + h.ttl_micros()))
         }),
+        Arg::OptStr(r.traceparent.as_deref()),
     ]
 }
 
 impl Store {
+    /// The run's stored `traceparent` (tracing was on when it started), for its resumption.
+    pub async fn run_traceparent(&self, run_id: Uuid) -> Result<Option<String>, StoreError> {
+        let tp: Option<Option<String>> = with_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT traceparent FROM runs WHERE id = $1")
+                .bind(run_id.to_string())
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(tp.flatten())
+    }
+
     /// The highest event id the run may have sent to clients (`runs.event_ceiling`), 0 when
     /// unknown: recovery numbers its tail above it and above every stored event.
     pub async fn event_ceiling(&self, run_id: Uuid) -> Result<i64, StoreError> {

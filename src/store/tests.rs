@@ -38,6 +38,7 @@ async fn sqlite_writes_all_go_through_the_writer_connection() {
             owner: "o".into(),
             mode: crate::domain::Mode::Native,
             model: "m".into(),
+            traceparent: None,
         })
         .await
         .expect("run");

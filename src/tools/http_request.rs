@@ -96,6 +96,7 @@ impl HttpRequestTool {
         if let Some(body) = &req.body {
             request = request.body(body.clone());
         }
+        let request = crate::telemetry::propagation::inject(request);
         request.send().await.map_err(|e| {
             ToolError::Failed(format!("request to {} failed: {}", req.url, describe(&e)))
         })

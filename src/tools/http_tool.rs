@@ -206,7 +206,8 @@ impl Tool for HttpTool {
         Some(Duration::from_secs(self.spec.timeout_s))
     }
     async fn call(&self, args: Value) -> Result<ToolOutput, ToolError> {
-        let response = self.request(&args)?.send().await.map_err(|e| {
+        let request = crate::telemetry::propagation::inject(self.request(&args)?);
+        let response = request.send().await.map_err(|e| {
             ToolError::Failed(format!(
                 "{} request failed: {}",
                 self.spec.name,

@@ -14,6 +14,7 @@
 //!   `/api/instances`, SIGTERM hand-over (docs/deployment.md);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`frontends`]: AG-UI and the AI SDK stream with their official clients, tenancy, resumes;
+//! - [`otel`]: OpenTelemetry traces to an in-process OTLP receiver, `traceparent` in and out;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
 //! - [`instances`]: several instances on one PostgreSQL database (docs/deployment.md).
@@ -42,5 +43,6 @@ mod http;
 mod instances;
 mod mcp;
 mod openai;
+mod otel;
 mod races;
 mod security;

@@ -36,6 +36,7 @@ async fn readers_see_only_committed_ids(url: String) {
             owner: String::new(),
             mode: Mode::Json,
             model: "m".into(),
+            traceparent: None,
         })
         .await
         .unwrap();

@@ -67,6 +67,7 @@ async fn new_run(store: &Store) -> (Uuid, Uuid) {
                 owner: String::new(),
                 mode: Mode::Json,
                 model: "m".into(),
+                traceparent: None,
             },
             NewMessage {
                 id: None,

@@ -29,6 +29,7 @@ async fn start_run(store: &Store, conv: Uuid, content: String) -> Result<Uuid, S
         owner: "o".into(),
         mode: Mode::Json,
         model: "m".into(),
+        traceparent: None,
     };
     let query = NewMessage {
         id: None,

@@ -87,6 +87,7 @@ async fn run(store: &Store, owner: &str, conversation_id: Uuid) -> Uuid {
         owner: owner.to_string(),
         mode: Mode::Native,
         model: "m".into(),
+        traceparent: None,
     };
     store.create_run(new).await.unwrap();
     id

@@ -53,7 +53,10 @@ impl Output {
     fn listening(&self) -> Option<String> {
         let text = self.text.lock().unwrap();
         let (_, rest) = text.split_once("listening on http://")?;
-        let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+        let addr: String = rest
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '"')
+            .collect();
         // Only once the line is complete.
         (rest.len() > addr.len()).then_some(addr)
     }

@@ -17,6 +17,7 @@
 //! - [`fuse`]: `charge`, a non-idempotent HTTP tool that counts its calls and kills or stops
 //!   the calling instance as a call arrives, for at-most-once tests;
 //! - [`lookup`]: `lookup`, an HTTP tool whose first call hangs, for calls in flight at a kill;
+//! - [`otlp`]: `Collector`, an in-process OTLP/HTTP trace receiver;
 //! - [`peers`]: where `scripts/peers.sh` installed the real MCP servers and OpenAI clients.
 
 // Each binary uses part of the helpers.
@@ -32,6 +33,7 @@ pub mod fullfs;
 pub mod fuse;
 pub mod log;
 pub mod lookup;
+pub mod otlp;
 pub mod peers;
 pub mod sse;
 pub mod target;

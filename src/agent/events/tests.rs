@@ -57,6 +57,8 @@ fn events_round_trip_through_name_and_data() {
         next_run_id: None,
         dag: None,
         required_action: None,
+        trace_id: None,
+        trace_url: None,
     });
     let v: Value = serde_json::from_str(&e.data_json()).unwrap();
     assert_eq!(v["status"], "max_iterations");

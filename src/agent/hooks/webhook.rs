@@ -98,10 +98,8 @@ impl WebhookHook {
 
     /// POSTs `payload` and returns the verdict object (empty for an empty body).
     async fn call(&self, payload: &Payload<'_>) -> Result<Map<String, Value>, HookError> {
-        let response = self
-            .client
-            .post(&self.url)
-            .json(payload)
+        let request = self.client.post(&self.url).json(payload);
+        let response = crate::telemetry::propagation::inject(request)
             .send()
             .await
             .map_err(|e| {

@@ -27,6 +27,7 @@ impl Fixture {
             owner: "".into(),
             mode: Mode::Json,
             model: "default".into(),
+            traceparent: None,
         };
         self.store.create_run(run).await.unwrap();
         let events: Vec<StoredEvent> = (1..)

@@ -308,8 +308,16 @@ fn done() -> Value {
                 ),
                 false,
             ),
+            ("trace_id", trace_id(), false),
+            ("trace_url", string(), false),
         ],
     )
+}
+
+/// The run's OpenTelemetry trace id, present while tracing is on.
+fn trace_id() -> Value {
+    json!({"type": "string", "pattern": "^[0-9a-f]{32}$",
+        "description": "The run's OpenTelemetry trace id (present while tracing is on)"})
 }
 
 /// The SSE event names in stream order with their schema names and schemas.
@@ -331,6 +339,7 @@ pub fn events() -> Vec<(&'static str, &'static str, Value)> {
                         json!({"type": "string", "description": "The `requires_action` run this continuation goes on from"}),
                         false,
                     ),
+                    ("trace_id", trace_id(), false),
                 ],
             ),
         ),

@@ -163,6 +163,8 @@ fn outcomes() -> Vec<RunOutcome> {
             achieved: true,
             confidence: 0.9,
         }),
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        trace_url: Some("http://phoenix:6006/t/4bf92f3577b34da6a3ce929d0e0e4736".into()),
         ..chained.clone()
     };
     let paused = RunOutcome {
@@ -191,6 +193,7 @@ fn every_sse_event_matches_its_documented_schema() {
         mode: Mode::Native,
         engine: crate::domain::Engine::Dag,
         continues: Some(Uuid::new_v4().to_string()),
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
     })];
     let steps = steps();
     let types: Vec<&str> = steps.iter().map(step_type).collect();

@@ -216,6 +216,8 @@ struct Shared {
     requests: Mutex<Vec<(Value, Option<String>, axum::http::Version)>>,
     /// Each request's body exactly as received.
     raw: Mutex<Vec<Bytes>>,
+    /// Each request's `traceparent` header.
+    traceparents: Mutex<Vec<Option<String>>>,
     /// Set by [`FakeOpenAi::thinking`]: the turns to demand back, by model.
     thinking: Option<Mutex<thinking::Issued>>,
     shutdown: CancellationToken,
@@ -255,6 +257,7 @@ impl FakeOpenAi {
             default: Mutex::new(FakeReply::text(FAKE_DEFAULT_TEXT)),
             requests: Mutex::new(Vec::new()),
             raw: Mutex::new(Vec::new()),
+            traceparents: Mutex::new(Vec::new()),
             thinking: thinking.then(Mutex::default),
             shutdown: CancellationToken::new(),
         });
@@ -315,6 +318,11 @@ impl FakeOpenAi {
             .collect()
     }
 
+    /// The `traceparent` header of every request, in order.
+    pub fn traceparents(&self) -> Vec<Option<String>> {
+        lock(&self.shared.traceparents).clone()
+    }
+
     /// Every request body exactly as received, in order.
     pub fn raw_requests(&self) -> Vec<Bytes> {
         lock(&self.shared.raw).clone()
@@ -351,6 +359,8 @@ async fn completions(
         .map(str::to_string);
     lock(&shared.requests).push((request.clone(), auth, version));
     lock(&shared.raw).push(body.clone());
+    let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
+    lock(&shared.traceparents).push(traceparent.map(str::to_string));
     if let Some(issued) = &shared.thinking {
         if let Err(why) = lock(issued).check(&request) {
             return error_response(400, None, Some(why));

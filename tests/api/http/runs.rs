@@ -216,6 +216,7 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
             owner: String::new(),
             mode: Mode::Native,
             model: "scripted".into(),
+            traceparent: None,
         })
         .await
         .unwrap();

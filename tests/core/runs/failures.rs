@@ -19,6 +19,7 @@ async fn recovery_fails_runs_left_running_and_closes_their_logs() {
             owner: "".into(),
             mode: Mode::Native,
             model: "default".into(),
+            traceparent: None,
         })
         .await
         .unwrap();

@@ -27,6 +27,7 @@ pub(super) async fn run_lifecycle(store: &Store) {
         owner: who.clone(),
         mode: Mode::Json,
         model: "m".into(),
+        traceparent: None,
     };
     assert!(matches!(
         store.create_run(second).await,
@@ -122,6 +123,7 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
         owner: who.clone(),
         mode: Mode::Native,
         model: "m".into(),
+        traceparent: None,
     };
     let query = |conversation_id: Uuid, run_id: Uuid| NewMessage {
         id: None,
@@ -203,6 +205,7 @@ pub(super) async fn concurrent_starts(store: &Store) {
             owner: who.clone(),
             mode: Mode::Native,
             model: "m".into(),
+            traceparent: None,
         };
         let query = NewMessage {
             id: None,
@@ -294,6 +297,7 @@ pub(super) async fn conversation_seeded_with_history(store: &Store) {
         owner: who.clone(),
         mode: Mode::Native,
         model: "m".into(),
+        traceparent: None,
     };
     store
         .create_conversation_with_history(

@@ -1,0 +1,635 @@
+//! OpenTelemetry traces (docs/deployment.md, "Tracing") of the real binary, exported to an
+//! in-process OTLP/HTTP receiver ([`Collector`]): the spans of a run with a tool call, their
+//! kinds, parent links and GenAI attributes, token counts equal to the run's `usage`; an
+//! incoming `traceparent` adopted and one sent on to the provider and the HTTP tool; `trace_id`
+//! in `start` and `done`; a failed model call; content only with capture on; a dead collector.
+
+use std::sync::{Arc, Mutex};
+
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
+use serde_json::{json, Value};
+
+use crate::support::child::Server;
+use crate::support::otlp::{named, Attr, Collector, Span};
+use crate::support::sse::{read_all, Sse};
+use crate::support::target::Target;
+
+/// The caller's trace in the tests' requests.
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+/// An HTTP tool `probe` that records the `traceparent` of each call.
+struct Probe {
+    target: Target,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl Probe {
+    async fn serve() -> Probe {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        let routes = Router::new().route(
+            "/probe",
+            post(move |headers: HeaderMap| {
+                let kept = kept.clone();
+                async move {
+                    let tp = headers.get("traceparent").and_then(|v| v.to_str().ok());
+                    kept.lock().unwrap().push(tp.map(str::to_string));
+                    Json(json!({"ok": true}))
+                }
+            }),
+        );
+        Probe {
+            target: Target::serve("127.0.0.1", routes).await,
+            seen,
+        }
+    }
+
+    fn config(&self) -> String {
+        format!(
+            "[[tools.http]]\nname = \"probe\"\ndescription = \"probes\"\nurl = \"{}\"\n",
+            self.target.url("/probe")
+        )
+    }
+}
+
+/// The binary in `dir` with tracing to `collector` (exported every 100 ms) and `extra`.
+async fn traced(
+    dir: &std::path::Path,
+    llm: &FakeOpenAi,
+    otlp: &str,
+    extra: &[(&str, &str)],
+) -> Server {
+    traced_on(dir, &llm.base_url(), otlp, extra).await
+}
+
+/// [`traced`] with the model at `base`.
+async fn traced_on(
+    dir: &std::path::Path,
+    base: &str,
+    otlp: &str,
+    extra: &[(&str, &str)],
+) -> Server {
+    let mut env = vec![
+        ("LLM_BASE_URL", base),
+        ("LLM_MAX_RETRIES", "0"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("REAGENT_HTTP_ALLOW_PRIVATE", "true"),
+    ];
+    env.extend_from_slice(extra);
+    Server::serve(dir, &env).await
+}
+
+/// `POST /api/chat` with the caller's `traceparent`; the run's events.
+async fn chat(server: &Server, query: &str) -> Vec<Sse> {
+    let r = reqwest::Client::new()
+        .post(server.url("/api/chat"))
+        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .json(&json!({"query": query}))
+        .send()
+        .await
+        .unwrap();
+    read_all(r).await
+}
+
+fn event<'a>(events: &'a [Sse], name: &str) -> &'a Value {
+    &events.iter().find(|e| e.event == name).unwrap().data
+}
+
+fn sum(spans: &[&Span], key: &str) -> i64 {
+    spans.iter().map(|s| s.int(key).unwrap_or(0)).sum()
+}
+
+#[tokio::test]
+async fn a_tool_run_is_one_trace_of_agent_chat_and_tool_spans_in_the_callers_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::serve().await;
+    std::fs::write(dir.path().join("config.toml"), probe.config()).unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    let cached = json!({"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37,
+        "prompt_tokens_details": {"cached_tokens": 20, "cache_write_tokens": 4}});
+    llm.push(FakeReply::tool_calls(vec![("call_1", "probe", "{}")]).raw_usage(cached));
+    llm.push(FakeReply::text("probed").usage(50, 3));
+    llm.set_default(FakeReply::text("It is probed.").usage(80, 5));
+    let url = "http://phoenix:6006/trace/{trace_id}";
+    let server = traced(
+        dir.path(),
+        &llm,
+        &collector.endpoint(),
+        &[("REAGENT_TRACE_URL", url)],
+    )
+    .await;
+
+    let events = chat(&server, "probe it").await;
+    let (start, done) = (event(&events, "start"), event(&events, "done"));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        start["trace_id"], CALLER_TRACE,
+        "the caller's trace is adopted"
+    );
+    assert_eq!(done["trace_id"], CALLER_TRACE);
+    assert_eq!(
+        done["trace_url"],
+        format!("http://phoenix:6006/trace/{CALLER_TRACE}")
+    );
+    let calls = done["usage"]["llm_calls"].as_u64().unwrap() as usize;
+
+    let spans = collector
+        .wait_for("the run's spans", |s| {
+            s.iter().any(|s| s.name.starts_with("invoke_agent"))
+                && s.iter().filter(|s| s.name.starts_with("chat ")).count() == calls
+        })
+        .await;
+    let agent = named(&spans, "invoke_agent reagent");
+    assert_eq!(agent.trace_id, CALLER_TRACE);
+    assert_eq!(
+        agent.parent_span_id, CALLER_SPAN,
+        "a child of the caller's span"
+    );
+    assert_eq!(agent.kind, 1, "internal");
+    assert_eq!(agent.service, "reagent");
+    assert_eq!(agent.str("gen_ai.operation.name"), Some("invoke_agent"));
+    assert_eq!(agent.str("gen_ai.agent.name"), Some("reagent"));
+    let conversation = start["conversation_id"].as_str().unwrap();
+    assert_eq!(agent.str("gen_ai.conversation.id"), Some(conversation));
+    assert_eq!(agent.str("reagent.run.id"), start["run_id"].as_str());
+    assert_eq!(
+        agent.int("gen_ai.usage.input_tokens"),
+        done["usage"]["prompt_tokens"].as_i64()
+    );
+    assert_eq!(
+        agent.int("gen_ai.usage.output_tokens"),
+        done["usage"]["completion_tokens"].as_i64()
+    );
+
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    assert!(calls >= 2, "a loop call and a synthesis call: {done}");
+    for c in &chats {
+        assert_eq!(c.kind, 3, "client");
+        assert_eq!(c.parent_span_id, agent.span_id, "{}", c.name);
+        assert_eq!(c.trace_id, CALLER_TRACE);
+        assert_eq!(c.str("gen_ai.operation.name"), Some("chat"));
+        assert_eq!(c.str("gen_ai.provider.name"), Some("127.0.0.1"));
+        assert_eq!(c.str("server.address"), Some("127.0.0.1"));
+        assert_eq!(c.int("server.port"), Some(i64::from(llm.addr().port())));
+        assert!(c.str("gen_ai.request.model").is_some());
+        assert!(matches!(
+            c.attributes.get("gen_ai.response.finish_reasons"),
+            Some(Attr::List(_))
+        ));
+        assert!(
+            !c.attributes.contains_key("gen_ai.input.messages"),
+            "no content unless asked"
+        );
+    }
+    assert_eq!(
+        sum(&chats, "gen_ai.usage.input_tokens"),
+        done["usage"]["prompt_tokens"].as_i64().unwrap()
+    );
+    assert_eq!(
+        sum(&chats, "gen_ai.usage.output_tokens"),
+        done["usage"]["completion_tokens"].as_i64().unwrap()
+    );
+
+    let tool = named(&spans, "execute_tool probe");
+    assert_eq!(tool.parent_span_id, agent.span_id);
+    assert_eq!(tool.kind, 1);
+    assert_eq!(tool.str("gen_ai.tool.name"), Some("probe"));
+    assert_eq!(tool.str("gen_ai.tool.call.id"), Some("call_1"));
+    assert_eq!(tool.str("gen_ai.tool.type"), Some("function"));
+    assert!(!tool.attributes.contains_key("gen_ai.tool.call.arguments"));
+
+    // Out: the tool's request carries the tool span, each provider request its chat span.
+    let seen = probe.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![Some(format!("00-{CALLER_TRACE}-{}-01", tool.span_id))]
+    );
+    let sent = llm.traceparents();
+    assert_eq!(sent.len(), chats.len());
+    for tp in sent {
+        let tp = tp.expect("a traceparent to the provider");
+        let span_id = tp.split('-').nth(2).unwrap();
+        assert!(chats.iter().any(|c| c.span_id == span_id), "{tp}");
+    }
+    // The run's log line names the trace.
+    crate::support::eventually("the run's log line", || async {
+        server
+            .log()
+            .lines()
+            .any(|l| l.contains("run finished") && l.contains(CALLER_TRACE))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_model_call_fails_its_chat_span_and_the_run_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::status(503));
+    let server = traced(dir.path(), &llm, &collector.endpoint(), &[]).await;
+    let events = chat(&server, "fail").await;
+    assert_eq!(event(&events, "done")["status"], "failed");
+    let spans = collector
+        .wait_for("the failed run's spans", |s| {
+            s.iter().any(|s| s.name.starts_with("invoke_agent"))
+        })
+        .await;
+    let agent = named(&spans, "invoke_agent reagent");
+    assert_eq!(agent.status, 2, "error");
+    assert_eq!(agent.str("error.type"), Some("failed"));
+    let chat = spans
+        .iter()
+        .find(|s| s.name.starts_with("chat "))
+        .expect("a chat span");
+    assert_eq!(chat.status, 2);
+    assert_eq!(chat.str("error.type"), Some("503"));
+    assert_eq!(chat.parent_span_id, agent.span_id);
+}
+
+#[tokio::test]
+async fn content_goes_on_spans_only_with_capture_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("a secret answer"));
+    let server = traced(
+        dir.path(),
+        &llm,
+        &collector.endpoint(),
+        &[("REAGENT_OTEL_CAPTURE_CONTENT", "true")],
+    )
+    .await;
+    chat(&server, "my private question").await;
+    let spans = collector
+        .wait_for("the spans", |s| {
+            s.iter().any(|s| s.name.starts_with("invoke_agent"))
+        })
+        .await;
+    let chat = spans.iter().find(|s| s.name.starts_with("chat ")).unwrap();
+    let input = chat
+        .str("gen_ai.input.messages")
+        .expect("input messages captured");
+    assert!(input.contains("my private question"), "{input}");
+    let messages: Value = serde_json::from_str(input).unwrap();
+    assert!(messages[0]["parts"].is_array(), "{messages}");
+    let output = chat.str("gen_ai.output.messages").expect("output captured");
+    assert!(output.contains("a secret answer"), "{output}");
+}
+
+#[tokio::test]
+async fn a_dead_collector_costs_the_runs_nothing_but_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on any more.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("fine"));
+    let server = traced(dir.path(), &llm, &dead, &[]).await;
+    for i in 0..3 {
+        let events = chat(&server, &format!("run {i}")).await;
+        let done = event(&events, "done");
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["trace_id"], CALLER_TRACE);
+        // Past the 100 ms schedule, so each run's spans are a failed export of their own.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let warning = "could not export traces";
+    crate::support::eventually("the export warning", || async {
+        server.log().contains(warning)
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let log = server.log();
+    assert_eq!(
+        log.matches(warning).count(),
+        1,
+        "one warning a minute:\n{log}"
+    );
+}
+
+#[tokio::test]
+async fn without_an_endpoint_there_is_no_trace_and_no_traceparent_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("plain"));
+    let server = Server::serve(dir.path(), &[("LLM_BASE_URL", llm.base_url().as_str())]).await;
+    let events = chat(&server, "untraced").await;
+    assert!(event(&events, "start").get("trace_id").is_none());
+    assert!(event(&events, "done").get("trace_id").is_none());
+    assert!(llm.traceparents().iter().all(Option::is_none));
+}
+
+#[tokio::test]
+async fn json_logs_are_one_object_a_line_with_the_runs_and_the_requests_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("json"));
+    let env = [
+        ("LLM_BASE_URL", llm.base_url()),
+        ("REAGENT_LOG_FORMAT", "json".to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = Server::serve(dir.path(), &env).await;
+    let events = chat(&server, "log as json").await;
+    let run_id = event(&events, "start")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let line = |message: &'static str| {
+        let log = server.log();
+        log.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["fields"]["message"] == message)
+    };
+    let finished =
+        crate::support::eventually("the run's line", || async { line("run finished") }).await;
+    let f = &finished["fields"];
+    assert_eq!(f["run_id"], run_id.as_str());
+    assert_eq!(f["status"], "completed");
+    assert_eq!(f["agent"], "reagent");
+    for key in [
+        "conversation_id",
+        "model",
+        "iterations",
+        "tool_calls",
+        "total_tokens",
+        "duration_ms",
+    ] {
+        assert!(!f[key].is_null(), "{key} in {finished}");
+    }
+    let request = crate::support::eventually("a request line", || async { line("request") }).await;
+    assert_eq!(request["fields"]["route"], "/api/chat");
+    assert_eq!(request["fields"]["method"], "POST");
+    assert_eq!(request["fields"]["status"], 200);
+    let log = server.log();
+    assert!(
+        log.lines()
+            .all(|l| l.trim().is_empty() || l.starts_with('{')),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn a_dag_run_is_a_workflow_with_a_plan_and_an_agent_span_per_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::serve().await;
+    std::fs::write(dir.path().join("config.toml"), probe.config()).unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    let plan = json!({"steps": [
+        {"id": "A", "task": "probe it", "dependencies": [], "tool_hint": "probe"},
+        {"id": "B", "task": "sum it up", "dependencies": ["A"]}
+    ]});
+    llm.push(FakeReply::text(plan.to_string()));
+    llm.push(FakeReply::tool_calls(vec![("call_a", "probe", "{}")]));
+    llm.push(FakeReply::text("A probed"));
+    llm.push(FakeReply::text("B summed"));
+    llm.push(FakeReply::text(
+        json!({"achieved": true, "confidence": 0.9, "reasoning": "ok"}).to_string(),
+    ));
+    llm.set_default(FakeReply::text("The answer."));
+    let env = [
+        ("REAGENT_DEFAULT_ENGINE", "dag"),
+        ("DAG_MAX_CONCURRENCY", "1"),
+    ];
+    let server = traced(dir.path(), &llm, &collector.endpoint(), &env).await;
+    let events = chat(&server, "probe and sum").await;
+    let done = event(&events, "done");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["engine"], "dag", "{done}");
+    let calls = done["usage"]["llm_calls"].as_u64().unwrap() as usize;
+    let spans = collector
+        .wait_for("the DAG run's spans", |s| {
+            s.iter().any(|s| s.name == "invoke_workflow")
+                && s.iter().filter(|s| s.name.starts_with("chat ")).count() == calls
+        })
+        .await;
+    let workflow = named(&spans, "invoke_workflow");
+    assert_eq!(workflow.parent_span_id, CALLER_SPAN);
+    assert_eq!(
+        workflow.str("gen_ai.operation.name"),
+        Some("invoke_workflow")
+    );
+    let plan = spans
+        .iter()
+        .find(|s| s.name.starts_with("plan"))
+        .expect("a plan span");
+    assert_eq!(plan.parent_span_id, workflow.span_id);
+    assert_eq!(plan.str("gen_ai.operation.name"), Some("plan"));
+    let (a, b) = (
+        named(&spans, "invoke_agent A"),
+        named(&spans, "invoke_agent B"),
+    );
+    for step in [a, b] {
+        assert_eq!(step.parent_span_id, workflow.span_id);
+        assert_eq!(step.str("gen_ai.operation.name"), Some("invoke_agent"));
+    }
+    let tool = named(&spans, "execute_tool probe");
+    assert_eq!(tool.parent_span_id, a.span_id, "the tool call is step A's");
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    let under = |id: &str| chats.iter().filter(|c| c.parent_span_id == id).count();
+    assert_eq!(under(&plan.span_id), 1, "the planner's call");
+    assert_eq!(
+        under(&a.span_id),
+        2,
+        "A's loop: the tool call, then its answer"
+    );
+    assert_eq!(under(&b.span_id), 1);
+    assert_eq!(
+        under(&workflow.span_id),
+        calls - 4,
+        "analysis and synthesis"
+    );
+    assert!(spans.iter().all(|s| s.trace_id == CALLER_TRACE));
+}
+
+#[tokio::test]
+async fn a_run_resumed_after_kill_9_continues_its_trace() {
+    use crate::support::lookup::{lookup_mock, Lookup};
+    use reagent::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let tool = Lookup::serve().await;
+    std::fs::write(dir.path().join("config.toml"), tool.config(false)).unwrap();
+    let mock = lookup_mock().await;
+    let collector = Collector::start().await;
+    let db = format!("sqlite://{}", dir.path().join("runs.db").display());
+    let env = [("DATABASE_URL", db.as_str())];
+    let mut server = traced_on(dir.path(), &mock.base_url(), &collector.endpoint(), &env).await;
+    let client = reqwest::Client::new();
+    let conv: Value = client
+        .post(server.url("/api/conversations"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let conv = conv["id"].as_str().unwrap();
+    let r = client
+        .post(server.url(&format!("/api/conversations/{conv}/runs")))
+        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .json(&json!({"query": "look it up"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let run: Value = r.json().await.unwrap();
+    let run = run["run_id"].as_str().unwrap().to_string();
+    let store = Store::connect(&db).await.unwrap();
+    let id = uuid::Uuid::parse_str(&run).unwrap();
+    tool.wait_in_flight(&store, id).await;
+    let stored = store
+        .run_traceparent(id)
+        .await
+        .unwrap()
+        .expect("the run's trace is stored");
+    store.close().await;
+    let (trace, first_span) = {
+        let parts: Vec<&str> = stored.split('-').collect();
+        (parts[1].to_string(), parts[2].to_string())
+    };
+    assert_eq!(trace, CALLER_TRACE);
+
+    server.kill9().await;
+    let server = traced_on(dir.path(), &mock.base_url(), &collector.endpoint(), &env).await;
+    let replay = server.events_until_done(&run, None).await;
+    let done = &replay.last().unwrap().data;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["trace_id"], CALLER_TRACE,
+        "the same trace after the restart"
+    );
+    let spans = collector
+        .wait_for("the resumed run's span", |s| {
+            s.iter().any(|s| s.name.starts_with("invoke_agent"))
+        })
+        .await;
+    let resumed = named(&spans, "invoke_agent reagent");
+    assert_eq!(resumed.trace_id, CALLER_TRACE);
+    assert_eq!(
+        resumed.parent_span_id, first_span,
+        "a child of the killed process's run span"
+    );
+    assert!(spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .all(|c| c.trace_id == CALLER_TRACE));
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_run_ends_its_chat_and_run_spans_as_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text("too late").delay(60_000));
+    let server = traced(dir.path(), &llm, &collector.endpoint(), &[]).await;
+    let (_, run) = server.start_run("wait").await;
+    crate::support::eventually("the model call", || async { llm.request_count() == 1 }).await;
+    let r = reqwest::Client::new()
+        .post(server.url(&format!("/api/runs/{run}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let events = server.events_until_done(&run, None).await;
+    assert_eq!(events.last().unwrap().data["status"], "cancelled");
+    let spans = collector
+        .wait_for("the cancelled run's spans", |s| {
+            s.iter().any(|s| s.name.starts_with("invoke_agent"))
+                && s.iter().any(|s| s.name.starts_with("chat "))
+        })
+        .await;
+    let agent = named(&spans, "invoke_agent reagent");
+    assert_eq!(agent.str("error.type"), Some("cancelled"));
+    let chat = spans.iter().find(|s| s.name.starts_with("chat ")).unwrap();
+    assert_eq!(
+        chat.str("error.type"),
+        Some("cancelled"),
+        "ended when the call was dropped"
+    );
+    assert_eq!(chat.parent_span_id, agent.span_id);
+}
+
+#[tokio::test]
+async fn a_continuation_after_tool_outputs_stays_in_the_paused_runs_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let collector = Collector::start().await;
+    let llm = FakeOpenAi::start().await.unwrap();
+    llm.push(FakeReply::tool_calls(vec![("c1", "confirm", "{}")]));
+    llm.set_default(FakeReply::text("confirmed"));
+    let server = traced(dir.path(), &llm, &collector.endpoint(), &[]).await;
+    let tools = json!([{"type": "function", "function": {
+        "name": "confirm", "description": "Ask the user", "parameters": {"type": "object"}}}]);
+    let client = reqwest::Client::new();
+    let r = client
+        .post(server.url("/api/chat"))
+        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .json(&json!({"query": "ask me", "client_tools": tools}))
+        .send()
+        .await
+        .unwrap();
+    let paused = read_all(r).await;
+    let done = event(&paused, "done");
+    assert_eq!(done["status"], "requires_action", "{done}");
+    let run = event(&paused, "start")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // No traceparent on the outputs: the continuation joins the paused run's trace.
+    let r = client
+        .post(server.url(&format!("/api/runs/{run}/tool_outputs")))
+        .json(&json!({"outputs": [{"call_id": "c1", "output": "yes"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let next: Value = r.json().await.unwrap();
+    let next = next["run_id"].as_str().unwrap().to_string();
+    let events = server.events_until_done(&next, None).await;
+    let done = &events.last().unwrap().data;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["trace_id"], CALLER_TRACE);
+    let spans = collector
+        .wait_for("both runs' spans", |s| {
+            s.iter()
+                .filter(|s| s.name.starts_with("invoke_agent"))
+                .count()
+                == 2
+        })
+        .await;
+    let agents: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("invoke_agent"))
+        .collect();
+    let first = agents
+        .iter()
+        .find(|s| s.str("reagent.run.id") == Some(run.as_str()))
+        .unwrap();
+    let second = agents
+        .iter()
+        .find(|s| s.str("reagent.run.id") == Some(next.as_str()))
+        .unwrap();
+    assert_eq!(first.parent_span_id, CALLER_SPAN);
+    assert_eq!(
+        second.parent_span_id, first.span_id,
+        "the continuation under the paused run"
+    );
+    assert_eq!(second.trace_id, CALLER_TRACE);
+}
