@@ -129,6 +129,7 @@ fn one_run(
             history: past,
             model_name: None,
             client_tools: Vec::new(),
+            images: Vec::new(),
         };
         let r = agent.run(input, handles).await;
         assert_eq!(r.outcome.iterations as usize, iterations + 1);

@@ -173,6 +173,13 @@ pub struct Abilities {
     pub tool_call: bool,
     pub json_mode: bool,
     pub tool_choice: bool,
+    /// Image parts in user messages (docs/api.md "Images").
+    #[serde(default = "yes")]
+    pub vision: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for Abilities {
@@ -181,6 +188,7 @@ impl Default for Abilities {
             tool_call: true,
             json_mode: true,
             tool_choice: true,
+            vision: true,
         }
     }
 }
@@ -192,6 +200,7 @@ impl Abilities {
             tool_call: false,
             json_mode: false,
             tool_choice: false,
+            vision: false,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::events::{EventSink, RunOutcome};
 use super::interrupts::{Interrupt, InterruptQueue};
 use super::record::StepRecord;
 use super::slots::ToolSlots;
-use crate::llm::{Continuity, Message, ToolDefinition};
+use crate::llm::{Continuity, ImagePart, Message, ToolDefinition};
 
 /// The query and what the agent already knows of the conversation.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +29,8 @@ pub struct RunInput {
     /// Tools the caller executes (docs/api.md "Caller tools"): offered to the model beside the
     /// run's own; a call of one ends the run `requires_action`.
     pub client_tools: Vec<ToolDefinition>,
+    /// The query's images (docs/api.md "Images").
+    pub images: Vec<ImagePart>,
 }
 
 /// The run's connections to the outside world.

@@ -142,7 +142,11 @@ impl<'a> LoopRun<'a> {
         let mut messages = Vec::with_capacity(input.history.len() + 8);
         messages.push(Message::system(system));
         messages.extend(input.history.iter().cloned());
-        messages.push(Message::user(input.query.clone()).pinned());
+        messages.push(
+            Message::user(input.query.clone())
+                .with_images(input.images.clone())
+                .pinned(),
+        );
         Self {
             config: cfg,
             llm,

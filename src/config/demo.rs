@@ -68,6 +68,7 @@ fn demo_model(base_url: &str) -> ModelConfig {
             tool_call: true,
             json_mode: true,
             tool_choice: true,
+            vision: true,
         },
         hints: vec![DEMO_NOTICE.into()],
         default: true,

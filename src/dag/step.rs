@@ -122,6 +122,7 @@ pub(super) async fn run_step(
         history: job.history,
         model_name: Some(model_name),
         client_tools: Vec::new(),
+        images: Vec::new(),
     };
     let timeout = Duration::from_secs(setup.dag.step_timeout_s);
     let run = agent.run_loop(&input, &handles);

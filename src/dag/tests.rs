@@ -172,6 +172,7 @@ impl Harness {
             history: vec![],
             model_name: Some("main".into()),
             client_tools: Vec::new(),
+            images: Vec::new(),
         };
         let engine = DagEngine::new(setup);
         let result = tokio::time::timeout(Duration::from_secs(60), engine.run(input, handles))

@@ -68,6 +68,19 @@ pub struct Message {
     pub pinned: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuity: Option<Box<Continuity>>,
+    /// Images of a user message (docs/api.md "Images"), sent after its text as image parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
+}
+
+/// An image of a message, as the provider receives it: a `data:` URL (stored as an artifact,
+/// `artifact` names it) or an `http(s)` URL passed on as it is. Each encoder maps it in one
+/// place (OpenAI `image_url`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImagePart {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
 }
 
 impl Message {
@@ -80,6 +93,7 @@ impl Message {
             reasoning_content: None,
             pinned: false,
             continuity: None,
+            images: Vec::new(),
         }
     }
     pub fn system(content: impl Into<String>) -> Self {
@@ -112,6 +126,11 @@ impl Message {
     /// Attaches what the provider sent with this turn beyond the message.
     pub fn with_continuity(mut self, continuity: Option<Continuity>) -> Self {
         self.continuity = continuity.map(Box::new);
+        self
+    }
+    /// Attaches images (a user message's).
+    pub fn with_images(mut self, images: Vec<ImagePart>) -> Self {
+        self.images = images;
         self
     }
     /// Marks the message as pinned: it survives every compaction.

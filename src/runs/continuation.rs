@@ -149,6 +149,7 @@ impl RunManager {
             history: Vec::new(),
             model_name: Some(model),
             client_tools: Vec::new(),
+            images: Vec::new(),
         };
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
         let live = self.live_run_of(owner, conv.id, run_id, 1, log);

@@ -93,6 +93,9 @@ pub enum RunError {
     NotFound,
     #[error("the run has already finished")]
     Finished,
+    /// Images for a model whose `abilities.vision` is false.
+    #[error("the model '{0}' does not take images (abilities.vision is false)")]
+    ModelWithoutVision(String),
     /// The request does not fit the run's state (the message says why).
     #[error("{0}")]
     Conflict(String),

@@ -33,6 +33,7 @@ mod drive;
 mod engines;
 mod follow;
 pub mod follow_up;
+pub mod images;
 pub mod lease;
 mod lease_types;
 pub mod log;

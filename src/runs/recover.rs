@@ -189,6 +189,7 @@ impl RunManager {
             history: Vec::new(),
             model_name: Some(model),
             client_tools: Vec::new(),
+            images: Vec::new(),
         };
         tracing::info!(run_id = %run.id, iteration = cp.iterations, in_flight = cp.in_flight.len(), "resuming the run from its checkpoint");
         let resume = Resume {

@@ -14,6 +14,7 @@ use super::checks::{check_at_most, check_text};
 use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
+use super::images::{check_images, store_images, QueryImage};
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use crate::agent::checkpoint::Resume;
@@ -82,6 +83,8 @@ pub struct StartRun {
     /// The id of the new conversation ([`ConversationRef::New`] only; fresh when absent): a
     /// front end's own thread id names it (docs/protocols.md).
     pub conversation_id: Option<Uuid>,
+    /// The query's images as URLs (`data:` or `http(s)`, docs/api.md "Images").
+    pub images: Vec<String>,
 }
 
 impl StartRun {
@@ -100,6 +103,7 @@ impl StartRun {
             agent: None,
             client_tools: Vec::new(),
             conversation_id: None,
+            images: Vec::new(),
         }
     }
 }
@@ -155,6 +159,7 @@ impl RunManager {
         parent: Context,
     ) -> Result<Arc<LiveRun>, RunError> {
         check_text("query", &request.query, self.max_query_chars)?;
+        let images = check_images(&request.images)?;
         self.check_history(&request)?;
         if request.max_iterations == Some(0) {
             return Err(RunError::Invalid(
@@ -196,7 +201,7 @@ impl RunManager {
             return Err(RunError::NotFound);
         }
         let prepared = self
-            .prepare(owner, &conv, &request, run_id, is_new, &parent)
+            .prepare(owner, &conv, &request, run_id, is_new, &parent, images)
             .await;
         match prepared {
             Ok((agent, input, labels)) => {
@@ -302,6 +307,8 @@ impl RunManager {
 
     /// The run's agent and input; the run and its query are stored (with the conversation
     /// when it is new).
+    // Eight inputs, each used once; a struct for them would only be this list again.
+    #[allow(clippy::too_many_arguments)]
     async fn prepare(
         &self,
         owner: &str,
@@ -310,9 +317,13 @@ impl RunManager {
         run_id: Uuid,
         is_new: bool,
         parent: &Context,
+        images: Vec<QueryImage>,
     ) -> Result<(RunEngine, RunInput, RunLabels), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
         let bound = self.bind(conv, asked, req.max_iterations)?;
+        if !images.is_empty() && !bound.llm.abilities().vision {
+            return Err(RunError::ModelWithoutVision(bound.model.clone()));
+        }
         check_client_tools(&req.client_tools, &bound.tools.names())?;
         let engine = match (
             req.engine.or(conv.engine).or(bound.engine),
@@ -374,6 +385,7 @@ impl RunManager {
         for id in &req.replaces {
             self.store.delete_message(conv.id, *id).await?;
         }
+        let images = store_images(&self.store, run_id, images).await?;
         let input = RunInput {
             run_id: run_id.to_string(),
             conversation_id: conv.id.to_string(),
@@ -381,6 +393,7 @@ impl RunManager {
             history,
             model_name: Some(model),
             client_tools: req.client_tools.clone(),
+            images,
         };
         let dag = self.dag_setup(bound, req.mode);
         let labels = RunLabels {

@@ -30,6 +30,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    ModelWithoutVision(String),
     #[error("the conversation already has an active run")]
     RunActive,
     #[error("no active run for this conversation; start a new run instead")]
@@ -58,6 +60,7 @@ impl ApiError {
             Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            Self::ModelWithoutVision(_) => (StatusCode::BAD_REQUEST, "model_without_vision"),
             Self::RunActive => (StatusCode::CONFLICT, "run_active"),
             Self::NoActiveRun => (StatusCode::CONFLICT, "no_active_run"),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
@@ -123,6 +126,7 @@ impl From<RunError> for ApiError {
             RunError::NotFound => Self::NotFound,
             RunError::Finished => Self::Conflict("the run has already finished".into()),
             RunError::Conflict(message) => Self::Conflict(message),
+            e @ RunError::ModelWithoutVision(_) => Self::ModelWithoutVision(e.to_string()),
             RunError::NotPending => {
                 Self::Conflict("the interrupt was already delivered to the agent".into())
             }

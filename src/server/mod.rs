@@ -19,6 +19,7 @@ pub mod client_tools;
 pub mod conversations;
 pub mod error;
 pub mod frontends;
+pub mod images;
 pub mod listen;
 pub mod long_uri;
 pub mod mcp;

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::auth::Owner;
 use super::client_tools::{definitions, ClientTool, ToolOutputsBody};
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use super::images::{urls, ImageInput};
 use super::sse::{resume_point, sse_response, wants_event_stream};
 use super::state::AppState;
 use super::views::{Cancelling, ErrorBody, InterruptAccepted, Recalled, Run, RunStarted};
@@ -39,6 +40,9 @@ pub struct StartRunBody {
     /// `requires_action`.
     #[serde(default)]
     pub client_tools: Vec<ClientTool>,
+    /// Images of the query (docs/api.md "Images"); at most 8.
+    #[serde(default)]
+    pub images: Vec<ImageInput>,
 }
 
 /// A JSON integer, also written as a float with no fraction (`5.0`): JSON Schema counts both as
@@ -79,6 +83,9 @@ pub struct ChatBody {
     /// Tools the caller executes (docs/api.md "Caller tools").
     #[serde(default)]
     pub client_tools: Vec<ClientTool>,
+    /// Images of the query (docs/api.md "Images"); at most 8.
+    #[serde(default)]
+    pub images: Vec<ImageInput>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -134,7 +141,7 @@ fn stream_of(state: &AppState, live: &LiveRun) -> Response {
     request_body = StartRunBody,
     responses((status = 202, description = "Started; follow `events_url`", body = RunStarted),
               (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream from its first event (docs/api.md)", content_type = "text/event-stream"),
-              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model", body = ErrorBody),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
@@ -149,6 +156,7 @@ pub async fn start(
         max_iterations: body.max_iterations,
         engine: body.engine,
         client_tools: definitions(body.client_tools)?,
+        images: urls(body.images),
         ..StartRun::new(ConversationRef::Existing(id), body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;
@@ -194,7 +202,7 @@ pub async fn tool_outputs(
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
     summary = "Start a run and stream it, in a new conversation unless one is given",
     responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
-              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent", body = ErrorBody),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
               (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `agent` is not the conversation's agent", body = ErrorBody)))]
 pub async fn chat(
@@ -223,6 +231,7 @@ pub async fn chat(
         model: body.model,
         engine: body.engine,
         client_tools: definitions(body.client_tools)?,
+        images: urls(body.images),
         ..StartRun::new(conversation, body.query)
     };
     let live = state.runs.start(&owner.0, request).await?;

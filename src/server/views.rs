@@ -316,6 +316,7 @@ pub struct Abilities {
     pub tool_call: bool,
     pub json_mode: bool,
     pub tool_choice: bool,
+    pub vision: bool,
 }
 
 /// A model of the catalog (docs/api.md): no URL, no key.
@@ -346,6 +347,7 @@ impl From<llm::registry::ModelInfo> for Model {
                 tool_call: m.abilities.tool_call,
                 json_mode: m.abilities.json_mode,
                 tool_choice: m.abilities.tool_choice,
+                vision: m.abilities.vision,
             },
             context_window: m.context_window,
             max_output_tokens: m.max_output_tokens,

@@ -89,6 +89,7 @@ impl ScriptedLlm {
             tool_call: false,
             json_mode: true,
             tool_choice: false,
+            vision: false,
         })
     }
 

@@ -13,6 +13,7 @@ mod approvals;
 mod client_tools;
 mod conversations;
 mod forks;
+mod images;
 mod ops;
 mod runs;
 mod turns;

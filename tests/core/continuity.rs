@@ -88,6 +88,7 @@ fn input(history: Vec<Message>) -> RunInput {
         history,
         model_name: None,
         client_tools: Vec::new(),
+        images: Vec::new(),
     }
 }
 

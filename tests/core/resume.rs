@@ -44,6 +44,7 @@ fn input() -> RunInput {
         history: vec![],
         model_name: None,
         client_tools: Vec::new(),
+        images: Vec::new(),
     }
 }
 

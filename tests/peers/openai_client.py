@@ -106,10 +106,11 @@ try:
     client.chat.completions.create(
         model=model,
         messages=[{"role": "user", "content": "hi"}],
-        tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        tools=[{"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}],
     )
 except openai.BadRequestError as e:
-    errors["tools"] = {"status": e.status_code, "code": e.code, "param": e.param}
+    # A caller tool named like one of the agent's own.
+    errors["tools"] = {"status": e.status_code, "code": e.code, "message": e.message}
 out["errors"] = errors
 
 print(json.dumps(out))

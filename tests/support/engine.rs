@@ -54,6 +54,7 @@ impl Harness {
             history: vec![],
             model_name: None,
             client_tools: Vec::new(),
+            images: Vec::new(),
         };
         let result = self.agent.run(input, handles).await;
         let mut events = Vec::new();

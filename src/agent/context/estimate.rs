@@ -10,6 +10,9 @@ use crate::llm::{Message, Role, ToolDefinition};
 pub const BYTES_PER_TOKEN: usize = 4;
 /// Tokens a provider adds around each message (role markers, separators). OpenAI documents ~3–4.
 pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
+/// What an image counts for, whatever its size (providers bill by resolution; a fixed estimate
+/// keeps the guard linear and allocation-free).
+pub const IMAGE_TOKENS: usize = 1_000;
 /// Tokens a provider adds around each tool definition (`{"type":"function","function":…}`).
 pub const TOOL_OVERHEAD_TOKENS: usize = 8;
 
@@ -61,7 +64,9 @@ pub(super) fn message_tokens(m: &Message) -> usize {
         .continuity
         .as_deref()
         .map_or(0, |c| json_len(&c.message) + json_len(&c.tool_calls));
-    (m.content.len() + calls + id + kept).div_ceil(BYTES_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+    (m.content.len() + calls + id + kept).div_ceil(BYTES_PER_TOKEN)
+        + MESSAGE_OVERHEAD_TOKENS
+        + m.images.len() * IMAGE_TOKENS
 }
 
 /// Length of the compact JSON text of `value`, without building the text.

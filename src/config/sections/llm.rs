@@ -139,11 +139,13 @@ fn partial_abilities<'de, D: Deserializer<'de>>(d: D) -> Result<Abilities, D::Er
         tool_call: Option<bool>,
         json_mode: Option<bool>,
         tool_choice: Option<bool>,
+        vision: Option<bool>,
     }
     let p = Partial::deserialize(d)?;
     Ok(Abilities {
         tool_call: p.tool_call.unwrap_or(true),
         json_mode: p.json_mode.unwrap_or(true),
         tool_choice: p.tool_choice.unwrap_or(true),
+        vision: p.vision.unwrap_or(true),
     })
 }

@@ -52,6 +52,7 @@ fn several_models_with_abilities_and_hints() {
         tool_call: false,
         json_mode: true,
         tool_choice: true,
+        vision: true,
     };
     assert_eq!(local.abilities, expected);
     // The default model falls back to LLM_API_KEY.

@@ -160,11 +160,32 @@ impl Serialize for Wire<'_> {
             let content = (!m.content.is_empty()).then_some(m.content.as_str());
             map.serialize_entry("content", &content)?;
             map.serialize_entry("tool_calls", &Calls(&m.tool_calls, self.1))?;
+        } else if !m.images.is_empty() {
+            map.serialize_entry("content", &Parts(m))?;
         } else {
             map.serialize_entry("content", &m.content)?;
         }
         kept_fields(&mut map, self.1.map(|c| &c.message))?;
         map.end()
+    }
+}
+
+/// A message with images as content parts: its text, then one `image_url` part per image.
+struct Parts<'a>(&'a Message);
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        let mut seq = s.serialize_seq(Some(m.images.len() + 1))?;
+        if !m.content.is_empty() {
+            seq.serialize_element(&serde_json::json!({"type": "text", "text": m.content}))?;
+        }
+        for image in &m.images {
+            seq.serialize_element(
+                &serde_json::json!({"type": "image_url", "image_url": {"url": image.url}}),
+            )?;
+        }
+        seq.end()
     }
 }
 

@@ -232,3 +232,31 @@ fn continuity_goes_back_in_place_to_the_same_model_only() {
         plain
     });
 }
+
+#[test]
+fn a_user_message_with_images_is_sent_as_text_and_image_url_parts() {
+    let png = "data:image/png;base64,iVBORw0KGgo=";
+    let message = Message::user("what is this?").with_images(vec![
+        crate::llm::ImagePart {
+            url: png.into(),
+            artifact: Some("a1".into()),
+        },
+        crate::llm::ImagePart {
+            url: "https://example.com/cat.jpg".into(),
+            artifact: None,
+        },
+    ]);
+    let request = ChatRequest::new(vec![message]);
+    let sent: Value = serde_json::from_slice(
+        &serde_json::to_vec(&request_body("m", "m", &request, false)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": png}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        ]})
+    );
+}

@@ -16,10 +16,11 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::error::OpenAiError;
-use super::reply::{finish_reason, usage_json, Meta};
+use super::reply::{finish_reason, parse_wire_call_id, tool_calls_json, usage_json, Meta};
 use super::stream::{chunk_stream, CancelOnDrop};
 use super::unix_now;
 use super::wire::{parse, Parsed};
+use crate::agent::client_tools::ToolOutput;
 use crate::agent::RunOutcome;
 use crate::config::AgentSpec;
 use crate::domain::EventName;
@@ -49,8 +50,13 @@ pub async fn create(
         .agent(&parsed.model)
         .ok_or_else(|| OpenAiError::model_not_found(&parsed.model))?
         .clone();
-    let request = start_request(&headers, &agent, &parsed)?;
-    let live = state.runs.start(&owner.0, request).await?;
+    let live = match parsed.outputs.clone() {
+        Some(outputs) => continue_run(&state, &owner, &headers, outputs).await?,
+        None => {
+            let request = start_request(&headers, &agent, &parsed)?;
+            state.runs.start(&owner.0, request).await?
+        }
+    };
     let ids = [
         (HeaderName::from_static(RUN_HEADER), header_value(live.id)),
         (
@@ -62,6 +68,7 @@ pub async fn create(
         id: format!("chatcmpl-{}", live.id.simple()),
         model: agent.name.clone(),
         created: unix_now(),
+        run_id: live.id,
     };
     if parsed.stream {
         let body = chunk_stream(&state, live, meta, parsed.include_usage);
@@ -76,6 +83,51 @@ fn header_value(id: Uuid) -> HeaderValue {
     HeaderValue::from_str(&id.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// Answers the paused run with the request's `tool` results: the run named by their call
+/// ids ([`parse_wire_call_id`]), else the latest run of the conversation the header names.
+async fn continue_run(
+    state: &AppState,
+    owner: &Owner,
+    headers: &HeaderMap,
+    mut outputs: Vec<ToolOutput>,
+) -> Result<Arc<LiveRun>, OpenAiError> {
+    let mut named = None;
+    for o in &mut outputs {
+        if let Some((run, call)) = parse_wire_call_id(&o.call_id) {
+            named = Some(run);
+            o.call_id = call;
+        }
+    }
+    let run = match (named, conversation_header(headers)?) {
+        (Some(run), _) => run,
+        (None, Some(conversation)) => state.runs.waiting_run(&owner.0, conversation).await?,
+        (None, None) => {
+            return Err(OpenAiError::invalid(
+                Some("messages"),
+                "The 'tool' results name no run of reagent's: send the tool_call ids it \
+                 returned, or the X-Reagent-Conversation-Id header",
+            ))
+        }
+    };
+    Ok(state
+        .runs
+        .submit_tool_outputs(&owner.0, run, outputs)
+        .await?)
+}
+
+/// The conversation the header names (`None` without the header).
+fn conversation_header(headers: &HeaderMap) -> Result<Option<Uuid>, OpenAiError> {
+    let Some(value) = headers.get(CONVERSATION_HEADER) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| Uuid::parse_str(v.trim()).ok())
+        .map(Some)
+        .ok_or_else(OpenAiError::conversation_not_found)
+}
+
 /// The run to start: in the named conversation (its stored history, only the query read) or
 /// in a new one of the agent's, seeded with the request's history.
 fn start_request(
@@ -83,15 +135,11 @@ fn start_request(
     agent: &AgentSpec,
     parsed: &Parsed,
 ) -> Result<StartRun, OpenAiError> {
-    if let Some(value) = headers.get(CONVERSATION_HEADER) {
-        let id = value
-            .to_str()
-            .ok()
-            .and_then(|v| Uuid::parse_str(v.trim()).ok())
-            .ok_or_else(OpenAiError::conversation_not_found)?;
+    if let Some(id) = conversation_header(headers)? {
         // The response names `agent`: the conversation must be one of its.
         return Ok(StartRun {
             agent: Some(agent.name.clone()),
+            client_tools: parsed.tools.clone(),
             ..StartRun::new(ConversationRef::Existing(id), parsed.query.clone())
         });
     }
@@ -116,6 +164,7 @@ fn start_request(
             .filter(|t| !t.content.trim().is_empty())
             .cloned()
             .collect(),
+        client_tools: parsed.tools.clone(),
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     })
 }
@@ -137,6 +186,15 @@ async fn wait_for_outcome(state: &AppState, live: Arc<LiveRun>) -> Result<RunOut
 }
 
 fn completion(meta: &Meta, outcome: &RunOutcome) -> Value {
+    let message = match &outcome.required_action {
+        Some(action) => json!({
+            "role": "assistant",
+            "content": null,
+            "refusal": null,
+            "tool_calls": tool_calls_json(meta.run_id, &action.tool_calls, false),
+        }),
+        None => json!({"role": "assistant", "content": outcome.answer, "refusal": null}),
+    };
     json!({
         "id": meta.id,
         "object": "chat.completion",
@@ -144,7 +202,7 @@ fn completion(meta: &Meta, outcome: &RunOutcome) -> Value {
         "model": meta.model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": outcome.answer, "refusal": null},
+            "message": message,
             "finish_reason": finish_reason(outcome.status),
             "logprobs": null,
         }],

@@ -77,10 +77,10 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
                     "headers": headers,
                     "content": {"application/json": {"schema": {"type": "object"}},
                                 "text/event-stream": {"schema": {"type": "string"}}}},
-            "400": error("`invalid_request_error`: malformed body, last message not `user`, `tools`/`functions`/`n > 1`, non-text content"),
+            "400": error("`invalid_request_error`: malformed body, last message neither `user` nor the `tool` results of a waiting run, a tool that is not a function or is named like one of the agent's, `functions`, `n > 1`, unsupported content"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `conversation_not_found` for the header"),
-            "409": error("`conversation_busy`: the conversation has an active run"),
+            "409": error("`conversation_busy`: the conversation has an active run, or the `tool` results answer a run that no longer waits for them"),
             "413": error("`payload_too_large`"),
             "429": error("`rate_limit_exceeded`"),
         }
@@ -90,7 +90,7 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
 fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value {
     json!({
         "type": "object", "required": ["model", "messages"],
-        "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts. Other fields are ignored; `tools`, `functions` and `n > 1` are refused.",
+        "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts. `tools` (type `function`) are caller tools: a call of one ends the response with `finish_reason: \"tool_calls\"`; a request whose last messages are `tool` results (their `tool_call_id`s as returned) continues that run. Other fields are ignored; `functions` and `n > 1` are refused.",
         "properties": {
             "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
             "messages": {"type": "array", "minItems": 1, "items": {"type": "object",
@@ -100,7 +100,13 @@ fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value
             "stream": {"type": ["boolean", "null"]},
             "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"type": ["boolean", "null"]}}},
             "n": {"type": ["integer", "null"], "enum": [1, null]},
-            "tools": {"type": ["array", "null"], "maxItems": 0},
+            "tools": {"type": ["array", "null"], "maxItems": 4, "items": {"type": "object",
+                "required": ["type", "function"],
+                "properties": {"type": {"type": "string", "enum": ["function"]},
+                               "function": {"type": "object", "required": ["name"],
+                                   "properties": {"name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                                                  "description": {"type": "string"},
+                                                  "parameters": {"type": "object"}}}}}},
             "functions": {"type": ["array", "null"], "maxItems": 0},
         }
     })

@@ -1,7 +1,7 @@
 //! The streamed answer: a run's events as `data: <chat.completion.chunk>` lines (docs/protocols.md) —
 //! a first chunk with `role: "assistant"`, tool calls and results as one
 //! `delta.reasoning_content` line each (cut to 200 characters; never `delta.tool_calls`, which a
-//! client would try to execute), answer deltas as `delta.content`, a last chunk with
+//! client would try to execute — only the caller's own tools' calls are), answer deltas as `delta.content`, a last chunk with
 //! `finish_reason`, the usage chunk when asked, then `data: [DONE]`. Quiet stretches get
 //! comment lines (`: keep-alive`), which the SDKs skip. Dropping the body — the client went
 //! away — cancels the run.
@@ -20,7 +20,7 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use serde_json::{json, Value};
 use tokio::time::{Instant, Sleep};
 
-use super::reply::{finish_reason, usage_json, Meta};
+use super::reply::{finish_reason, tool_calls_json, usage_json, Meta};
 use crate::agent::events::{AnswerEvent, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
@@ -309,6 +309,10 @@ impl Progress {
             if !rest.is_empty() {
                 out.push_str(&self.content(rest));
             }
+        }
+        if let Some(action) = &outcome.required_action {
+            let calls = tool_calls_json(self.meta.run_id, &action.tool_calls, true);
+            out.push_str(&data(&self.chunk(json!({"tool_calls": calls}), None)));
         }
         out.push_str(&data(
             &self.chunk(json!({}), Some(finish_reason(outcome.status))),

@@ -1,13 +1,17 @@
 //! The Chat Completions request as reagent reads it: lenient where OpenAI's clients differ
 //! (unknown fields ignored, content as a string or text parts), strict where agents cannot
-//! follow (client `tools`/`functions`, `n > 1`, non-text content) — each refusal a 400 naming
-//! the parameter. [`Parsed`] is the request reduced to what a run needs.
+//! follow (`functions`, `n > 1`, tools that are not functions) — each refusal a 400 naming the
+//! parameter. `tools` are caller tools (docs/protocols.md); a request whose last messages are
+//! `tool` results answers a run that ended with `finish_reason: "tool_calls"`. [`Parsed`] is
+//! the request reduced to what a run needs.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::OpenAiError;
+use crate::agent::client_tools::ToolOutput;
 use crate::domain::MessageRole;
+use crate::llm::ToolDefinition;
 use crate::runs::PriorTurn;
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +42,11 @@ pub struct Parsed {
     pub system: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    /// The caller's tools (`tools`).
+    pub tools: Vec<ToolDefinition>,
+    /// The `tool` messages after the last assistant message, when the request ends with them:
+    /// the outputs of a paused run's calls (then `query` is empty).
+    pub outputs: Option<Vec<ToolOutput>>,
 }
 
 /// Parses the body; every failure is a 400 in OpenAI's shape.
@@ -57,7 +66,8 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
         .model
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| OpenAiError::invalid(Some("model"), "'model' is required"))?;
-    refuse_client_tools(&req.tools, &req.functions, &req.n)?;
+    refuse_unsupported(&req.functions, &req.n)?;
+    let tools = tools(req.tools)?;
     let messages = req.messages.filter(|m| !m.is_empty()).ok_or_else(|| {
         OpenAiError::invalid(Some("messages"), "'messages' must be a non-empty array")
     })?;
@@ -65,11 +75,17 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
     for (i, m) in messages.iter().enumerate() {
         turns.push(message(i, m)?);
     }
-    let Some((Role::User, query)) = turns.pop() else {
-        return Err(OpenAiError::invalid(
-            Some("messages"),
-            "The last message must be a 'user' message (it is the query)",
-        ));
+    let outputs = trailing_outputs(&mut turns);
+    let query = match (&outputs, turns.pop()) {
+        (None, Some((Role::User, query))) => query,
+        (Some(_), _) => String::new(),
+        _ => {
+            return Err(OpenAiError::invalid(
+                Some("messages"),
+                "The last message must be a 'user' message (it is the query) or the 'tool' \
+                 results of the assistant's tool calls",
+            ))
+        }
     };
     let mut history = Vec::new();
     let mut system = Vec::new();
@@ -84,6 +100,8 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
                 role: MessageRole::Assistant,
                 content,
             }),
+            // Results of earlier round trips: the stored run has them, a new one cannot.
+            Role::Tool(_) => {}
         }
     }
     let stream = req.stream.unwrap_or(false);
@@ -98,30 +116,82 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
         system,
         stream,
         include_usage,
+        tools,
+        outputs,
     })
 }
 
-/// Agents use their own tools: a client's tools would never be called, so say so.
-fn refuse_client_tools(
-    tools: &Option<Value>,
-    functions: &Option<Value>,
-    n: &Option<Value>,
-) -> Result<(), OpenAiError> {
+/// The `tool` messages that end the request (in order), taken off `turns`; `None` when the
+/// last message is not one.
+fn trailing_outputs(turns: &mut Vec<(Role, String)>) -> Option<Vec<ToolOutput>> {
+    let start = turns
+        .iter()
+        .rposition(|(r, _)| !matches!(r, Role::Tool(_)))
+        .map_or(0, |i| i + 1);
+    if start == turns.len() {
+        return None;
+    }
+    let outputs = turns
+        .drain(start..)
+        .filter_map(|(role, output)| match role {
+            Role::Tool(call_id) => Some(ToolOutput { call_id, output }),
+            _ => None,
+        })
+        .collect();
+    Some(outputs)
+}
+
+/// `tools` as caller tools: `{type: "function", function: {name, description?, parameters?}}`.
+fn tools(tools: Option<Value>) -> Result<Vec<ToolDefinition>, OpenAiError> {
+    let items = match tools {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(OpenAiError::invalid(
+                Some("tools"),
+                "'tools' must be an array of function tools",
+            ))
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let function = t.get("function").filter(|_| {
+                t.get("type").and_then(Value::as_str) == Some("function")
+            });
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+            let (Some(f), Some(name)) = (function, name) else {
+                return Err(OpenAiError::invalid(
+                    Some("tools"),
+                    format!("tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\", …}}}}"),
+                ));
+            };
+            let description = f.get("description").and_then(Value::as_str);
+            Ok(ToolDefinition {
+                name: name.to_string(),
+                description: description.unwrap_or_default().to_string(),
+                parameters: f
+                    .get("parameters")
+                    .filter(|p| !p.is_null())
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            })
+        })
+        .collect()
+}
+
+/// Legacy `functions` and several choices are not something an agent run can give.
+fn refuse_unsupported(functions: &Option<Value>, n: &Option<Value>) -> Result<(), OpenAiError> {
     let given = |v: &Option<Value>| match v {
         None | Some(Value::Null) => false,
         Some(Value::Array(a)) => !a.is_empty(),
         Some(_) => true,
     };
-    if given(tools) {
-        return Err(OpenAiError::invalid(
-            Some("tools"),
-            "'tools' is not supported: reagent agents call their own tools",
-        ));
-    }
     if given(functions) {
         return Err(OpenAiError::invalid(
             Some("functions"),
-            "'functions' is not supported: reagent agents call their own tools",
+            "'functions' is not supported: declare caller tools in 'tools'",
         ));
     }
     match n {
@@ -131,11 +201,13 @@ fn refuse_client_tools(
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Role {
     System,
     User,
     Assistant,
+    /// A `tool` message: the output for this call id.
+    Tool(String),
 }
 
 fn message(i: usize, m: &Value) -> Result<(Role, String), OpenAiError> {
@@ -143,10 +215,19 @@ fn message(i: usize, m: &Value) -> Result<(Role, String), OpenAiError> {
         Some("system" | "developer") => Role::System,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
+        Some("tool") => match m.get("tool_call_id").and_then(Value::as_str) {
+            Some(id) => Role::Tool(id.to_string()),
+            None => {
+                return Err(OpenAiError::invalid(
+                    Some("messages"),
+                    format!("messages[{i}]: a 'tool' message needs its 'tool_call_id'"),
+                ))
+            }
+        },
         Some(other) => {
             return Err(OpenAiError::invalid(
                 Some("messages"),
-                format!("messages[{i}]: the role '{other}' is not supported (system, developer, user or assistant)"),
+                format!("messages[{i}]: the role '{other}' is not supported (system, developer, user, assistant or tool)"),
             ))
         }
         None => {

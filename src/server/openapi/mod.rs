@@ -26,7 +26,7 @@ use utoipa::OpenApi;
 
 use super::state::AppState;
 use super::views::ErrorBody;
-use super::{approvals, client_tools, conversations, ops, runs};
+use super::{approvals, client_tools, conversations, images, ops, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -67,7 +67,7 @@ struct Conversations;
     ),
     components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody,
         client_tools::ClientTool, client_tools::ClientFunction,
-        client_tools::ToolOutputsBody, client_tools::ToolOutputBody)),
+        client_tools::ToolOutputsBody, client_tools::ToolOutputBody, images::ImageInput)),
     tags((name = "runs", description = "Runs, their SSE events and follow-ups (docs/api.md)"))
 )]
 struct Runs;

@@ -212,9 +212,9 @@ async fn bad_input_is_a_4xx_in_openais_shape_and_stores_nothing() {
             "invalid_request_error",
         ),
         (
-            "tool role",
+            "tool results naming no run",
             json!({"model": "helper", "messages": [
-            {"role": "tool", "content": "x", "tool_call_id": "c"}, {"role": "user", "content": "hi"}]}),
+            {"role": "user", "content": "hi"}, {"role": "tool", "content": "x", "tool_call_id": "c"}]}),
             400,
             "invalid_request_error",
         ),

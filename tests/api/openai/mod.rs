@@ -6,6 +6,7 @@
 mod clients;
 mod edges;
 mod responses;
+mod tools;
 
 use serde_json::Value;
 

@@ -108,6 +108,7 @@ async fn history_is_sent_before_the_pinned_query() {
         ],
         model_name: Some("friendly-name".into()),
         client_tools: Vec::new(),
+        images: Vec::new(),
     };
     let (tx2, mut rx2) = tokio::sync::mpsc::unbounded_channel();
     let handles = RunHandles {

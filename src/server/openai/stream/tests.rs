@@ -9,6 +9,7 @@ fn progress(include_usage: bool) -> Progress {
             id: "chatcmpl-1".into(),
             model: "helper".into(),
             created: 7,
+            run_id: uuid::Uuid::nil(),
         },
         include_usage,
         sent: String::new(),

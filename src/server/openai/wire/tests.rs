@@ -91,3 +91,36 @@ fn refusals_name_the_parameter() {
     assert!(parse(b"{not json").is_err());
     assert!(parse(b"[]").is_err());
 }
+
+#[test]
+fn tools_are_caller_tools_and_trailing_tool_messages_are_their_outputs() {
+    let p = parse_json(json!({
+        "model": "m",
+        "tools": [{"type": "function", "function": {"name": "confirm", "parameters": {"type": "object"}}}],
+        "messages": [
+            {"role": "user", "content": "ask me"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "confirm", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "confirm", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "yes"},
+            {"role": "tool", "tool_call_id": "b", "content": [{"type": "text", "text": "no"}]},
+        ],
+    }))
+    .unwrap();
+    assert_eq!(p.tools.len(), 1);
+    assert_eq!(p.tools[0].name, "confirm");
+    assert_eq!(p.query, "");
+    let outputs = p.outputs.unwrap();
+    let pairs: Vec<(&str, &str)> = outputs
+        .iter()
+        .map(|o| (o.call_id.as_str(), o.output.as_str()))
+        .collect();
+    assert_eq!(pairs, [("a", "yes"), ("b", "no")]);
+
+    let q =
+        parse_json(json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})).unwrap();
+    assert!(q.outputs.is_none() && q.tools.is_empty());
+    let e = parse_json(json!({"model": "m", "messages": [{"role": "tool", "content": "x"}]}))
+        .unwrap_err();
+    assert_eq!(e.param(), Some("messages"));
+}

@@ -33,6 +33,8 @@ fn outcome(status: RunStatus, answer: &str) -> RunOutcome {
         next_run_id: None,
         dag: None,
         required_action: None,
+        trace_id: None,
+        trace_url: None,
     }
 }
 
@@ -54,6 +56,7 @@ fn run(status: RunStatus) -> Vec<LoggedEvent> {
             mode: Mode::Native,
             engine: crate::domain::Engine::React,
             continues: None,
+            trace_id: None,
         }),
         AgentEvent::Step(StepEvent::ToolStart {
             iteration: 1,
