@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Real-model check (issue 22): reagent against llama.cpp's llama-server serving
 # Qwen2.5-Coder-0.5B-Instruct (Q4_K_M), in native and in JSON mode, with a query that needs the
-# calculator. Asserts only what is deterministic at temperature 0 with a fixed seed: the
-# calculator ran on 1234 * 5678 and the run ended with a non-empty answer (this small model may
+# calculator, over Chat Completions and over the Anthropic Messages API (/v1/messages, streamed,
+# with llama.cpp's reported prompt-cache reuse). Asserts only what is deterministic at
+# temperature 0 with a fixed seed: the calculator ran on 1234 * 5678 and the run ended with a non-empty answer (this small model may
 # then loop on the result until cycle detection or the iteration cap stops it). Then an eval
 # smoke: `reagent eval --min-accuracy` over the first five tasks of evals/tasks.jsonl.
 #
@@ -158,6 +159,15 @@ model = "qwen2.5-coder-0.5b-instruct"
 abilities = { tool_call = true, json_mode = true, tool_choice = true }
 context_window = 4096
 max_output_tokens = 512
+# The same model through llama.cpp's Anthropic Messages endpoint (/v1/messages).
+[[models]]
+name = "qwen-messages"
+api = "anthropic-messages"
+base_url = "http://127.0.0.1:$LLAMA_PORT"
+model = "qwen2.5-coder-0.5b-instruct"
+abilities = { tool_call = true, tool_choice = true }
+context_window = 4096
+max_output_tokens = 512
 [react]
 max_iterations = 3
 EOF
@@ -169,12 +179,15 @@ wait_http "http://127.0.0.1:$REAGENT_PORT/readyz" "$REAGENT_PID" 60 ||
     { tail -30 "$WORK/reagent.log"; say "reagent did not start"; exit 1; }
 
 status=0
-for mode in native json; do
+# The Anthropic Messages run first, while llama-server's prompt cache is empty: the cache reuse
+# it reports can only come from its own calls.
+for step in "native qwen-messages --cache" "native" "json"; do
     started=$(now)
-    if python3 scripts/real_model_run.py "http://127.0.0.1:$REAGENT_PORT" "$mode"; then
-        say "$mode mode passed in $(($(now) - started)) s"
+    # shellcheck disable=SC2086 # the step's words are the script's arguments
+    if python3 scripts/real_model_run.py "http://127.0.0.1:$REAGENT_PORT" $step; then
+        say "$step passed in $(($(now) - started)) s"
     else
-        say "$mode mode FAILED after $(($(now) - started)) s"
+        say "$step FAILED after $(($(now) - started)) s"
         status=1
     fi
 done

@@ -45,8 +45,8 @@ pub use expand::expand;
 pub use hooks::{plan_hooks, FailurePolicy, HookKind, HookPlan, HookSpec, HOOK_KINDS};
 pub use mcp::McpServerConfig;
 pub use sections::{
-    redact_url, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
-    ServerConfig, ToolsConfig,
+    redact_url, Api, ApiKey, AuthConfig, HttpToolSpec, LlmConfig, ModelConfig, ReactConfig, Secret,
+    ServerConfig, Thinking, ToolsConfig,
 };
 
 use std::collections::HashMap;
@@ -61,6 +61,8 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/reagent.db";
 /// The default model's base URL (docs/configuration.md).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Where an `api = "anthropic-messages"` model's provider is when `base_url` is not set.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The default model's provider model name (docs/configuration.md).
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 /// The name of the model built from `LLM_*` variables when the file declares no `[[models]]`.

@@ -11,10 +11,11 @@ use crate::agent::hooks::builtin::AuditSink;
 use crate::agent::hooks::config::{build_hooks, HookDeps};
 use crate::agent::hooks::HookRunner;
 use crate::agent::AgentConfig;
-use crate::config::{Config, ConfigError, ModelConfig, ReactConfig};
+use crate::config::{Api, Config, ConfigError, ModelConfig, ReactConfig};
+use crate::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::registry::{ModelInfo, ModelRegistry};
-use crate::llm::Llm;
+use crate::llm::{Llm, LlmError};
 use crate::tools::builtin::builtin_registry;
 use crate::tools::http_request::HttpRequestOptions;
 use crate::tools::http_tool::HttpTool;
@@ -44,29 +45,39 @@ pub fn http_client() -> Result<reqwest::Client, SetupError> {
         .map_err(|e| SetupError::Hooks(format!("cannot build the HTTP client: {e}")))
 }
 
-/// One OpenAI-compatible client per `[[models]]` entry.
+/// One client per `[[models]]` entry, of the protocol its `api` names.
 pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
     let mut entries = Vec::with_capacity(config.models.len());
     for m in &config.models {
-        let client = OpenAiClient::new(openai_config(m, config))
-            .map_err(|e| {
-                ConfigError::invalid(
-                    format!("model {:?}", m.name),
-                    format!("cannot build its client: {e}"),
-                )
-            })?
-            .with_name(&m.name)
-            .with_synthesis(m.synthesis)
-            .with_sampling(m.sampling())
-            .with_max_response_bytes(config.llm.max_response_bytes)
-            .with_http2(config.llm.http2)
-            .map_err(|e| {
-                ConfigError::invalid(
-                    format!("model {:?}", m.name),
-                    format!("cannot build its client: {e}"),
-                )
-            })?;
-        entries.push((model_info(m), Arc::new(client) as Arc<dyn Llm>));
+        let invalid = |e: LlmError| {
+            ConfigError::invalid(
+                format!("model {:?}", m.name),
+                format!("cannot build its client: {e}"),
+            )
+        };
+        let llm: Arc<dyn Llm> = match m.api {
+            Api::OpenaiChat => Arc::new(
+                OpenAiClient::new(openai_config(m, config))
+                    .map_err(invalid)?
+                    .with_name(&m.name)
+                    .with_synthesis(m.synthesis)
+                    .with_sampling(m.sampling())
+                    .with_max_response_bytes(config.llm.max_response_bytes)
+                    .with_http2(config.llm.http2)
+                    .map_err(invalid)?,
+            ),
+            Api::AnthropicMessages => Arc::new(
+                AnthropicClient::new(anthropic_config(m, config))
+                    .map_err(invalid)?
+                    .with_name(&m.name)
+                    .with_synthesis(m.synthesis)
+                    .with_sampling(m.sampling())
+                    .with_max_response_bytes(config.llm.max_response_bytes)
+                    .with_http2(config.llm.http2)
+                    .map_err(invalid)?,
+            ),
+        };
+        entries.push((model_info(m), llm));
     }
     ModelRegistry::from_llms(entries, &config.default_model)
         .map_err(|e| ConfigError::invalid(e.key, e.message))
@@ -99,6 +110,22 @@ pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
         max_output_tokens: model.max_output_tokens,
         timeout: Duration::from_secs(config.llm.timeout_s),
         max_retries: config.llm.max_retries,
+    }
+}
+
+/// The client settings of one `api = "anthropic-messages"` model.
+pub fn anthropic_config(model: &ModelConfig, config: &Config) -> AnthropicConfig {
+    AnthropicConfig {
+        base_url: model.base_url.clone(),
+        api_key: model.api_key.as_ref().map(|k| k.expose().to_string()),
+        model: model.model.clone(),
+        abilities: model.abilities,
+        context_window: model.context_window,
+        max_output_tokens: model.max_output_tokens,
+        timeout: Duration::from_secs(config.llm.timeout_s),
+        max_retries: config.llm.max_retries,
+        thinking_budget: model.thinking.map(|t| t.budget_tokens),
+        cache: model.cache,
     }
 }
 

@@ -12,7 +12,10 @@
 use std::collections::HashMap;
 
 use super::env::{boolean, get, int};
-use super::{validate, ConfigError, ModelConfig, Secret, DEFAULT_MODEL_NAME};
+use super::{
+    validate, Api, ConfigError, ModelConfig, Secret, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_BASE_URL,
+    DEFAULT_MODEL_NAME,
+};
 
 /// Returns the resolved models (exactly one flagged `default`) and the default's name.
 pub(super) fn resolve(
@@ -28,6 +31,7 @@ pub(super) fn resolve(
         if m.model.is_empty() {
             m.model = m.name.clone();
         }
+        anthropic_defaults(m);
     }
     let index = default_index(&models, default_model)?;
     for (i, m) in models.iter_mut().enumerate() {
@@ -80,6 +84,21 @@ fn default_index(
         )),
         _ => Ok(index),
     }
+}
+
+/// An Anthropic Messages model's defaults: Anthropic's URL (rather than OpenAI's) and key
+/// variable, and no JSON mode (the API has none).
+fn anthropic_defaults(m: &mut ModelConfig) {
+    if m.api != Api::AnthropicMessages {
+        return;
+    }
+    if m.base_url == DEFAULT_BASE_URL {
+        m.base_url = DEFAULT_ANTHROPIC_BASE_URL.into();
+    }
+    if m.api_key_env.is_none() {
+        m.api_key_env = Some("ANTHROPIC_API_KEY".into());
+    }
+    m.abilities.json_mode = false;
 }
 
 fn override_from_env(

@@ -17,7 +17,7 @@ mod llm;
 mod react;
 mod tools;
 
-pub use llm::{LlmConfig, ModelConfig};
+pub use llm::{Api, LlmConfig, ModelConfig, Thinking};
 pub use react::ReactConfig;
 pub use tools::{HttpToolSpec, ToolsConfig};
 

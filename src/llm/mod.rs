@@ -1,10 +1,13 @@
 //! LLM layer: our own normalised message types, the [`Llm`] trait every provider implements,
-//! the OpenAI-compatible HTTP client, retry policy, `structured_llm_call`,
+//! its two implementations (the OpenAI-compatible client and the native Anthropic Messages
+//! client, over one shared HTTP transport), retry policy, `structured_llm_call`,
 //! `extract_json` and the model registry.
 //!
-//! Provider JSON never leaves `openai.rs`: everything above this module speaks [`Message`],
-//! [`ChatRequest`] and [`ChatResponse`].
+//! Provider JSON never leaves the clients and their `*_wire` modules: everything above this
+//! module speaks [`Message`], [`ChatRequest`] and [`ChatResponse`].
 
+pub mod anthropic;
+mod anthropic_wire;
 pub mod content_calls;
 pub mod continuity;
 pub mod json;
@@ -17,6 +20,7 @@ mod sse;
 pub mod stream;
 pub mod structured;
 pub mod traced;
+mod transport;
 mod usage;
 
 use std::pin::Pin;
@@ -68,6 +72,9 @@ pub struct Message {
     pub pinned: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuity: Option<Box<Continuity>>,
+    /// A tool result that reports a failure (Anthropic's `tool_result.is_error`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
     /// Images of a user message (docs/api.md "Images"), sent after its text as image parts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImagePart>,
@@ -94,6 +101,7 @@ impl Message {
             pinned: false,
             continuity: None,
             images: Vec::new(),
+            is_error: false,
         }
     }
     pub fn system(content: impl Into<String>) -> Self {
@@ -131,6 +139,12 @@ impl Message {
     /// Attaches images (a user message's).
     pub fn with_images(mut self, images: Vec<ImagePart>) -> Self {
         self.images = images;
+        self
+    }
+
+    /// Marks a tool result as reporting a failure (or not).
+    pub fn failed(mut self, error: bool) -> Self {
+        self.is_error = error;
         self
     }
     /// Marks the message as pinned: it survives every compaction.
@@ -297,10 +311,11 @@ impl LlmError {
         }
     }
 
-    /// Worth retrying: 429/500/502/503/504, connection errors and timeouts.
+    /// Worth retrying: 429/500/502/503/504, Anthropic's 529 (overloaded), connection errors and
+    /// timeouts.
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Status { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504),
+            LlmError::Status { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504 | 529),
             LlmError::Timeout(_) | LlmError::Connect(_) => true,
             _ => false,
         }

@@ -128,6 +128,21 @@ impl WireUsage {
         });
         Usage::call(prompt, u.completion_tokens.unwrap_or(0)).with_cache(read, write)
     }
+
+    /// Adds what a later report of the same call says (Anthropic streams the input counts
+    /// first and the output count at the end): a field it carries replaces the earlier one.
+    pub fn update(&mut self, later: WireUsage) {
+        let take = |old: &mut Option<u64>, new: Option<u64>| {
+            if new.is_some() {
+                *old = new;
+            }
+        };
+        take(&mut self.prompt_tokens, later.prompt_tokens);
+        take(&mut self.completion_tokens, later.completion_tokens);
+        take(&mut self.input_tokens, later.input_tokens);
+        take(&mut self.cache_read, later.cache_read);
+        take(&mut self.cache_write, later.cache_write);
+    }
 }
 
 /// A count as a provider may write it: a non-negative integer as is, a finite non-negative

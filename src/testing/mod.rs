@@ -2,6 +2,7 @@
 //! the library (they are small) so that `tests/` and `benches/` can use them; `schema` checks
 //! values against the OpenAPI document's schemas.
 
+pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod mock_provider;
 pub mod mock_structured;

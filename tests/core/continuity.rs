@@ -7,8 +7,10 @@
 //! loop calls only append to what they send.
 //!
 //! By topic: [`loops`] (the loop, resume, model switch), [`prefix`] (prefix stability),
-//! [`stored`] (the answer's continuity in the conversation's messages).
+//! [`stored`] (the answer's continuity in the conversation's messages), [`anthropic`] (the
+//! same on the native Anthropic Messages client).
 
+mod anthropic;
 mod loops;
 mod prefix;
 mod stored;

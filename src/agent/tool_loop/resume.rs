@@ -170,6 +170,7 @@ impl<'a> LoopRun<'a> {
             let message = match self.mode {
                 Mode::Native => {
                     Message::tool(e.record.call_id.clone(), e.record.observation.clone())
+                        .failed(e.record.error)
                 }
                 Mode::Json => Message::user(prompts::observation(&e.record.observation)),
             };

@@ -69,10 +69,10 @@ impl LoopRun<'_> {
             .push(Message::assistant_tool_calls(content, calls).with_continuity(r.continuity));
         let (executed, cancelled) = self.execute(pending).await;
         for e in &executed {
-            self.messages.push(Message::tool(
-                e.record.call_id.clone(),
-                e.record.observation.clone(),
-            ));
+            self.messages.push(
+                Message::tool(e.record.call_id.clone(), e.record.observation.clone())
+                    .failed(e.record.error),
+            );
         }
         self.after_tools(executed);
         if cancelled {

@@ -76,6 +76,15 @@ pub struct ModelConfig {
     pub top_p: Option<f32>,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The protocol the provider speaks: OpenAI Chat Completions or Anthropic Messages.
+    #[serde(default)]
+    pub api: Api,
+    /// `thinking = { budget_tokens = N }`: Anthropic extended thinking with this budget.
+    #[serde(default)]
+    pub thinking: Option<Thinking>,
+    /// Anthropic prompt caching: `cache_control` breakpoints on tools, system and last message.
+    #[serde(default = "default_cache")]
+    pub cache: bool,
     /// Looked up at load time; never read from the file.
     #[serde(skip)]
     pub api_key: Option<Secret>,
@@ -103,6 +112,9 @@ impl ModelConfig {
             temperature: None,
             top_p: None,
             seed: None,
+            api: Api::default(),
+            thinking: None,
+            cache: true,
             api_key: None,
             demo: false,
         }
@@ -118,6 +130,28 @@ impl ModelConfig {
     }
 }
 
+/// `[[models]] api`: the wire protocol of the model's provider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// `POST {base_url}/chat/completions` (OpenAI and every compatible server).
+    #[default]
+    OpenaiChat,
+    /// `POST {base_url}/v1/messages` (Anthropic, llama.cpp, Ollama, vLLM…).
+    AnthropicMessages,
+}
+
+/// `[[models]] thinking`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thinking {
+    /// Tokens the model may think with, part of its output tokens (at least 1024).
+    pub budget_tokens: u32,
+}
+
+fn default_cache() -> bool {
+    true
+}
 fn default_base_url() -> String {
     DEFAULT_BASE_URL.into()
 }

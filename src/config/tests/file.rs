@@ -149,7 +149,7 @@ fn example_config_file_is_valid_when_uncommented() {
     let mcp: Vec<&str> = c.mcp.iter().map(|m| m.transport()).collect();
     assert_eq!(mcp, ["stdio", "http"]);
     assert_eq!(c.default_model, "openai");
-    assert_eq!(c.models.len(), 6);
+    assert_eq!(c.models.len(), 8);
     assert_eq!(c.tools.http.len(), 1);
     let kinds: Vec<&str> = c.hooks.iter().map(|h| h.kind.as_str()).collect();
     assert_eq!(kinds, HOOK_KINDS);

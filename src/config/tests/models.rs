@@ -201,3 +201,41 @@ fn llm_sampling_variables_set_the_default_model() {
         assert!(e.contains(expected), "{var}={value}: {e}");
     }
 }
+
+#[test]
+fn anthropic_models_get_anthropic_defaults() {
+    let file = r#"
+[[models]]
+name = "claude"
+model = "claude-sonnet-4-5"
+api = "anthropic-messages"
+thinking = { budget_tokens = 2048 }
+
+[[models]]
+name = "local"
+api = "anthropic-messages"
+base_url = "http://127.0.0.1:8080"
+cache = false
+
+[[models]]
+name = "gpt"
+"#;
+    let c = load(Some(file), &[("ANTHROPIC_API_KEY", "ak")]).unwrap();
+    let [claude, local, gpt] = &c.models[..] else {
+        panic!("three models: {:?}", c.models)
+    };
+    assert_eq!(claude.api, crate::config::Api::AnthropicMessages);
+    assert_eq!(claude.base_url, "https://api.anthropic.com");
+    assert_eq!(claude.api_key.as_ref().map(|k| k.expose()), Some("ak"));
+    assert_eq!(claude.thinking.map(|t| t.budget_tokens), Some(2048));
+    assert!(claude.cache && !claude.abilities.json_mode);
+    assert_eq!(
+        (local.base_url.as_str(), local.cache),
+        ("http://127.0.0.1:8080", false)
+    );
+    assert_eq!(gpt.api, crate::config::Api::OpenaiChat);
+    assert_eq!(gpt.base_url, "https://api.openai.com/v1");
+    assert!(gpt.abilities.json_mode && gpt.api_key.is_none());
+    let e = err(Some("[[models]]\nname = \"x\"\napi = \"gemini\"\n"), &[]);
+    assert!(e.contains("api"), "{e}");
+}

@@ -1,8 +1,9 @@
+use super::super::openai_wire;
 use super::*;
 
 /// Parses as the model registered as `m`.
 fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
-    super::parse_completion(bytes, "m")
+    openai_wire::parse_completion(bytes, "m")
 }
 
 #[test]
@@ -65,55 +66,4 @@ fn unreadable_completions_are_invalid_responses() {
         parse_completion(br#"{"error":{"message":"boom"}}"#),
         Err(LlmError::InvalidResponse(m)) if m.contains("boom")
     ));
-}
-
-#[test]
-fn statuses_are_classified() {
-    let ctx = classify_status(
-        400,
-        r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
-    );
-    assert_eq!(
-        ctx,
-        LlmError::ContextLengthExceeded(
-            "This model's maximum context length is 4096 tokens".into()
-        )
-    );
-    assert!(matches!(
-        classify_status(413, "Request too large: too many tokens"),
-        LlmError::ContextLengthExceeded(_)
-    ));
-    assert!(matches!(
-        classify_status(429, "Rate limit: too many tokens per minute"),
-        LlmError::Status { status: 429, .. }
-    ));
-    assert_eq!(
-        classify_status(404, "no such model"),
-        LlmError::Status {
-            status: 404,
-            body: "no such model".into()
-        }
-    );
-}
-
-#[test]
-fn retry_after_headers_are_read() {
-    let mut h = HeaderMap::new();
-    assert_eq!(retry_after(&h), None);
-    h.insert(
-        "retry-after",
-        reqwest::header::HeaderValue::from_static("2"),
-    );
-    assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-    h.insert(
-        "retry-after-ms",
-        reqwest::header::HeaderValue::from_static("150"),
-    );
-    assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
-}
-
-#[test]
-fn timeouts_round_up_to_whole_seconds() {
-    assert_eq!(ceil_secs(Duration::from_millis(500)), 1);
-    assert_eq!(ceil_secs(Duration::from_secs(120)), 120);
 }

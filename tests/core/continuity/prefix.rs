@@ -1,5 +1,7 @@
-//! Prefix stability on the OpenAI path: every loop call of a run sends exactly what the one
-//! before it sent and only appends messages, so a provider's prompt cache keeps hitting.
+//! Prefix stability on both protocols: every loop call of a run sends exactly what the one
+//! before it sent and only appends messages, so a provider's prompt cache keeps hitting. On the
+//! Anthropic path the one difference allowed is the moving `cache_control` breakpoint of the
+//! last message, which is taken out before comparing.
 //!
 //! How it is checked, on the bytes the provider received: a body is
 //! `{"model":…,"messages":[<elements>]<tail>}`; the messages array is found by scanning the JSON
@@ -66,6 +68,23 @@ async fn five_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
         "a cycle warning was sent"
     );
     assert!(last.contains("reasoning_content"), "continuity was sent");
+    only_appends(&bodies, "");
+}
+
+/// A breakpoint as the Anthropic encoder writes it after a block's fields.
+const BREAKPOINT: &str = r#","cache_control":{"type":"ephemeral"}"#;
+
+/// Checks that each body of `bodies` only appends to the one before, `strip` taken out of the
+/// messages first (nothing when empty).
+fn only_appends(bodies: &[axum::body::Bytes], strip: &str) {
+    let cleaned = |m: &[u8]| -> Vec<u8> {
+        let text = String::from_utf8_lossy(m);
+        if strip.is_empty() {
+            text.into_owned().into_bytes()
+        } else {
+            text.replace(strip, "").into_bytes()
+        }
+    };
     for pair in bodies.windows(2) {
         let (a, b) = (&pair[0][..], &pair[1][..]);
         let ((a_start, a_end), (b_start, b_end)) = (messages_span(a), messages_span(b));
@@ -75,12 +94,65 @@ async fn five_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
             b[b_end..],
             "the tools and everything after the messages"
         );
-        let (old, new) = (&a[a_start..a_end], &b[b_start..b_end]);
+        let (old, new) = (cleaned(&a[a_start..a_end]), cleaned(&b[b_start..b_end]));
         assert!(
-            new.starts_with(old) && new[old.len()..].starts_with(b","),
+            new.starts_with(&old) && new[old.len()..].starts_with(b","),
             "not an append:\n{}\n---\n{}",
-            String::from_utf8_lossy(old),
-            String::from_utf8_lossy(new)
+            String::from_utf8_lossy(&old),
+            String::from_utf8_lossy(&new)
         );
     }
+}
+
+#[tokio::test]
+async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
+    use reagent::llm::anthropic::{AnthropicClient, AnthropicConfig};
+    use reagent::testing::fake_anthropic::{AnthropicReply, FakeAnthropic};
+    let fake = FakeAnthropic::start().await.expect("fake server starts");
+    for n in 1..=4 {
+        let id = format!("toolu_{n}");
+        let reply = AnthropicReply::tool_calls(&[(&id, "lookup", r#"{"x":"same"}"#)]);
+        fake.push(reply.thinking(&format!("thought {n}"), &format!("sig{n}")));
+    }
+    fake.push(AnthropicReply::text("done"));
+    let llm = AnthropicClient::new(AnthropicConfig {
+        base_url: fake.base_url(),
+        api_key: None,
+        model: "claude-x".into(),
+        abilities: Abilities::default(),
+        context_window: 200_000,
+        max_output_tokens: 4_096,
+        timeout: Duration::from_secs(10),
+        max_retries: 0,
+        thinking_budget: Some(1024),
+        cache: true,
+    })
+    .expect("client builds");
+    let config = AgentConfig {
+        completion_check: false,
+        self_reflection_interval: 2,
+        cycle_detection_threshold: 2,
+        ..AgentConfig::default()
+    };
+    let result = agent(Arc::new(llm), config)
+        .run(input(vec![]), handles(Arc::default()))
+        .await;
+    assert_eq!(result.outcome.status, RunStatus::Completed);
+    assert_eq!(result.outcome.iterations, 5);
+    let bodies: Vec<_> = fake.raw_requests().into_iter().take(5).collect();
+    let last = String::from_utf8_lossy(&bodies[4]);
+    assert!(last.contains("Pause and reflect"), "a reflection was sent");
+    assert!(
+        last.contains("identical arguments"),
+        "a cycle warning was sent"
+    );
+    assert!(
+        last.contains("\"signature\":\"sig1\""),
+        "thinking was sent back"
+    );
+    // Tools, system prompt and last message: three breakpoints, never more.
+    assert!(bodies
+        .iter()
+        .all(|b| String::from_utf8_lossy(b).matches("cache_control").count() == 3));
+    only_appends(&bodies, BREAKPOINT);
 }

@@ -1,5 +1,4 @@
-//! The streamed side of [`OpenAiClient`](super::OpenAiClient): one [`StreamState`] per
-//! streamed call, which connects (retrying while nothing was handed over), decodes SSE events
+//! The streamed side of a [`Transport`]: one [`StreamState`] per streamed call, which connects (retrying while nothing was handed over), decodes SSE events
 //! with bounded memory and enforces the gap and total timeouts described in the parent module.
 
 use std::collections::VecDeque;
@@ -10,7 +9,6 @@ use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
 use super::super::sse::{NotUtf8, SseData};
-use super::super::stream::StreamDecoder;
 use super::*;
 
 /// The response body's chunks (capped at `max_response_bytes`).
@@ -18,13 +16,13 @@ type BodyStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>
 
 /// One streamed call: the SSE source, the decoder, and the events decoded but not yet handed over.
 pub(super) struct StreamState {
-    shared: Arc<Shared>,
+    shared: Arc<Transport>,
     body: bytes::Bytes,
     retries: u32,
     sse: Option<BodyStream>,
     /// The SSE events of the body read so far.
     sse_data: SseData,
-    decoder: StreamDecoder,
+    decoder: Decoder,
     pending: VecDeque<StreamEvent>,
     /// Set once an event reached the consumer: from then on, no retry (no duplicates).
     handed_over: bool,
@@ -51,9 +49,9 @@ impl From<LlmError> for StepError {
 }
 
 impl StreamState {
-    pub(super) fn new(shared: Arc<Shared>, body: bytes::Bytes) -> Self {
+    pub(super) fn new(shared: Arc<Transport>, body: bytes::Bytes) -> Self {
         let deadline = Instant::now() + shared.timeout * STREAM_TOTAL_FACTOR;
-        let decoder = StreamDecoder::for_model(&shared.name);
+        let decoder = shared.protocol.decoder(&shared.name);
         Self {
             shared,
             body,
@@ -124,7 +122,7 @@ impl StreamState {
             .await
             .map_err(|_| LlmError::Timeout(ceil_secs(self.shared.timeout)))?
             .map_err(|f| f.error)?;
-        let reply = parse_completion(&bytes, &self.shared.name)?;
+        let reply = self.shared.protocol.parse(&bytes, &self.shared.name)?;
         self.pending.extend(response_events(reply));
         self.finished = true;
         Ok(())
@@ -159,7 +157,7 @@ impl StreamState {
                 return Some(Err(failure.error));
             }
             self.retries += 1;
-            self.decoder = StreamDecoder::for_model(&self.shared.name);
+            self.decoder = self.shared.protocol.decoder(&self.shared.name);
             if let Err(error) = self.connect().await {
                 self.finished = true;
                 return Some(Err(error));

@@ -1,0 +1,153 @@
+//! The native Anthropic Messages client (`[[models]] api = "anthropic-messages"`): one
+//! [`AnthropicClient`] per model, speaking `POST {base_url}/v1/messages` over the same
+//! [`Transport`] as the OpenAI client (retries with `retry-after`, 529 `overloaded_error`
+//! included; timeouts; size caps; same-origin redirects). Only the wire format differs: see
+//! `anthropic_wire.rs` for the mapping, extended thinking and the cache breakpoints.
+//!
+//! Anthropic has no JSON mode: structured calls go by a forced tool, which the abilities say
+//! (`json_mode` is false whatever the configuration claims).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::anthropic_wire::{request_body, Settings};
+use super::retry::Backoff;
+use super::transport::{Protocol, Transport};
+use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Sampling};
+
+/// Everything needed to talk to one model over the Messages API.
+#[derive(Clone, Debug)]
+pub struct AnthropicConfig {
+    /// e.g. `https://api.anthropic.com` (requests go to `{base_url}/v1/messages`).
+    pub base_url: String,
+    /// Sent as `x-api-key`.
+    pub api_key: Option<String>,
+    pub model: String,
+    pub abilities: Abilities,
+    pub context_window: u32,
+    pub max_output_tokens: u32,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    /// `thinking = { budget_tokens = N }`: extended thinking with this budget.
+    pub thinking_budget: Option<u32>,
+    /// `cache = true`: `cache_control` breakpoints on the tools, the system prompt and the
+    /// last message.
+    pub cache: bool,
+}
+
+pub struct AnthropicClient {
+    cfg: AnthropicConfig,
+    transport: Arc<Transport>,
+    synthesis: bool,
+    sampling: Sampling,
+}
+
+impl AnthropicClient {
+    pub fn new(mut cfg: AnthropicConfig) -> Result<Self, LlmError> {
+        cfg.abilities.json_mode = false;
+        let base = cfg.base_url.trim_end_matches('/');
+        // A base URL given with its `/v1` (as OpenAI-style URLs are) is taken as it is.
+        let path = if base.ends_with("/v1") {
+            "/messages"
+        } else {
+            "/v1/messages"
+        };
+        let mut transport = Transport::new(
+            Protocol::AnthropicMessages,
+            base,
+            path,
+            cfg.api_key.clone(),
+            cfg.timeout,
+            cfg.max_retries,
+        )?;
+        transport.name = cfg.model.clone();
+        Ok(Self {
+            cfg,
+            transport: Arc::new(transport),
+            synthesis: true,
+            sampling: Sampling::default(),
+        })
+    }
+
+    /// The model's sampling settings (`seed` is not part of the Messages API and never sent).
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    pub fn with_synthesis(mut self, on: bool) -> Self {
+        self.synthesis = on;
+        self
+    }
+
+    /// The model's registry name: what a reply's thinking blocks are kept under.
+    pub fn with_name(mut self, name: &str) -> Self {
+        Arc::make_mut(&mut self.transport).name = name.to_string();
+        self
+    }
+
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        Arc::make_mut(&mut self.transport).set_backoff(backoff);
+        self
+    }
+
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.transport).set_max_response_bytes(bytes);
+        self
+    }
+
+    pub fn with_http2(mut self, on: bool) -> Result<Self, LlmError> {
+        Arc::make_mut(&mut self.transport).set_http2(on)?;
+        Ok(self)
+    }
+
+    /// The full URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        self.transport.url()
+    }
+
+    /// The encoded body of `request` (public for the benchmark of the encoders).
+    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
+        let request = request.clone().with_sampling(self.sampling);
+        let settings = Settings {
+            model: &self.cfg.model,
+            name: &self.transport.name,
+            max_tokens: self.cfg.max_output_tokens,
+            thinking: self.cfg.thinking_budget,
+            cache: self.cfg.cache,
+            stream,
+        };
+        serde_json::to_vec(&request_body(settings, &request))
+            .map(bytes::Bytes::from)
+            .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
+    }
+}
+
+#[async_trait]
+impl Llm for AnthropicClient {
+    fn model(&self) -> &str {
+        &self.cfg.model
+    }
+    fn abilities(&self) -> Abilities {
+        self.cfg.abilities
+    }
+    fn context_window(&self) -> u32 {
+        self.cfg.context_window
+    }
+    fn max_output_tokens(&self) -> u32 {
+        self.cfg.max_output_tokens
+    }
+    fn synthesis(&self) -> bool {
+        self.synthesis
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.transport.chat(self.body(&request, false)?).await
+    }
+
+    async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        self.transport.stream(self.body(&request, true)?).await
+    }
+}
