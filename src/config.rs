@@ -20,10 +20,11 @@
 //! File layout: the top-level key `default_model = "name"` (it must come before the first
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
 //! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
-//! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]`, `[[agents]]`
-//! and `[[mcp]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
+//! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]`, `[[agents]]`,
+//! `[[mcp]]` and `[[budgets]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
 
 pub mod agents;
+pub mod budgets;
 mod dag;
 mod demo;
 mod env;
@@ -38,6 +39,7 @@ mod tests;
 mod validate;
 
 pub use agents::{AgentSpec, IMPLICIT_AGENT};
+pub use budgets::{BudgetSpec, BudgetWindow, EVERY_TENANT};
 pub use dag::DagConfig;
 pub use demo::{DEMO_MODEL_NAME, DEMO_NOTICE};
 pub use env::KNOWN_VARIABLES;
@@ -140,6 +142,8 @@ pub struct Config {
     pub agents: Vec<AgentSpec>,
     /// `[[mcp]]` (docs/protocols.md), `env`/`headers` expanded.
     pub mcp: Vec<McpServerConfig>,
+    /// `[[budgets]]` (docs/configuration.md).
+    pub budgets: Vec<BudgetSpec>,
     /// What loading noticed and accepted, such as a misspelt variable: start-up logs each as a
     /// warning and `check-config` prints them.
     pub warnings: Vec<String>,
@@ -160,6 +164,7 @@ struct FileConfig {
     hooks: Vec<HookSpec>,
     agents: Vec<agents::AgentEntry>,
     mcp: Vec<McpServerConfig>,
+    budgets: Vec<BudgetSpec>,
 }
 
 impl Config {
@@ -213,6 +218,7 @@ impl Config {
         hooks::plan_hooks(&file.hooks)?;
         dag::check(&file.dag, "dag.")?;
         mcp::validate(&file.mcp)?;
+        budgets::validate(&file.budgets)?;
         env::apply(&mut file, env)?;
         dag::apply(&mut file.dag, env)?;
         expand_secrets(&mut file, env)?;
@@ -235,6 +241,7 @@ impl Config {
             hooks: file.hooks,
             agents,
             mcp: file.mcp,
+            budgets: file.budgets,
             warnings,
         };
         validate::config(&config)?;

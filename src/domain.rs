@@ -15,9 +15,11 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod price;
 mod sampling;
 pub mod text;
 
+pub use price::{Cost, Price};
 pub use sampling::Sampling;
 
 /// Text that names none of an enum's values (`what` says which enum).
@@ -112,6 +114,7 @@ text_enum! {
         Running => "running",
         Completed => "completed",
         MaxIterations => "max_iterations",
+        BudgetExceeded => "budget_exceeded",
         Cancelled => "cancelled",
         Failed => "failed",
         RequiresAction => "requires_action",

@@ -11,6 +11,7 @@ import { followBottom } from './scroll.js';
 import { confirmAction, promptText } from './dialogs.js';
 import { initSettings } from './settings.js';
 import { initToolsPanel } from './tools.js';
+import { initUsagePanel } from './usage.js';
 
 const $ = (id) => document.getElementById(id);
 const thread = $('thread');
@@ -480,6 +481,7 @@ initSettings();
 initConversationList(() => state.conversation?.id, (id) => {
   location.hash = `#/c/${id}`;
 });
+initUsagePanel();
 window.addEventListener('hashchange', route);
 showHeader();
 setWorking(null);

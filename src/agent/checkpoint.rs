@@ -223,6 +223,9 @@ impl CheckpointHead<'_> {
         number(out, ",\"llm_calls\":", u.llm_calls);
         number(out, ",\"cache_read_tokens\":", u.cache_read_tokens);
         number(out, ",\"cache_write_tokens\":", u.cache_write_tokens);
+        out.push_str(",\"cost_usd\":");
+        out.push_str(&serde_json::to_string(&u.cost_usd).unwrap_or_else(|_| "0".into()));
+        number(out, ",\"unpriced_calls\":", u.unpriced_calls);
         out.push('}');
         number(out, ",\"executions\":", self.executions.into());
         let flag = |b: bool| if b { "true" } else { "false" };

@@ -220,7 +220,7 @@ impl ReActAgent {
         // stopped it); they stream their fallback text instead.
         if !matches!(
             result.outcome.status,
-            RunStatus::Completed | RunStatus::MaxIterations
+            RunStatus::Completed | RunStatus::MaxIterations | RunStatus::BudgetExceeded
         ) {
             result.outcome.elapsed_ms = started.elapsed().as_millis() as u64;
             for e in fallback_tail(result.outcome.clone(), AnswerSoFar::NotStarted) {

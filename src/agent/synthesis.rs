@@ -189,8 +189,8 @@ async fn synthesise(
         }
     }
     .await;
-    if usage.llm_calls == 0 {
-        // The call was made even if it reported nothing (or failed).
+    if usage.llm_calls == 0 && !matches!(outcome, Err(LlmError::BudgetExceeded(_))) {
+        // The call was made even if it reported nothing (or failed); a refused one was not.
         usage.llm_calls = 1;
     }
     let dump = outcome.is_ok() && is_call_dump(&answer);

@@ -231,6 +231,10 @@ impl<'a> LoopRun<'a> {
                     self.cancelled();
                     break;
                 }
+                Err(LlmError::BudgetExceeded(m)) => {
+                    self.out_of_budget(m);
+                    break;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, iteration = self.iterations, "LLM call failed; the run fails");
                     self.status = RunStatus::Failed;
@@ -300,6 +304,16 @@ impl<'a> LoopRun<'a> {
         }
     }
 
+    /// The budget cannot take the next call: the run ends like at its iteration limit, and
+    /// synthesis answers from what it found if the budget still takes that call.
+    fn out_of_budget(&mut self, why: String) {
+        tracing::info!(reason = %why, iteration = self.iterations, "the budget ends the run");
+        self.status = RunStatus::BudgetExceeded;
+        self.error = Some(format!("budget exceeded: {why}"));
+        self.brief = self
+            .step_summary("I stopped because the budget for this work is used up. Steps taken:\n");
+    }
+
     fn cancelled(&mut self) {
         self.status = RunStatus::Cancelled;
         self.brief = "The run was cancelled before it finished.".to_string();
@@ -364,6 +378,8 @@ impl<'a> LoopRun<'a> {
                         return Err(LlmError::ContextLengthExceeded(e.to_string()));
                     }
                 }
+                // Refused before it was made: no call to count.
+                Err(e @ LlmError::BudgetExceeded(_)) => return Err(e),
                 Err(e) => {
                     self.usage.llm_calls += 1;
                     return Err(e);

@@ -26,7 +26,7 @@ use crate::agent::hooks::HookRunner;
 use crate::agent::ToolPool;
 use crate::config::{Config, ConfigError};
 use crate::llm::registry::ModelRegistry;
-use crate::runs::{LeaseTimes, RunError, RunManager};
+use crate::runs::{Budgets, LeaseTimes, RunError, RunManager};
 use crate::server::audit::StoreAudit;
 use crate::server::{self, sse, AppState, Auth, Metrics};
 use crate::store::{LeaseHolder, Store, StoreError};
@@ -262,6 +262,16 @@ fn run_manager(
         ttl: Duration::from_secs(config.server.lease_ttl_s),
         renew: Duration::from_secs(config.server.lease_renew_s),
     };
+    manager.budgets = Arc::new(Budgets {
+        rules: config.budgets.clone(),
+        prices: config
+            .models
+            .iter()
+            .filter_map(|m| Some((m.name.clone(), m.price?)))
+            .collect(),
+        max_active_runs_per_tenant: config.server.max_active_runs_per_tenant,
+        ..Budgets::default()
+    });
     manager
 }
 

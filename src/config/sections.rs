@@ -94,6 +94,8 @@ pub struct ServerConfig {
     /// `REAGENT_LOG_FORMAT=json`: logs as JSON lines.
     #[serde(skip)]
     pub log_json: bool,
+    /// Runs one tenant may have going at once; more get 429 `too_many_active_runs`.
+    pub max_active_runs_per_tenant: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +119,7 @@ impl Default for ServerConfig {
             otel_capture_content: false,
             trace_url: None,
             log_json: false,
+            max_active_runs_per_tenant: None,
         }
     }
 }
@@ -139,6 +142,10 @@ impl fmt::Debug for ServerConfig {
             .field("instance_id", &self.instance_id)
             .field("lease_ttl_s", &self.lease_ttl_s)
             .field("lease_renew_s", &self.lease_renew_s)
+            .field(
+                "max_active_runs_per_tenant",
+                &self.max_active_runs_per_tenant,
+            )
             .finish()
     }
 }

@@ -95,6 +95,9 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
     if let Some(n) = s.rate_limit_per_minute {
         at_least("server.rate_limit_per_minute", n, 1)?;
     }
+    if let Some(n) = s.max_active_runs_per_tenant {
+        at_least("server.max_active_runs_per_tenant", n, 1)?;
+    }
     for (i, k) in f.auth.keys.iter().enumerate() {
         if k.name.trim().is_empty() || k.key.expose().trim().is_empty() {
             return Err(ConfigError::invalid(
@@ -172,6 +175,14 @@ fn models(f: &FileConfig) -> Result<(), ConfigError> {
         }
         at_least(&key("context_window"), m.context_window, 1)?;
         at_least(&key("max_output_tokens"), m.max_output_tokens, 1)?;
+        // A mistyped price fails start-up rather than block or undercharge anyone.
+        if let Some((field, v)) = m.price.as_ref().and_then(|p| p.invalid_field()) {
+            return Err(ConfigError::value(
+                key(&format!("price.{field}")),
+                v,
+                "expected a finite number ≥ 0 (USD per million tokens)",
+            ));
+        }
     }
     Ok(())
 }

@@ -306,7 +306,10 @@ impl Executor<'_, '_> {
         self.iterations += o.iterations;
         self.tool_calls += o.tool_calls;
         let (status, error) = match o.status {
-            RunStatus::Completed | RunStatus::MaxIterations => (DagStatus::Completed, None),
+            // A step the budget stopped keeps what it found; the run's status says the rest.
+            RunStatus::Completed | RunStatus::MaxIterations | RunStatus::BudgetExceeded => {
+                (DagStatus::Completed, None)
+            }
             RunStatus::Cancelled if run.timed_out => (
                 DagStatus::Failed,
                 Some(format!("timed out after {timeout} s")),

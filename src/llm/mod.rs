@@ -13,6 +13,7 @@ pub mod continuity;
 pub mod json;
 pub mod openai;
 mod openai_wire;
+pub mod price;
 pub mod registry;
 pub mod retry;
 pub mod sampling;
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 pub use continuity::Continuity;
 pub use json::extract_json;
+pub use price::{Cost, Price};
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
 pub use usage::Usage;
 
@@ -272,6 +274,9 @@ pub enum LlmError {
     InvalidResponse(String),
     #[error("cancelled")]
     Cancelled,
+    /// The tenant's budget cannot take the call's worst case (docs/api.md): it was not made.
+    #[error("budget exceeded: {0}")]
+    BudgetExceeded(String),
 }
 
 impl LlmError {
@@ -308,6 +313,7 @@ impl LlmError {
                 "the model provider sent a response that could not be read.".into()
             }
             LlmError::Cancelled => "the request was cancelled.".into(),
+            LlmError::BudgetExceeded(m) => format!("the budget is used up ({m})."),
         }
     }
 

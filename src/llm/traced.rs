@@ -84,6 +84,7 @@ fn error_type(e: &LlmError) -> String {
         LlmError::Stream(_) => "stream".into(),
         LlmError::InvalidResponse(_) => "invalid_response".into(),
         LlmError::Cancelled => "cancelled".into(),
+        LlmError::BudgetExceeded(_) => "budget_exceeded".into(),
     }
 }
 

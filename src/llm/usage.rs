@@ -11,6 +11,8 @@ use std::ops::{Add, AddAssign};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::domain::Cost;
+
 /// The largest count kept: `i64::MAX`, the largest `BIGINT` (PostgreSQL) and `INTEGER` (SQLite).
 pub const MAX_COUNT: u64 = i64::MAX.unsigned_abs();
 
@@ -20,7 +22,8 @@ fn sum(a: u64, b: u64) -> u64 {
 
 /// Token usage. `llm_calls` counts calls so that sums over a run say how many calls were made.
 /// The cache counts are 0 when the provider said nothing (and in checkpoints written before
-/// they existed).
+/// they existed). `cost_usd` is the cost of the priced calls; `unpriced_calls` counts the calls of models
+/// without a price, whose cost is left out (docs/api.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -31,6 +34,10 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     #[serde(default)]
     pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: Cost,
+    #[serde(default)]
+    pub unpriced_calls: u64,
 }
 
 impl Usage {
@@ -47,6 +54,8 @@ impl Usage {
             llm_calls: 1,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            cost_usd: Cost::ZERO,
+            unpriced_calls: 0,
         }
     }
 
@@ -68,6 +77,8 @@ impl Add for Usage {
             llm_calls: sum(self.llm_calls, o.llm_calls),
             cache_read_tokens: sum(self.cache_read_tokens, o.cache_read_tokens),
             cache_write_tokens: sum(self.cache_write_tokens, o.cache_write_tokens),
+            cost_usd: self.cost_usd + o.cost_usd,
+            unpriced_calls: sum(self.unpriced_calls, o.unpriced_calls),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::ledger::Ledger;
 use super::manager::{RunError, RunManager};
 use crate::agent::{AgentConfig, Mode, ReActAgent};
 use crate::dag::DagSetup;
@@ -24,6 +25,8 @@ pub(super) struct Binding {
     pub system_prompt: Option<String>,
     /// The engine the conversation's agent asks for, if any.
     pub engine: Option<Engine>,
+    /// Every LLM call of the run goes through it (budgets, cost, usage).
+    pub ledger: Arc<Ledger>,
 }
 
 impl RunManager {
@@ -35,6 +38,7 @@ impl RunManager {
         conv: &Conversation,
         asked: Option<&str>,
         max_iterations: Option<u32>,
+        ledger: Arc<Ledger>,
     ) -> Result<Binding, RunError> {
         let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
         let asked = asked.or(spec.and_then(|a| a.model.as_deref()));
@@ -66,7 +70,10 @@ impl RunManager {
             .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
         // The agent's sampling over the model's, in every call of the run (loop, synthesis,
         // structured calls, DAG steps on this model).
-        let llm = Sampled::wrap(llm, spec.map(|a| a.sampling).unwrap_or_default());
+        let llm = Sampled::wrap(
+            ledger.wrap(&model.name, llm),
+            spec.map(|a| a.sampling).unwrap_or_default(),
+        );
         Ok(Binding {
             model: model.name.clone(),
             llm,
@@ -74,6 +81,7 @@ impl RunManager {
             cfg,
             system_prompt,
             engine: spec.and_then(|a| a.engine),
+            ledger,
         })
     }
 
@@ -87,25 +95,33 @@ impl RunManager {
         )
         .with_mode(mode)
         .with_system_prompt(b.system_prompt.clone());
-        match &self.compact_llm {
-            Some(c) => agent.with_compact_llm(c.clone()),
+        match self.compact_for(b) {
+            Some(c) => agent.with_compact_llm(c),
             None => agent,
         }
     }
 
+    /// The compaction model, its calls on the run's ledger.
+    fn compact_for(&self, b: &Binding) -> Option<Arc<dyn Llm>> {
+        let c = self.compact_llm.clone()?;
+        let name = self.base.compact_model.as_deref().unwrap_or_default();
+        Some(b.ledger.wrap(name, c))
+    }
+
     /// The DAG setup of a bound run.
     pub(super) fn dag_setup(&self, b: Binding, mode: Option<Mode>) -> DagSetup {
+        let compact_llm = self.compact_for(&b);
         DagSetup {
+            models: b.ledger.wrap_registry(&self.models),
             llm: b.llm,
             model_name: b.model,
-            models: self.models.clone(),
             tools: b.tools,
             hooks: self.hooks.clone(),
             react: b.cfg,
             dag: self.dag.clone(),
             mode,
             system_prompt: b.system_prompt,
-            compact_llm: self.compact_llm.clone(),
+            compact_llm,
         }
     }
 
@@ -117,8 +133,9 @@ impl RunManager {
         asked: Option<&str>,
         mode: Option<Mode>,
         max_iterations: Option<u32>,
+        ledger: Arc<Ledger>,
     ) -> Result<(String, ReActAgent), RunError> {
-        let bound = self.bind(conv, asked, max_iterations)?;
+        let bound = self.bind(conv, asked, max_iterations, ledger)?;
         let agent = self.react_agent(&bound, mode);
         Ok((bound.model, agent))
     }

@@ -109,13 +109,17 @@ impl RunManager {
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
         }
+        // A continuation is a new run: the tenant's budgets and run cap apply.
+        self.admit(owner).await?;
+        let run_id = Uuid::new_v4();
+        let ledger = self.ledger_for(owner, run_id, &conv);
         let (model, agent) = self.agent_for(
             &conv,
             Some(&paused.model),
             Some(cp.mode),
             Some(cp.max_iterations),
+            ledger.clone(),
         )?;
-        let run_id = Uuid::new_v4();
         match self.active.entry(conv.id) {
             Entry::Occupied(_) => return Err(RunError::Active),
             Entry::Vacant(v) => {
@@ -152,7 +156,7 @@ impl RunManager {
             images: Vec::new(),
         };
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
-        let live = self.live_run_of(owner, conv.id, run_id, 1, log);
+        let live = self.live_run_of(owner, conv.id, run_id, 1, log, ledger);
         let resume = Resume {
             checkpoint: cp,
             reset_answer: false,

@@ -166,6 +166,23 @@ fn finish_trace(trace: &RunTrace, d: &RunOutcome) {
     });
 }
 
+/// A run the budget refused a call of ends `budget_exceeded` whatever its engine made of the
+/// refusal (a DAG step, the planner, the router), unless it was cancelled.
+fn out_of_budget(outcome: &mut RunOutcome, refused: bool) {
+    if !refused
+        || matches!(
+            outcome.status,
+            RunStatus::Cancelled | RunStatus::BudgetExceeded
+        )
+    {
+        return;
+    }
+    outcome.status = RunStatus::BudgetExceeded;
+    if outcome.error.is_none() {
+        outcome.error = Some("budget exceeded: a call did not fit the tenant's budget".into());
+    }
+}
+
 impl RunManager {
     /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
     /// persisted with the run's final state first, then appended and the log closed.
@@ -246,6 +263,12 @@ impl RunManager {
                 self.release(&live);
             }
         }
+        if live.ledger.budgeted() {
+            // Calls cut short (cancelled, or their stream dropped) never settled.
+            if let Err(e) = self.store.release_budget_holds(live.id).await {
+                tracing::warn!(run_id = %live.id, error = %e, "cannot release the run's budget reservations");
+            }
+        }
         self.live.remove(&live.id);
         live.done.cancel();
     }
@@ -267,6 +290,7 @@ impl RunManager {
         let writer = writer.clone();
         let observer = self.observer.clone();
         let progress = live.progress.clone();
+        let ledger = live.ledger.clone();
         // The observer sees exactly what the log takes: not a second `done`, nothing after it.
         let observe = move |ev: &AgentEvent| {
             progress.observe(ev);
@@ -278,6 +302,7 @@ impl RunManager {
             match &mut ev {
                 AgentEvent::Start(s) => s.trace_id.clone_from(&trace_id),
                 AgentEvent::Done(d) => {
+                    out_of_budget(d, ledger.refused());
                     d.trace_id.clone_from(&trace_id);
                     d.trace_url.clone_from(&trace_url);
                 }

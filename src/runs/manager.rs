@@ -11,8 +11,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+use super::budget_types::Budgets;
 use super::follow_up::FollowUps;
 use super::lease_types::{LeaseStats, LeaseTimes};
+use super::ledger::Ledger;
 use super::log::EventLog;
 use super::persist::EventWriter;
 use super::progress::Progress;
@@ -57,6 +59,8 @@ pub struct LiveRun {
     pub progress: Arc<Progress>,
     /// Follow-ups that came after the loop closed: the next run's query.
     pub(super) follow_ups: FollowUps,
+    /// The run's budget and usage accounting (every LLM call of the run goes through it).
+    pub(super) ledger: Arc<Ledger>,
 }
 
 /// What the run's last log line and its trace say besides its outcome: the agent, and the
@@ -101,6 +105,12 @@ pub enum RunError {
     Conflict(String),
     #[error("the interrupt was already delivered to the agent")]
     NotPending,
+    /// The tenant's budget is used up (docs/api.md): retry after `retry_after` seconds.
+    #[error("{message}")]
+    BudgetExceeded { message: String, retry_after: u64 },
+    /// `[server] max_active_runs_per_tenant` runs are going already.
+    #[error("this tenant already has {0} active runs, the most allowed")]
+    TooManyActiveRuns(u32),
     #[error("unknown model '{0}'")]
     UnknownModel(String),
     #[error("unknown agent '{0}'")]
@@ -174,6 +184,8 @@ pub struct RunManager {
     pub observer: Option<EventObserver>,
     /// The engine choice and DAG mode.
     pub dag: DagConfig,
+    /// Budgets, prices and the per-tenant run cap (docs/configuration.md).
+    pub budgets: Arc<Budgets>,
     /// Tool calls executing at once: each run gets its share of the process's slots.
     pub tool_pool: ToolPool,
     /// Runs a previous process left `running` go on from their checkpoint at start-up
@@ -252,6 +264,7 @@ impl RunManager {
             notifier: OnceLock::new(),
             command_turn: tokio::sync::Mutex::new(()),
             dag: DagConfig::default(),
+            budgets: Arc::default(),
             tool_pool: ToolPool::default(),
         }
     }

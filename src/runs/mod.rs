@@ -7,6 +7,8 @@
 //! - `start` — [`StartRun`] (a conversation, [`ConversationRef::Existing`] or
 //!   [`ConversationRef::New`], and the query), checks, the run's task spawned;
 //! - `binding` — what a run is bound to (model, tools, settings, the conversation's agent);
+//! - `budget` — budgets per tenant and the admission of new runs; `ledger` — the wrapper every
+//!   LLM call of a run passes through: reservation, cost, settlement, usage record;
 //! - `engines` — which engine runs it (`react`, `dag`, `auto` routed in the run's task);
 //! - `drive` — the task: the event sink, the panic fallback, `done` and the final state written
 //!   together from the run's one [`RunOutcome`](crate::agent::RunOutcome);
@@ -24,6 +26,8 @@
 //!   the events of all runs in shared transactions).
 
 mod binding;
+pub mod budget;
+pub mod budget_types;
 pub mod checks;
 mod commands;
 mod continuation;
@@ -36,6 +40,7 @@ pub mod follow_up;
 pub mod images;
 pub mod lease;
 mod lease_types;
+pub mod ledger;
 pub mod log;
 pub mod manager;
 pub mod persist;
@@ -48,6 +53,7 @@ mod start;
 #[cfg(test)]
 mod tests;
 
+pub use budget_types::{Budgets, Clock};
 pub use continuation::check_client_tools;
 pub use control::Accepted;
 pub use lease_types::{LeaseCounts, LeaseTimes};

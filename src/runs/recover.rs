@@ -109,6 +109,16 @@ impl RunManager {
                 continue;
             };
             tracing::info!(run_id = %run.id, epoch = t.epoch, "took the run over");
+            // Its calls in flight died with the process that ran it: their reservations go back.
+            match self.store.release_budget_holds(run.id).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(run_id = %run.id, holds = n, "released the budget reservations of its calls in flight")
+                }
+                Err(e) => {
+                    tracing::warn!(run_id = %run.id, error = %e, "cannot release the run's budget reservations")
+                }
+            }
             if self.resume_on_restart {
                 match self.resume_one(&run, t.epoch).await {
                     Ok(true) => {
@@ -135,11 +145,13 @@ impl RunManager {
         let cp: Checkpoint = serde_json::from_str(&raw)
             .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))?;
         let conv = self.owned(&run.owner, run.conversation_id).await?;
+        let ledger = self.ledger_for(&run.owner, run.id, &conv);
         let (model, agent) = self.agent_for(
             &conv,
             Some(&run.model),
             Some(cp.mode),
             Some(cp.max_iterations),
+            ledger.clone(),
         )?;
         // Ids go on above every id the previous process could have sent, reserved first.
         let events = self.store.list_events(run.id, 0).await?;
@@ -177,7 +189,7 @@ impl RunManager {
             }
         }
         self.active.insert(conv.id, run.id);
-        let mut live = self.live_run_of(&run.owner, conv.id, run.id, epoch, log);
+        let mut live = self.live_run_of(&run.owner, conv.id, run.id, epoch, log, ledger);
         // Its counters so far come from its stored events, as for a run that is failed.
         if let Some(l) = Arc::get_mut(&mut live) {
             l.progress = Arc::new(Progress::of_stored(&events));

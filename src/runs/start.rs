@@ -15,6 +15,7 @@ use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::images::{check_images, store_images, QueryImage};
+use super::ledger::Ledger;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use crate::agent::checkpoint::Resume;
@@ -187,6 +188,7 @@ impl RunManager {
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
         }
+        self.admit(owner).await?;
         let run_id = request.id.unwrap_or_else(Uuid::new_v4);
         match self.active.entry(conv.id) {
             Entry::Occupied(_) => return Err(RunError::Active),
@@ -200,12 +202,22 @@ impl RunManager {
             self.active.remove(&conv.id);
             return Err(RunError::NotFound);
         }
+        let ledger = self.ledger_for(owner, run_id, &conv);
         let prepared = self
-            .prepare(owner, &conv, &request, run_id, is_new, &parent, images)
+            .prepare(
+                owner,
+                &conv,
+                &request,
+                run_id,
+                is_new,
+                &parent,
+                images,
+                ledger.clone(),
+            )
             .await;
         match prepared {
             Ok((agent, input, labels)) => {
-                let live = self.launch(owner, &conv, run_id, agent, input, labels);
+                let live = self.launch(owner, &conv, run_id, agent, input, labels, ledger);
                 tracing::info!(run_id = %live.id, conversation_id = %conv.id, "run started");
                 Ok(live)
             }
@@ -232,6 +244,7 @@ impl RunManager {
     }
 
     /// The run's live state and its task (the run's slot is already taken).
+    #[allow(clippy::too_many_arguments)] // the run and what carries it; see prepare
     fn launch(
         self: &Arc<Self>,
         owner: &str,
@@ -240,12 +253,13 @@ impl RunManager {
         agent: RunEngine,
         input: RunInput,
         labels: RunLabels,
+        ledger: Arc<Ledger>,
     ) -> Arc<LiveRun> {
         let queue = Arc::new(InterruptQueue::new());
         // The run's row was committed with its first block of ids reserved.
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
         // Created with its lease at epoch 1 (see `Store::hold_leases_as`).
-        let live = self.live_run_of(owner, conv.id, run_id, 1, log);
+        let live = self.live_run_of(owner, conv.id, run_id, 1, log, ledger);
         self.spawn_run(live.clone(), agent, input, queue, None, labels);
         live
     }
@@ -258,6 +272,7 @@ impl RunManager {
         run_id: Uuid,
         epoch: i64,
         log: EventLog,
+        ledger: Arc<Ledger>,
     ) -> Arc<LiveRun> {
         Arc::new(LiveRun {
             id: run_id,
@@ -270,6 +285,7 @@ impl RunManager {
             done: CancellationToken::new(),
             progress: Arc::default(),
             follow_ups: FollowUps::default(),
+            ledger,
         })
     }
 
@@ -318,9 +334,10 @@ impl RunManager {
         is_new: bool,
         parent: &Context,
         images: Vec<QueryImage>,
+        ledger: Arc<Ledger>,
     ) -> Result<(RunEngine, RunInput, RunLabels), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
-        let bound = self.bind(conv, asked, req.max_iterations)?;
+        let bound = self.bind(conv, asked, req.max_iterations, ledger)?;
         if !images.is_empty() && !bound.llm.abilities().vision {
             return Err(RunError::ModelWithoutVision(bound.model.clone()));
         }

@@ -78,6 +78,10 @@ impl Auth {
             .ok_or(ApiError::Unauthorized)
     }
 
+    pub fn has_metrics_key(&self) -> bool {
+        self.metrics_key.is_some()
+    }
+
     /// `/metrics` is public unless it has its own key.
     pub fn check_metrics(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         match &self.metrics_key {

@@ -40,6 +40,11 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_s: u64 },
+    /// The tenant's budget is used up until its window ends.
+    #[error("{message}")]
+    BudgetExceeded { message: String, retry_after_s: u64 },
+    #[error("{0}")]
+    TooManyActiveRuns(String),
     /// The detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -65,6 +70,8 @@ impl ApiError {
             Self::NoActiveRun => (StatusCode::CONFLICT, "no_active_run"),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Self::BudgetExceeded { .. } => (StatusCode::TOO_MANY_REQUESTS, "budget_exceeded"),
+            Self::TooManyActiveRuns(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_active_runs"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
         }
@@ -88,7 +95,9 @@ impl IntoResponse for ApiError {
             },
         });
         let mut response = (status, body).into_response();
-        if let Self::RateLimited { retry_after_s } = self {
+        if let Self::RateLimited { retry_after_s } | Self::BudgetExceeded { retry_after_s, .. } =
+            self
+        {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
@@ -138,6 +147,14 @@ impl From<RunError> for ApiError {
             RunError::ShuttingDown => Self::Unavailable("server is shutting down".into()),
             RunError::Unavailable(message) => Self::Unavailable(message),
             RunError::Store(e) => e.into(),
+            RunError::BudgetExceeded {
+                message,
+                retry_after,
+            } => Self::BudgetExceeded {
+                message,
+                retry_after_s: retry_after,
+            },
+            e @ RunError::TooManyActiveRuns(_) => Self::TooManyActiveRuns(e.to_string()),
         }
     }
 }

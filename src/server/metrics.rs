@@ -65,6 +65,12 @@ impl Metrics {
         });
     }
 
+    /// Tenants past a budget's warning threshold in its current window (no tenant label: the
+    /// tenant is in the warning's log line).
+    pub fn tenants_over_budget_warning(&self, n: u64) {
+        self.with(|| metrics::gauge!("reagent_budget_tenants_over_warning").set(n as f64));
+    }
+
     pub fn run_started(&self) {
         self.with(|| metrics::counter!("reagent_runs_started_total").increment(1));
     }

@@ -32,6 +32,7 @@ pub mod sse;
 pub mod stall;
 mod state;
 pub mod statics;
+pub mod usage;
 pub mod views;
 
 use axum::extract::DefaultBodyLimit;
@@ -95,6 +96,8 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(ops::metrics))
         // Outside `/api`'s key layer: guarded like `/metrics` (docs/deployment.md).
         .route("/api/instances", get(ops::instances))
+        // An API key, or the metrics key for every tenant's usage.
+        .route("/api/usage", get(usage::usage))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback_service(statics)
         .layer(DefaultBodyLimit::max(state.config.server.max_body_bytes))

@@ -58,6 +58,10 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
             .mcp_server_up(&s.name, s.state == crate::tools::mcp::State::Ready);
     }
     state.metrics.leases(state.runs.lease_counts());
+    match state.runs.tenants_over_warning().await {
+        Ok(n) => state.metrics.tenants_over_budget_warning(n),
+        Err(e) => tracing::warn!(error = %e, "cannot count the tenants past a budget warning"),
+    }
     let text = state.metrics.render(state.runs.active_runs());
     (
         [(

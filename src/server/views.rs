@@ -168,6 +168,10 @@ pub struct Usage {
     pub llm_calls: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
+    /// USD of the priced calls (docs/configuration.md `price`).
+    pub cost_usd: f64,
+    /// Calls of models without a price: their cost is not in `cost_usd`.
+    pub unpriced_calls: u64,
 }
 
 impl From<llm::Usage> for Usage {
@@ -179,6 +183,8 @@ impl From<llm::Usage> for Usage {
             llm_calls: u.llm_calls,
             cache_read_tokens: u.cache_read_tokens,
             cache_write_tokens: u.cache_write_tokens,
+            cost_usd: u.cost_usd.usd(),
+            unpriced_calls: u.unpriced_calls,
         }
     }
 }

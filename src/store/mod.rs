@@ -20,6 +20,7 @@
 mod approvals;
 mod artifacts;
 mod binds;
+mod budget;
 pub mod commands;
 mod conversations;
 pub mod error;
@@ -42,6 +43,7 @@ use sqlx::sqlite::{
 };
 
 pub use approvals::{ApprovalRecord, RowDecision};
+pub use budget::{CallUsage, Hold, UsageGroup, UsageRow, WindowLimit, WindowSpend};
 pub use commands::{CommandKind, RunCommand};
 pub use error::StoreError;
 pub use health::READY_TIMEOUT;

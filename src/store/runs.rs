@@ -38,6 +38,8 @@ struct RunRecord {
     llm_calls: i64,
     cache_read_tokens: i64,
     cache_write_tokens: i64,
+    cost_nanos: i64,
+    unpriced_calls: i64,
     started_at: i64,
     finished_at: Option<i64>,
     error: Option<String>,
@@ -61,6 +63,8 @@ impl RunRecord {
                 llm_calls: to_u64(self.llm_calls),
                 cache_read_tokens: to_u64(self.cache_read_tokens),
                 cache_write_tokens: to_u64(self.cache_write_tokens),
+                cost_usd: crate::domain::Cost::from_nanos(to_u64(self.cost_nanos)),
+                unpriced_calls: to_u64(self.unpriced_calls),
             },
             started_at: time(self.started_at)?,
             finished_at: self.finished_at.map(time).transpose()?,
@@ -74,7 +78,7 @@ macro_rules! select_runs {
         concat!(
             "SELECT id, conversation_id, owner, status, mode, model, iterations, tool_calls, ",
             "prompt_tokens, completion_tokens, total_tokens, llm_calls, cache_read_tokens, ",
-            "cache_write_tokens, started_at, ",
+            "cache_write_tokens, cost_nanos, unpriced_calls, started_at, ",
             "finished_at, error FROM runs ",
             $rest
         )
@@ -84,23 +88,25 @@ macro_rules! select_runs {
 /// The terminal-state update: only a row still `running` changes, which is what makes the
 /// terminal state written exactly once; the checkpoint, only needed to resume, goes — unless
 /// the run waits for its caller's tools (`requires_action`): its continuation starts from it.
-/// Binds: status, iterations, tool_calls, the six usage counters, error, finished_at, id.
+/// Binds: status, iterations, tool_calls, the six usage counters, error, finished_at, id,
+/// cost_nanos, unpriced_calls.
 const FINISH_RUN_SQL: &str = "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
      cache_read_tokens = $8, cache_write_tokens = $9, \
      error = $10, finished_at = $11, checkpoint = CASE WHEN $1 = 'requires_action' \
-     THEN checkpoint END WHERE id = $12 AND status = 'running'";
+     THEN checkpoint END, cost_nanos = $13, unpriced_calls = $14 \
+     WHERE id = $12 AND status = 'running'";
 
 /// The terminal states of several runs in one statement: this, then `micros` (bound), then
 /// ` FROM (VALUES (id, status, iterations, tool_calls, prompt_tokens, completion_tokens,
-/// total_tokens, llm_calls, cache_read_tokens, cache_write_tokens, error), …) AS v WHERE
-/// runs.id = v.column1 AND runs.status = 'running' RETURNING id` (both backends name a VALUES
-/// list's columns `column1`, …).
+/// total_tokens, llm_calls, cache_read_tokens, cache_write_tokens, error, cost_nanos,
+/// unpriced_calls), …) AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id`
+/// (both backends name a VALUES list's columns `column1`, …).
 pub(super) const FINISH_RUNS_SQL: &str =
     "UPDATE runs SET status = v.column2, iterations = v.column3, tool_calls = v.column4, \
      prompt_tokens = v.column5, completion_tokens = v.column6, total_tokens = v.column7, \
      llm_calls = v.column8, cache_read_tokens = v.column9, cache_write_tokens = v.column10, \
-     error = v.column11, \
+     error = v.column11, cost_nanos = v.column12, unpriced_calls = v.column13, \
      checkpoint = CASE WHEN v.column2 = 'requires_action' THEN runs.checkpoint END, \
      finished_at = ";
 
@@ -231,6 +237,8 @@ impl Store {
                 .bind(finish.error.as_deref().map(super::storable))
                 .bind(micros)
                 .bind(id.to_string())
+                .bind(to_i64(usage.cost_usd.nanos()))
+                .bind(to_i64(usage.unpriced_calls))
                 .execute(pool)
                 .await?
                 .rows_affected()

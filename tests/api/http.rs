@@ -7,9 +7,10 @@
 //! `REAGENT_SKIP_PG=1` skips them). The other tests check storage-independent behaviour and run
 //! on SQLite only.
 //!
-//! By topic: [`approvals`], [`conversations`], [`forks`], [`ops`], [`runs`], [`turns`].
+//! By topic: [`approvals`], [`budgets`], [`conversations`], [`forks`], [`ops`], [`runs`], [`turns`].
 
 mod approvals;
+mod budgets;
 mod client_tools;
 mod conversations;
 mod forks;

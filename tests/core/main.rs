@@ -11,6 +11,7 @@
 //!   same over h2c (`LLM_HTTP2`);
 //! - [`mock_provider`]: `reagent mock-provider` through the real client;
 //! - [`runs`]: `RunManager` on a real SQLite file;
+//! - [`budgets`]: reservations, admission and recovery of `[[budgets]]`, both backends;
 //! - [`store`], [`persist`]: the store suite and the shared event writer, both backends;
 //! - [`tools`]: `http_request`'s SSRF guard and response cap, `[[tools.http]]` tools;
 //! - [`properties`], [`fuzz_smoke`]: the parsers of untrusted input never panic.
@@ -24,6 +25,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod budgets;
 mod continuity;
 mod engine;
 mod event_ids;

@@ -124,6 +124,8 @@ fn finish(status: RunStatus) -> RunFinish {
             llm_calls: 2,
             cache_read_tokens: 7,
             cache_write_tokens: 3,
+            cost_usd: reagent::domain::Cost::from_nanos(1_250_000),
+            unpriced_calls: 1,
         },
         error: None,
     }

@@ -17,6 +17,7 @@ fn checkpoint() -> Checkpoint {
             llm_calls: 3,
             cache_read_tokens: 6,
             cache_write_tokens: 2,
+            ..Usage::default()
         },
         messages: (0..40)
             .map(|i| Message::user(format!("message {i}\n")))
@@ -104,6 +105,7 @@ fn the_head_and_its_lists_read_back_as_the_checkpoint() {
         llm_calls: 1,
         cache_read_tokens: u64::MAX,
         cache_write_tokens: 0,
+        ..Usage::default()
     };
     other.processed.clear();
     other.in_flight = vec![InFlightCall {

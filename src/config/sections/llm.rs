@@ -4,7 +4,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::Secret;
 use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL};
-use crate::domain::{Abilities, Sampling, DEFAULT_LLM_MAX_RESPONSE_BYTES};
+use crate::domain::{Abilities, Price, Sampling, DEFAULT_LLM_MAX_RESPONSE_BYTES};
 
 /// `[llm]`: settings shared by every model.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -85,6 +85,10 @@ pub struct ModelConfig {
     /// Anthropic prompt caching: `cache_control` breakpoints on tools, system and last message.
     #[serde(default = "default_cache")]
     pub cache: bool,
+    /// USD per million tokens (docs/configuration.md); absent: the cost of its calls is
+    /// unknown, counted as 0 and marked, never guessed.
+    #[serde(default)]
+    pub price: Option<Price>,
     /// Looked up at load time; never read from the file.
     #[serde(skip)]
     pub api_key: Option<Secret>,
@@ -115,6 +119,7 @@ impl ModelConfig {
             api: Api::default(),
             thinking: None,
             cache: true,
+            price: None,
             api_key: None,
             demo: false,
         }

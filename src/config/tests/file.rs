@@ -157,6 +157,15 @@ fn example_config_file_is_valid_when_uncommented() {
     assert_eq!(c.react.compact_model.as_deref(), Some("llamacpp"));
     assert_eq!(c.agents.len(), 1);
     assert_eq!(c.agents[0].name, "researcher");
+    assert_eq!(c.budgets.len(), 2);
+    let priced: Vec<&str> = c
+        .models
+        .iter()
+        .filter(|m| m.price.is_some())
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(priced, ["openai", "deepseek", "gemini"]);
+    assert_eq!(c.server.max_active_runs_per_tenant, Some(10));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use super::*;
 use crate::domain::Abilities;
 
+mod budgets;
 mod docs;
 mod env;
 mod file;

@@ -1,6 +1,7 @@
 //! Errors in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with the
 //! statuses the official SDKs map to their exception classes (docs/protocols.md): 401 `invalid_api_key`,
-//! 404 `model_not_found`, 400 `invalid_request_error`, 429 `rate_limit_exceeded`.
+//! 404 `model_not_found`, 400 `invalid_request_error`, 429 `rate_limit_exceeded`,
+//! 429 `insufficient_quota` (the tenant's budget is used up).
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -98,7 +99,11 @@ impl From<ApiError> for OpenAiError {
         let (status, _) = e.status_and_code();
         let (kind, code) = match &e {
             ApiError::Unauthorized => ("invalid_request_error", "invalid_api_key"),
-            ApiError::RateLimited { .. } => ("rate_limit_error", "rate_limit_exceeded"),
+            ApiError::RateLimited { .. } | ApiError::TooManyActiveRuns(_) => {
+                ("rate_limit_error", "rate_limit_exceeded")
+            }
+            // OpenAI's answer when an account's quota is spent.
+            ApiError::BudgetExceeded { .. } => ("insufficient_quota", "insufficient_quota"),
             ApiError::NotFound => ("invalid_request_error", "not_found"),
             ApiError::RunActive | ApiError::Conflict(_) | ApiError::NoActiveRun => {
                 ("invalid_request_error", "conversation_busy")
@@ -118,7 +123,8 @@ impl From<ApiError> for OpenAiError {
             other => other.to_string(),
         };
         let retry_after_s = match e {
-            ApiError::RateLimited { retry_after_s } => Some(retry_after_s),
+            ApiError::RateLimited { retry_after_s }
+            | ApiError::BudgetExceeded { retry_after_s, .. } => Some(retry_after_s),
             _ => None,
         };
         Self {

@@ -18,11 +18,11 @@ pub struct Meta {
     pub run_id: Uuid,
 }
 
-/// `stop`, `length` when the run hit its iteration cap, `tool_calls` when it waits for the
+/// `stop`, `length` when the run hit its iteration cap or its budget, `tool_calls` when it waits for the
 /// caller's tools.
 pub fn finish_reason(status: RunStatus) -> &'static str {
     match status {
-        RunStatus::MaxIterations => "length",
+        RunStatus::MaxIterations | RunStatus::BudgetExceeded => "length",
         RunStatus::RequiresAction => "tool_calls",
         _ => "stop",
     }

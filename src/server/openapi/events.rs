@@ -265,17 +265,20 @@ fn tagged(
 }
 
 fn done() -> Value {
-    let usage = [
+    let mut usage: Vec<Field> = [
         "prompt_tokens",
         "completion_tokens",
         "total_tokens",
         "llm_calls",
         "cache_read_tokens",
         "cache_write_tokens",
+        "unpriced_calls",
     ]
     .into_iter()
     .map(|name| req(name, integer()))
     .collect();
+    // USD of the priced calls (docs/configuration.md `price`).
+    usage.push(req("cost_usd", json!({"type": "number", "minimum": 0})));
     let interrupt = object(
         "An accepted follow-up",
         vec![req("id", string()), req("content", string())],

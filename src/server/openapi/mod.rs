@@ -89,8 +89,8 @@ struct Catalog;
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(ops::healthz, ops::readyz, ops::metrics, ops::instances, document),
-    components(schemas(super::views::Instance)),
+    paths(ops::healthz, ops::readyz, ops::metrics, ops::instances, document, super::usage::usage),
+    components(schemas(super::views::Instance, super::usage::UsageReport, super::usage::UsageGroupRow, super::usage::BudgetUsage)),
     tags((name = "operations", description = "Health, metrics and this document (docs/api.md)"))
 )]
 struct Operations;

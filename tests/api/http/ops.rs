@@ -83,6 +83,7 @@ async fn openapi_lists_every_route() {
         ("/readyz", vec!["get"]),
         ("/metrics", vec!["get"]),
         ("/api/instances", vec!["get"]),
+        ("/api/usage", vec!["get"]),
         ("/v1/models", vec!["get"]),
         ("/v1/chat/completions", vec!["post"]),
         ("/ag-ui/{agent}", vec!["post"]),

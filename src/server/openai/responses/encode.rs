@@ -427,6 +427,13 @@ fn ending(ctx: &Context, outcome: Option<&RunOutcome>) -> Ending {
             incomplete_reason: Some("max_iterations"),
             ..base
         },
+        // The answer came from what the run found before its budget ran out.
+        RunStatus::BudgetExceeded => Ending {
+            status: "incomplete",
+            completed_at,
+            incomplete_reason: Some("budget_exceeded"),
+            ..base
+        },
         RunStatus::Cancelled => Ending {
             status: "cancelled",
             incomplete_reason: Some("cancelled"),

@@ -1,0 +1,340 @@
+//! Budgets on both backends (docs/configuration.md `[[budgets]]`): twenty concurrent runs of one
+//! tenant through two run managers (two instances) on one database against a budget of a few
+//! calls — never more spent than the limit (each call's actual usage is within its reserved
+//! worst case, so the overshoot bound, "the reservations in flight", is zero here), every run
+//! ends `completed` or `budget_exceeded` with an answer, no reservation is left, another tenant
+//! is unaffected; new runs are refused until the window rolls over (an injected clock); a
+//! dead process's reservations go back at recovery, its settled spend stays.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use reagent::agent::hooks::HookRunner;
+use reagent::agent::{AgentConfig, RunStatus};
+use reagent::config::{BudgetSpec, BudgetWindow};
+use reagent::domain::{Mode, Price};
+use reagent::llm::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, Usage,
+};
+use reagent::runs::{Budgets, ConversationRef, RunError, RunManager, StartRun};
+use reagent::store::{CallUsage, NewConversation, NewRun, Store, WindowLimit};
+use reagent::testing::scripted::single_model;
+use reagent::tools::ToolRegistry;
+use uuid::Uuid;
+
+/// Prompt and completion tokens of every call: far below any call's reserved worst case.
+const PROMPT: u64 = 10;
+const COMPLETION: u64 = 5;
+/// The model's most output tokens, part of each reservation.
+const MAX_OUTPUT: u32 = 50;
+
+/// A model that answers at once, after a short wait so that runs overlap.
+struct Answering;
+
+fn usage() -> Usage {
+    Usage::call(PROMPT, COMPLETION)
+}
+
+#[async_trait]
+impl Llm for Answering {
+    fn model(&self) -> &str {
+        "answering"
+    }
+    fn abilities(&self) -> Abilities {
+        Abilities::default()
+    }
+    fn max_output_tokens(&self) -> u32 {
+        MAX_OUTPUT
+    }
+    async fn chat(&self, _: ChatRequest) -> Result<ChatResponse, LlmError> {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(ChatResponse {
+            content: "the draft answer".into(),
+            finish_reason: Some("stop".into()),
+            usage: usage(),
+            ..ChatResponse::default()
+        })
+    }
+    async fn stream_chat(&self, _: ChatRequest) -> Result<ChatStream, LlmError> {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let events = vec![
+            Ok(StreamEvent::Content("the synthesised answer".into())),
+            Ok(StreamEvent::Usage(usage())),
+            Ok(StreamEvent::Done {
+                finish_reason: Some("stop".into()),
+            }),
+        ];
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}
+
+/// A clock the test moves.
+fn clock(offset: &Arc<AtomicI64>) -> reagent::runs::Clock {
+    let offset = offset.clone();
+    Arc::new(move || Utc::now() + chrono::Duration::seconds(offset.load(Ordering::SeqCst)))
+}
+
+fn manager(store: &Store, limit: u64, offset: &Arc<AtomicI64>) -> Arc<RunManager> {
+    let mut m = RunManager::new(
+        store.clone(),
+        single_model(Arc::new(Answering)),
+        ToolRegistry::default(),
+        HookRunner::default(),
+        AgentConfig::default(),
+        None,
+    );
+    m.budgets = Arc::new(Budgets {
+        rules: vec![BudgetSpec {
+            tenant: "alice".into(),
+            window: BudgetWindow::Day,
+            tokens: Some(limit),
+            cost_usd: None,
+            warn_at_percent: 50,
+        }],
+        prices: [(
+            "default".to_string(),
+            Price {
+                input: 1.0,
+                output: 2.0,
+                ..Price::default()
+            },
+        )]
+        .into(),
+        clock: clock(offset),
+        ..Budgets::default()
+    });
+    Arc::new(m)
+}
+
+/// Starts a run of `owner` in a new conversation and waits for its `done`.
+async fn run(runs: &Arc<RunManager>, owner: &str) -> Result<reagent::agent::RunOutcome, RunError> {
+    let conv = runs
+        .store()
+        .create_conversation(owner, NewConversation::default())
+        .await
+        .unwrap();
+    let live = runs
+        .start(
+            owner,
+            StartRun::new(ConversationRef::Existing(conv.id), "a question"),
+        )
+        .await?;
+    live.finished().await;
+    let events = runs.store().list_events(live.id, 0).await.unwrap();
+    let done = events.iter().rev().find(|e| e.name == "done").unwrap();
+    let outcome: reagent::agent::RunOutcome = serde_json::from_str(&done.data).unwrap();
+    Ok(outcome)
+}
+
+fn day_start(at: DateTime<Utc>) -> i64 {
+    BudgetWindow::Day.start(at).timestamp_micros()
+}
+
+async fn concurrent_runs_never_spend_past_the_limit(url: String) {
+    let offset = Arc::new(AtomicI64::new(0));
+    let (one, two) = (
+        Store::connect(&url).await.unwrap(),
+        Store::connect(&url).await.unwrap(),
+    );
+    // Room for a few calls' worst case (each reserves its prompt estimate plus 50 tokens).
+    let limit = 300;
+    let instances = [manager(&one, limit, &offset), manager(&two, limit, &offset)];
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let runs = instances[i % 2].clone();
+        tasks.push(tokio::spawn(async move { run(&runs, "alice").await }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(outcome) => {
+                assert!(!outcome.answer.trim().is_empty(), "{outcome:?}");
+                assert!(
+                    matches!(
+                        outcome.status,
+                        RunStatus::Completed | RunStatus::BudgetExceeded
+                    ),
+                    "{outcome:?}"
+                );
+                if outcome.status == RunStatus::Completed {
+                    assert!(outcome.usage.cost_usd.nanos() > 0, "{outcome:?}");
+                }
+                statuses.push(outcome.status);
+            }
+            // Admission saw the budget used up: refused before it started.
+            Err(RunError::BudgetExceeded { retry_after, .. }) => {
+                assert!((1..=86_400).contains(&retry_after));
+            }
+            Err(e) => panic!("unexpected start error: {e}"),
+        }
+    }
+    assert!(statuses.contains(&RunStatus::Completed), "{statuses:?}");
+    let now = Utc::now();
+    let spend = one
+        .budget_spend("alice", &[("day", day_start(now))])
+        .await
+        .unwrap();
+    let s = &spend[0];
+    assert!(s.spent_tokens <= limit as i64, "overshoot: {s:?}");
+    assert!(s.spent_tokens > 0, "{s:?}");
+    assert_eq!(
+        (s.reserved_tokens, s.reserved_nanos),
+        (0, 0),
+        "a reservation leaked: {s:?}"
+    );
+    // The budget is used up for new runs (about 2,000 of 2,500 tokens cannot take another
+    // call's worst case, so the runs that did not finish say so).
+    let refused_or_cut = 20
+        - statuses
+            .iter()
+            .filter(|s| **s == RunStatus::Completed)
+            .count();
+    assert!(
+        refused_or_cut > 0,
+        "all twenty runs fit a budget of a few calls"
+    );
+
+    // Another tenant has no budget: it runs.
+    let bob = run(&instances[0], "bob").await.unwrap();
+    assert_eq!(bob.status, RunStatus::Completed);
+
+    // Spend the rest so that admission refuses, then roll the window over.
+    let rest = limit as i64 - s.spent_tokens;
+    one.settle_budget(
+        one.reserve_budget(
+            "alice",
+            Uuid::new_v4(),
+            &[WindowLimit {
+                kind: "day",
+                starts_at: day_start(now),
+                tokens: Some(limit as i64),
+                nanos: None,
+            }],
+            rest,
+            0,
+        )
+        .await
+        .unwrap()
+        .as_ref(),
+        &CallUsage {
+            tenant: "alice".into(),
+            prompt_tokens: rest,
+            ..CallUsage::default()
+        },
+    )
+    .await
+    .unwrap();
+    match run(&instances[1], "alice").await {
+        Err(RunError::BudgetExceeded { retry_after, .. }) => {
+            let to_midnight = (BudgetWindow::Day.end(now) - now).num_seconds();
+            assert!(
+                retry_after.abs_diff(to_midnight.unsigned_abs()) <= 2,
+                "{retry_after}"
+            );
+        }
+        other => panic!("a tenant over budget started a run: {other:?}"),
+    }
+    offset.store(86_400, Ordering::SeqCst);
+    let next_day = run(&instances[1], "alice").await.unwrap();
+    assert_eq!(next_day.status, RunStatus::Completed);
+}
+
+async fn recovery_releases_a_dead_processs_reservations(url: String) {
+    let store = Store::connect(&url).await.unwrap();
+    let conv = store
+        .create_conversation("alice", NewConversation::default())
+        .await
+        .unwrap();
+    let run_id = Uuid::new_v4();
+    store
+        .create_run(NewRun {
+            id: run_id,
+            conversation_id: conv.id,
+            owner: "alice".into(),
+            mode: Mode::Native,
+            model: "default".into(),
+            traceparent: None,
+        })
+        .await
+        .unwrap();
+    let window = [WindowLimit {
+        kind: "day",
+        starts_at: day_start(Utc::now()),
+        tokens: Some(1_000),
+        nanos: None,
+    }];
+    // One call settled, one in flight when the process died.
+    let settled = store
+        .reserve_budget("alice", run_id, &window, 300, 0)
+        .await
+        .unwrap();
+    let usage = CallUsage {
+        tenant: "alice".into(),
+        run_id,
+        prompt_tokens: 120,
+        ..CallUsage::default()
+    };
+    store.settle_budget(settled.as_ref(), &usage).await.unwrap();
+    store
+        .reserve_budget("alice", run_id, &window, 400, 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let offset = Arc::new(AtomicI64::new(0));
+    let restarted = manager(&store, 1_000, &offset);
+    restarted.recover().await.unwrap();
+    let s = &store
+        .budget_spend("alice", &[("day", window[0].starts_at)])
+        .await
+        .unwrap()[0];
+    assert_eq!((s.spent_tokens, s.reserved_tokens), (120, 0), "{s:?}");
+    restarted.shutdown(Duration::from_secs(2)).await;
+}
+
+/// A window's reservations never exceed its limit, whatever the interleaving: the conditional
+/// write itself, from two store handles at once.
+async fn reservations_never_exceed_the_limit(url: String) {
+    let (one, two) = (
+        Store::connect(&url).await.unwrap(),
+        Store::connect(&url).await.unwrap(),
+    );
+    let window = WindowLimit {
+        kind: "day",
+        starts_at: day_start(Utc::now()),
+        tokens: Some(1_000),
+        nanos: Some(5_000),
+    };
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = if i % 2 == 0 { one.clone() } else { two.clone() };
+        let w = window.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .reserve_budget("t", Uuid::new_v4(), &[w], 100, 300)
+                .await
+                .unwrap()
+                .is_some()
+        }));
+    }
+    let mut granted = 0;
+    for t in tasks {
+        granted += usize::from(t.await.unwrap());
+    }
+    // 5,000 nano-dollars fit 16 reservations of 300; 1,000 tokens fit 10 of 100.
+    assert_eq!(granted, 10);
+    let s = &one
+        .budget_spend("t", &[("day", window.starts_at)])
+        .await
+        .unwrap()[0];
+    assert_eq!((s.reserved_tokens, s.reserved_nanos), (1_000, 3_000));
+}
+
+on_both_backends!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    concurrent_runs_never_spend_past_the_limit,
+    recovery_releases_a_dead_processs_reservations,
+    reservations_never_exceed_the_limit,
+);
