@@ -76,6 +76,8 @@ impl Op {
             json!({"content": "more"})
         } else if self.path.starts_with("/api/approvals/") {
             json!({"approve": false, "reason": "no"})
+        } else if self.path.ends_with("/tool_outputs") {
+            json!({"outputs": [{"call_id": "call_1", "output": "42"}]})
         } else if self.method == "patch" {
             json!({"title": "renamed by someone"})
         } else {

@@ -86,6 +86,10 @@ async fn openapi_lists_every_route() {
         ("/api/usage", vec!["get"]),
         ("/v1/models", vec!["get"]),
         ("/v1/chat/completions", vec!["post"]),
+        ("/v1/responses", vec!["post"]),
+        ("/v1/responses/{id}", vec!["get", "delete"]),
+        ("/v1/responses/{id}/cancel", vec!["post"]),
+        ("/v1/responses/{id}/input_items", vec!["get"]),
         ("/ag-ui/{agent}", vec!["post"]),
         ("/ai-sdk/{agent}", vec!["post"]),
     ];

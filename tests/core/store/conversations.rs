@@ -28,6 +28,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
             "agent",
             "created_at",
             "engine",
+            "forked_from",
             "id",
             "model",
             "system_prompt",
