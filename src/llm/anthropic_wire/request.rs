@@ -19,7 +19,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::THINKING_KEY;
-use crate::llm::{ChatRequest, Continuity, Message, Role, ToolCall, ToolChoice, ToolDefinition};
+use crate::llm::{
+    ChatRequest, Continuity, ImagePart, Message, Role, ToolCall, ToolChoice, ToolDefinition,
+};
 
 /// What the body needs besides the request: the model's settings.
 #[derive(Clone, Copy, Debug)]
@@ -197,6 +199,8 @@ enum Block<'a> {
     Text(&'a str),
     ToolUse(&'a ToolCall),
     ToolResult(&'a Message),
+    /// An image of a user message, after its text.
+    Image(&'a ImagePart),
     /// A `thinking` or `redacted_thinking` block the model sent, as it sent it.
     Kept(&'a Value),
 }
@@ -215,6 +219,7 @@ impl Serialize for Marked<'_> {
             Block::Text(text) => text_block(&mut map, text)?,
             Block::ToolUse(call) => tool_use_block(&mut map, call)?,
             Block::ToolResult(m) => tool_result_block(&mut map, m)?,
+            Block::Image(image) => image_block(&mut map, image)?,
             Block::Kept(_) => {}
         }
         if self.1 {
@@ -230,6 +235,25 @@ const EMPTY_TEXT: &str = "(empty)";
 fn text_block<M: SerializeMap>(map: &mut M, text: &str) -> Result<(), M::Error> {
     map.serialize_entry("type", "text")?;
     map.serialize_entry("text", if text.is_empty() { EMPTY_TEXT } else { text })
+}
+
+/// A `data:` URL as a base64 source, an `http(s)` URL as a URL source (never fetched by us).
+fn image_block<M: SerializeMap>(map: &mut M, image: &ImagePart) -> Result<(), M::Error> {
+    map.serialize_entry("type", "image")?;
+    let data = image
+        .url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"));
+    match data {
+        Some((media_type, data)) => map.serialize_entry(
+            "source",
+            &serde_json::json!({"type": "base64", "media_type": media_type, "data": data}),
+        ),
+        None => map.serialize_entry(
+            "source",
+            &serde_json::json!({"type": "url", "url": image.url}),
+        ),
+    }
 }
 
 fn tool_use_block<M: SerializeMap>(map: &mut M, call: &ToolCall) -> Result<(), M::Error> {
@@ -339,12 +363,10 @@ impl Serialize for UserTurn<'_> {
         };
         results.sort_by_key(order);
         let mut blocks: Vec<Block<'_>> = results.into_iter().map(Block::ToolResult).collect();
-        blocks.extend(
-            messages
-                .iter()
-                .filter(|m| m.role != Role::Tool)
-                .map(|m| Block::Text(&m.content)),
-        );
+        for m in messages.iter().filter(|m| m.role != Role::Tool) {
+            blocks.push(Block::Text(&m.content));
+            blocks.extend(m.images.iter().map(Block::Image));
+        }
         turn(s, "user", &blocks, self.2)
     }
 }

@@ -304,3 +304,30 @@ fn stream_errors_cuts_and_refusals() {
     assert_eq!(events[0], StreamEvent::Content(REFUSAL_TEXT.into()));
     assert!(d.feed("not json").is_ok(), "nothing after the end");
 }
+
+#[test]
+fn images_follow_their_text_as_base64_or_url_sources() {
+    let message = Message::user("what is this?").with_images(vec![
+        crate::llm::ImagePart {
+            url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            artifact: Some("a1".into()),
+        },
+        crate::llm::ImagePart {
+            url: "https://example.com/cat.jpg".into(),
+            artifact: None,
+        },
+    ]);
+    let b = body(settings(false), &ChatRequest::new(vec![message]));
+    let content = &b["messages"][0]["content"];
+    assert_eq!(content[0], json!({"type": "text", "text": "what is this?"}));
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+    );
+    assert_eq!(content[2]["type"], "image");
+    assert_eq!(
+        content[2]["source"],
+        json!({"type": "url", "url": "https://example.com/cat.jpg"})
+    );
+    assert_eq!(content.as_array().map(Vec::len), Some(3));
+}
