@@ -12,6 +12,7 @@ import { confirmAction, promptText } from './dialogs.js';
 import { initSettings } from './settings.js';
 import { initToolsPanel } from './tools.js';
 import { initUsagePanel } from './usage.js';
+import { initForks, showForkedFrom } from './fork.js';
 
 const $ = (id) => document.getElementById(id);
 const thread = $('thread');
@@ -87,6 +88,7 @@ function showHeader() {
   $('conv-agent').hidden = !conv?.agent;
   $('conv-agent').textContent = conv?.agent || '';
   $('conv-agent').title = conv?.agent ? `Agent: ${conv.agent}` : '';
+  showForkedFrom($('conv-fork'), conv);
   $('rename-conv').disabled = !conv;
   $('delete-conv').disabled = !conv;
 }
@@ -476,6 +478,18 @@ function focusComposer() {
   input.focus();
 }
 
+initForks({
+  thread,
+  conversation: () => state.conversation,
+  // The fork opens as a new history entry (Back returns to the original), then runs `text`.
+  async resend(conv, text) {
+    announceChange();
+    history.pushState(null, '', `#/c/${conv.id}`);
+    await openConversation(conv.id);
+    startRun(text).catch((e) => setStatus(e.message, true));
+  },
+  error: (text) => setStatus(text, true),
+});
 initToolsPanel(() => state.conversation);
 initSettings();
 initConversationList(() => state.conversation?.id, (id) => {

@@ -172,6 +172,31 @@ pub enum StepEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
+    /// A safeguard of the loop acted; the text it gave the model stays internal.
+    Safeguard {
+        iteration: u32,
+        kind: SafeguardKind,
+        /// The repeated tool (`cycle_warning` only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// The DAG step this event belongs to; absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
+    },
+}
+
+/// Which safeguard of the tool loop a `step {type:"safeguard"}` event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SafeguardKind {
+    /// The self-reflection message was appended.
+    Reflection,
+    /// The repeated-call warning was appended (`tool` names the tool).
+    CycleWarning,
+    /// The completion checklist was appended instead of accepting the answer.
+    CompletionCheck,
+    /// The iteration cap ended the loop; the answer is written from what the run has.
+    MaxIterations,
 }
 
 /// Which tool-call limit a `step {type:"limit"}` event is about.

@@ -13,7 +13,7 @@ use super::call_ids::CallIds;
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
 use super::client_tools::{ClientCall, RequiredAction};
 use super::context::{estimate_tool_tokens, ContextGuard, History};
-use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, StepEvent};
+use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, SafeguardKind, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
 use super::hooks::HookRunner;
 use super::interrupts::Interrupt;
@@ -210,6 +210,7 @@ impl<'a> LoopRun<'a> {
                 break;
             }
             if self.iterations >= max {
+                self.safeguard(SafeguardKind::MaxIterations, None);
                 self.status = RunStatus::MaxIterations;
                 self.brief = self.step_summary(&format!(
                     "I reached the limit of {max} iterations before finishing. Steps taken:\n"
@@ -417,6 +418,28 @@ impl<'a> LoopRun<'a> {
         let any = !items.is_empty();
         self.inject(items);
         any
+    }
+
+    /// Says in a `step` event that a safeguard acted (its message to the model stays internal).
+    fn safeguard(&self, kind: SafeguardKind, tool: Option<String>) {
+        self.emit(StepEvent::Safeguard {
+            iteration: self.iterations,
+            kind,
+            tool,
+            dag_step: None,
+        });
+    }
+
+    /// Appends the completion checklist when it is due instead of accepting the answer; true
+    /// when it did (the loop goes on).
+    fn check_completion(&mut self) -> bool {
+        if !self.checklist_due() {
+            return false;
+        }
+        self.checklist_done = true;
+        self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+        self.safeguard(SafeguardKind::CompletionCheck, None);
+        true
     }
 
     fn checklist_due(&self) -> bool {

@@ -193,7 +193,8 @@ fn tagged(parent: EventSink, ids: Arc<CallIds>, round: u32, step: String) -> Eve
             AgentEvent::Step(
                 StepEvent::Thinking { dag_step, .. }
                 | StepEvent::ApprovalRequired { dag_step, .. }
-                | StepEvent::Limit { dag_step, .. },
+                | StepEvent::Limit { dag_step, .. }
+                | StepEvent::Safeguard { dag_step, .. },
             ) => *dag_step = tag,
             AgentEvent::Compact(c) => c.dag_step = tag,
             _ => {}

@@ -2,12 +2,14 @@
 //! self-reflection, cycle detection, the completion checklist, hooks as the LLM sees them, the
 //! context guard and interrupts.
 //!
-//! By topic: [`checklist`], [`context`], [`hooks`], [`interrupts`], [`reflection`], [`selection`].
+//! By topic: [`checklist`], [`context`], [`hooks`], [`interrupts`], [`notes`] (the `safeguard`
+//! events), [`reflection`], [`selection`].
 
 mod checklist;
 mod context;
 mod hooks;
 mod interrupts;
+mod notes;
 mod reflection;
 mod selection;
 mod small_models;

@@ -23,9 +23,7 @@ impl LoopRun<'_> {
             if self.drain_interrupts() {
                 return Next::Continue;
             }
-            if self.checklist_due() {
-                self.checklist_done = true;
-                self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+            if self.check_completion() {
                 return Next::Continue;
             }
             return Next::Final(answer);
@@ -105,6 +103,7 @@ impl LoopRun<'_> {
                 {
                     self.messages
                         .push(Message::user(prompts::cycle_warning(&e.record.tool, cycle)));
+                    self.safeguard(SafeguardKind::CycleWarning, Some(e.record.tool.clone()));
                 }
             }
             self.steps.push(e.record);
@@ -112,6 +111,7 @@ impl LoopRun<'_> {
         if self.reflection.add(ran) && !self.pausing {
             self.messages
                 .push(Message::user(prompts::reflection(&self.query)));
+            self.safeguard(SafeguardKind::Reflection, None);
         }
     }
 
@@ -152,9 +152,7 @@ impl LoopRun<'_> {
                 if interrupted {
                     return Next::Continue;
                 }
-                if self.checklist_due() {
-                    self.checklist_done = true;
-                    self.messages.push(Message::user(prompts::COMPLETION_CHECK));
+                if self.check_completion() {
                     return Next::Continue;
                 }
                 Next::Final(answer)

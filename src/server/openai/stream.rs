@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use tokio::time::{Instant, Sleep};
 
 use super::reply::{finish_reason, tool_calls_json, usage_json, Meta};
-use crate::agent::events::{AnswerEvent, StepEvent};
+use crate::agent::events::{AnswerEvent, SafeguardKind, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
 use crate::runs::{LiveRun, LoggedEvent};
@@ -197,6 +197,25 @@ fn line(text: &str) -> String {
     cut
 }
 
+/// What a safeguard did, said as the UI says it (what it told the model stays internal).
+fn safeguard_line(kind: SafeguardKind, tool: Option<&str>) -> String {
+    match kind {
+        SafeguardKind::Reflection => {
+            "safeguard: the agent was asked to step back and check its progress".into()
+        }
+        SafeguardKind::CycleWarning => format!(
+            "safeguard: the agent was warned that it is repeating {}",
+            tool.unwrap_or("a call")
+        ),
+        SafeguardKind::CompletionCheck => {
+            "safeguard: the agent was asked to check that its answer is complete".into()
+        }
+        SafeguardKind::MaxIterations => {
+            "safeguard: the iteration limit was reached; answering with what was found".into()
+        }
+    }
+}
+
 impl Progress {
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
         json!({
@@ -272,6 +291,9 @@ impl Progress {
             }) => self.reasoning(&format!(
                 "waiting for approval of {tool} (approval {approval_id})"
             )),
+            Ok(StepEvent::Safeguard { kind, tool, .. }) => {
+                self.reasoning(&safeguard_line(kind, tool.as_deref()))
+            }
             _ => String::new(),
         }
     }

@@ -199,6 +199,22 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             ],
         ),
         (
+            "safeguard",
+            "A safeguard of the tool loop acted: self-reflection or the repeated-call warning \
+             (`tool`) was appended, the completion checklist was asked for, or the iteration \
+             cap ended the loop; what it told the model stays internal",
+            vec![
+                req("iteration", integer()),
+                req(
+                    "kind",
+                    json!({"type": "string",
+                        "enum": ["reflection", "cycle_warning", "completion_check", "max_iterations"]}),
+                ),
+                ("tool", string(), false),
+                dag_tag(),
+            ],
+        ),
+        (
             "client_tool_calls",
             "The model called caller tools (`client_tools`): the run ends `requires_action` \
              with these calls; answer them with `POST /api/runs/{run_id}/tool_outputs`",

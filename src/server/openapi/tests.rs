@@ -39,6 +39,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Replan { .. } => "replan",
         StepEvent::Limit { .. } => "limit",
         StepEvent::ClientToolCalls { .. } => "client_tool_calls",
+        StepEvent::Safeguard { .. } => "safeguard",
     }
 }
 
@@ -131,6 +132,12 @@ fn steps() -> Vec<StepEvent> {
             limit: crate::agent::events::ToolLimit::ToolCallsPerReply,
             max: 32,
             skipped: 9968,
+            dag_step: Some("A".into()),
+        },
+        StepEvent::Safeguard {
+            iteration: 4,
+            kind: crate::agent::events::SafeguardKind::CycleWarning,
+            tool: Some("calculator".into()),
             dag_step: Some("A".into()),
         },
         StepEvent::ClientToolCalls {

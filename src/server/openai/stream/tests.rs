@@ -90,6 +90,23 @@ fn tool_steps_are_one_reasoning_line_each_cut_to_200_chars() {
 }
 
 #[test]
+fn a_safeguard_is_one_reasoning_line_without_its_internal_text() {
+    let mut p = progress(false);
+    let warned = logged(AgentEvent::Step(StepEvent::Safeguard {
+        iteration: 4,
+        kind: SafeguardKind::CycleWarning,
+        tool: Some("lookup".into()),
+        dag_step: None,
+    }));
+    let out = payloads(&p.frames(&warned).0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        out[0]["choices"][0]["delta"]["reasoning_content"],
+        "safeguard: the agent was warned that it is repeating lookup\n"
+    );
+}
+
+#[test]
 fn done_sends_the_missing_answer_the_finish_and_the_usage_last() {
     let mut p = progress(true);
     let delta = logged(AgentEvent::Answer(AnswerEvent::Delta {
