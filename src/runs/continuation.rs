@@ -258,8 +258,9 @@ pub fn check_client_tools(defs: &[ToolDefinition], own: &[String]) -> Result<(),
                 d.name
             )));
         }
+        // 409, not 400: each definition is valid alone, only the pair conflicts.
         if defs[..i].iter().any(|e| e.name == d.name) {
-            return Err(RunError::Invalid(format!(
+            return Err(RunError::Conflict(format!(
                 "client_tools: '{}' is declared twice",
                 d.name
             )));

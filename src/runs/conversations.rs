@@ -164,15 +164,12 @@ impl RunManager {
             match run {
                 Some(r) if r.conversation_id == id && r.status != RunStatus::Running => {}
                 Some(r) if r.conversation_id == id => {
-                    return Err(RunError::Invalid(format!(
+                    return Err(RunError::Conflict(format!(
                         "until_run_id: the run {run_id} has not finished"
                     )))
                 }
-                _ => {
-                    return Err(RunError::Invalid(format!(
-                        "until_run_id: {run_id} is not a run of this conversation"
-                    )))
-                }
+                // Not a run of this conversation: not found, like any id the caller cannot see.
+                _ => return Err(RunError::NotFound),
             }
         }
         let title = fork_title(source.title.as_deref());

@@ -348,9 +348,10 @@ impl RunManager {
         ) {
             (e, true) => e.unwrap_or(self.dag.default_engine),
             (Some(Engine::Dag), false) => {
-                return Err(RunError::Invalid(
+                // 409, not 400: each field is valid alone, only the pair conflicts.
+                return Err(RunError::Conflict(
                     "client_tools are not supported by the dag engine: use engine react".into(),
-                ))
+                ));
             }
             // A plan's steps cannot wait for the caller: `auto` (or a DAG default) runs ReAct.
             (_, false) => Engine::React,

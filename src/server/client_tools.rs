@@ -15,6 +15,7 @@ use crate::llm::ToolDefinition;
 pub struct ClientTool {
     /// Only `function`.
     #[serde(rename = "type")]
+    #[schema(pattern = "^function$")]
     pub kind: String,
     pub function: ClientFunction,
 }
@@ -22,6 +23,7 @@ pub struct ClientTool {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 pub struct ClientFunction {
     /// Letters, digits, `_` or `-` (at most 64); none of the run's own tools' names.
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
     #[serde(default)]
     pub description: String,

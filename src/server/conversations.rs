@@ -203,8 +203,9 @@ pub async fn remove(
     summary = "Fork a conversation at one of its runs",
     request_body = ForkConversation,
     responses((status = 201, description = "The new conversation; `forked_from` names the original", body = Conversation),
-              (status = 400, description = "`invalid_request`: `until_run_id` is not a finished run of this conversation", body = ErrorBody),
-              (status = 404, description = "`not_found`: no such conversation of the caller's", body = ErrorBody)))]
+              (status = 400, description = "`invalid_request`: a malformed body", body = ErrorBody),
+              (status = 404, description = "`not_found`: no such conversation of the caller's, or `until_run_id` is not a run of it", body = ErrorBody),
+              (status = 409, description = "`conflict`: the `until_run_id` run has not finished", body = ErrorBody)))]
 pub async fn fork(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

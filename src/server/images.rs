@@ -9,6 +9,9 @@ use utoipa::ToSchema;
 #[serde(deny_unknown_fields)]
 pub struct ImageInput {
     /// A `data:` URL (PNG, JPEG, WebP or GIF; at most 5 MiB decoded) or an `http(s)` URL.
+    #[schema(
+        pattern = r"^(https?://\S+|data:image/(png|jpeg|webp|gif);base64,([A-Za-z0-9+/]{4})*)$"
+    )]
     pub url: String,
 }
 

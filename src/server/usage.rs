@@ -166,11 +166,11 @@ pub async fn usage(
         state.auth.admit(&owner)?;
         Some(owner.0)
     };
-    let to = match &params.to {
+    let to = match params.to.as_deref() {
         Some(raw) => when("to", raw)?,
         None => Utc::now(),
     };
-    let from = match &params.from {
+    let from = match params.from.as_deref() {
         Some(raw) => when("from", raw)?,
         None => to - Duration::days(DEFAULT_DAYS),
     };

@@ -46,6 +46,10 @@ pub struct RunAgentInput {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputMessage {
+    /// The client's id, not read (but a string, as AG-UI says).
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub id: Option<String>,
     pub role: String,
     #[serde(default)]
     pub content: Option<Value>,

@@ -38,11 +38,11 @@ fn operation(
         "requestBody": {"required": true, "content": {"application/json": {"schema": request}}},
         "responses": {
             "200": {"description": ok, "headers": headers,
-                    "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                    "content": {"text/event-stream": {}}},
             "400": error("`invalid_request`: malformed body, no new user message, a partial `resume`, too long a query"),
             "401": error("`unauthorized`"),
             "404": error("`not_found`: unknown agent, or the thread is another tenant's conversation"),
-            "409": error("`run_active`: the thread has an active run; `conflict`: another agent's thread, or an interrupt that is not open"),
+            "409": error("`run_active`: the thread has an active run; `conflict`: another agent's thread, an interrupt that is not open, or no new user message after the stored thread"),
             "413": error("`payload_too_large`"),
             "429": error("`rate_limited`"),
         }
@@ -50,14 +50,14 @@ fn operation(
 }
 
 fn user_message(text: &str, max_chars: usize, content: &str) -> Value {
-    json!({"type": "object", "required": ["id", "role", content],
-    "properties": {"id": {"type": "string"}, "role": {"type": "string", "enum": ["user"]},
+    json!({"type": "object", "required": ["role", content],
+    "properties": {"id": {"type": ["string", "null"]}, "role": {"type": "string", "enum": ["user"]},
                    content: if content == "content" {
                        json!({"type": "string", "pattern": text, "maxLength": max_chars})
                    } else {
-                       json!({"type": "array", "minItems": 1, "maxItems": 1, "items": {
+                       json!({"type": "array", "minItems": 1, "items": {
                            "type": "object", "required": ["type", "text"],
-                           "properties": {"type": {"type": "string", "enum": ["text"]},
+                           "properties": {"type": {"type": "string", "description": "`text` parts make the question; other parts are read as the AI SDK defines them or ignored"},
                                           "text": {"type": "string", "pattern": text, "maxLength": max_chars}}}})
                    }}})
 }
@@ -67,11 +67,11 @@ fn ag_ui_path(agents: &[String], text: &str, max_chars: usize) -> Value {
         "type": "object", "required": ["threadId", "runId", "messages"],
         "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (added to the query), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
         "properties": {
-            "threadId": {"type": "string", "format": "uuid"},
+            "threadId": {"type": "string"},
             "runId": {"type": "string"},
-            "messages": {"type": "array", "minItems": 1, "maxItems": 1, "items": user_message(text, max_chars, "content")},
-            "state": {"type": "object"},
-            "forwardedProps": {"type": "object"},
+            "messages": {"type": "array", "minItems": 1, "items": user_message(text, max_chars, "content")},
+            "state": {"description": "Any JSON value; echoed in `RUN_STARTED`"},
+            "forwardedProps": {"description": "Any JSON value; echoed in `RUN_STARTED`"},
         }
     });
     operation(
@@ -89,9 +89,9 @@ fn ai_sdk_path(agents: &[String], text: &str, max_chars: usize) -> Value {
         "type": "object", "required": ["id", "messages"],
         "description": "The AI SDK `useChat` body (`DefaultChatTransport`). `id` is the conversation (created when unknown); the last message is the new user message, or an assistant message whose tool parts answer approvals (`approval-responded`) or client tool calls (`output-available`). `tools` (`[{name, description, parameters}]`) declares client tools.",
         "properties": {
-            "id": {"type": "string", "format": "uuid"},
-            "messages": {"type": "array", "minItems": 1, "maxItems": 1, "items": user_message(text, max_chars, "parts")},
-            "trigger": {"type": "string", "enum": ["submit-message", "regenerate-message"]},
+            "id": {"type": "string", "description": "The chat id: a conversation id, or any other id (the caller's own conversation derived from it)"},
+            "messages": {"type": "array", "minItems": 1, "items": user_message(text, max_chars, "parts")},
+            "trigger": {"description": "`submit-message` or `regenerate-message` as `useChat` sends it; either runs the last user message"},
         }
     });
     let headers = json!({"x-vercel-ai-ui-message-stream": {"description": "`v1`", "schema": {"type": "string"}}});

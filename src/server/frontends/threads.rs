@@ -163,8 +163,11 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
         .filter(|m| m.role == MessageRole::User && m.kind == MessageKind::Query)
         .map(|m| m.content.clone())
         .collect();
-    let (mut query, history) = new_query(&req.turns, &stored)
-        .ok_or_else(|| ApiError::invalid("the messages end without a new user message"))?;
+    let (mut query, history) = new_query(&req.turns, &stored).ok_or_else(|| {
+        // The thread already holds every question sent: nothing new to run (a 409, like a
+        // busy thread, since the same body may be valid against another thread).
+        ApiError::Conflict("the messages end without a new user message".into())
+    })?;
     if let Some(context) = &req.context {
         query = format!("{query}\n\n{context}");
     }

@@ -76,7 +76,7 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
             "200": {"description": "A `chat.completion`, or with `stream: true` `data:` lines of `chat.completion.chunk` ending with `data: [DONE]`",
                     "headers": headers,
                     "content": {"application/json": {"schema": {"type": "object"}},
-                                "text/event-stream": {"schema": {"type": "string"}}}},
+                                "text/event-stream": {}}},
             "400": error("`invalid_request_error`: malformed body, last message neither `user` nor the `tool` results of a waiting run, a tool that is not a function or is named like one of the agent's, `functions`, `n > 1`, unsupported content"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `conversation_not_found` for the header"),

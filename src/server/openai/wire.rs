@@ -167,13 +167,21 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolDefinition>, OpenAiError> {
                     format!("tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\", …}}}}"),
                 ));
             };
-            let description = f.get("description").and_then(Value::as_str);
+            let description = match f.get("description") {
+                None => None,
+                Some(Value::String(s)) => Some(s.as_str()),
+                Some(_) => {
+                    return Err(OpenAiError::invalid(
+                        Some("tools"),
+                        format!("tools[{i}].function.description must be a string"),
+                    ))
+                }
+            };
             Ok(ToolDefinition {
                 name: name.to_string(),
                 description: description.unwrap_or_default().to_string(),
                 parameters: f
                     .get("parameters")
-                    .filter(|p| !p.is_null())
                     .cloned()
                     .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             })

@@ -156,5 +156,25 @@ pub fn document_for(max_query_chars: usize, models: &[String], tools: &[String])
     events::describe(&mut doc);
     links::add(&mut doc);
     refine::security(&mut doc);
+    usage_times(&mut doc);
     doc
+}
+
+/// `/api/usage`'s `from` and `to` take a date or a date-time, which attributes cannot say.
+fn usage_times(doc: &mut Value) {
+    let either = json!({"anyOf": [{"type": "string", "format": "date"},
+                                  {"type": "string", "format": "date-time"}]});
+    each_operation(doc, |path, op| {
+        if path != "/api/usage" {
+            return;
+        }
+        let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for p in params {
+            if matches!(p["name"].as_str(), Some("from" | "to")) {
+                p["schema"] = either.clone();
+            }
+        }
+    });
 }

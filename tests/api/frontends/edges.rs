@@ -76,7 +76,7 @@ async fn threads_are_the_callers_and_requests_are_checked() {
     // Nothing new to answer; not a RunAgentInput; no key.
     let done = json!([user("hi"), {"id": "a", "role": "assistant", "content": "hello"}]);
     let r = app.post("/ag-ui/helper", input(&thread, done), None).await;
-    assert_eq!(error_code(r, 400).await, "invalid_request");
+    assert_eq!(error_code(r, 409).await, "conflict");
     let r = app
         .post("/ag-ui/helper", json!({"threadId": thread}), None)
         .await;

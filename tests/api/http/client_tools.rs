@@ -195,7 +195,7 @@ async fn wrong_outputs_and_wrong_runs_are_refused(db: String) {
             None,
         )
         .await;
-    assert_eq!(r.status(), 400);
+    assert_eq!(r.status(), 409);
     let body: Value = r.json().await.unwrap();
     assert!(
         body["error"]["message"].as_str().unwrap().contains("dag"),

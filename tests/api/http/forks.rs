@@ -130,14 +130,15 @@ async fn forks_refuse_what_is_not_a_finished_run(db: String) {
     ));
     let running = app.start_run(&conv, json!({"query": "q"}), None).await;
     let fork = format!("/api/conversations/{conv}/fork");
-    for until in [
-        done.clone(),
-        running.clone(),
-        uuid::Uuid::new_v4().to_string(),
-    ] {
+    // Another conversation's run and an unknown one are not found; a running one conflicts.
+    for until in [done.clone(), uuid::Uuid::new_v4().to_string()] {
         let r = app.post(&fork, json!({"until_run_id": until}), None).await;
-        assert_eq!(error_code(r, 400).await, "invalid_request", "{until}");
+        assert_eq!(error_code(r, 404).await, "not_found", "{until}");
     }
+    let r = app
+        .post(&fork, json!({"until_run_id": running}), None)
+        .await;
+    assert_eq!(r.status(), 409);
     // Another tenant's conversation is not found.
     let r = app.post(&fork, json!({}), Some("kb")).await;
     assert_eq!(error_code(r, 404).await, "not_found");

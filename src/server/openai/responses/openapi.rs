@@ -17,7 +17,7 @@ fn id_param() -> Value {
 fn object_or_stream(description: &str) -> Value {
     json!({"description": description,
            "content": {"application/json": {"schema": {"type": "object"}},
-                       "text/event-stream": {"schema": {"type": "string"}}}})
+                       "text/event-stream": {}}})
 }
 
 /// `(path, item)` of every Responses route.
