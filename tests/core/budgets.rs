@@ -171,7 +171,8 @@ async fn concurrent_runs_never_spend_past_the_limit(url: String) {
             Err(e) => panic!("unexpected start error: {e}"),
         }
     }
-    assert!(statuses.contains(&RunStatus::Completed), "{statuses:?}");
+    // Whether any run completes depends on how the twenty interleave (on a loaded machine
+    // every run can meet the others' reservations); that some calls were made does not.
     let now = Utc::now();
     let spend = one
         .budget_spend("alice", &[("day", day_start(now))])
