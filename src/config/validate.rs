@@ -175,6 +175,10 @@ fn models(f: &FileConfig) -> Result<(), ConfigError> {
         }
         at_least(&key("context_window"), m.context_window, 1)?;
         at_least(&key("max_output_tokens"), m.max_output_tokens, 1)?;
+        // Anthropic refuses a smaller thinking budget; say so at start-up, not on the first call.
+        if let Some(t) = m.thinking {
+            at_least(&key("thinking.budget_tokens"), t.budget_tokens, 1024)?;
+        }
         // A mistyped price fails start-up rather than block or undercharge anyone.
         if let Some((field, v)) = m.price.as_ref().and_then(|p| p.invalid_field()) {
             return Err(ConfigError::value(

@@ -236,6 +236,11 @@ name = "gpt"
     assert_eq!(gpt.api, crate::config::Api::OpenaiChat);
     assert_eq!(gpt.base_url, "https://api.openai.com/v1");
     assert!(gpt.abilities.json_mode && gpt.api_key.is_none());
+    let e = err(
+        Some("[[models]]\nname = \"c\"\napi = \"anthropic-messages\"\nthinking = { budget_tokens = 1000 }\n"),
+        &[],
+    );
+    assert!(e.contains("models[0].thinking.budget_tokens"), "{e}");
     let e = err(Some("[[models]]\nname = \"x\"\napi = \"gemini\"\n"), &[]);
     assert!(e.contains("api"), "{e}");
 }
