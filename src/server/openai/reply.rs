@@ -28,13 +28,16 @@ pub fn finish_reason(status: RunStatus) -> &'static str {
     }
 }
 
-/// OpenAI's usage object; the prompt-cache reads go where OpenAI reports them.
+/// OpenAI's usage object; the prompt-cache reads go where OpenAI reports them, and the cost
+/// (docs/api.md "Usage and cost") rides along as extra fields, which OpenAI's clients keep.
 pub fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.total_tokens,
         "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+        "cost_usd": u.cost_usd.usd(),
+        "unpriced_calls": u.unpriced_calls,
     })
 }
 

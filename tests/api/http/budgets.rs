@@ -10,6 +10,7 @@ use reagent::testing::Turn;
 on_both_backends!(
     a_spent_budget_ends_the_run_and_refuses_the_next,
     the_usage_report_sums_calls_by_day_model_and_agent,
+    the_openai_facades_report_the_cost_with_the_usage,
 );
 
 /// A price for the scripted model and a daily budget of `tokens` for every tenant.
@@ -87,6 +88,20 @@ async fn a_spent_budget_ends_the_run_and_refuses_the_next(db: String) {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["type"], "insufficient_quota", "{body}");
     assert_eq!(body["error"]["code"], "insufficient_quota", "{body}");
+    for stream in [false, true] {
+        let r = app
+            .post(
+                "/v1/responses",
+                json!({"model": "reagent", "input": "hi", "stream": stream}),
+                None,
+            )
+            .await;
+        assert_eq!(r.status(), 429, "stream {stream}");
+        assert!(r.headers().contains_key("retry-after"));
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["type"], "insufficient_quota", "{body}");
+        assert_eq!(body["error"]["code"], "insufficient_quota", "{body}");
+    }
 
     let usage: Value = app.get_json("/api/usage", None).await;
     let budget = &usage["budgets"][0];
@@ -142,6 +157,40 @@ async fn the_usage_report_sums_calls_by_day_model_and_agent(db: String) {
     assert_eq!(before["groups"], json!([]));
     let r = app.get("/api/usage?group_by=week", None).await;
     assert_eq!(error_code(r, 400).await, "invalid_request");
+    app.stop().await;
+}
+
+/// `/v1/chat/completions` and `/v1/responses` add `cost_usd` and `unpriced_calls` to OpenAI's
+/// usage object: the price of exactly the tokens reported beside it.
+async fn the_openai_facades_report_the_cost_with_the_usage(db: String) {
+    let app = TestApp::with(budget_app(&db, 1_000_000)).await;
+    let requests = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "reagent", "messages": [{"role": "user", "content": "hi"}]}),
+            ("prompt_tokens", "completion_tokens"),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "reagent", "input": "hi"}),
+            ("input_tokens", "output_tokens"),
+        ),
+    ];
+    for (path, body, (input, output)) in requests {
+        app.llm.text("an answer");
+        let r = app.post(path, body, None).await;
+        assert_eq!(r.status(), 200, "{path}");
+        let reply: Value = r.json().await.unwrap();
+        let usage = &reply["usage"];
+        let tokens = |k: &str| usage[k].as_u64().unwrap_or_else(|| panic!("{k}: {usage}"));
+        assert!(tokens(input) > 0, "{path}: {usage}");
+        let expected = (tokens(input) * 2 + tokens(output) * 8) as f64 / 1e6;
+        let cost = usage["cost_usd"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{usage}"));
+        assert!((cost - expected).abs() < 1e-9, "{path}: {usage}");
+        assert_eq!(usage["unpriced_calls"], 0, "{path}: {usage}");
+    }
     app.stop().await;
 }
 

@@ -47,6 +47,8 @@ pub fn usage_json(u: &Usage) -> Value {
         "output_tokens": u.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": u.total_tokens,
+        "cost_usd": u.cost_usd.usd(),
+        "unpriced_calls": u.unpriced_calls,
     })
 }
 
