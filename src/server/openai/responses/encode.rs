@@ -14,10 +14,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::object::{response, Context, Ending};
+use super::object::{
+    arguments_text, ending, in_progress, message_item, response, text_part, tool_item, Context,
+    Ending,
+};
 use crate::agent::events::{AnswerEvent, StepEvent};
 use crate::agent::RunOutcome;
-use crate::domain::{EventName, RunStatus};
+use crate::domain::EventName;
 use crate::runs::LoggedEvent;
 
 /// The most stream events one run event yields: a run's `done` that must still open, fill and
@@ -390,92 +393,6 @@ impl Frames {
         });
         self.next += 1;
     }
-}
-
-fn in_progress() -> Ending {
-    Ending {
-        status: "in_progress",
-        ..Ending::default()
-    }
-}
-
-/// How the run's outcome reads as a response (docs/protocols.md): the iteration cap is
-/// `incomplete` (`max_iterations`), a cancel `cancelled`, a failure `failed` with its error.
-fn ending(ctx: &Context, outcome: Option<&RunOutcome>) -> Ending {
-    let Some(o) = outcome else {
-        return Ending {
-            status: "failed",
-            error: Some("the run's final event could not be read".into()),
-            ..Ending::default()
-        };
-    };
-    let completed_at = Some((ctx.started_ms + o.elapsed_ms as i64).div_euclid(1000));
-    let base = Ending {
-        usage: Some(o.usage),
-        ..Ending::default()
-    };
-    match o.status {
-        // Waiting for caller tools is `completed`, the calls in the output (docs/protocols.md).
-        RunStatus::Completed | RunStatus::RequiresAction | RunStatus::Running => Ending {
-            status: "completed",
-            completed_at,
-            ..base
-        },
-        RunStatus::MaxIterations => Ending {
-            status: "incomplete",
-            completed_at,
-            incomplete_reason: Some("max_iterations"),
-            ..base
-        },
-        // The answer came from what the run found before its budget ran out.
-        RunStatus::BudgetExceeded => Ending {
-            status: "incomplete",
-            completed_at,
-            incomplete_reason: Some("budget_exceeded"),
-            ..base
-        },
-        RunStatus::Cancelled => Ending {
-            status: "cancelled",
-            incomplete_reason: Some("cancelled"),
-            ..base
-        },
-        RunStatus::Failed => Ending {
-            status: "failed",
-            error: Some(o.error.clone().unwrap_or_else(|| "the run failed".into())),
-            ..base
-        },
-    }
-}
-
-fn text_part(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
-}
-
-fn message_item(id: &str, status: &str, text: Option<&str>) -> Value {
-    let content: Vec<Value> = text.map(text_part).into_iter().collect();
-    json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
-}
-
-/// A tool's arguments as the JSON text Responses items carry.
-fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// One of the agent's own tool calls (never `function_call`, which a client would run).
-fn tool_item(call_id: &str, name: &str, arguments: &Value, status: &str, output: Value) -> Value {
-    json!({
-        "type": "reagent:tool_call",
-        "id": format!("rtc_{call_id}"),
-        "call_id": call_id,
-        "status": status,
-        "name": name,
-        "arguments": arguments_text(arguments),
-        "output": output,
-    })
 }
 
 #[cfg(test)]

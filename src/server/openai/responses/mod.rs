@@ -4,7 +4,7 @@
 //! `request` (the body, leniently read), `tools` (the one place `tools` and `tool_choice` map
 //! onto a run), `create` (the handler), `read` (retrieve, resume, cancel, delete, input items),
 //! `load` (a stored response read back), `encode` (the run's events → Responses events and
-//! object, with their sequence numbers), `object` (the response object), `body` (the SSE body), `openapi` (these routes in the OpenAPI document).
+//! object, with their sequence numbers), `object` (the response object, its items, and how a run's outcome reads as a status), `body` (the SSE body), `openapi` (these routes in the OpenAPI document).
 
 mod body;
 mod create;

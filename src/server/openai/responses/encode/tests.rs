@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::agent::events::{AgentEvent, StartEvent};
-use crate::domain::Mode;
+use crate::domain::{Mode, RunStatus};
 use crate::llm::Usage;
 use crate::server::openai::responses::request::Echo;
 
