@@ -13,29 +13,21 @@ use uuid::Uuid;
 use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunLabels, RunManager};
-use super::persist::{Broken, EventWriter, Fence, PersistError};
+use super::persist::{EventWriter, Fence, PersistError};
 use super::start::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{
     CheckpointJson, CheckpointSink, Checkpoints, NotRecorded, Recorded, Resume,
 };
-use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{
-    AgentEvent, EventSink, Interrupt, InterruptQueue, Mode, RunHandles, RunInput, RunOutcome,
+    AgentEvent, EventSink, Interrupt, InterruptQueue, RunHandles, RunInput, RunOutcome,
 };
 use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
-use crate::llm::traced::tokens;
 use crate::llm::Continuity;
 use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
-use crate::telemetry::spans::RunEnd;
-use crate::telemetry::RunTrace;
 
-/// What a client reads when the engine panicked.
-const PANIC_ANSWER: &str = "Sorry, the run failed because of an internal error.";
-
-/// What a client reads when the run's progress could not be stored.
-const STORAGE_ANSWER: &str =
-    "Sorry, the run was stopped: its progress could not be saved (the database cannot write).";
+mod ending;
+use ending::{end_panicked, end_unstored, finish_trace, log_finished, out_of_budget};
 
 /// The run's `done` as the sink took it: the outcome, its serialised data and its event id.
 struct Done {
@@ -102,85 +94,6 @@ fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
         log: live.log.clone(),
         writer: writer.clone(),
     })
-}
-
-/// Ends a run the writer could not store (see [`Broken`]): failed, saying why, with the
-/// fallback answer after whatever of an answer clients saw.
-fn end_unstored(live: &LiveRun, sink: &EventSink, broken: &Broken) {
-    let reason = broken.reason().unwrap_or("the database cannot write");
-    tracing::error!(run_id = %live.id, error = %reason, "ending the run: its progress cannot be stored");
-    let mut outcome = RunOutcome::failed(
-        Mode::Json,
-        STORAGE_ANSWER,
-        format!("the run's progress could not be stored: {reason}"),
-    );
-    outcome.iterations = live.progress.iterations();
-    outcome.tool_calls = live.progress.tool_calls();
-    for ev in fallback_tail(outcome, live.progress.answer_so_far()) {
-        sink.send(ev);
-    }
-}
-
-/// Ends a run whose engine panicked: failed, "internal error".
-fn end_panicked(sink: &EventSink, panic: &(dyn std::any::Any + Send)) {
-    let msg = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
-    tracing::error!(panic = %msg, "the agent panicked");
-    let outcome = RunOutcome::failed(Mode::Json, PANIC_ANSWER, "internal error");
-    for ev in fallback_tail(outcome, AnswerSoFar::NotStarted) {
-        sink.send(ev);
-    }
-}
-
-/// The run's one line (docs/deployment.md, "Logs"): who ran what, how it ended, what it cost.
-fn log_finished(live: &LiveRun, agent: &str, model: &str, d: &RunOutcome) {
-    tracing::info!(
-        run_id = %live.id,
-        conversation_id = %live.conversation_id,
-        agent = %agent,
-        model = %model,
-        status = %d.status.as_str(),
-        iterations = d.iterations,
-        tool_calls = d.tool_calls,
-        prompt_tokens = d.usage.prompt_tokens,
-        completion_tokens = d.usage.completion_tokens,
-        total_tokens = d.usage.total_tokens,
-        llm_calls = d.usage.llm_calls,
-        duration_ms = d.elapsed_ms,
-        trace_id = %d.trace_id.as_deref().unwrap_or("-"),
-        "run finished"
-    );
-}
-
-/// Ends the run's span with its outcome.
-fn finish_trace(trace: &RunTrace, d: &RunOutcome) {
-    trace.finish(&RunEnd {
-        status: d.status.as_str(),
-        error: d.error.as_deref(),
-        tokens: tokens(&d.usage),
-        iterations: d.iterations,
-        tool_calls: d.tool_calls,
-    });
-}
-
-/// A run the budget refused a call of ends `budget_exceeded` whatever its engine made of the
-/// refusal (a DAG step, the planner, the router), unless it was cancelled.
-fn out_of_budget(outcome: &mut RunOutcome, refused: bool) {
-    if !refused
-        || matches!(
-            outcome.status,
-            RunStatus::Cancelled | RunStatus::BudgetExceeded
-        )
-    {
-        return;
-    }
-    outcome.status = RunStatus::BudgetExceeded;
-    if outcome.error.is_none() {
-        outcome.error = Some("budget exceeded: a call did not fit the tenant's budget".into());
-    }
 }
 
 impl RunManager {
