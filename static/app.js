@@ -2,9 +2,11 @@
 // lifecycle — start a run and read its SSE stream, send interrupts and Stop while it works,
 // resume a dropped stream with Last-Event-ID, and re-attach to the active run after a reload
 // (the open conversation is kept in the URL hash). Rendering of one run lives in run.js,
-// HTTP/auth/SSE parsing in api.js.
+// following its stream in follow.js, HTTP/auth/SSE parsing in api.js, the composer's images in
+// attach.js, the new-conversation dialog in newconv.js.
 
-import { api, apiFetch, readSse, ApiError } from './api.js';
+import { api, apiFetch, ApiError } from './api.js';
+import { followRun } from './follow.js';
 import { RunView } from './run.js';
 import { announceChange, initConversationList, loadList } from './convlist.js';
 import { followBottom } from './scroll.js';
@@ -13,6 +15,10 @@ import { initSettings } from './settings.js';
 import { initToolsPanel } from './tools.js';
 import { initUsagePanel } from './usage.js';
 import { initForks, showForkedFrom } from './fork.js';
+import { initAttachments } from './attach.js';
+import { thumbnails } from './images.js';
+import { askNewConversation, engineLabel, loadAgents, newConversationBody } from './newconv.js';
+import { checkModels, focusComposer, initSidebarDrawer, showSidebar, touchTyping } from './page.js';
 
 const $ = (id) => document.getElementById(id);
 const thread = $('thread');
@@ -50,22 +56,8 @@ function setWorking(view) {
       : 'Ask something… (Enter sends, Shift+Enter for a new line)';
 }
 
-/**
- * A touch screen is the main pointer (a phone, a tablet): its keyboard's Enter is the only way
- * to start a new line, so there Enter types one and only the Send button sends.
- */
-function touchTyping() {
-  return window.matchMedia('(pointer: coarse)').matches;
-}
-
-async function newConversation(title) {
-  const body = title ? { title } : {};
-  // The agent menu is only shown when there is a choice; otherwise the server's one agent applies.
-  if (!$('agent-pick').hidden && $('agent').value) body.agent = $('agent').value;
-  // The engine is stored on a new conversation; an open one shows its own, and a
-  // different choice applies to the next run only.
-  const engine = $('engine').value;
-  if (engine) body.engine = engine;
+/** Creates a conversation (`body`: the dialog's choices, else the last ones) and opens it. */
+async function newConversation(body = newConversationBody()) {
   const conv = await api('POST', '/api/conversations', body);
   announceChange();
   history.replaceState(null, '', `#/c/${conv.id}`);
@@ -75,10 +67,14 @@ async function newConversation(title) {
 
 // ---- chat view ---------------------------------------------------------------------------
 
-function userBubble(text, kind = 'query') {
+/** A user's message: its text, then its images' thumbnails (kept on the node for a resend). */
+function userBubble(text, kind = 'query', images = []) {
   const bubble = document.createElement('div');
   bubble.className = `message user ${kind}`;
   bubble.textContent = text;
+  const row = thumbnails(images);
+  if (row) bubble.append(row);
+  bubble.images = images || [];
   return bubble;
 }
 
@@ -88,6 +84,9 @@ function showHeader() {
   $('conv-agent').hidden = !conv?.agent;
   $('conv-agent').textContent = conv?.agent || '';
   $('conv-agent').title = conv?.agent ? `Agent: ${conv.agent}` : '';
+  $('conv-engine').hidden = !conv?.engine;
+  $('conv-engine').textContent = conv?.engine ? engineLabel(conv.engine) : '';
+  $('conv-engine').title = conv?.engine ? `Engine: ${engineLabel(conv.engine)}` : '';
   showForkedFrom($('conv-fork'), conv);
   $('rename-conv').disabled = !conv;
   $('delete-conv').disabled = !conv;
@@ -112,15 +111,19 @@ async function openConversation(id) {
   state.conversation = conv;
   showHeader();
   document.dispatchEvent(new CustomEvent('reagent:conversation'));
-  $('engine').value = conv.engine || '';
   loadList();
   const signal = state.abort.signal;
   // One turn per run: the query, then the run replayed from its event log (finished runs
   // replay and close; the active one replays from 0 and then follows live).
+  // A continuation of a run that waited for an API client's tools has an answer but no query
+  // of its own: it is shown after the run it continues.
   const turns = [];
+  const seen = new Set();
   for (const message of conv.messages || []) {
-    if (message.kind !== 'query') continue;
-    thread.append(userBubble(message.content));
+    const continuation = message.kind === 'answer' && message.run_id && !seen.has(message.run_id);
+    if (message.kind !== 'query' && !continuation) continue;
+    seen.add(message.run_id);
+    if (!continuation) thread.append(userBubble(message.content, 'query', message.images));
     const view = new RunView(message.run_id);
     thread.append(view.root);
     turns.push({ view, message });
@@ -159,72 +162,29 @@ function announce(view) {
   $('announcer').textContent = answer || view.footer.textContent;
 }
 
-/**
- * Feeds `view` from `response` (the POST that started the run) or from the run's event log,
- * resuming after the last applied id whenever the connection drops, until `done`.
- */
-async function follow(view, response, signal) {
-  let failures = 0;
-  while (!view.done && !signal.aborted) {
-    try {
-      if (!response) {
-        if (!view.runId) return;
-        const headers = { Accept: 'text/event-stream' };
-        if (view.lastId > 0) {
-          // Resume: the server replays only what came after the last applied event.
-          headers['Last-Event-ID'] = String(view.lastId);
-          document.body.dataset.resumes = String(Number(document.body.dataset.resumes || 0) + 1);
-        }
-        response = await apiFetch(`/api/runs/${encodeURIComponent(view.runId)}/events`, { headers, signal });
-      }
-      const before = view.lastId;
-      view.root.dataset.connection = 'open';
-      await readSse(response.body, (ev) => {
-        if (signal.aborted) return;
-        view.apply(ev);
-        if (view.done && state.active === view) {
-          announce(view);
-          setWorking(null);
-          loadList();
-          announceChange();
-        }
-        scrollDown();
-      });
-      if (view.lastId > before) failures = 0;
-    } catch (e) {
-      if (signal.aborted) return;
-      if (e instanceof ApiError && e.status === 404) {
-        view.lost('run not found');
-        return;
-      }
-    } finally {
-      response = null;
+/** Feeds `view` until `done` (follow.js); the live run's end re-enables the composer. */
+function follow(view, response, signal) {
+  return followRun(view, response, signal, () => {
+    if (view.done && state.active === view) {
+      announce(view);
+      setWorking(null);
+      loadList();
+      announceChange();
     }
-    if (view.done || signal.aborted) break;
-    view.root.dataset.connection = 'retrying';
-    failures += 1;
-    if (failures > 8) {
-      view.lost('connection lost — reload the page to resume');
-      if (state.active === view) setWorking(null);
-      return;
-    }
-    // Back off before reconnecting (a retry delay, growing with consecutive failures).
-    await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** failures, 4000)));
-  }
+    scrollDown();
+  }, () => {
+    if (state.active === view) setWorking(null);
+  });
 }
 
-/** A run's body: the query, and the engine picked when it differs from the conversation's. */
-function runBody(query, conv) {
-  const engine = $('engine').value;
-  return engine && engine !== (conv.engine || '') ? { query, engine } : { query };
-}
-
-async function startRun(query) {
+/** Starts a run of `query` with `images` ([{url}]) in the open conversation (or a new one). */
+async function startRun(query, images = []) {
   if (!state.conversation) await newConversation();
   const conv = state.conversation;
   const signal = state.abort.signal;
   thread.querySelector('.empty')?.remove();
-  thread.append(userBubble(query));
+  const bubble = userBubble(query, 'query', images);
+  thread.append(bubble);
   const view = new RunView(null);
   thread.append(view.root);
   setWorking(view);
@@ -244,11 +204,18 @@ async function startRun(query) {
     response = await apiFetch(`/api/conversations/${encodeURIComponent(conv.id)}/runs`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-      body: JSON.stringify(runBody(query, conv)),
+      body: JSON.stringify(images.length ? { query, images } : { query }),
       signal,
     });
   } catch (e) {
     if (signal.aborted) return;
+    if (e instanceof ApiError && e.code === 'model_without_vision') {
+      // Nothing ran: the question goes back into the box, its images into the tray.
+      bubble.remove();
+      view.root.remove();
+      setWorking(null);
+      throw Object.assign(e, { restore: { query, images } });
+    }
     view.lost(`could not start: ${e.message}`);
     setWorking(null);
     return;
@@ -316,14 +283,31 @@ async function sendInterrupt(view, content) {
 
 async function submit() {
   const text = input.value.trim();
+  const images = attachments.images();
+  if (images.length && !text) {
+    attachments.showError('Write a message to go with the images.');
+    return;
+  }
+  if (images.length && state.active) {
+    attachments.showError('Images go with a new question: wait for the answer, or Stop, then send.');
+    return;
+  }
   if (!text) return;
   input.value = '';
   setStatus('');
+  attachments.showError('');
+  const taken = attachments.take();
   try {
     if (state.active) await sendInterrupt(state.active, text);
-    else await startRun(text);
+    else await startRun(text, images);
   } catch (e) {
-    setStatus(e.message, true);
+    if (e.restore) {
+      input.value = e.restore.query;
+      attachments.restore(taken);
+      attachments.showError(`${e.message}. Remove the images, or start a conversation with an agent whose model takes images.`);
+    } else {
+      setStatus(e.message, true);
+    }
   }
 }
 
@@ -360,8 +344,10 @@ stopButton.addEventListener('click', async () => {
   }
 });
 
-$('new-conv').addEventListener('click', () => {
-  newConversation()
+$('new-conv').addEventListener('click', async () => {
+  const body = await askNewConversation();
+  if (!body) return;
+  newConversation(body)
     .then(() => {
       // A new conversation is for typing into (on a touch screen the user taps the box).
       if (!touchTyping()) input.focus();
@@ -407,88 +393,30 @@ $('delete-conv').addEventListener('click', async () => {
   }
 });
 
-// The narrow-screen drawer: ☰ opens it; a tap on the backdrop beside it, or Escape, closes it.
-function showSidebar(open) {
-  document.body.classList.toggle('show-sidebar', open);
-  $('backdrop').hidden = !open;
-}
-
-$('toggle-sidebar').addEventListener('click', () => {
-  showSidebar(!document.body.classList.contains('show-sidebar'));
-});
-$('backdrop').addEventListener('click', () => showSidebar(false));
-document.addEventListener('keydown', (ev) => {
-  if (ev.key === 'Escape' && document.body.classList.contains('show-sidebar')) showSidebar(false);
-});
-
 function route() {
   const match = location.hash.match(/^#\/c\/([0-9a-fA-F-]{36})$/);
   if (match) openConversation(match[1]);
-}
-
-/**
- * A hint when the server says its default model cannot be called without a key, and the demo
- * banner when that model is the scripted demo model (`reagent serve --demo`).
- */
-async function checkModels() {
-  try {
-    const models = await api('GET', '/api/models');
-    const fallback = models.find((m) => m.default) || models[0];
-    $('key-hint').hidden = !fallback?.needs_key;
-    $('demo-banner').hidden = !fallback?.demo;
-    $('demo-badge').hidden = !fallback?.demo;
-  } catch {
-    // Auth not given yet, or the server is away: nothing to hint about.
-  }
-}
-
-/** The agent menu for new conversations (docs/protocols.md), shown when more than one agent exists. */
-async function loadAgents() {
-  try {
-    const agents = await api('GET', '/api/agents');
-    const select = $('agent');
-    select.replaceChildren();
-    for (const agent of agents) {
-      const option = document.createElement('option');
-      option.value = agent.name;
-      option.textContent = agent.name;
-      option.title = agent.description || `${agent.name} (${agent.model})`;
-      select.append(option);
-    }
-    $('agent-pick').hidden = agents.length < 2;
-    // The chosen agent's description as text (a tooltip alone is invisible on touch screens).
-    const describe = () => {
-      const agent = agents.find((a) => a.name === select.value);
-      $('agent-desc').textContent = agents.length < 2 ? '' : agent?.description || '';
-    };
-    select.addEventListener('change', describe);
-    describe();
-  } catch {
-    // Auth not given yet, or the server is away: new conversations use the server's default.
-  }
-}
-
-/**
- * The message box takes the focus once the page is ready, so typing starts at once; not on
- * touch screens (it would pop the keyboard over the page) and not away from the key prompt.
- */
-function focusComposer() {
-  if (touchTyping() || !$('auth').hidden) return;
-  if (document.activeElement && document.activeElement !== document.body) return;
-  input.focus();
 }
 
 initForks({
   thread,
   conversation: () => state.conversation,
   // The fork opens as a new history entry (Back returns to the original), then runs `text`.
-  async resend(conv, text) {
+  async resend(conv, text, images) {
     announceChange();
     history.pushState(null, '', `#/c/${conv.id}`);
     await openConversation(conv.id);
-    startRun(text).catch((e) => setStatus(e.message, true));
+    startRun(text, images).catch((e) => setStatus(e.message, true));
   },
   error: (text) => setStatus(text, true),
+});
+const attachments = initAttachments({
+  button: $('attach'),
+  picker: $('attach-file'),
+  input,
+  dropZone: document.body,
+  tray: $('attachments'),
+  error: $('attach-error'),
 });
 initToolsPanel(() => state.conversation);
 initSettings();
@@ -496,12 +424,13 @@ initConversationList(() => state.conversation?.id, (id) => {
   location.hash = `#/c/${id}`;
 });
 initUsagePanel();
+initSidebarDrawer();
 window.addEventListener('hashchange', route);
 showHeader();
 setWorking(null);
 checkModels();
 Promise.all([loadList(), loadAgents()]).then(() => {
   route();
-  focusComposer();
+  focusComposer(input);
   document.body.dataset.ready = 'true';
 });

@@ -11,12 +11,12 @@ function el(tag, props = {}, ...children) {
 /**
  * Shows a modal dialog titled `title` around `body` (nodes) with the `buttons`
  * ([label, value, className]); resolves with the value of the button used, or null when it is
- * cancelled (Escape, Cancel).
+ * cancelled (Escape, Cancel). `className` is added to the dialog's (its own size or layout).
  */
-export function modal(title, body, buttons) {
+export function modal(title, body, buttons, className = '') {
   const id = `dialog-${Math.random().toString(36).slice(2)}`;
   const form = el('form', { method: 'dialog' });
-  const dialog = el('dialog', { className: 'dialog' });
+  const dialog = el('dialog', { className: `dialog ${className}`.trim() });
   dialog.setAttribute('aria-labelledby', id);
   const row = el('div', { className: 'buttons' });
   for (const [label, value, className] of buttons) {

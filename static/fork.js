@@ -8,6 +8,8 @@
 // section, and a run's id is on its section once its `start` arrived.
 
 import { api, ApiError } from './api.js';
+import { copyButton } from './enhance.js';
+import { sendable } from './images.js';
 
 const SUFFIXES = / \((?:fork|edited|regenerated)\)$/;
 const MAX_TITLE = 200;
@@ -24,6 +26,12 @@ function button(className, text, label) {
   b.type = 'button';
   if (label) b.setAttribute('aria-label', label);
   return b;
+}
+
+/** A user message's text (its first node; its thumbnails come after it). */
+function textOf(bubble) {
+  const first = bubble.firstChild;
+  return first?.nodeType === Node.TEXT_NODE ? first.textContent : '';
 }
 
 /** The thread's turns in order: each query bubble with the run section after it. */
@@ -56,7 +64,7 @@ function forkTitle(title, how) {
 }
 
 /**
- * Wires the thread's fork actions. `conversation()` is the open one; `resend(conv, text)` opens
+ * Wires the thread's fork actions. `conversation()` is the open one; `resend(conv, text, images)` opens
  * the new conversation and sends `text` in it; `error(text)` shows a failure.
  */
 export function initForks({ thread, conversation, resend, error }) {
@@ -68,6 +76,8 @@ export function initForks({ thread, conversation, resend, error }) {
     busy = true;
     document.body.dataset.forking = 'true';
     try {
+      // The turn's images go with it again (a stored one is fetched back as a data URL).
+      const images = await sendable(list[i].bubble.images);
       const until = runBefore(list, i);
       const fork = await api('POST', `/api/conversations/${encodeURIComponent(conv.id)}/fork`,
         until ? { until_run_id: until } : {});
@@ -78,7 +88,7 @@ export function initForks({ thread, conversation, resend, error }) {
       } catch {
         // The server's own "(fork)" title stands.
       }
-      await resend(fork, text);
+      await resend(fork, text, images);
     } catch (e) {
       error(`Could not ${how === 'edited' ? 'resend' : 'regenerate'}: ${e instanceof ApiError ? e.message : e}`);
     } finally {
@@ -92,7 +102,7 @@ export function initForks({ thread, conversation, resend, error }) {
     if (bubble.nextElementSibling?.matches('.edit-query')) return;
     const form = el('form', 'edit-query');
     const box = el('textarea');
-    box.value = bubble.textContent;
+    box.value = textOf(bubble);
     box.rows = Math.min(8, Math.max(2, box.value.split('\n').length));
     box.setAttribute('aria-label', 'Edit message');
     const send = el('button', '', 'Send edited');
@@ -110,7 +120,7 @@ export function initForks({ thread, conversation, resend, error }) {
     };
     cancel.addEventListener('click', () => {
       close();
-      actions?.querySelector('button')?.focus();
+      actions?.querySelector('.edit-query-button')?.focus();
     });
     form.addEventListener('keydown', (ev) => {
       if (ev.key === 'Escape') {
@@ -148,7 +158,7 @@ export function initForks({ thread, conversation, resend, error }) {
       const row = el('div', 'query-actions');
       const b = button('edit-query-button', 'Edit', 'Edit this message and resend it');
       b.addEventListener('click', () => edit(bubble));
-      row.append(b);
+      row.append(copyButton('Copy this message', () => textOf(bubble)), b);
       bubble.after(row);
     });
     const last = list.at(-1)?.run;
@@ -167,7 +177,7 @@ export function initForks({ thread, conversation, resend, error }) {
       b.addEventListener('click', () => {
         const now = turns(thread);
         const i = now.findIndex((t) => t.run === last);
-        if (i >= 0) redo(now, i, now[i].bubble.textContent, 'regenerated');
+        if (i >= 0) redo(now, i, textOf(now[i].bubble), 'regenerated');
       });
       row.append(b);
       last.append(row);

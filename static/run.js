@@ -11,8 +11,10 @@
 // is rendered at most once per animation frame, incrementally (markdown.js), so a long answer
 // costs the page about the same per frame at its end as at its start.
 
-import { api, blobUrl, hasKey } from './api.js';
+import { api } from './api.js';
+import { callerCallsCard, markAnswered } from './caller.js';
 import { DagView } from './dag.js';
+import { artifactPreview } from './images.js';
 import { copyButton, enhance } from './enhance.js';
 import { StreamingMarkdown } from './markdown.js';
 
@@ -98,8 +100,9 @@ export class RunView {
         this.runId = data.run_id;
         this.root.dataset.runId = data.run_id;
         if (data.engine) this.root.dataset.engine = data.engine;
-        this.meta.textContent = [data.model, data.mode && `${data.mode} mode`, data.engine === 'dag' && 'plan mode']
-          .filter(Boolean).join(' · ');
+        this.meta.textContent = [data.model, data.mode && `${data.mode} mode`, data.engine === 'dag' && 'plan mode',
+          data.continues && 'continued with the caller’s tool outputs'].filter(Boolean).join(' · ');
+        markAnswered(data.continues);
         this.waitingForModel(0);
         break;
       case 'step':
@@ -175,6 +178,9 @@ export class RunView {
       case 'safeguard':
         this.target(data).append(this.safeguardNote(data));
         break;
+      case 'client_tool_calls':
+        this.callerCalls(data.calls);
+        break;
       case 'limit':
         // A tool-call limit took effect: some calls were not run, or the run calls no more.
         this.steps.append(el('div', 'selection muted', data.limit === 'tool_calls_per_run'
@@ -184,6 +190,13 @@ export class RunView {
       default:
         break;
     }
+  }
+
+  /** The calls of the caller's tools that the run ends waiting on (shown once). */
+  callerCalls(calls) {
+    if (this.callerCard || !Array.isArray(calls) || !calls.length) return;
+    this.callerCard = callerCallsCard(this.runId, calls);
+    this.steps.append(this.callerCard);
   }
 
   /** A safeguard acted (docs/api.md): a quiet note; what it told the model stays internal. */
@@ -228,7 +241,7 @@ export class RunView {
       `${state === 'ok' ? 'done' : state} · ${formatMs(data.duration_ms)}`;
     const body = card.querySelector('.tool-body');
     body.append(el('h4', null, 'Observation'), el('pre', 'tool-observation', data.observation ?? ''));
-    for (const artifact of data.artifacts || []) body.append(this.artifact(artifact));
+    for (const artifact of data.artifacts || []) body.append(artifactPreview(artifact));
     // An image is the result to look at: its card opens to show it.
     if (body.querySelector('.artifact-image')) card.open = true;
     this.settleApprovals((box) => box.dataset.tool === data.tool);
@@ -241,42 +254,6 @@ export class RunView {
       box.dataset.settled = 'true';
       for (const button of box.querySelectorAll('button')) button.disabled = true;
     }
-  }
-
-  artifact(artifact) {
-    const box = el('div', 'artifact');
-    const link = el('a', null, `${artifact.name} (${artifact.mime_type}, ${artifact.size} bytes)`);
-    link.target = '_blank';
-    link.rel = 'noopener';
-    box.append(link);
-    const isHtml = /^text\/html/i.test(artifact.mime_type || '');
-    // Raster images only: an SVG can carry script, so it stays a link like any other file.
-    const isImage = /^image\/(png|jpeg|gif|webp|avif|bmp)$/i.test(artifact.mime_type || '');
-    const frame = isHtml ? el('iframe', 'artifact-preview') : null;
-    if (frame) {
-      // An empty sandbox: no scripts, no same-origin access, no forms, no navigation of the UI.
-      frame.setAttribute('sandbox', '');
-      frame.title = artifact.name;
-      box.append(frame);
-    }
-    const image = isImage ? el('img', 'artifact-image') : null;
-    if (image) {
-      image.alt = artifact.name;
-      box.append(image);
-    }
-    const url = artifact.url || `/api/artifacts/${artifact.id}`;
-    const show = (u) => {
-      link.href = u;
-      if (frame) frame.src = u;
-      if (image) image.src = u;
-    };
-    if (hasKey()) {
-      // Links and iframes cannot send the Authorization header: fetch with it, show a blob.
-      blobUrl(url).then(show).catch(() => box.append(el('span', 'error', ' (could not load)')));
-    } else {
-      show(url);
-    }
-    return box;
   }
 
   /** A queued interrupt the user just sent (shown until the `interrupt` step drains it). */
@@ -388,6 +365,7 @@ export class RunView {
     for (const item of this.root.querySelectorAll('.interrupt.queued')) {
       item.querySelector('.badge').textContent = this.nextRunId ? 'answered next' : 'not read by the agent';
     }
+    if (data.status === 'requires_action') this.callerCalls(data.required_action?.tool_calls);
     if (!this.answerText && data.answer) this.answerEvent({ status: 'done', content: data.answer });
     else if (this.answerText && !this.answer.dataset.complete) {
       // Cut short (Stop, a failure): what streamed is the answer; render it now, not next frame.
@@ -396,7 +374,7 @@ export class RunView {
     }
     const usage = data.usage || {};
     const parts = [
-      data.status,
+      data.status === 'requires_action' ? 'waiting for the caller’s tool outputs' : data.status,
       data.engine === 'dag' && `${data.rounds} round${data.rounds === 1 ? '' : 's'}`,
       `${data.iterations ?? 0} iteration${data.iterations === 1 ? '' : 's'}`,
       `${data.tool_calls ?? 0} tool call${data.tool_calls === 1 ? '' : 's'}`,

@@ -1,7 +1,8 @@
 // Accessibility (issue 44): axe-core (pinned in package.json) finds no serious or critical
 // violation on the main views — the chat with a finished run (tool cards, highlighted code,
-// maths), the conversation list with its search, the Tools drawer, the settings dialog and
-// the rename dialog — in the light and the dark theme, on a desktop and at phone width.
+// maths), the conversation list with its search, the Tools drawer, the settings dialog, the
+// rename dialog, the new-conversation dialog and images attached to the composer — in the light
+// and the dark theme, on a desktop and at phone width.
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/a11y.test.mjs
 
@@ -84,6 +85,27 @@ for (const scheme of ['light', 'dark']) {
         await page.click('#rename-conv');
         await page.waitForSelector('dialog[open]');
         report.rename = await violations(page);
+        await page.keyboard.press('Escape');
+
+        // Two images in the composer's tray (pasted), then the new-conversation dialog.
+        await page.evaluate(async () => {
+          const transfer = new DataTransfer();
+          for (const colour of ['#c33', '#36c']) {
+            const canvas = Object.assign(document.createElement('canvas'), { width: 32, height: 32 });
+            canvas.getContext('2d').fillStyle = colour;
+            canvas.getContext('2d').fillRect(0, 0, 32, 32);
+            const blob = await new Promise((r) => canvas.toBlob(r, 'image/png'));
+            transfer.items.add(new File([blob], `${colour.slice(1)}.png`, { type: 'image/png' }));
+          }
+          document.querySelector('#input').dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
+        });
+        await page.waitForFunction(() => document.querySelectorAll('#attachments .attachment').length === 2);
+        report.attachments = await violations(page);
+
+        if (name === 'phone') await page.click('#toggle-sidebar');
+        await page.click('#new-conv');
+        await page.waitForSelector('dialog.new-conversation[open]');
+        report.newConversation = await violations(page);
         await page.keyboard.press('Escape');
 
         for (const [view, found] of Object.entries(report)) {

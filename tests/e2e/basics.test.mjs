@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ask, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+import { ask, footer, newConversation, startBrowser, startMockLlm, startReagent } from './support.mjs';
 
 const SCENARIO_TIMEOUT = 45000;
 const TITLE = 'What is 6*7 and what time is it?';
@@ -75,7 +75,7 @@ describe('reagent UI, chat basics', () => {
     await page.waitForSelector('.run');
     await footer(page, 'completed');
     // So does a new conversation, started from the sidebar.
-    await page.click('#new-conv');
+    await newConversation(page);
     await page.waitForSelector('.empty');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'input');
     await page.close();
@@ -109,7 +109,7 @@ describe('reagent UI, chat basics', () => {
       const page = await finishedConversation();
       await page.emulateMedia({ colorScheme: scheme });
       // A second conversation, so that the list has a current item (the new one) and another.
-      await page.click('#new-conv');
+      await newConversation(page);
       await page.waitForSelector('#conv-list .conv.current .conv-time');
       await page.waitForSelector('#conv-list .conv:not(.current) .conv-time');
       await page.mouse.move(600, 400);

@@ -1,5 +1,5 @@
 // What an answer shows (issue 44, items 3 and 6), in headless Chromium against the real binary:
-// code blocks highlighted with a Copy button, the whole answer copied as Markdown, maths typeset
+// code blocks highlighted with a Copy button, the whole answer and a user's message copied, maths typeset
 // by KaTeX (prices left alone, no link from `\href`), an image a tool produced shown as an
 // image, and safeguard notes in the run.
 //
@@ -49,6 +49,18 @@ describe('reagent UI, answer content', () => {
     await page.click('.answer-actions .copy');
     await page.waitForSelector('.answer-actions .copy:has-text("Copied")');
     assert.equal(await clipboard(page), CODE_AND_MATHS);
+    await page.close();
+  });
+
+  test('a user message\'s Copy button copies exactly its text', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const text = 'What is 6*7?\n  Keep the <b>tags</b> and the indent.';
+    const page = await ask(browser, server.base, text);
+    await footer(page, 'completed');
+    const copy = page.locator('.query-actions .copy');
+    assert.equal(await copy.getAttribute('aria-label'), 'Copy this message');
+    await copy.click();
+    await page.waitForSelector('.query-actions .copy:has-text("Copied")');
+    assert.equal(await clipboard(page), text.trim());
     await page.close();
   });
 

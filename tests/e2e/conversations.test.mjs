@@ -8,7 +8,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startBrowser, startMockLlm, startReagent } from './support.mjs';
+import { newConversation, startBrowser, startMockLlm, startReagent } from './support.mjs';
 
 const SCENARIO_TIMEOUT = 60000;
 
@@ -108,8 +108,7 @@ describe('reagent UI, conversation list', () => {
   test('a conversation started in another tab shows at once, one from the API within 30 s', { timeout: SCENARIO_TIMEOUT }, async () => {
     const watcher = await openUi();
     const other = await openUi();
-    await other.click('#new-conv');
-    await other.waitForSelector('#delete-conv:not([disabled])');
+    await newConversation(other);
     await other.fill('#input', 'What is 6*7 from the other tab?');
     await other.press('#input', 'Enter');
     // The other tab titles it after its first question; the watcher sees it without a reload.

@@ -1,14 +1,14 @@
 // Dialogs and settings (issue 44, item 6), in headless Chromium against the real binary: rename
 // and delete use the page's own dialogs (no window.prompt/confirm); the theme chosen in the
 // settings applies at once and after a reload; the saved API key can be replaced and forgotten;
-// an agent's description is on screen (not only a tooltip); the Tools drawer lists the open
-// conversation's agent's tools.
+// the Tools drawer lists the open conversation's agent's tools. (The new-conversation dialog,
+// with the agents' descriptions on screen, is newconv.test.mjs.)
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/settings.test.mjs
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ask, footer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+import { ask, footer, newConversation, startBrowser, startMockLlm, startReagent } from './support.mjs';
 
 const SCENARIO_TIMEOUT = 45000;
 const AGENTS = [
@@ -116,7 +116,7 @@ describe('reagent UI, dialogs and settings', () => {
     // The next request carries it.
     const sent = page.waitForRequest((r) => r.url().includes('/api/conversations'));
     await page.keyboard.press('Escape');
-    await page.click('#new-conv');
+    await newConversation(page);
     assert.equal((await sent).headers().authorization, 'Bearer secret-1');
     await page.click('#open-settings');
     await page.click('#forget-key');
@@ -125,16 +125,9 @@ describe('reagent UI, dialogs and settings', () => {
     await page.close();
   });
 
-  test('an agent\'s description is on screen, and the Tools drawer lists its tools', { timeout: SCENARIO_TIMEOUT }, async () => {
+  test('the Tools drawer lists the open conversation\'s agent\'s tools', { timeout: SCENARIO_TIMEOUT }, async () => {
     const page = await openUi();
-    await page.selectOption('#agent', 'clock');
-    assert.equal(await page.locator('#agent-desc').textContent(), 'Tells the time anywhere');
-    assert.ok(await page.locator('#agent-desc').isVisible());
-    await page.selectOption('#agent', 'maths');
-    assert.equal(await page.locator('#agent-desc').textContent(), 'Does sums');
-
-    await page.selectOption('#agent', 'clock');
-    await page.click('#new-conv');
+    await newConversation(page, { agent: 'clock' });
     await page.waitForSelector('#conv-agent:has-text("clock")');
     await page.click('#show-tools');
     await page.waitForSelector('#tools-body .tools-scope');
@@ -145,8 +138,7 @@ describe('reagent UI, dialogs and settings', () => {
     await page.uncheck('#all-tools');
     await page.waitForFunction(() => document.querySelectorAll('#tools-body .tool-item').length === 1);
     // Another conversation, another agent: the open drawer follows.
-    await page.selectOption('#agent', 'maths');
-    await page.click('#new-conv');
+    await newConversation(page, { agent: 'maths' });
     await page.waitForSelector('#conv-agent:has-text("maths")');
     await page.waitForFunction(() => [...document.querySelectorAll('#tools-body .tool-item-name')].map((n) => n.textContent).join() === 'calculator');
     await page.close();

@@ -10,7 +10,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { footer, longAnswer, startBrowser, startMockLlm, startReagent } from './support.mjs';
+import { footer, longAnswer, newConversation, startBrowser, startMockLlm, startReagent } from './support.mjs';
 
 // Generous: the old, per-token renderer took minutes here; the bound that matters is the
 // long-task one, not the total time (CI has 2 cores).
@@ -62,8 +62,7 @@ async function openInstrumented() {
   });
   await page.goto(`${server.base}/`);
   await page.waitForSelector('body[data-ready="true"]');
-  await page.click('#new-conv');
-  await page.waitForSelector('#delete-conv:not([disabled])');
+  await newConversation(page);
   return page;
 }
 

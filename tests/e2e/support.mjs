@@ -92,6 +92,8 @@ const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
  * `slow` in the query slows both so a test can act mid-run.
  */
 export function startMockLlm() {
+  // Every request body it answered, parsed, for tests that check what reached the model.
+  const requests = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => {
@@ -109,6 +111,7 @@ export function startMockLlm() {
         res.writeHead(400).end();
         return;
       }
+      requests.push(request);
       const messages = request.messages || [];
       const users = messages.filter((m) => m.role === 'user');
       const queryIndex = messages.findLastIndex(
@@ -146,6 +149,16 @@ export function startMockLlm() {
       }
       const hasTools = Array.isArray(request.tools) && request.tools.length > 0;
       const sawTool = messages.slice(queryIndex + 1).some((m) => m.role === 'tool');
+      // A caller's tool (`confirm`, declared by an API client) is called instead of the agent's.
+      const callerTool = (request.tools || []).some((t) => t.function?.name === 'confirm');
+      if (callerTool && !sawTool) {
+        reply200(res, later, slow, {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_confirm', type: 'function', function: { name: 'confirm', arguments: '{"question":"Book the 9:40 train?"}' } }],
+        }, request.model);
+        return;
+      }
       const interrupt = users.find((m) => textOf(m).startsWith('[USER INTERRUPT]'));
       let message;
       if (hasTools && !sawTool) {
@@ -177,7 +190,7 @@ export function startMockLlm() {
   return new Promise((resolve) => {
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address();
-      resolve({ base: `http://127.0.0.1:${port}/v1`, close: () => closeServer(server) });
+      resolve({ base: `http://127.0.0.1:${port}/v1`, requests, close: () => closeServer(server) });
     });
   });
 }
@@ -398,15 +411,30 @@ export function startProxy(target) {
 
 // ---- page helpers ---------------------------------------------------------------------------
 
+/**
+ * + New, then the new-conversation dialog: picks `agent` and `engine` and types `systemPrompt`
+ * when given, creates, and waits for the new conversation to open.
+ */
+export async function newConversation(page, { agent, engine, systemPrompt } = {}) {
+  const before = await page.evaluate(() => location.hash);
+  await page.click('#new-conv');
+  await page.waitForSelector('dialog.new-conversation[open]');
+  if (agent) await page.check(`dialog[open] input[name="new-agent"][value="${agent}"]`);
+  if (engine) await page.selectOption('#new-engine', engine);
+  if (systemPrompt) await page.fill('#new-system-prompt', systemPrompt);
+  await page.click('dialog[open] button[value="ok"]');
+  await page.waitForFunction((old) => location.hash.startsWith('#/c/') && location.hash !== old, before);
+  await page.waitForSelector('#delete-conv:not([disabled])');
+}
+
 /** Opens the UI (unless `page` already shows it), starts a conversation, sends `query`. */
-export async function ask(browser, base, query, page) {
+export async function ask(browser, base, query, page, options) {
   if (!page) {
     page = await browser.context.newPage();
     await page.goto(`${base}/`);
   }
   await page.waitForSelector('body[data-ready="true"]');
-  await page.click('#new-conv');
-  await page.waitForSelector('#delete-conv:not([disabled])');
+  await newConversation(page, options);
   await page.fill('#input', query);
   await page.press('#input', 'Enter');
   await page.waitForSelector('.run');

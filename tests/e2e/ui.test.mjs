@@ -82,8 +82,7 @@ describe('reagent UI, auth off', () => {
     const page = await browser.context.newPage();
     await page.goto(`${server.base}/`);
     await page.waitForSelector('body[data-ready="true"]');
-    await page.selectOption('#engine', 'dag');
-    await ask(server.base, 'plan: compute 6*7 and tell the time', page);
+    await askIn(browser, server.base, 'plan: compute 6*7 and tell the time', page, { engine: 'dag' });
     await footer(page, 'completed');
     assert.equal(await page.locator('.run').getAttribute('data-engine'), 'dag');
     const steps = page.locator('.dag-round[data-round="1"] .dag-step');
@@ -102,10 +101,10 @@ describe('reagent UI, auth off', () => {
     assert.match(await page.locator('.dag-analysis').textContent(), /goal achieved · confidence 0\.90/);
     assert.equal(await page.locator('.answer h2').textContent(), 'Result');
     assert.match(await page.locator('.run-footer').textContent(), /^completed · 1 round · /);
-    // The conversation keeps its engine: reopened, the picker shows it.
+    // The conversation keeps its engine: reopened, the header shows it.
     await page.reload();
     await page.waitForSelector('.dag-step[data-status="completed"]');
-    assert.equal(await page.locator('#engine').inputValue(), 'dag');
+    assert.equal(await page.locator('#conv-engine').textContent(), 'plan (DAG)');
     await page.close();
   });
 
