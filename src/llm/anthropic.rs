@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::anthropic_wire::{request_body, Settings};
+use super::builders::client_builders;
 use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
 use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Sampling};
@@ -71,43 +72,6 @@ impl AnthropicClient {
         })
     }
 
-    /// The model's sampling settings (`seed` is not part of the Messages API and never sent).
-    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
-        self.sampling = sampling;
-        self
-    }
-
-    pub fn with_synthesis(mut self, on: bool) -> Self {
-        self.synthesis = on;
-        self
-    }
-
-    /// The model's registry name: what a reply's thinking blocks are kept under.
-    pub fn with_name(mut self, name: &str) -> Self {
-        Arc::make_mut(&mut self.transport).name = name.to_string();
-        self
-    }
-
-    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        Arc::make_mut(&mut self.transport).set_backoff(backoff);
-        self
-    }
-
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        Arc::make_mut(&mut self.transport).set_max_response_bytes(bytes);
-        self
-    }
-
-    pub fn with_http2(mut self, on: bool) -> Result<Self, LlmError> {
-        Arc::make_mut(&mut self.transport).set_http2(on)?;
-        Ok(self)
-    }
-
-    /// The full URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        self.transport.url()
-    }
-
     /// The encoded body of `request` (public for the benchmark of the encoders).
     pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
         let request = request.clone().with_sampling(self.sampling);
@@ -124,6 +88,9 @@ impl AnthropicClient {
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
 }
+
+// `sampling.seed` is not part of the Messages API and never sent.
+client_builders!(AnthropicClient);
 
 #[async_trait]
 impl Llm for AnthropicClient {

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 mod anthropic_wire;
+mod builders;
 pub mod content_calls;
 pub mod continuity;
 pub mod json;

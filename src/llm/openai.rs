@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::builders::client_builders;
 use super::openai_wire::request_body;
 use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
@@ -63,48 +64,6 @@ impl OpenAiClient {
         })
     }
 
-    /// The model's sampling settings, sent in each request that leaves them unset.
-    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
-        self.sampling = sampling;
-        self
-    }
-
-    /// Off for a model too small to synthesise: runs answer with the loop's draft.
-    pub fn with_synthesis(mut self, on: bool) -> Self {
-        self.synthesis = on;
-        self
-    }
-
-    /// The model's registry name (the provider's model name until set): what a reply's
-    /// continuity is kept under, and replayed to.
-    pub fn with_name(mut self, name: &str) -> Self {
-        Arc::make_mut(&mut self.transport).name = name.to_string();
-        self
-    }
-
-    /// Replaces the backoff policy (tests use a millisecond base).
-    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        Arc::make_mut(&mut self.transport).set_backoff(backoff);
-        self
-    }
-
-    /// Caps the size of one response (`LLM_MAX_RESPONSE_BYTES`).
-    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
-        Arc::make_mut(&mut self.transport).set_max_response_bytes(bytes);
-        self
-    }
-
-    /// `LLM_HTTP2`: HTTP/2 to the provider (see [`Transport::set_http2`]).
-    pub fn with_http2(mut self, on: bool) -> Result<Self, LlmError> {
-        Arc::make_mut(&mut self.transport).set_http2(on)?;
-        Ok(self)
-    }
-
-    /// The full URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        self.transport.url()
-    }
-
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
         let request = request.clone().with_sampling(self.sampling);
         let body = request_body(&self.cfg.model, &self.transport.name, &request, stream);
@@ -113,6 +72,8 @@ impl OpenAiClient {
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
 }
+
+client_builders!(OpenAiClient);
 
 #[async_trait]
 impl Llm for OpenAiClient {
