@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::events::StepEvent;
 use super::prompts;
 use crate::llm::{structured_llm_call, Llm, Message, StructuredCall, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
 
 /// Roughly 80 characters per catalog line: name plus the first line of the description.
@@ -84,15 +85,16 @@ pub async fn select_tools(
         default_value: None,
         regex_fallback: None,
     };
-    let (selected, usage) = match structured_llm_call(llm, call).await {
-        Ok(r) => (Some(r.value), r.usage),
-        Err(crate::llm::StructuredError::Exhausted {
-            usage, last_error, ..
-        }) => {
-            tracing::warn!(error = %last_error, "tool selection failed; using every tool");
-            (None, usage)
-        }
-    };
+    let (selected, usage) =
+        match with_call_kind(CallKind::Selection, structured_llm_call(llm, call)).await {
+            Ok(r) => (Some(r.value), r.usage),
+            Err(crate::llm::StructuredError::Exhausted {
+                usage, last_error, ..
+            }) => {
+                tracing::warn!(error = %last_error, "tool selection failed; using every tool");
+                (None, usage)
+            }
+        };
     let total_tools = tools.len();
     match selected {
         Some(names) => Selection {

@@ -10,6 +10,7 @@ use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
 use super::prompts;
 use super::record::StepRecord;
 use crate::llm::{ChatRequest, Continuity, Llm, LlmError, Message, StreamEvent, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 
 mod dump;
 mod trace;
@@ -168,7 +169,7 @@ async fn synthesise(
     let outcome: Result<(), LlmError> = async {
         let mut stream = tokio::select! {
             _ = cancel.cancelled() => return Err(LlmError::Cancelled),
-            s = llm.stream_chat(request) => s?,
+            s = with_call_kind(CallKind::Synthesis, llm.stream_chat(request)) => s?,
         };
         loop {
             let next = tokio::select! {

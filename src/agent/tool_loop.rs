@@ -27,6 +27,7 @@ use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition,
     Usage,
 };
+use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
 
 mod client;
@@ -108,6 +109,8 @@ pub(super) struct LoopRun<'a> {
     pausing: bool,
     /// The checkpoints' fields that stay the same for the run, serialised at the first one.
     fixed_json: Option<Arc<String>>,
+    /// What the next model call answers (a safeguard's prompt or the loop), for its span.
+    next_call: CallKind,
 }
 
 impl<'a> LoopRun<'a> {
@@ -190,6 +193,7 @@ impl<'a> LoopRun<'a> {
             awaiting: Vec::new(),
             pausing: false,
             fixed_json: None,
+            next_call: CallKind::Loop,
         }
     }
 
@@ -364,8 +368,9 @@ impl<'a> LoopRun<'a> {
             let req = self.request();
             let result = tokio::select! {
                 _ = self.handles.cancel.cancelled() => return Err(LlmError::Cancelled),
-                r = self.llm.chat(req) => r,
+                r = with_call_kind(self.next_call, self.llm.chat(req)) => r,
             };
+            self.next_call = CallKind::Loop;
             match result {
                 Ok(r) => {
                     self.usage += r.usage;
@@ -421,7 +426,12 @@ impl<'a> LoopRun<'a> {
     }
 
     /// Says in a `step` event that a safeguard acted (its message to the model stays internal).
-    fn safeguard(&self, kind: SafeguardKind, tool: Option<String>) {
+    fn safeguard(&mut self, kind: SafeguardKind, tool: Option<String>) {
+        match kind {
+            SafeguardKind::Reflection => self.next_call = CallKind::Reflection,
+            SafeguardKind::CompletionCheck => self.next_call = CallKind::CompletionCheck,
+            _ => {}
+        }
         self.emit(StepEvent::Safeguard {
             iteration: self.iterations,
             kind,

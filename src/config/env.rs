@@ -119,6 +119,17 @@ fn apply_server(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<
     if let Some(raw) = get(env, "REAGENT_STATIC_DIR") {
         file.server.static_dir = Some(raw.into());
     }
+    if let Some(raw) = get(env, "REAGENT_CORS_ORIGINS") {
+        let origins: Vec<&str> = raw.split(',').map(str::trim).collect();
+        for origin in origins.iter().filter(|o| !o.is_empty()) {
+            validate::cors_origin("REAGENT_CORS_ORIGINS", origin)?;
+        }
+        file.server.cors_origins = origins
+            .into_iter()
+            .filter(|o| !o.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
     if let Some(raw) = get(env, "REAGENT_API_KEYS") {
         file.auth.keys = api_keys(raw)?;
     }
@@ -274,6 +285,7 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "REAGENT_BIND",
     "DATABASE_URL",
     "REAGENT_STATIC_DIR",
+    "REAGENT_CORS_ORIGINS",
     "REAGENT_API_KEYS",
     "REAGENT_HEADER_TIMEOUT_S",
     "REAGENT_SSE_STALL_S",

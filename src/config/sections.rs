@@ -96,6 +96,9 @@ pub struct ServerConfig {
     pub log_json: bool,
     /// Runs one tenant may have going at once; more get 429 `too_many_active_runs`.
     pub max_active_runs_per_tenant: Option<u32>,
+    /// `REAGENT_CORS_ORIGINS`: browser origins (`scheme://host[:port]`, or `*`) whose pages may
+    /// call the front-end routes (`/ag-ui`, `/ai-sdk`) across origins; none by default.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -120,6 +123,7 @@ impl Default for ServerConfig {
             trace_url: None,
             log_json: false,
             max_active_runs_per_tenant: None,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -146,6 +150,7 @@ impl fmt::Debug for ServerConfig {
                 "max_active_runs_per_tenant",
                 &self.max_active_runs_per_tenant,
             )
+            .field("cors_origins", &self.cors_origins)
             .finish()
     }
 }

@@ -98,6 +98,9 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
     if let Some(n) = s.max_active_runs_per_tenant {
         at_least("server.max_active_runs_per_tenant", n, 1)?;
     }
+    for origin in &s.cors_origins {
+        cors_origin("server.cors_origins", origin)?;
+    }
     for (i, k) in f.auth.keys.iter().enumerate() {
         if k.name.trim().is_empty() || k.key.expose().trim().is_empty() {
             return Err(ConfigError::invalid(
@@ -263,4 +266,20 @@ pub(super) fn config(c: &Config) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// `*`, or an origin exactly as a browser sends it (`scheme://host[:port]`, no path or slash).
+pub(super) fn cors_origin(key: &str, origin: &str) -> Result<(), ConfigError> {
+    let exact = url::Url::parse(origin)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .is_some_and(|u| u.origin().ascii_serialization() == origin);
+    if origin == "*" || exact {
+        return Ok(());
+    }
+    Err(ConfigError::value(
+        key,
+        origin,
+        "expected * or an origin such as http://localhost:8000 (no path, no trailing slash)",
+    ))
 }

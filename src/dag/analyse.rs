@@ -10,6 +10,7 @@ use super::prompts::{ANALYSER_SYSTEM, TASK_CHARS};
 use crate::agent::synthesis::truncate_chars;
 use crate::domain::text::{clip, NAME_CHARS};
 use crate::llm::{structured_llm_call, Llm, Message, StructuredCall, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 
 /// Characters of each step result the analyser reads.
 const RESULT_CHARS: usize = 10_000;
@@ -107,7 +108,7 @@ pub async fn analyse(
     };
     let reply = tokio::select! {
         _ = cancel.cancelled() => return (None, Usage::default()),
-        r = structured_llm_call(llm, call) => r,
+        r = with_call_kind(CallKind::Analysis, structured_llm_call(llm, call)) => r,
     };
     match reply {
         Ok(r) => (Some(r.value), r.usage),

@@ -10,6 +10,7 @@ use super::plan::{self, Plan, PlanError};
 use super::prompts::{PLANNER_SYSTEM, REPLAN_NOTE};
 use crate::agent::synthesis::truncate_chars;
 use crate::llm::{structured_llm_call, Llm, Message, StructuredCall, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
 
 /// Characters of a tool description the planner sees.
@@ -55,7 +56,7 @@ pub async fn make_plan(
         };
         let reply = tokio::select! {
             _ = cancel.cancelled() => return None,
-            r = structured_llm_call(llm, call) => r,
+            r = with_call_kind(CallKind::Planner, structured_llm_call(llm, call)) => r,
         };
         let p = match reply {
             Ok(r) => {

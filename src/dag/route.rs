@@ -8,6 +8,7 @@ use super::prompts::ROUTER_SYSTEM;
 use crate::agent::synthesis::truncate_chars;
 use crate::domain::Engine;
 use crate::llm::{structured_llm_call, Llm, Message, StructuredCall, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 
 /// Characters of the query the router reads.
 const QUERY_CHARS: usize = 2000;
@@ -38,7 +39,7 @@ pub async fn route(llm: &dyn Llm, query: &str) -> (Engine, Usage) {
         default_value: Some(Engine::React),
         regex_fallback: None,
     };
-    match structured_llm_call(llm, call).await {
+    match with_call_kind(CallKind::Routing, structured_llm_call(llm, call)).await {
         Ok(r) => (r.value, r.usage),
         // Unreachable with a default value; react all the same.
         Err(crate::llm::StructuredError::Exhausted { usage, .. }) => (Engine::React, usage),

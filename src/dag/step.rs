@@ -20,6 +20,7 @@ use crate::agent::{
 };
 use crate::domain::text::{clip, NAME_CHARS};
 use crate::llm::{Llm, Message};
+use crate::telemetry::{with_call_kind, CallKind};
 
 /// The model a step with `hint` runs on: the first model with that role, else the run's.
 pub(super) fn pick_model(setup: &DagSetup, hint: Option<&str>) -> (String, Arc<dyn Llm>) {
@@ -125,7 +126,7 @@ pub(super) async fn run_step(
         images: Vec::new(),
     };
     let timeout = Duration::from_secs(setup.dag.step_timeout_s);
-    let run = agent.run_loop(&input, &handles);
+    let run = with_call_kind(CallKind::DagStep, agent.run_loop(&input, &handles));
     tokio::pin!(run);
     let (result, timed_out) = tokio::select! {
         r = &mut run => (r, false),

@@ -104,6 +104,14 @@ pub async fn structured_llm_call<T>(
     llm: &dyn Llm,
     call: StructuredCall<'_, T>,
 ) -> Result<StructuredResult<T>, StructuredError> {
+    let kind = crate::telemetry::CallKind::Structured;
+    crate::telemetry::with_call_kind(kind, structured_chain(llm, call)).await
+}
+
+async fn structured_chain<T>(
+    llm: &dyn Llm,
+    call: StructuredCall<'_, T>,
+) -> Result<StructuredResult<T>, StructuredError> {
     let abilities = llm.abilities();
     let mut chain = Chain {
         llm,

@@ -86,6 +86,9 @@ pub struct StartRun {
     pub conversation_id: Option<Uuid>,
     /// The query's images as URLs (`data:` or `http(s)`, docs/api.md "Images").
     pub images: Vec<String>,
+    /// A section appended to this run's system prompt (a front end's `context`), not stored
+    /// with the conversation: later runs do not see it.
+    pub context: Option<String>,
 }
 
 impl StartRun {
@@ -105,6 +108,7 @@ impl StartRun {
             client_tools: Vec::new(),
             conversation_id: None,
             images: Vec::new(),
+            context: None,
         }
     }
 }
@@ -337,7 +341,10 @@ impl RunManager {
         ledger: Arc<Ledger>,
     ) -> Result<(RunEngine, RunInput, RunLabels), RunError> {
         let asked = req.model.as_deref().or(conv.model.as_deref());
-        let bound = self.bind(conv, asked, req.max_iterations, ledger)?;
+        let mut bound = self.bind(conv, asked, req.max_iterations, ledger)?;
+        if let Some(context) = &req.context {
+            bound.system_prompt = Some(with_context(bound.system_prompt.as_deref(), context));
+        }
         if !images.is_empty() && !bound.llm.abilities().vision {
             return Err(RunError::ModelWithoutVision(bound.model.clone()));
         }
@@ -456,4 +463,11 @@ impl RunManager {
             })
             .collect())
     }
+}
+
+/// The system prompt's role (the configured one, else the default) with `context` appended as
+/// its own section.
+fn with_context(role: Option<&str>, context: &str) -> String {
+    let role = role.unwrap_or(crate::agent::prompts::DEFAULT_ROLE);
+    format!("{role}\n\n{context}")
 }

@@ -9,10 +9,12 @@
 //! (`RUST_LOG`) then never decides what a trace holds, and with export off every instrumented
 //! point is one `OnceLock` read.
 //!
-//! Files: `spans` (the run, chat and tool spans with the pinned GenAI attributes), `export`
+//! Files: `spans` (the run, chat and tool spans with the pinned GenAI attributes), `call_kind`
+//! (which kind of call a `chat` span is), `export`
 //! (the exporter that reports a dead collector at most once a minute), `propagation` (W3C
 //! `traceparent` in and out).
 
+pub mod call_kind;
 mod export;
 pub mod propagation;
 pub mod spans;
@@ -29,6 +31,7 @@ use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProces
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
+pub use call_kind::{with_call_kind, CallKind};
 pub use opentelemetry::Context;
 pub use spans::{ChatSpan, RunTrace, ToolSpan};
 

@@ -66,6 +66,14 @@ pub fn traceparent(cx: &Context) -> Option<String> {
         .find_map(|(k, v)| (k == "traceparent").then_some(v))
 }
 
+/// The current span's `traceparent`, while tracing is on (for requests sent elsewhere).
+pub fn current_traceparent() -> Option<String> {
+    if !super::enabled() {
+        return None;
+    }
+    traceparent(&Context::current())
+}
+
 /// The current span's trace headers on an outgoing request.
 pub fn inject(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
     if !super::enabled() {

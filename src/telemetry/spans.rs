@@ -290,6 +290,9 @@ impl ChatSpan {
             KeyValue::new(REQUEST_MODEL, a.model.to_string()),
             KeyValue::new("gen_ai.request.stream", a.streamed),
         ];
+        if let Some(kind) = parent.get::<super::CallKind>() {
+            kv.push(KeyValue::new(super::call_kind::CALL_KIND, kind.as_str()));
+        }
         if let Some((host, port)) = a.server {
             kv.push(KeyValue::new(SERVER_ADDRESS, host.to_string()));
             kv.push(KeyValue::new(SERVER_PORT, i64::from(port)));

@@ -17,6 +17,8 @@ use crate::support::otlp::{named, Attr, Collector, Span};
 use crate::support::sse::{read_all, Sse};
 use crate::support::target::Target;
 
+mod mcp;
+
 /// The caller's trace in the tests' requests.
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
@@ -190,6 +192,15 @@ async fn a_tool_run_is_one_trace_of_agent_chat_and_tool_spans_in_the_callers_tra
             "no content unless asked"
         );
     }
+    // Each call says what it was for: the loop's, then the streamed synthesis.
+    let mut kinds: Vec<&str> = chats
+        .iter()
+        .map(|c| c.str("reagent.call_kind").unwrap_or("none"))
+        .collect();
+    kinds.sort();
+    let mut expected = vec!["loop"; calls - 1];
+    expected.push("synthesis");
+    assert_eq!(kinds, expected);
     assert_eq!(
         sum(&chats, "gen_ai.usage.input_tokens"),
         done["usage"]["prompt_tokens"].as_i64().unwrap()
@@ -455,6 +466,19 @@ async fn a_dag_run_is_a_workflow_with_a_plan_and_an_agent_span_per_step() {
         calls - 4,
         "analysis and synthesis"
     );
+    let kinds = |id: &str| {
+        let mut k: Vec<&str> = chats
+            .iter()
+            .filter(|c| c.parent_span_id == id)
+            .map(|c| c.str("reagent.call_kind").unwrap_or("none"))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(kinds(&plan.span_id), ["planner"]);
+    assert_eq!(kinds(&a.span_id), ["dag_step", "dag_step"]);
+    assert_eq!(kinds(&b.span_id), ["dag_step"]);
+    assert_eq!(kinds(&workflow.span_id), ["analysis", "synthesis"]);
     assert!(spans.iter().all(|s| s.trace_id == CALLER_TRACE));
 }
 

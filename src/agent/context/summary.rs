@@ -4,6 +4,7 @@
 use super::{REASONING_HINT, TRUNCATION_MARKER};
 use crate::domain::prompt_budget;
 use crate::llm::{ChatRequest, Llm, Message, Role, Usage};
+use crate::telemetry::{with_call_kind, CallKind};
 
 /// Each tool result is cut to this many bytes in the summary prompt: the summary needs what a
 /// result said, not all of it, and the prompt must stay well below the context window.
@@ -26,7 +27,7 @@ pub(super) async fn summarise(llm: &dyn Llm, old: &[&Message]) -> (Option<String
         Message::system(SUMMARY_SYSTEM_PROMPT),
         Message::user(summary_prompt(old, transcript_budget(llm))),
     ]);
-    match llm.chat(request).await {
+    match with_call_kind(CallKind::Compaction, llm.chat(request)).await {
         Ok(response) => {
             let text = response.content.trim();
             let text = (!text.is_empty()).then(|| text.to_string());

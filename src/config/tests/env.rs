@@ -369,3 +369,30 @@ fn every_variable_the_configuration_reads_is_known() {
         );
     }
 }
+
+#[test]
+fn cors_origins_are_exact_origins_or_a_star() {
+    let pairs = [(
+        "REAGENT_CORS_ORIGINS",
+        "http://localhost:8000, https://app.example",
+    )];
+    let c = load(None, &pairs).unwrap();
+    assert_eq!(
+        c.server.cors_origins,
+        ["http://localhost:8000", "https://app.example"]
+    );
+    let c = load(Some("[server]\ncors_origins = [\"*\"]\n"), &[]).unwrap();
+    assert_eq!(c.server.cors_origins, ["*"]);
+    for bad in [
+        "http://localhost:8000/",
+        "localhost:8000",
+        "ftp://x",
+        "http://x/page",
+    ] {
+        let message = err(None, &[("REAGENT_CORS_ORIGINS", bad)]);
+        assert!(message.contains("REAGENT_CORS_ORIGINS"), "{bad}: {message}");
+        let file = format!("[server]\ncors_origins = [{bad:?}]\n");
+        let message = err(Some(&file), &[]);
+        assert!(message.contains("server.cors_origins"), "{bad}: {message}");
+    }
+}

@@ -2,8 +2,8 @@
 //! The thread is a conversation, the resent history is reduced to its new user turns, `resume[]`
 //! answers the approvals a run stopped on and the frontend tools (`tools`, caller tools) it
 //! called (`encode` ends a stream with an interrupt outcome there; `tool` messages or resume
-//! payloads carry the outputs), `context` is added to the query, `state` and `forwardedProps` come back in
-//! `RUN_STARTED.input`. Files: `encode` (the event mapping).
+//! payloads carry the outputs), `context` becomes a section of the run's system prompt, `state`
+//! and `forwardedProps` come back in `RUN_STARTED.input`. Files: `encode` (the event mapping).
 
 mod encode;
 #[cfg(test)]
@@ -190,7 +190,7 @@ fn front_request(agent: String, input: &RunAgentInput) -> Result<FrontRequest, A
             .iter()
             .map(|c| format!("- {}: {}", c.description, c.value))
             .collect();
-        format!("Context:\n{}", lines.join("\n"))
+        format!("Context from the application:\n{}", lines.join("\n"))
     });
     Ok(FrontRequest {
         agent,

@@ -2,9 +2,11 @@
 //! stream out. The chat id is the conversation; the last user message is the query (the rest of
 //! the resent history is already stored); an assistant message last, carrying answered tool
 //! approvals (`addToolApprovalResponse`) or client tool outputs (`addToolOutput`), answers what
-//! its run waits on and the stream goes on. Files: `encode` (the chunk mapping).
+//! its run waits on and the stream goes on. Files: `encode` (the chunk mapping), `reconnect`
+//! (`GET …/{id}/stream`, the transport's resume).
 
 mod encode;
+pub mod reconnect;
 #[cfg(test)]
 mod tests;
 

@@ -15,6 +15,7 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
         "/ai-sdk/{agent}".into(),
         ai_sdk_path(agents, text, max_chars),
     );
+    paths.insert("/ai-sdk/{agent}/{id}/stream".into(), reconnect_path(agents));
 }
 
 fn error(description: &str) -> Value {
@@ -65,7 +66,7 @@ fn user_message(text: &str, max_chars: usize, content: &str) -> Value {
 fn ag_ui_path(agents: &[String], text: &str, max_chars: usize) -> Value {
     let request = json!({
         "type": "object", "required": ["threadId", "runId", "messages"],
-        "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (added to the query), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
+        "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (`[{description, value}]`, a section of this run's system prompt), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
         "properties": {
             "threadId": {"type": "string"},
             "runId": {"type": "string"},
@@ -103,4 +104,31 @@ fn ai_sdk_path(agents: &[String], text: &str, max_chars: usize) -> Value {
         "`data:` lines of UI message chunks: `start`, `start-step` … `finish-step`, `finish`, then `data: [DONE]`",
         headers,
     )
+}
+
+/// `GET /ai-sdk/{agent}/{id}/stream`: the transport's `reconnectToStream`.
+fn reconnect_path(agents: &[String]) -> Value {
+    let headers = json!({"x-vercel-ai-ui-message-stream": {"description": "`v1`", "schema": {"type": "string"}}});
+    json!({"get": {
+        "tags": ["frontends"], "operationId": "ai_sdk_reconnect",
+        "summary": "Resumes the chat's active run as a UI message stream (docs/protocols.md)",
+        "description": "What `DefaultChatTransport.reconnectToStream` asks (`useChat` with `resume: true`): the chat's active run replayed from its first event and followed to its end.",
+        "parameters": [
+            {"name": "agent", "in": "path", "required": true,
+             "description": "An agent name (GET /api/agents)",
+             "schema": {"type": "string", "enum": agents}},
+            {"name": "id", "in": "path", "required": true,
+             "description": "The chat id, as in `POST /ai-sdk/{agent}`",
+             "schema": {"type": "string"}},
+        ],
+        "responses": {
+            "200": {"description": "The run's UI message chunks from `start`, then `data: [DONE]`",
+                    "headers": headers, "content": {"text/event-stream": {}}},
+            "204": {"description": "No active run: the chat is idle or unknown"},
+            "401": error("`unauthorized`"),
+            "404": error("`not_found`: unknown agent, or the chat is another tenant's conversation"),
+            "409": error("`conflict`: the chat belongs to another agent"),
+            "429": error("`rate_limited`"),
+        }
+    }})
 }

@@ -41,7 +41,7 @@ pub struct FrontRequest {
     pub thread: String,
     /// The client's whole history, oldest first (user and assistant text only).
     pub turns: Vec<ClientTurn>,
-    /// Extra context for this run (AG-UI `context`), added to the query.
+    /// Extra context for this run (AG-UI `context`), a section of its system prompt.
     pub context: Option<String>,
     /// Answers to open approvals: when present, no run starts.
     pub answers: Vec<ApprovalAnswer>,
@@ -163,14 +163,11 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
         .filter(|m| m.role == MessageRole::User && m.kind == MessageKind::Query)
         .map(|m| m.content.clone())
         .collect();
-    let (mut query, history) = new_query(&req.turns, &stored).ok_or_else(|| {
+    let (query, history) = new_query(&req.turns, &stored).ok_or_else(|| {
         // The thread already holds every question sent: nothing new to run (a 409, like a
         // busy thread, since the same body may be valid against another thread).
         ApiError::Conflict("the messages end without a new user message".into())
     })?;
-    if let Some(context) = &req.context {
-        query = format!("{query}\n\n{context}");
-    }
     let mut request = match existing {
         Some(_) => StartRun::new(ConversationRef::Existing(id), query),
         None => StartRun {
@@ -187,6 +184,7 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
         },
     };
     request.client_tools = req.tools;
+    request.context = req.context;
     let live = state.runs.start(owner, request).await?;
     let events = state.runs.live_events(&live, 0);
     Ok(Attached {

@@ -7,7 +7,7 @@
 //!
 //! Files: `session` (rmcp transports and requests), `stdio` (the child and its checked
 //! output), `frame` (what of a line gets through), `server` (state and calls), `supervisor`,
-//! `tool`, `content`, `names`.
+//! `tool`, `content`, `names`, `traced` (the HTTP client that sends a call's `traceparent`).
 
 mod content;
 mod frame;
@@ -17,6 +17,7 @@ mod session;
 mod stdio;
 mod supervisor;
 mod tool;
+mod traced;
 
 use std::sync::Arc;
 

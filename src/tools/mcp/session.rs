@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ListToolsRequest, PaginatedRequestParams, RequestId,
+    GetExtensions, ListToolsRequest, PaginatedRequestParams, RequestId,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 
+use super::traced::{TraceParent, TracedHttp};
 use super::{frame, stdio};
 use crate::config::McpServerConfig;
 
@@ -66,7 +67,8 @@ pub async fn connect(
         let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
             .custom_headers(headers)
             .max_error_response_size(crate::net::MAX_ERROR_BODY_BYTES);
-        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+        let transport =
+            StreamableHttpClientTransport::with_client(TracedHttp(http.clone()), config);
         let running = handler
             .serve(transport)
             .await
@@ -174,7 +176,11 @@ pub async fn call_tool(
     timeout: Duration,
 ) -> Result<Value, ServiceError> {
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    // The tool span's: rmcp's worker sends the request outside it (see `traced`).
+    if let Some(tp) = crate::telemetry::propagation::current_traceparent() {
+        request.extensions_mut().insert(TraceParent(tp));
+    }
     request_json(peer, request, timeout).await
 }
 

@@ -129,16 +129,22 @@ async fn a_tool_run_then_a_second_run_with_the_whole_history_resent_replays_noth
     assert_eq!(
         stored(&app, thread).await,
         pairs(&[
-            ("user", "first question\n\nContext:\n- page: settings"),
+            ("user", "first question"),
             ("assistant", "Answer one."),
             ("user", "second question"),
             ("assistant", "Answer two."),
         ])
     );
-    let last = app.llm.chat_requests().pop().unwrap();
+    let requests = app.llm.chat_requests();
+    let last = requests.last().unwrap();
     let sent = serde_json::to_string(&last.messages).unwrap();
     assert_eq!(sent.matches("first question").count(), 1, "{sent}");
     assert_eq!(sent.matches("Answer one.").count(), 1, "{sent}");
+    // `context` is a section of the first run's system prompt, and of that run only.
+    let section = "Context from the application:\n- page: settings";
+    let system = |r: &reagent::llm::ChatRequest| r.messages[0].content.clone();
+    assert!(system(&requests[0]).contains(section), "{:?}", requests[0]);
+    assert!(!sent.contains("page: settings"), "{sent}");
 }
 
 #[tokio::test]

@@ -1,12 +1,15 @@
 //! The front-end protocols (docs/protocols.md) driven by their official clients: `ag_ui` with
 //! `@ag-ui/client`'s HttpAgent (`tests/peers/ag_ui_client.mjs`, whose event verification throws
 //! on any protocol violation), `ai_sdk` with the `ai` package's own chat and transport
-//! (`tests/peers/ai_sdk_chat.mjs`); `edges` covers tenancy, bad input and partial resumes with
-//! plain HTTP.
+//! (`tests/peers/ai_sdk_chat.mjs`), `resume` with its `reconnectToStream`; `edges` covers
+//! tenancy, bad input and partial resumes with plain HTTP, `cors` the opt-in CORS of these
+//! routes.
 
 mod ag_ui;
 mod ai_sdk;
+mod cors;
 mod edges;
+mod resume;
 
 use serde_json::{json, Value};
 

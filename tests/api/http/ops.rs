@@ -92,6 +92,7 @@ async fn openapi_lists_every_route() {
         ("/v1/responses/{id}/input_items", vec!["get"]),
         ("/ag-ui/{agent}", vec!["post"]),
         ("/ai-sdk/{agent}", vec!["post"]),
+        ("/ai-sdk/{agent}/{id}/stream", vec!["get"]),
     ];
     assert_eq!(paths.len(), expected.len());
     for (path, methods) in expected {

@@ -38,6 +38,9 @@ pub struct AiSdk {
     calls: Vec<(String, String)>,
     /// Calls that asked for approval in this stream.
     asked: HashSet<String>,
+    /// A replay (a reconnect): only these approvals are still open; the others were answered
+    /// and are passed over.
+    open: Option<HashSet<String>>,
 }
 
 impl AiSdk {
@@ -50,6 +53,15 @@ impl AiSdk {
             answered: false,
             calls: Vec::new(),
             asked: HashSet::new(),
+            open: None,
+        }
+    }
+
+    /// The encoder of a run's replay from its first event, `open` its unanswered approvals.
+    pub fn replay(run: Uuid, open: HashSet<String>) -> Self {
+        Self {
+            open: Some(open),
+            ..Self::new(run, false)
         }
     }
 
@@ -167,6 +179,11 @@ impl AiSdk {
                 };
                 data(out, &chunk);
             }
+            StepEvent::ApprovalRequired { approval_id, .. }
+                if self
+                    .open
+                    .as_ref()
+                    .is_some_and(|o| !o.contains(&approval_id)) => {}
             StepEvent::ApprovalRequired {
                 approval_id, tool, ..
             } => {

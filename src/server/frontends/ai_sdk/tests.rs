@@ -163,3 +163,47 @@ fn the_last_assistant_message_carries_the_approval_answers() {
     assert_eq!(request.turns.len(), 2);
     assert_eq!(request.turns[0].text, "deploy");
 }
+
+#[test]
+fn a_replay_passes_over_answered_approvals_and_stops_at_an_open_one() {
+    let mut enc = AiSdk::replay(Uuid::nil(), ["a-2".to_string()].into());
+    let start = |call: &str| json!({"type": "tool_start", "iteration": 1, "call_id": call, "tool": "echo", "arguments": {}});
+    let asked = |id: &str| json!({"type": "approval_required", "iteration": 1, "approval_id": id, "tool": "echo", "arguments": {}});
+    let events = [
+        start("c1"),
+        asked("a-1"),
+        tool_end("c1", false),
+        start("c2"),
+        asked("a-2"),
+    ];
+    let mut out = String::new();
+    let ended: Vec<bool> = events
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            enc.event(
+                &LoggedEvent::stored(i as u64 + 1, "step", v.to_string()),
+                &mut out,
+            )
+        })
+        .collect();
+    assert_eq!(ended, [false, false, false, false, true]);
+    let chunks: Vec<Value> = out
+        .split("\n\n")
+        .filter_map(|f| serde_json::from_str(f.strip_prefix("data: ")?).ok())
+        .collect();
+    assert_eq!(
+        types(&chunks),
+        [
+            "tool-input-start",
+            "tool-input-available",
+            "tool-output-available",
+            "tool-input-start",
+            "tool-input-available",
+            "tool-approval-request",
+            "finish-step",
+            "finish",
+        ]
+    );
+    assert_eq!(chunks[5]["approvalId"], "a-2");
+}
