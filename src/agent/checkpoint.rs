@@ -68,11 +68,23 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Appends `outputs` (one per pending caller tool call, in their order) to the paused run's
-    /// history as the results of its calls, and clears the pending calls: the checkpoint is
-    /// then where its continuation goes on (docs/api.md "Caller tools").
+    /// history as the results of its calls, and to its steps (the synthesis trace would
+    /// otherwise not show them), and clears the pending calls: the checkpoint is then where its
+    /// continuation goes on (docs/api.md "Caller tools").
     pub fn answer_pending(&mut self, outputs: Vec<String>) {
         let calls = std::mem::take(&mut self.awaiting);
         for (call, output) in calls.into_iter().zip(outputs) {
+            self.steps.push(StepRecord {
+                iteration: self.iterations,
+                call_id: call.call_id.clone(),
+                tool: call.name,
+                arguments: serde_json::from_str(&call.arguments)
+                    .unwrap_or(Value::String(call.arguments)),
+                observation: output.clone(),
+                error: false,
+                blocked: false,
+                duration_ms: 0,
+            });
             self.messages.push(match self.mode {
                 Mode::Native => Message::tool(call.call_id, output),
                 Mode::Json => Message::user(prompts::observation(&output)),

@@ -22,10 +22,13 @@
 //! [`synthesis`]: kill -9 while the answer streams, a client recording every event it saw; the
 //! replay after recovery never gives a seen id other content (issue 17, item 3). [`resume`]:
 //! kill -9 in the tool loop, and the next start resumes the run to completion (docs/deployment.md).
+//! [`waiting`]: kill -9 while a run waits for its caller's tool outputs; the outputs, sent after a
+//! restart or to another instance, continue it.
 
 mod responses;
 mod resume;
 mod synthesis;
+mod waiting;
 
 use std::collections::HashMap;
 use std::path::Path;

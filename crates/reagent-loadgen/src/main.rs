@@ -52,6 +52,7 @@ mod takeover;
 mod targets;
 mod verify;
 mod verify_dag;
+mod waiting;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -116,6 +117,14 @@ enum Cmd {
         pause_at: Option<u8>,
         #[arg(long, default_value_t = 20.0)]
         pause_s: f64,
+    },
+    /// What N runs waiting for their caller's tool outputs hold: tokio tasks and RSS (no task, < 5 KB each).
+    Waiting {
+        #[arg(long, short = 'n', default_value_t = 100)]
+        runs: usize,
+        /// Rounds of N runs paused and answered before the readings.
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
     },
     /// The minimal relay process that `floor --relay` spawns (not for direct use).
     #[command(hide = true)]
@@ -328,6 +337,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
             let hold = Duration::from_secs_f64(hold_s.max(1.0));
             memprobe::probe(&http, runs, hold, pause).await
         }
+        Cmd::Waiting { runs, warmup } => waiting::waiting(runs, warmup).await,
         Cmd::Relay { upstream } => relay::serve(upstream).await,
     }
 }

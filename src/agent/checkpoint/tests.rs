@@ -216,3 +216,24 @@ fn a_list_keeps_from_its_threshold_and_a_new_list_keeps_the_threshold() {
     assert_eq!(list.kept(), STEPS_KEEP_FROM);
     assert_eq!(out.join(), "[0,1,2,3]");
 }
+
+#[test]
+fn answered_caller_calls_join_the_history_and_the_steps() {
+    let mut cp = checkpoint();
+    cp.answer_pending(vec!["yes".into()]);
+    assert!(cp.awaiting.is_empty());
+    let last = cp.messages.last().unwrap();
+    assert_eq!(
+        (last.tool_call_id.as_deref(), last.content.as_str()),
+        (Some("c3"), "yes")
+    );
+    // The synthesis trace is built from the steps: the caller's call is one of them.
+    let step = cp.steps.last().unwrap();
+    assert_eq!(
+        (step.call_id.as_str(), step.tool.as_str(), step.iteration),
+        ("c3", "confirm", 3)
+    );
+    assert_eq!(step.arguments, json!({"q": "ok?"}));
+    assert_eq!(step.observation, "yes");
+    assert_eq!(cp.steps.len(), 3);
+}

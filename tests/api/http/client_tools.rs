@@ -4,12 +4,15 @@
 
 use super::*;
 use reagent::agent::client_tools::NOT_ANSWERED;
+use reagent::testing::scripted::{response, Turn};
 
 on_both_backends!(
     a_caller_tool_call_pauses_the_run_and_outputs_continue_it,
     outputs_after_a_restart_continue_the_run,
     a_new_query_answers_the_pending_calls,
     wrong_outputs_and_wrong_runs_are_refused,
+    every_pending_call_is_answered_once,
+    outputs_sent_twice_at_once_start_one_continuation,
 );
 
 fn confirm_tool() -> Value {
@@ -233,6 +236,92 @@ async fn wrong_outputs_and_wrong_runs_are_refused(db: String) {
         .post(&format!("/api/runs/{done}/tool_outputs"), outputs, None)
         .await;
     assert_eq!(error_code(r, 409).await, "conflict");
+}
+
+/// Two caller calls pending: answering one names the other (400), answering one twice names it
+/// (400); nothing starts, and the right outputs still continue the run.
+async fn every_pending_call_is_answered_once(db: String) {
+    let app = TestApp::spawn_on(&db).await;
+    app.llm.tool_calls(&[
+        ("c1", "confirm", r#"{"question":"a?"}"#),
+        ("c2", "confirm", r#"{"question":"b?"}"#),
+    ]);
+    let conv = app.create_conversation(None).await;
+    let body = json!({"query": "ask me twice", "client_tools": confirm_tool()});
+    let run = app.start_run(&conv, body, None).await;
+    let events = app.events(&run, None).await;
+    assert_eq!(events.last().unwrap().data["status"], "requires_action");
+    let path = format!("/api/runs/{run}/tool_outputs");
+    let refused = [
+        (json!([{"call_id": "c1", "output": "y"}]), "c2"),
+        (
+            json!([{"call_id": "c1", "output": "y"}, {"call_id": "c1", "output": "n"}]),
+            "c1",
+        ),
+    ];
+    for (outputs, named) in refused {
+        let r = app.post(&path, json!({"outputs": outputs}), None).await;
+        assert_eq!(r.status(), 400);
+        let body: Value = r.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "{outputs}: {body}");
+    }
+    let stored: Value = app.get_json(&format!("/api/runs/{run}"), None).await;
+    assert_eq!(stored["status"], "requires_action", "still waiting");
+    app.llm.text("both");
+    let both =
+        json!({"outputs": [{"call_id": "c2", "output": "n"}, {"call_id": "c1", "output": "y"}]});
+    let r = app.post(&path, both, None).await;
+    assert_eq!(r.status(), 202);
+    let next: Value = r.json().await.unwrap();
+    let events = app.events(next["run_id"].as_str().unwrap(), None).await;
+    assert_eq!(events.last().unwrap().data["status"], "completed");
+    // In the calls' order, whatever the order of the outputs.
+    let last = app.llm.chat_requests().pop().unwrap();
+    let results: Vec<(Option<&str>, &str)> = last
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| (m.tool_call_id.as_deref(), m.content.as_str()))
+        .collect();
+    assert_eq!(results, [(Some("c1"), "y"), (Some("c2"), "n")]);
+}
+
+/// The same outputs sent twice at once: one continuation (202), the other 409.
+async fn outputs_sent_twice_at_once_start_one_continuation(db: String) {
+    let app = TestApp::spawn_on(&db).await;
+    let (_, run, _) = paused_run(&app).await;
+    app.llm.push(Turn::Reply(
+        response("confirmed", vec![]),
+        Duration::from_millis(300),
+    ));
+    let path = format!("/api/runs/{run}/tool_outputs");
+    let outputs = json!({"outputs": [{"call_id": "c2", "output": "yes"}]});
+    let (a, b) = tokio::join!(
+        app.post(&path, outputs.clone(), None),
+        app.post(&path, outputs.clone(), None)
+    );
+    let mut answers = Vec::new();
+    for r in [a, b] {
+        answers.push((r.status().as_u16(), r.json::<Value>().await.unwrap()));
+    }
+    answers.sort_by_key(|(status, _)| *status);
+    assert_eq!(answers[0].0, 202, "{answers:?}");
+    assert_eq!(answers[1].0, 409, "{answers:?}");
+    let next = answers[0].1["run_id"].as_str().unwrap();
+    let events = app.events(next, None).await;
+    assert_eq!(events.last().unwrap().data["status"], "completed");
+    let answered = app
+        .llm
+        .chat_requests()
+        .iter()
+        .filter(|r| {
+            r.messages
+                .iter()
+                .any(|m| m.tool_call_id.as_deref() == Some("c2"))
+        })
+        .count();
+    assert_eq!(answered, 1, "one continuation called the model");
 }
 
 /// JSON mode: the caller's tools are in the prompt's tool list, the action naming one pauses

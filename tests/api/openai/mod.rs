@@ -1,11 +1,14 @@
 //! The OpenAI-compatible API (docs/protocols.md) through the real router: `clients` drives it with the
 //! official `openai` Python SDK and npm package (real peers, `scripts/peers.sh`), `edges` covers
 //! a dropped stream, another tenant's conversation and bad input with plain HTTP; `responses` the
-//! Responses API with the Python SDK and plain HTTP.
+//! Responses API with the Python SDK and plain HTTP, `responses_npm` with the npm package;
+//! `agents_sdk` the OpenAI Agents SDK with a reagent agent as its model.
 
+mod agents_sdk;
 mod clients;
 mod edges;
 mod responses;
+mod responses_npm;
 mod tools;
 
 use serde_json::Value;

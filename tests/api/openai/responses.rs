@@ -16,16 +16,16 @@ use crate::support::peers;
 
 on_both_backends!(a_replay_and_a_resume_reproduce_the_stream_exactly);
 
-fn stream(chunks: &[&str]) -> Turn {
+pub(super) fn stream(chunks: &[&str]) -> Turn {
     Turn::Stream(chunks.iter().map(|c| c.to_string()).collect(), None)
 }
 
-fn delayed(content: &str, ms: u64) -> Turn {
+pub(super) fn delayed(content: &str, ms: u64) -> Turn {
     Turn::Reply(response(content, vec![]), Duration::from_millis(ms))
 }
 
 /// The `helper` agent (echo tools) on the scripted model, alice's and bob's keys, on `db`.
-async fn app_on(db: Option<String>) -> TestApp {
+pub(super) async fn app_on(db: Option<String>) -> TestApp {
     let mut app = TestApp::with(Options {
         db_url: db,
         env: vec![("REAGENT_API_KEYS", format!("alice:{ALICE},bob:{BOB}"))],
@@ -55,7 +55,7 @@ max_iterations = 1
 }
 
 /// The stream events a message answer after one tool call goes through.
-const TOOL_THEN_ANSWER: [&str; 12] = [
+pub(super) const TOOL_THEN_ANSWER: [&str; 12] = [
     "response.created",
     "response.in_progress",
     "response.output_item.added",
@@ -70,7 +70,7 @@ const TOOL_THEN_ANSWER: [&str; 12] = [
     "response.completed",
 ];
 
-fn types(events: &Value) -> Vec<String> {
+pub(super) fn types(events: &Value) -> Vec<String> {
     events
         .as_array()
         .unwrap()
@@ -79,7 +79,7 @@ fn types(events: &Value) -> Vec<String> {
         .collect()
 }
 
-fn seqs(events: &Value) -> Vec<u64> {
+pub(super) fn seqs(events: &Value) -> Vec<u64> {
     events
         .as_array()
         .unwrap()
@@ -88,7 +88,7 @@ fn seqs(events: &Value) -> Vec<u64> {
         .collect()
 }
 
-fn run_of(response_id: &Value) -> String {
+pub(super) fn run_of(response_id: &Value) -> String {
     response_id
         .as_str()
         .unwrap()

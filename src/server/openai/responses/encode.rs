@@ -194,6 +194,7 @@ impl Encoder {
                     "approval_id": approval_id,
                     "name": tool,
                     "arguments": arguments_text(&arguments),
+                    "content": [],
                 });
                 self.output.push(item.clone());
                 let index = self.output.len() - 1;

@@ -168,7 +168,9 @@ pub(super) fn arguments_text(arguments: &Value) -> String {
     }
 }
 
-/// One of the agent's own tool calls (never `function_call`, which a client would run).
+/// One of the agent's own tool calls (never `function_call`, which a client would run). Its empty
+/// `content` is for the `openai` Python SDK, which reads an item of a type it does not know as a
+/// `message`: the OpenAI Agents SDK then finds no text in it instead of failing on `None`.
 pub(super) fn tool_item(
     call_id: &str,
     name: &str,
@@ -184,5 +186,6 @@ pub(super) fn tool_item(
         "name": name,
         "arguments": arguments_text(arguments),
         "output": output,
+        "content": [],
     })
 }
