@@ -93,6 +93,7 @@ async fn new_run(store: &Store) -> (Uuid, i64) {
         kind: MessageKind::Query,
         content: "q".into(),
         run_id: Some(id),
+        images: Vec::new(),
     };
     store.create_run_with_query(run, query).await.unwrap();
     let taken = store

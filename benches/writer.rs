@@ -102,6 +102,7 @@ async fn new_run(store: &Store) -> Uuid {
         kind: MessageKind::Query,
         content: "q".into(),
         run_id: Some(id),
+        images: Vec::new(),
     };
     store.create_run_with_query(run, query).await.unwrap();
     id

@@ -15,10 +15,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod image;
 mod price;
 mod sampling;
 pub mod text;
 
+pub use image::{images_column, images_of_column, MessageImage};
 pub use price::{Cost, Price};
 pub use sampling::Sampling;
 

@@ -2,7 +2,8 @@
 //! [`ContextGuard::compact`], which brings an over-budget history back under the budget.
 //!
 //! Compaction keeps the leading system message(s), every pinned message (the query, injected
-//! interrupts) and the recent tail verbatim, and replaces the older messages by ONE summary
+//! interrupts; an old one's images become their `[image: <artifact id or URL>]` text) and the
+//! recent tail verbatim, and replaces the older messages by ONE summary
 //! produced by one LLM call told to preserve the most recent reasoning chain (the "hint").
 //! When that call fails the older messages are simply dropped (truncation), and when the kept
 //! messages alone are still too big the largest non-pinned contents are cut. Every step keeps the
@@ -112,7 +113,12 @@ impl ContextGuard {
         let parts = split(messages, self.keep_recent);
         let mut out: Vec<Message> = Vec::with_capacity(messages.len());
         out.extend_from_slice(&messages[..parts.head_end]);
-        out.extend(parts.kept_old.iter().map(|&i| messages[i].clone()));
+        // Old images go as their `[image: …]` text: each counts as much as a page of text.
+        out.extend(parts.kept_old.iter().map(|&i| {
+            let mut m = messages[i].clone();
+            m.images_to_text();
+            m
+        }));
 
         let mut summary = String::new();
         let mut usage = Usage::default();

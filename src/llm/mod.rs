@@ -11,6 +11,7 @@ mod anthropic_wire;
 mod builders;
 pub mod content_calls;
 pub mod continuity;
+mod image;
 pub mod json;
 pub mod openai;
 mod openai_wire;
@@ -33,6 +34,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 
 pub use continuity::Continuity;
+pub use image::ImagePart;
 pub use json::extract_json;
 pub use price::{Cost, Price};
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
@@ -81,16 +83,6 @@ pub struct Message {
     /// Images of a user message (docs/api.md "Images"), sent after its text as image parts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImagePart>,
-}
-
-/// An image of a message, as the provider receives it: a `data:` URL (stored as an artifact,
-/// `artifact` names it) or an `http(s)` URL passed on as it is. Each encoder maps it in one
-/// place (OpenAI `image_url`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImagePart {
-    pub url: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact: Option<String>,
 }
 
 impl Message {
@@ -143,6 +135,22 @@ impl Message {
     pub fn with_images(mut self, images: Vec<ImagePart>) -> Self {
         self.images = images;
         self
+    }
+
+    /// Replaces the message's images by their placeholders at the end of its text (an old
+    /// message after a compaction, or one beyond what a history replays). False when it had
+    /// none.
+    pub fn images_to_text(&mut self) -> bool {
+        if self.images.is_empty() {
+            return false;
+        }
+        for image in std::mem::take(&mut self.images) {
+            if !self.content.is_empty() {
+                self.content.push('\n');
+            }
+            self.content.push_str(&image.stored().placeholder());
+        }
+        true
     }
 
     /// Marks a tool result as reporting a failure (or not).

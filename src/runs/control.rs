@@ -79,6 +79,7 @@ impl RunManager {
                 kind: MessageKind::Interrupt,
                 content: content.clone(),
                 run_id: Some(run_id),
+                images: Vec::new(),
             })
             .await?;
         if queue.push_with_id(id, content.clone()).is_ok() {

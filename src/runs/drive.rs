@@ -14,7 +14,7 @@ use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunLabels, RunManager};
 use super::persist::{EventWriter, Fence, PersistError};
-use super::start::{ConversationRef, StartRun};
+use super::request::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{
     CheckpointJson, CheckpointSink, Checkpoints, NotRecorded, Recorded, Resume,
@@ -50,6 +50,7 @@ pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>)
                 kind: MessageKind::Answer,
                 content: outcome.answer.clone(),
                 run_id: Some(run_id),
+                images: Vec::new(),
             });
     FinalState {
         finish: RunFinish {

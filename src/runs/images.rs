@@ -1,14 +1,15 @@
 //! Images of a query (docs/api.md "Images"): `data:` URLs of PNG, JPEG, WebP or GIF, at most
 //! 5 MiB decoded and 8 per message, stored as artifacts of the run's conversation and sent to
-//! the model as they came; `http(s)` URLs are passed on untouched (never fetched here).
+//! the model as they came; `http(s)` URLs are passed on untouched (never fetched here). A
+//! message keeps them by artifact id or URL; later runs load the stored ones back.
 
 use base64::Engine as _;
 use uuid::Uuid;
 
 use super::manager::RunError;
-use crate::llm::ImagePart;
-use crate::store::Store;
-use crate::tools::Artifact;
+use crate::domain::MessageImage;
+use crate::llm::{ImagePart, Message};
+use crate::store::{NewArtifact, Store};
 
 /// Most images one message may carry.
 pub const MAX_IMAGES: usize = 8;
@@ -88,16 +89,21 @@ fn check_image(url: &str) -> Result<QueryImage, String> {
     })
 }
 
-/// Stores the `data:` images as artifacts of `run_id` (so of its conversation) and returns
-/// the parts the model is sent.
-pub async fn store_images(
-    store: &Store,
-    run_id: Uuid,
-    images: Vec<QueryImage>,
-) -> Result<Vec<ImagePart>, RunError> {
-    let mut parts = Vec::with_capacity(images.len());
+/// A query's checked images made ready to store with its run: the artifacts (ids chosen now),
+/// the form its message keeps them in, and the parts the model is sent.
+#[derive(Debug, Default)]
+pub struct StagedImages {
+    pub artifacts: Vec<NewArtifact>,
+    pub stored: Vec<MessageImage>,
+    pub parts: Vec<ImagePart>,
+}
+
+/// Stages `images`: each `data:` image becomes an artifact written with the run's start (so
+/// of its conversation), named in the message by its id; an `http(s)` URL stays a URL.
+pub fn stage_images(images: Vec<QueryImage>) -> StagedImages {
+    let mut staged = StagedImages::default();
     for (i, image) in images.into_iter().enumerate() {
-        parts.push(match image {
+        let part = match image {
             QueryImage::Remote(url) => ImagePart {
                 url,
                 artifact: None,
@@ -108,20 +114,81 @@ pub async fn store_images(
                 ext,
                 bytes,
             } => {
-                let artifact = Artifact {
+                let id = Uuid::new_v4();
+                staged.artifacts.push(NewArtifact {
+                    id,
                     name: format!("image-{}.{ext}", i + 1),
                     mime_type: mime.to_string(),
                     data: bytes,
-                };
-                let stored = store.put_artifact(run_id, artifact).await?;
+                });
                 ImagePart {
                     url,
-                    artifact: Some(stored.id),
+                    artifact: Some(id.to_string()),
                 }
             }
-        });
+        };
+        staged.stored.push(part.stored());
+        staged.parts.push(part);
     }
-    Ok(parts)
+    staged
+}
+
+/// Most images of earlier messages a run sends again as images (the newest first); older ones
+/// go as their `[image: …]` text. Bounds what a run start reads back from the store.
+pub const MAX_REPLAYED_IMAGES: usize = 8;
+
+/// Makes the images of `messages` (a history, a checkpoint's messages) ready to send: the
+/// newest [`MAX_REPLAYED_IMAGES`] are kept, stored ones read back from `owner`'s artifacts;
+/// the older ones, and any whose artifact is gone, become their placeholder text. Runs once
+/// at a run's start or resume, never per model call.
+pub async fn load_images(
+    store: &Store,
+    owner: &str,
+    messages: &mut [Message],
+) -> Result<(), RunError> {
+    let mut kept = 0;
+    for m in messages.iter_mut().rev() {
+        if m.images.is_empty() {
+            continue;
+        }
+        if kept + m.images.len() > MAX_REPLAYED_IMAGES {
+            m.images_to_text();
+            continue;
+        }
+        kept += m.images.len();
+        let mut missing = Vec::new();
+        for image in m.images.iter_mut().filter(|i| i.unloaded()) {
+            match load_one(store, owner, image.artifact.as_deref()).await? {
+                Some(url) => image.url = url,
+                None => missing.push(image.stored().placeholder()),
+            }
+        }
+        if !missing.is_empty() {
+            m.images.retain(|i| !i.url.is_empty());
+            m.content.push('\n');
+            m.content.push_str(&missing.join("\n"));
+        }
+    }
+    Ok(())
+}
+
+/// The `data:` URL of a stored image; `None` when the artifact is gone or not an image.
+async fn load_one(
+    store: &Store,
+    owner: &str,
+    artifact: Option<&str>,
+) -> Result<Option<String>, RunError> {
+    let Some(id) = artifact.and_then(|a| Uuid::parse_str(a).ok()) else {
+        return Ok(None);
+    };
+    let Some(stored) = store.get_artifact(owner, id).await? else {
+        return Ok(None);
+    };
+    if !TYPES.iter().any(|(t, _)| *t == stored.mime_type) {
+        return Ok(None);
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&stored.data);
+    Ok(Some(format!("data:{};base64,{data}", stored.mime_type)))
 }
 
 #[cfg(test)]

@@ -142,9 +142,11 @@ impl RunManager {
         let Some(raw) = self.store.run_checkpoint(run.id).await? else {
             return Ok(false);
         };
-        let cp: Checkpoint = serde_json::from_str(&raw)
+        let mut cp: Checkpoint = serde_json::from_str(&raw)
             .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))?;
         let conv = self.owned(&run.owner, run.conversation_id).await?;
+        // A checkpoint names stored images by artifact: their bytes are read back once here.
+        super::images::load_images(&self.store, &run.owner, &mut cp.messages).await?;
         let ledger = self.ledger_for(&run.owner, run.id, &conv);
         let (model, agent) = self.agent_for(
             &conv,

@@ -62,6 +62,7 @@ impl RunManager {
             kind: MessageKind::Interrupt,
             content,
             run_id: Some(run_id),
+            images: Vec::new(),
         };
         if !self.store.send_interrupt(run_id, message).await? {
             return Err(RunError::NoActiveRun);

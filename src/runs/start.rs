@@ -14,127 +14,19 @@ use super::checks::{check_at_most, check_text};
 use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
-use super::images::{check_images, store_images, QueryImage};
+use super::history::{seed, Seed};
+use super::images::{check_images, load_images, stage_images, QueryImage};
 use super::ledger::Ledger;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
+use super::request::{ConversationRef, StartRun};
 use crate::agent::checkpoint::Resume;
-use crate::agent::{InterruptQueue, Mode, RunInput};
+use crate::agent::{InterruptQueue, RunInput};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, MessageKind, MessageRole};
-use crate::llm::{Message, ToolDefinition};
-use crate::store::{Conversation, NewConversation, NewMessage, NewRun, EVENT_ID_BLOCK};
+use crate::store::{Conversation, NewMessage, NewRun, RunStart, EVENT_ID_BLOCK};
 use crate::telemetry::spans::AgentAttrs;
 use crate::telemetry::{Context, RunTrace};
-
-/// Which conversation a run belongs to.
-#[derive(Clone, Debug)]
-pub enum ConversationRef {
-    /// A stored conversation of the caller's.
-    Existing(Uuid),
-    /// A new conversation, checked like `POST /api/conversations` and stored with its first
-    /// run in one transaction: nothing is stored if the start fails.
-    New(NewConversation),
-}
-
-impl ConversationRef {
-    /// A new conversation titled after the query's first 80 characters (`POST /api/chat`).
-    pub fn titled_after(query: &str, model: Option<String>) -> Self {
-        Self::New(NewConversation {
-            title: Some(query.trim().chars().take(80).collect()),
-            model,
-            ..NewConversation::default()
-        })
-    }
-}
-
-/// An earlier turn a client brings along with a new conversation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PriorTurn {
-    pub role: MessageRole,
-    pub content: String,
-}
-
-/// What a client asked for.
-#[derive(Clone, Debug)]
-pub struct StartRun {
-    pub conversation: ConversationRef,
-    pub query: String,
-    /// A configured model name; the conversation's model, else the default, when absent.
-    pub model: Option<String>,
-    /// A forced mode; the engine decides when absent.
-    pub mode: Option<Mode>,
-    pub max_iterations: Option<u32>,
-    /// The engine; the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent.
-    pub engine: Option<Engine>,
-    /// The run's id, when it was announced before the run started (a `done.next_run_id`).
-    pub id: Option<Uuid>,
-    /// Stored follow-ups this run's query is made of: they leave the history it reads, and the
-    /// conversation, once its query is stored.
-    pub replaces: Vec<Uuid>,
-    /// Turns before the query (oldest first) a new conversation is seeded with: stored with
-    /// it, and the history the run reads. Only with [`ConversationRef::New`].
-    pub history: Vec<PriorTurn>,
-    /// The agent the caller expects an existing conversation to run (`/v1`'s `model`): a
-    /// conversation of another agent is refused with [`RunError::AgentMismatch`] rather than
-    /// run under a name that is not what ran.
-    pub agent: Option<String>,
-    /// Tools the caller executes (docs/api.md "Caller tools"); any API passes them here.
-    pub client_tools: Vec<ToolDefinition>,
-    /// The id of the new conversation ([`ConversationRef::New`] only; fresh when absent): a
-    /// front end's own thread id names it (docs/protocols.md).
-    pub conversation_id: Option<Uuid>,
-    /// The query's images as URLs (`data:` or `http(s)`, docs/api.md "Images").
-    pub images: Vec<String>,
-    /// A section appended to this run's system prompt (a front end's `context`), not stored
-    /// with the conversation: later runs do not see it.
-    pub context: Option<String>,
-}
-
-impl StartRun {
-    /// A run of `query` in `conversation`, everything else as configured.
-    pub fn new(conversation: ConversationRef, query: impl Into<String>) -> Self {
-        Self {
-            conversation,
-            query: query.into(),
-            model: None,
-            mode: None,
-            max_iterations: None,
-            engine: None,
-            id: None,
-            replaces: Vec::new(),
-            history: Vec::new(),
-            agent: None,
-            client_tools: Vec::new(),
-            conversation_id: None,
-            images: Vec::new(),
-            context: None,
-        }
-    }
-}
-
-impl PriorTurn {
-    fn message(&self) -> Message {
-        match self.role {
-            MessageRole::User => Message::user(self.content.clone()),
-            MessageRole::Assistant => Message::assistant(self.content.clone()),
-        }
-    }
-
-    fn stored(&self, conversation_id: Uuid) -> NewMessage {
-        NewMessage {
-            id: None,
-            conversation_id,
-            role: self.role,
-            kind: match self.role {
-                MessageRole::User => MessageKind::Query,
-                MessageRole::Assistant => MessageKind::Answer,
-            },
-            content: self.content.clone(),
-            run_id: None,
-        }
-    }
-}
 
 impl RunManager {
     /// Checks and starts a run of `owner`'s: 400-style `Invalid`/`UnknownModel`, `NotFound`
@@ -163,7 +55,11 @@ impl RunManager {
         request: StartRun,
         parent: Context,
     ) -> Result<Arc<LiveRun>, RunError> {
-        check_text("query", &request.query, self.max_query_chars)?;
+        // A query may be its images alone ("what is this?" is often left unsaid).
+        match request.images.is_empty() {
+            true => check_text("query", &request.query, self.max_query_chars)?,
+            false => check_at_most("query", &request.query, self.max_query_chars)?,
+        }
         let images = check_images(&request.images)?;
         self.check_history(&request)?;
         if request.max_iterations == Some(0) {
@@ -207,25 +103,23 @@ impl RunManager {
             return Err(RunError::NotFound);
         }
         let ledger = self.ledger_for(owner, run_id, &conv);
-        let prepared = self
-            .prepare(
-                owner,
-                &conv,
-                &request,
-                run_id,
-                is_new,
-                &parent,
-                images,
-                ledger.clone(),
-            )
-            .await;
-        match prepared {
-            Ok((agent, input, labels)) => {
-                let live = self.launch(owner, &conv, run_id, agent, input, labels, ledger);
-                tracing::info!(run_id = %live.id, conversation_id = %conv.id, "run started");
+        let mut starting = Starting {
+            owner,
+            conv,
+            run_id,
+            is_new,
+            parent,
+            images,
+            ledger,
+        };
+        match self.prepare(&request, &mut starting).await {
+            Ok(prepared) => {
+                let live = self.launch(&starting, prepared);
+                tracing::info!(run_id = %live.id, conversation_id = %starting.conv.id, "run started");
                 Ok(live)
             }
             Err(e) => {
+                let conv = &starting.conv;
                 self.active.remove(&conv.id);
                 // Deleted between the read above and the run's insert (a foreign-key error).
                 if matches!(e, RunError::Store(_))
@@ -239,6 +133,22 @@ impl RunManager {
         }
     }
 
+    /// Supplied history seeds new conversations only, and each turn obeys the query's rules.
+    pub(super) fn check_history(&self, request: &StartRun) -> Result<(), RunError> {
+        if request.history.is_empty() {
+            return Ok(());
+        }
+        if matches!(request.conversation, ConversationRef::Existing(_)) {
+            return Err(RunError::Invalid(
+                "a history can only be given with a new conversation".into(),
+            ));
+        }
+        for turn in &request.history {
+            check_at_most("history", &turn.content, self.max_query_chars)?;
+        }
+        Ok(())
+    }
+
     /// `owner`'s conversation, or `NotFound`.
     pub async fn owned(&self, owner: &str, id: Uuid) -> Result<Conversation, RunError> {
         self.store
@@ -248,23 +158,19 @@ impl RunManager {
     }
 
     /// The run's live state and its task (the run's slot is already taken).
-    #[allow(clippy::too_many_arguments)] // the run and what carries it; see prepare
-    fn launch(
-        self: &Arc<Self>,
-        owner: &str,
-        conv: &Conversation,
-        run_id: Uuid,
-        agent: RunEngine,
-        input: RunInput,
-        labels: RunLabels,
-        ledger: Arc<Ledger>,
-    ) -> Arc<LiveRun> {
+    fn launch(self: &Arc<Self>, s: &Starting<'_>, prepared: Prepared) -> Arc<LiveRun> {
         let queue = Arc::new(InterruptQueue::new());
         // The run's row was committed with its first block of ids reserved.
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
         // Created with its lease at epoch 1 (see `Store::hold_leases_as`).
-        let live = self.live_run_of(owner, conv.id, run_id, 1, log, ledger);
-        self.spawn_run(live.clone(), agent, input, queue, None, labels);
+        let ledger = s.ledger.clone();
+        let live = self.live_run_of(s.owner, s.conv.id, s.run_id, 1, log, ledger);
+        let Prepared {
+            engine,
+            input,
+            labels,
+        } = prepared;
+        self.spawn_run(live.clone(), engine, input, queue, None, labels);
         live
     }
 
@@ -325,68 +231,57 @@ impl RunManager {
         self.tracker.spawn(work.scope(run).instrument(span));
     }
 
-    /// The run's agent and input; the run and its query are stored (with the conversation
-    /// when it is new).
-    // Eight inputs, each used once; a struct for them would only be this list again.
-    #[allow(clippy::too_many_arguments)]
-    async fn prepare(
-        &self,
-        owner: &str,
-        conv: &Conversation,
-        req: &StartRun,
-        run_id: Uuid,
-        is_new: bool,
-        parent: &Context,
-        images: Vec<QueryImage>,
-        ledger: Arc<Ledger>,
-    ) -> Result<(RunEngine, RunInput, RunLabels), RunError> {
+    /// The run's agent and input; the run and its query (with its images) are stored, with
+    /// the conversation when it is new.
+    async fn prepare(&self, req: &StartRun, s: &mut Starting<'_>) -> Result<Prepared, RunError> {
+        let conv = &s.conv;
         let asked = req.model.as_deref().or(conv.model.as_deref());
-        let mut bound = self.bind(conv, asked, req.max_iterations, ledger)?;
+        let mut bound = self.bind(conv, asked, req.max_iterations, s.ledger.clone())?;
         if let Some(context) = &req.context {
             bound.system_prompt = Some(with_context(bound.system_prompt.as_deref(), context));
         }
-        if !images.is_empty() && !bound.llm.abilities().vision {
+        let has_images = !s.images.is_empty() || req.history.iter().any(|t| !t.images.is_empty());
+        if has_images && !bound.llm.abilities().vision {
             return Err(RunError::ModelWithoutVision(bound.model.clone()));
         }
         check_client_tools(&req.client_tools, &bound.tools.names())?;
-        let engine = match (
-            req.engine.or(conv.engine).or(bound.engine),
-            req.client_tools.is_empty(),
-        ) {
-            (e, true) => e.unwrap_or(self.dag.default_engine),
-            (Some(Engine::Dag), false) => {
-                // 409, not 400: each field is valid alone, only the pair conflicts.
-                return Err(RunError::Conflict(
-                    "client_tools are not supported by the dag engine: use engine react".into(),
-                ));
-            }
-            // A plan's steps cannot wait for the caller: `auto` (or a DAG default) runs ReAct.
-            (_, false) => Engine::React,
-        };
+        let engine = run_engine(req, conv, bound.engine, self.dag.default_engine)?;
         let agent = self.react_agent(&bound, req.mode);
         let model = bound.model.clone();
         let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
         let trace = RunTrace::start(
-            parent,
+            &s.parent,
             &AgentAttrs {
                 agent: agent_name,
-                run_id: &run_id.to_string(),
+                run_id: &s.run_id.to_string(),
                 conversation_id: &conv.id.to_string(),
-                tenant: owner,
+                tenant: s.owner,
                 model: &model,
             },
         );
-        let history = if is_new {
-            req.history.iter().map(PriorTurn::message).collect()
-        } else {
-            let mut history = self.history(conv.id, &req.replaces).await?;
-            history.extend(self.unanswered_turn(conv.id).await?);
-            history
+        let seed = match s.is_new {
+            true => seed(&req.history, conv.id)?,
+            false => {
+                let mut history = self.history(conv.id, &req.replaces).await?;
+                history.extend(self.unanswered_turn(conv.id).await?);
+                if !bound.llm.abilities().vision {
+                    // A model without vision gets a history's images as their text.
+                    history.iter_mut().for_each(|m| {
+                        m.images_to_text();
+                    });
+                }
+                load_images(&self.store, s.owner, &mut history).await?;
+                Seed {
+                    history,
+                    ..Seed::default()
+                }
+            }
         };
+        let images = stage_images(std::mem::take(&mut s.images));
         let run = NewRun {
-            id: run_id,
+            id: s.run_id,
             conversation_id: conv.id,
-            owner: owner.to_string(),
+            owner: s.owner.to_string(),
             mode: agent.mode(),
             model: model.clone(),
             traceparent: trace.traceparent(),
@@ -397,71 +292,85 @@ impl RunManager {
             role: MessageRole::User,
             kind: MessageKind::Query,
             content: req.query.clone(),
-            run_id: Some(run_id),
+            run_id: Some(s.run_id),
+            images: images.stored,
         };
-        if is_new {
-            let seed = req.history.iter().map(|t| t.stored(conv.id)).collect();
-            self.store
-                .create_conversation_with_history(conv, seed, run, query)
-                .await?;
-        } else {
-            self.store.create_run_with_query(run, query).await?;
-        }
+        let mut artifacts = seed.artifacts;
+        artifacts.extend(images.artifacts);
+        self.store
+            .start_run(RunStart {
+                conversation: s.is_new.then_some(conv),
+                history: seed.stored,
+                run,
+                query,
+                artifacts,
+            })
+            .await?;
         for id in &req.replaces {
             self.store.delete_message(conv.id, *id).await?;
         }
-        let images = store_images(&self.store, run_id, images).await?;
         let input = RunInput {
-            run_id: run_id.to_string(),
+            run_id: s.run_id.to_string(),
             conversation_id: conv.id.to_string(),
             query: req.query.clone(),
-            history,
+            history: seed.history,
             model_name: Some(model),
             client_tools: req.client_tools.clone(),
-            images,
+            images: images.parts,
         };
         let dag = self.dag_setup(bound, req.mode);
         let labels = RunLabels {
             agent: agent_name.to_string(),
             trace,
         };
-        Ok((RunEngine::new(engine, agent, dag), input, labels))
+        Ok(Prepared {
+            engine: RunEngine::new(engine, agent, dag),
+            input,
+            labels,
+        })
     }
+}
 
-    /// Supplied history seeds new conversations only, and each turn obeys the query's rules.
-    fn check_history(&self, request: &StartRun) -> Result<(), RunError> {
-        if request.history.is_empty() {
-            return Ok(());
-        }
-        if matches!(request.conversation, ConversationRef::Existing(_)) {
-            return Err(RunError::Invalid(
-                "a history can only be given with a new conversation".into(),
-            ));
-        }
-        for turn in &request.history {
-            check_at_most("history", &turn.content, self.max_query_chars)?;
-        }
-        Ok(())
-    }
+/// What a start carries from its checks through [`RunManager::prepare`] to
+/// [`RunManager::launch`]: whose run, where, and what travels with it.
+struct Starting<'a> {
+    owner: &'a str,
+    conv: Conversation,
+    run_id: Uuid,
+    /// The conversation is new: stored with the run.
+    is_new: bool,
+    /// The caller's trace: the run's span is its child.
+    parent: Context,
+    /// The query's checked images (taken when the run is stored).
+    images: Vec<QueryImage>,
+    ledger: Arc<Ledger>,
+}
 
-    /// The conversation's earlier turns as the model reads them.
-    async fn history(
-        &self,
-        conversation_id: Uuid,
-        leave_out: &[Uuid],
-    ) -> Result<Vec<Message>, RunError> {
-        let stored = self.store.list_messages(conversation_id).await?;
-        Ok(stored
-            .into_iter()
-            .filter(|m| !leave_out.contains(&m.id))
-            .map(|m| match (m.role, m.kind) {
-                (MessageRole::Assistant, _) => {
-                    Message::assistant(m.content).with_continuity(m.continuity)
-                }
-                (_, MessageKind::Interrupt) => Message::user(format!("(follow-up) {}", m.content)),
-                _ => Message::user(m.content),
-            })
-            .collect())
+/// A prepared run: what drives it and what it is given.
+struct Prepared {
+    engine: RunEngine,
+    input: RunInput,
+    labels: RunLabels,
+}
+
+/// The engine a run uses: the request's, else the conversation's, else the agent's, else the
+/// default; caller tools need ReAct (a plan's steps cannot wait for the caller).
+fn run_engine(
+    req: &StartRun,
+    conv: &Conversation,
+    bound: Option<Engine>,
+    default: Engine,
+) -> Result<Engine, RunError> {
+    match (
+        req.engine.or(conv.engine).or(bound),
+        req.client_tools.is_empty(),
+    ) {
+        (e, true) => Ok(e.unwrap_or(default)),
+        // 409, not 400: each field is valid alone, only the pair conflicts.
+        (Some(Engine::Dag), false) => Err(RunError::Conflict(
+            "client_tools are not supported by the dag engine: use engine react".into(),
+        )),
+        (_, false) => Ok(Engine::React),
     }
 }
 

@@ -1,8 +1,11 @@
 //! `images: [{url}]` on `/api` run starts (docs/api.md "Images"): the URLs go to the runs API,
-//! which checks, stores and sends them.
+//! which checks, stores and sends them; a stored message shows them again as
+//! [`MessageImageView`]s.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+use crate::domain::{artifact_url, MessageImage};
 
 /// An image of the query.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
@@ -18,4 +21,30 @@ pub struct ImageInput {
 /// The URLs of `images`.
 pub fn urls(images: Vec<ImageInput>) -> Vec<String> {
     images.into_iter().map(|i| i.url).collect()
+}
+
+/// An image of a stored user message, as a client shows it again.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct MessageImageView {
+    /// `/api/artifacts/{artifact_id}` for an image sent as a `data:` URL (fetched with the
+    /// API key like any artifact), else the `http(s)` URL as it was sent.
+    pub url: String,
+    /// The artifact holding the image's bytes (images sent as `data:` URLs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
+}
+
+impl From<MessageImage> for MessageImageView {
+    fn from(image: MessageImage) -> Self {
+        match image {
+            MessageImage::Artifact { artifact_id } => Self {
+                url: artifact_url(&artifact_id),
+                artifact_id: Some(artifact_id),
+            },
+            MessageImage::Url { url } => Self {
+                url,
+                artifact_id: None,
+            },
+        }
+    }
 }

@@ -12,6 +12,7 @@ use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::images::MessageImageView;
 use crate::agent::hooks::approval::ApprovalInfo;
 use crate::domain::{Engine, MessageKind, MessageRole, Mode, RunStatus};
 use crate::tools::ToolSource;
@@ -135,6 +136,9 @@ pub struct Message {
     #[schema(required)]
     pub run_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
+    /// A user message's images (docs/api.md "Images"); absent when it has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<MessageImageView>,
 }
 
 impl From<store::StoredMessage> for Message {
@@ -146,6 +150,7 @@ impl From<store::StoredMessage> for Message {
             content: m.content,
             run_id: m.run_id,
             created_at: m.created_at,
+            images: m.images.into_iter().map(MessageImageView::from).collect(),
         }
     }
 }

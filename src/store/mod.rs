@@ -49,10 +49,11 @@ pub use error::StoreError;
 pub use health::READY_TIMEOUT;
 pub use leases::LeaseHolder;
 pub use models::{
-    AuditRow, Conversation, FinalState, ForkedFrom, InstanceRow, NewConversation, NewMessage,
-    NewRun, RunBatch, RunFinish, RunRow, StoredArtifact, StoredEvent, StoredMessage, TakenRun,
-    Written, EVENT_ID_BLOCK,
+    AuditRow, Conversation, FinalState, ForkedFrom, InstanceRow, NewArtifact, NewConversation,
+    NewMessage, NewRun, RunBatch, RunFinish, RunRow, StoredArtifact, StoredEvent, StoredMessage,
+    TakenRun, Written, EVENT_ID_BLOCK,
 };
+pub use runs::RunStart;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");

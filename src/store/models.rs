@@ -66,6 +66,8 @@ pub struct StoredMessage {
     pub created_at: DateTime<Utc>,
     /// What the model sent with an answer beyond its text, for the same model's later calls.
     pub continuity: Option<crate::llm::Continuity>,
+    /// A user message's images (artifact ids or URLs, never bytes).
+    pub images: Vec<crate::domain::MessageImage>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +79,18 @@ pub struct NewMessage {
     pub kind: MessageKind,
     pub content: String,
     pub run_id: Option<Uuid>,
+    /// A user message's images (artifact ids or URLs, never bytes).
+    pub images: Vec<crate::domain::MessageImage>,
+}
+
+/// An artifact written with its run's start (a query's `data:` image), under an id chosen
+/// before: the query message names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewArtifact {
+    pub id: Uuid,
+    pub name: String,
+    pub mime_type: String,
+    pub data: Vec<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

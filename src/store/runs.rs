@@ -21,6 +21,7 @@ use crate::llm::Usage;
 mod start;
 
 pub(crate) use start::PendingStart;
+pub use start::RunStart;
 
 #[derive(sqlx::FromRow)]
 struct RunRecord {

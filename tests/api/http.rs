@@ -14,6 +14,7 @@ mod budgets;
 mod client_tools;
 mod conversations;
 mod forks;
+mod image_history;
 mod images;
 mod ops;
 mod runs;

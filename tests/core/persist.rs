@@ -76,6 +76,7 @@ async fn new_run(store: &Store) -> (Uuid, Uuid) {
                 kind: MessageKind::Query,
                 content: "q".into(),
                 run_id: Some(run),
+                images: Vec::new(),
             },
         )
         .await
@@ -110,6 +111,7 @@ fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
             kind: MessageKind::Answer,
             content: answer.into(),
             run_id: Some(run),
+            images: Vec::new(),
         }),
     }
 }

@@ -38,6 +38,7 @@ async fn start_run(store: &Store, conv: Uuid, content: String) -> Result<Uuid, S
         kind: MessageKind::Query,
         content,
         run_id: Some(run),
+        images: Vec::new(),
     };
     store.create_run_with_query(new, query).await.map(|_| run)
 }

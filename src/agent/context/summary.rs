@@ -109,6 +109,10 @@ pub(super) fn render_message(out: &mut String, m: &Message, context: &[&Message]
                 _ => "assistant: ",
             });
             push_cut(out, &m.content, SUMMARY_MESSAGE_BYTES);
+            for image in &m.images {
+                out.push(' ');
+                out.push_str(&image.stored().placeholder());
+            }
             for c in &m.tool_calls {
                 out.push_str(&format!("\n  called {}(", c.name));
                 push_cut(out, &c.arguments, SUMMARY_TOOL_RESULT_BYTES);

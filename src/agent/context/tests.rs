@@ -388,3 +388,5 @@ async fn a_very_long_old_part_cannot_overflow_the_summary_call() {
     assert!(prompt.contains("Latest reasoning chain:\nthinking 28"));
     assert!(is_well_formed(&c.messages));
 }
+
+mod images;

@@ -244,16 +244,20 @@ fn image_block<M: SerializeMap>(map: &mut M, image: &ImagePart) -> Result<(), M:
         .url
         .strip_prefix("data:")
         .and_then(|rest| rest.split_once(";base64,"));
+    // Borrowed, not `json!`: a `data:` URL is megabytes, never copied per request.
     match data {
-        Some((media_type, data)) => map.serialize_entry(
-            "source",
-            &serde_json::json!({"type": "base64", "media_type": media_type, "data": data}),
-        ),
-        None => map.serialize_entry(
-            "source",
-            &serde_json::json!({"type": "url", "url": image.url}),
-        ),
+        Some((media_type, data)) => {
+            map.serialize_entry("source", &ImageSource::Base64 { media_type, data })
+        }
+        None => map.serialize_entry("source", &ImageSource::Url { url: &image.url }),
     }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum ImageSource<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
 }
 
 fn tool_use_block<M: SerializeMap>(map: &mut M, call: &ToolCall) -> Result<(), M::Error> {

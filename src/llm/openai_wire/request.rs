@@ -181,12 +181,26 @@ impl Serialize for Parts<'_> {
             seq.serialize_element(&serde_json::json!({"type": "text", "text": m.content}))?;
         }
         for image in &m.images {
-            seq.serialize_element(
-                &serde_json::json!({"type": "image_url", "image_url": {"url": image.url}}),
-            )?;
+            seq.serialize_element(&ImageUrlPart {
+                kind: "image_url",
+                image_url: ImageUrl { url: &image.url },
+            })?;
         }
         seq.end()
     }
+}
+
+/// An `image_url` part borrowing its URL: a `data:` URL is megabytes, never copied per request.
+#[derive(Serialize)]
+struct ImageUrlPart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    image_url: ImageUrl<'a>,
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
 }
 
 /// The calls of a message, each with its kept fields from `.1`.

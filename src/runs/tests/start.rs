@@ -72,10 +72,10 @@ async fn a_refused_start_stores_nothing() {
         ),
         (
             StartRun {
-                history: vec![crate::runs::PriorTurn {
-                    role: crate::domain::MessageRole::User,
-                    content: "x".repeat(21),
-                }],
+                history: vec![crate::runs::PriorTurn::text(
+                    crate::domain::MessageRole::User,
+                    "x".repeat(21),
+                )],
                 ..StartRun::new(new(None), "q")
             },
             "history is longer than 20 characters",
@@ -95,10 +95,10 @@ async fn a_refused_start_stores_nothing() {
     // Supplied history only seeds a new conversation.
     let mine = f.conversation("alice").await;
     let seeded = StartRun {
-        history: vec![crate::runs::PriorTurn {
-            role: crate::domain::MessageRole::Assistant,
-            content: "earlier".into(),
-        }],
+        history: vec![crate::runs::PriorTurn::text(
+            crate::domain::MessageRole::Assistant,
+            "earlier",
+        )],
         ..StartRun::new(ConversationRef::Existing(mine), "q")
     };
     let err = f.runs.start("alice", seeded).await.unwrap_err();

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body::{data, encoded_response};
+use super::images::ag_ui_images;
 use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
 use crate::agent::client_tools::ToolOutput;
 use crate::domain::MessageRole;
@@ -181,6 +182,7 @@ fn front_request(agent: String, input: &RunAgentInput) -> Result<FrontRequest, A
             Some(ClientTurn {
                 role,
                 text: text_of(m.content.as_ref()),
+                images: ag_ui_images(m.content.as_ref()),
             })
         })
         .collect();

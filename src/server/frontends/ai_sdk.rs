@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body::{data, encoded_response};
+use super::images::ai_sdk_images;
 use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
 use crate::agent::client_tools::ToolOutput;
 use crate::domain::MessageRole;
@@ -113,6 +114,7 @@ fn front_request(agent: String, chat: &ChatRequest) -> FrontRequest {
             Some(ClientTurn {
                 role,
                 text: m.text(),
+                images: ai_sdk_images(&m.parts),
             })
         })
         .collect();

@@ -4,13 +4,14 @@
 //! same runs as `/api`: same keys, tenancy and rate limit, and a client that goes away never
 //! cancels its run. Files: `threads` (thread ids, the resent history, starting or resuming),
 //! `body` (the streamed response and the [`body::Encoder`] each protocol implements),
-//! `ag_ui`, `ai_sdk` (the protocols), `openapi` (their routes in the OpenAPI document). A page
+//! `ag_ui`, `ai_sdk` (the protocols), `images` (their image parts), `openapi` (their routes in the OpenAPI document). A page
 //! served from another origin (`examples/ag-ui`) may call them when `[server] cors_origins`
 //! names its origin (docs/configuration.md).
 
 mod ag_ui;
 mod ai_sdk;
 mod body;
+mod images;
 pub mod openapi;
 mod threads;
 

@@ -58,7 +58,7 @@ fn user_message(text: &str, max_chars: usize, content: &str) -> Value {
                    } else {
                        json!({"type": "array", "minItems": 1, "items": {
                            "type": "object", "required": ["type", "text"],
-                           "properties": {"type": {"type": "string", "description": "`text` parts make the question; other parts are read as the AI SDK defines them or ignored"},
+                           "properties": {"type": {"type": "string", "description": "`text` parts make the question, `file` parts with an `image/*` `mediaType` its images (docs/api.md \"Images\"); other parts are read as the AI SDK defines them or ignored"},
                                           "text": {"type": "string", "pattern": text, "maxLength": max_chars}}}})
                    }}})
 }
@@ -66,7 +66,7 @@ fn user_message(text: &str, max_chars: usize, content: &str) -> Value {
 fn ag_ui_path(agents: &[String], text: &str, max_chars: usize) -> Value {
     let request = json!({
         "type": "object", "required": ["threadId", "runId", "messages"],
-        "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (`[{description, value}]`, a section of this run's system prompt), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
+        "description": "An AG-UI 1.0 `RunAgentInput`. The thread is a conversation (created when unknown); `messages` is the whole history, of which only the user messages after the last assistant message are new. Also read: `tools` (frontend tools, run by the client), `tool` messages after the last assistant message (their outputs), `context` (`[{description, value}]`, a section of this run's system prompt), image parts of user messages (`binary` with an `image/*` `mimeType` and `data` or `url`, or `image` with a `data`/`url` source: the query's images, docs/api.md \"Images\"), `resume` (`[{interruptId, status: \"resolved\"|\"cancelled\", payload?}]`, answering every open interrupt: an approval's payload `{approved, reason}`, a tool call's its output). `state`, `forwardedProps` and the rest come back in `RUN_STARTED.input`.",
         "properties": {
             "threadId": {"type": "string"},
             "runId": {"type": "string"},

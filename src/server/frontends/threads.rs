@@ -24,6 +24,8 @@ use crate::store::NewConversation;
 pub struct ClientTurn {
     pub role: MessageRole,
     pub text: String,
+    /// A user turn's image URLs (`data:` or `http(s)`).
+    pub images: Vec<String>,
 }
 
 /// A client's answer to an approval a run waits on.
@@ -81,8 +83,45 @@ pub fn conversation_of(owner: &str, thread: &str) -> Uuid {
 /// The new part of a resent history: the user turns after the last assistant turn, less those
 /// the conversation already stored (`stored`: its queries, oldest first, matched from the start
 /// of the client's user turns — a client that missed an answer still resends its question),
-/// joined; and the turns before them (a new conversation is seeded with those).
+/// joined; and the turns before them (a new conversation is seeded with those). A turn may be
+/// its images alone; the new turns' images are the query's ([`new_images`]).
 pub fn new_query(turns: &[ClientTurn], stored: &[String]) -> Option<(String, Vec<PriorTurn>)> {
+    let start = new_start(turns, stored);
+    let asked: Vec<&ClientTurn> = turns[start..].iter().filter(|t| said(t)).collect();
+    if asked.is_empty() {
+        return None;
+    }
+    let text: Vec<&str> = asked
+        .iter()
+        .map(|t| t.text.as_str())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    let earlier = turns[..start]
+        .iter()
+        .filter(|t| said(t))
+        .map(|t| PriorTurn {
+            images: t.images.clone(),
+            ..PriorTurn::text(t.role, t.text.clone())
+        })
+        .collect();
+    Some((text.join("\n\n"), earlier))
+}
+
+/// The images of the new user turns ([`new_query`]'s), in order.
+pub fn new_images(turns: &[ClientTurn], stored: &[String]) -> Vec<String> {
+    turns[new_start(turns, stored)..]
+        .iter()
+        .flat_map(|t| t.images.iter().cloned())
+        .collect()
+}
+
+/// A turn with something in it: text or images.
+fn said(t: &ClientTurn) -> bool {
+    !t.text.trim().is_empty() || !t.images.is_empty()
+}
+
+/// Where the new part of a resent history starts ([`new_query`]).
+fn new_start(turns: &[ClientTurn], stored: &[String]) -> usize {
     let after_answer = turns
         .iter()
         .rposition(|t| t.role == MessageRole::Assistant)
@@ -95,26 +134,9 @@ pub fn new_query(turns: &[ClientTurn], stored: &[String]) -> Option<(String, Vec
         .zip(stored)
         .take_while(|(&i, s)| s.starts_with(turns[i].text.trim()))
         .count();
-    let start = users
+    users
         .get(known)
-        .map_or(turns.len(), |&i| i.max(after_answer));
-    let asked: Vec<&str> = turns[start..]
-        .iter()
-        .map(|t| t.text.as_str())
-        .filter(|t| !t.trim().is_empty())
-        .collect();
-    if asked.is_empty() {
-        return None;
-    }
-    let earlier = turns[..start]
-        .iter()
-        .filter(|t| !t.text.trim().is_empty())
-        .map(|t| PriorTurn {
-            role: t.role,
-            content: t.text.clone(),
-        })
-        .collect();
-    Some((asked.join("\n\n"), earlier))
+        .map_or(turns.len(), |&i| i.max(after_answer))
 }
 
 /// Starts the run a request asks for, or answers the approvals it carries and follows their run.
@@ -163,6 +185,7 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
         .filter(|m| m.role == MessageRole::User && m.kind == MessageKind::Query)
         .map(|m| m.content.clone())
         .collect();
+    let images = new_images(&req.turns, &stored);
     let (query, history) = new_query(&req.turns, &stored).ok_or_else(|| {
         // The thread already holds every question sent: nothing new to run (a 409, like a
         // busy thread, since the same body may be valid against another thread).
@@ -185,6 +208,7 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
     };
     request.client_tools = req.tools;
     request.context = req.context;
+    request.images = images;
     let live = state.runs.start(owner, request).await?;
     let events = state.runs.live_events(&live, 0);
     Ok(Attached {

@@ -140,6 +140,7 @@ fn start_request(
         return Ok(StartRun {
             agent: Some(agent.name.clone()),
             client_tools: parsed.tools.clone(),
+            images: parsed.images.clone(),
             ..StartRun::new(ConversationRef::Existing(id), parsed.query.clone())
         });
     }
@@ -161,10 +162,11 @@ fn start_request(
         history: parsed
             .history
             .iter()
-            .filter(|t| !t.content.trim().is_empty())
+            .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
             .cloned()
             .collect(),
         client_tools: parsed.tools.clone(),
+        images: parsed.images.clone(),
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     })
 }

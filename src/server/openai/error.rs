@@ -109,6 +109,7 @@ impl From<ApiError> for OpenAiError {
                 ("invalid_request_error", "conversation_busy")
             }
             ApiError::PayloadTooLarge => ("invalid_request_error", "payload_too_large"),
+            ApiError::ModelWithoutVision(_) => ("invalid_request_error", "model_without_vision"),
             ApiError::MethodNotAllowed => ("invalid_request_error", "method_not_allowed"),
             ApiError::Internal(_) => ("server_error", "internal_error"),
             ApiError::Unavailable(_) => ("server_error", "service_unavailable"),

@@ -77,7 +77,7 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
                     "headers": headers,
                     "content": {"application/json": {"schema": {"type": "object"}},
                                 "text/event-stream": {}}},
-            "400": error("`invalid_request_error`: malformed body, last message neither `user` nor the `tool` results of a waiting run, a tool that is not a function or is named like one of the agent's, `functions`, `n > 1`, unsupported content"),
+            "400": error("`invalid_request_error`: malformed body, last message neither `user` nor the `tool` results of a waiting run, a tool that is not a function or is named like one of the agent's, `functions`, `n > 1`, unsupported content or a bad image (docs/api.md \"Images\"); `model_without_vision`: images for an agent whose model has no vision"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `conversation_not_found` for the header"),
             "409": error("`conversation_busy`: the conversation has an active run, or the `tool` results answer a run that no longer waits for them"),
@@ -90,7 +90,7 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
 fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value {
     json!({
         "type": "object", "required": ["model", "messages"],
-        "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts. `tools` (type `function`) are caller tools: a call of one ends the response with `finish_reason: \"tool_calls\"`; a request whose last messages are `tool` results (their `tool_call_id`s as returned) continues that run. Other fields are ignored; `functions` and `n > 1` are refused.",
+        "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts and, in `user` messages, `{type: \"image_url\", image_url: {url, detail?}}` parts (a `data:` image is stored as an artifact, an `http(s)` URL passed on; docs/api.md \"Images\"). `tools` (type `function`) are caller tools: a call of one ends the response with `finish_reason: \"tool_calls\"`; a request whose last messages are `tool` results (their `tool_call_id`s as returned) continues that run. Other fields are ignored; `functions` and `n > 1` are refused.",
         "properties": {
             "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
             "messages": {"type": "array", "minItems": 1, "items": {"type": "object",

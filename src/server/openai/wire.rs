@@ -36,6 +36,8 @@ pub struct Parsed {
     pub model: String,
     /// The last user message.
     pub query: String,
+    /// The image URLs of the last user message (`image_url` parts).
+    pub images: Vec<String>,
     /// Earlier user and assistant messages, oldest first.
     pub history: Vec<PriorTurn>,
     /// `system` (and `developer`) messages, in order.
@@ -76,9 +78,9 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
         turns.push(message(i, m)?);
     }
     let outputs = trailing_outputs(&mut turns);
-    let query = match (&outputs, turns.pop()) {
-        (None, Some((Role::User, query))) => query,
-        (Some(_), _) => String::new(),
+    let (query, images) = match (&outputs, turns.pop()) {
+        (None, Some((Role::User, query))) => (query.text, query.images),
+        (Some(_), _) => Default::default(),
         _ => {
             return Err(OpenAiError::invalid(
                 Some("messages"),
@@ -91,15 +93,12 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
     let mut system = Vec::new();
     for (role, content) in turns {
         match role {
-            Role::System => system.push(content),
+            Role::System => system.push(content.text),
             Role::User => history.push(PriorTurn {
-                role: MessageRole::User,
-                content,
+                images: content.images,
+                ..PriorTurn::text(MessageRole::User, content.text)
             }),
-            Role::Assistant => history.push(PriorTurn {
-                role: MessageRole::Assistant,
-                content,
-            }),
+            Role::Assistant => history.push(PriorTurn::text(MessageRole::Assistant, content.text)),
             // Results of earlier round trips: the stored run has them, a new one cannot.
             Role::Tool(_) => {}
         }
@@ -112,6 +111,7 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
     Ok(Parsed {
         model,
         query,
+        images,
         history,
         system,
         stream,
@@ -123,7 +123,7 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
 
 /// The `tool` messages that end the request (in order), taken off `turns`; `None` when the
 /// last message is not one.
-fn trailing_outputs(turns: &mut Vec<(Role, String)>) -> Option<Vec<ToolOutput>> {
+fn trailing_outputs(turns: &mut Vec<(Role, Content)>) -> Option<Vec<ToolOutput>> {
     let start = turns
         .iter()
         .rposition(|(r, _)| !matches!(r, Role::Tool(_)))
@@ -134,7 +134,10 @@ fn trailing_outputs(turns: &mut Vec<(Role, String)>) -> Option<Vec<ToolOutput>> 
     let outputs = turns
         .drain(start..)
         .filter_map(|(role, output)| match role {
-            Role::Tool(call_id) => Some(ToolOutput { call_id, output }),
+            Role::Tool(call_id) => Some(ToolOutput {
+                call_id,
+                output: output.text,
+            }),
             _ => None,
         })
         .collect();
@@ -218,7 +221,7 @@ enum Role {
     Tool(String),
 }
 
-fn message(i: usize, m: &Value) -> Result<(Role, String), OpenAiError> {
+fn message(i: usize, m: &Value) -> Result<(Role, Content), OpenAiError> {
     let role = match m.get("role").and_then(Value::as_str) {
         Some("system" | "developer") => Role::System,
         Some("user") => Role::User,
@@ -246,37 +249,91 @@ fn message(i: usize, m: &Value) -> Result<(Role, String), OpenAiError> {
         }
     };
     let content = content(i, m.get("content"))?;
+    if !content.images.is_empty() && role != Role::User {
+        return Err(OpenAiError::invalid(
+            Some("messages"),
+            format!("messages[{i}]: only 'user' messages may carry images"),
+        ));
+    }
     Ok((role, content))
 }
 
-/// A string, or an array of `{type: "text", text}` parts (joined by newlines); `null` is empty.
-fn content(i: usize, c: Option<&Value>) -> Result<String, OpenAiError> {
-    match c {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut texts = Vec::with_capacity(parts.len());
-            for (j, part) in parts.iter().enumerate() {
-                match (part.get("type").and_then(Value::as_str), part.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => texts.push(t.as_str()),
-                    (kind, _) => {
-                        return Err(OpenAiError::invalid(
-                            Some("messages"),
-                            format!(
-                                "messages[{i}].content[{j}]: only text parts are supported, not {}",
-                                kind.unwrap_or("an untyped part")
-                            ),
+/// A message's text and the URLs of its images.
+#[derive(Debug, Default)]
+struct Content {
+    text: String,
+    images: Vec<String>,
+}
+
+/// A string, or an array of `{type: "text", text}` parts (joined by newlines) and
+/// `{type: "image_url", image_url: {url, detail?}}` parts (checked when the run starts); `null`
+/// is empty.
+fn content(i: usize, c: Option<&Value>) -> Result<Content, OpenAiError> {
+    let parts = match c {
+        None | Some(Value::Null) => return Ok(Content::default()),
+        Some(Value::String(s)) => {
+            return Ok(Content {
+                text: s.clone(),
+                images: Vec::new(),
+            })
+        }
+        Some(Value::Array(parts)) => parts,
+        Some(_) => {
+            return Err(OpenAiError::invalid(
+                Some("messages"),
+                format!("messages[{i}].content must be a string or an array of content parts"),
+            ))
+        }
+    };
+    let mut texts = Vec::with_capacity(parts.len());
+    let mut images = Vec::new();
+    for (j, part) in parts.iter().enumerate() {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => match part.get("text") {
+                Some(Value::String(t)) => texts.push(t.as_str()),
+                _ => return Err(part_error(i, j, "a 'text' part needs its 'text' string")),
+            },
+            Some("image_url") => {
+                // `{url, detail?}` as OpenAI documents it; a bare string as some clients send.
+                let url = match part.get("image_url") {
+                    Some(Value::String(u)) => Some(u.as_str()),
+                    Some(o) => o.get("url").and_then(Value::as_str),
+                    None => None,
+                };
+                match url {
+                    Some(u) => images.push(u.to_string()),
+                    None => {
+                        return Err(part_error(
+                            i,
+                            j,
+                            "an 'image_url' part needs 'image_url.url'",
                         ))
                     }
                 }
             }
-            Ok(texts.join("\n"))
+            kind => {
+                return Err(part_error(
+                    i,
+                    j,
+                    &format!(
+                        "only text and image_url parts are supported, not {}",
+                        kind.unwrap_or("an untyped part")
+                    ),
+                ))
+            }
         }
-        Some(_) => Err(OpenAiError::invalid(
-            Some("messages"),
-            format!("messages[{i}].content must be a string or an array of text parts"),
-        )),
     }
+    Ok(Content {
+        text: texts.join("\n"),
+        images,
+    })
+}
+
+fn part_error(i: usize, j: usize, what: &str) -> OpenAiError {
+    OpenAiError::invalid(
+        Some("messages"),
+        format!("messages[{i}].content[{j}]: {what}"),
+    )
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ struct Conversations;
     ),
     components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody,
         client_tools::ClientTool, client_tools::ClientFunction,
-        client_tools::ToolOutputsBody, client_tools::ToolOutputBody, images::ImageInput)),
+        client_tools::ToolOutputsBody, client_tools::ToolOutputBody, images::ImageInput,
+        images::MessageImageView)),
     tags((name = "runs", description = "Runs, their SSE events and follow-ups (docs/api.md)"))
 )]
 struct Runs;

@@ -291,6 +291,16 @@ fn sample_views() -> Vec<(&'static str, Value)> {
         content: "q".into(),
         run_id: Some(Uuid::new_v4()),
         created_at: now,
+        images: vec![
+            crate::domain::MessageImage::Artifact {
+                artifact_id: Uuid::new_v4().to_string(),
+            }
+            .into(),
+            crate::domain::MessageImage::Url {
+                url: "https://example.com/a.png".into(),
+            }
+            .into(),
+        ],
     };
     let usage = || views::Usage::from(crate::llm::Usage::call(3, 4));
     let run = views::Run {

@@ -14,11 +14,12 @@ const MESSAGES_UNTIL_SQL: &str =
     "SELECT id FROM messages WHERE conversation_id = $1 AND pos <= (SELECT MAX(pos) FROM \
      messages WHERE conversation_id = $1 AND run_id = $2) ORDER BY pos";
 
-/// Copies message `$3` into conversation `$2` under the id `$1`; time and continuity kept.
+/// Copies message `$3` into conversation `$2` under the id `$1`; time, continuity and images
+/// (the same artifacts: a fork is the same tenant's) kept.
 const COPY_MESSAGE_SQL: &str =
     "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at, \
-     continuity) SELECT $1, $2, role, kind, content, run_id, created_at, continuity \
-     FROM messages WHERE id = $3";
+     continuity, images) SELECT $1, $2, role, kind, content, run_id, created_at, continuity, \
+     images FROM messages WHERE id = $3";
 
 impl Store {
     /// Stores a fork of `source` (already checked to be the caller's) titled `title`, holding

@@ -3,6 +3,7 @@
 use uuid::Uuid;
 
 use super::TOUCH_CONVERSATION_SQL;
+use crate::domain::{images_column, images_of_column};
 use crate::llm::Continuity;
 use crate::store::binds::{bind, Arg};
 use crate::store::models::{now, opt_uuid, text, time, uuid};
@@ -18,6 +19,7 @@ struct MessageRecord {
     run_id: Option<String>,
     created_at: i64,
     continuity: Option<String>,
+    images: Option<String>,
 }
 
 impl MessageRecord {
@@ -35,14 +37,19 @@ impl MessageRecord {
             continuity: self
                 .continuity
                 .and_then(|json| serde_json::from_str(&json).ok()),
+            images: images_of_column(self.images.as_deref()),
         })
     }
 }
 
-/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at.
+/// Inserts a message. Binds: id, conversation_id, role, kind, content, run_id, created_at,
+/// images.
 pub(in crate::store) const INSERT_MESSAGE_SQL: &str =
-    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+    "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at, images) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// Values [`INSERT_MESSAGE_SQL`] binds per row.
+pub(in crate::store) const MESSAGE_COLUMNS: usize = 8;
 
 /// The values of [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as
 /// U+FFFD, see [`crate::store::storable`]), created at `micros`.
@@ -59,6 +66,7 @@ pub(in crate::store) fn message_row(id: String, m: &NewMessage, micros: i64) -> 
         content,
         Arg::OptString(m.run_id.map(|r| r.to_string())),
         Arg::Int(micros),
+        Arg::OptString(images_column(&m.images)),
     ]
 }
 
@@ -92,6 +100,7 @@ impl Store {
             run_id: new.run_id,
             created_at: at,
             continuity: None,
+            images: new.images,
         })
     }
 
@@ -153,8 +162,8 @@ impl Store {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let records: Vec<MessageRecord> = with_pool!(self, |pool| {
             sqlx::query_as(
-                "SELECT id, conversation_id, role, kind, content, run_id, created_at, continuity \
-                 FROM messages WHERE conversation_id = $1 ORDER BY pos",
+                "SELECT id, conversation_id, role, kind, content, run_id, created_at, continuity, \
+                 images FROM messages WHERE conversation_id = $1 ORDER BY pos",
             )
             .bind(conversation_id.to_string())
             .fetch_all(pool)

@@ -6,10 +6,10 @@ use uuid::Uuid;
 use super::{run_row, INSERT_RUN_SQL};
 use crate::store::binds::{insert_many, touch_conversations, Arg};
 use crate::store::conversations::{
-    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
+    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL, MESSAGE_COLUMNS,
 };
 use crate::store::models::now;
-use crate::store::{with_writer, Conversation, NewMessage, NewRun, Store, StoreError};
+use crate::store::{with_writer, Conversation, NewArtifact, NewMessage, NewRun, Store, StoreError};
 
 /// A run start: its run, its query, and its conversation when that is new too.
 #[derive(Debug)]
@@ -19,7 +19,27 @@ pub(crate) struct StartRow {
     history: Vec<NewMessage>,
     run: NewRun,
     query: NewMessage,
+    /// The query's images stored with it (their ids are in `query.images`).
+    artifacts: Vec<NewArtifact>,
 }
+
+/// A run start as [`Store::start_run`] writes it.
+#[derive(Debug)]
+pub struct RunStart<'a> {
+    /// A new conversation (from [`Store::draft_conversation`]) to store with the run.
+    pub conversation: Option<&'a Conversation>,
+    /// Earlier turns a new conversation is seeded with, stored before the query.
+    pub history: Vec<NewMessage>,
+    pub run: NewRun,
+    pub query: NewMessage,
+    /// Artifacts of the run stored in the same transaction (the query's images).
+    pub artifacts: Vec<NewArtifact>,
+}
+
+/// Inserts an artifact of a run being started; the owner is the run's.
+const INSERT_ARTIFACT_SQL: &str =
+    "INSERT INTO artifacts (id, run_id, owner, name, mime_type, size, data, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// A start waiting in [`Store`]'s queue for the next group commit, with where to report.
 pub(crate) type PendingStart = (
@@ -42,6 +62,20 @@ impl Store {
             history: Vec::new(),
             run: new,
             query,
+            artifacts: Vec::new(),
+        })
+        .await
+    }
+
+    /// Any run start: the run, its query and their artifacts, with the new conversation and
+    /// its seed history when there is one, in one (group-committed) transaction.
+    pub async fn start_run(&self, start: RunStart<'_>) -> Result<(), StoreError> {
+        self.start_grouped(StartRow {
+            conversation: start.conversation.cloned(),
+            history: start.history,
+            run: start.run,
+            query: start.query,
+            artifacts: start.artifacts,
         })
         .await
     }
@@ -76,6 +110,7 @@ impl Store {
             history,
             run: new,
             query,
+            artifacts: Vec::new(),
         })
         .await
     }
@@ -160,12 +195,28 @@ impl Store {
         let inserts = [
             (INSERT_CONVERSATION_SQL, 12, conversations),
             (INSERT_RUN_SQL, 9, runs),
-            (INSERT_MESSAGE_SQL, 7, messages),
+            (INSERT_MESSAGE_SQL, MESSAGE_COLUMNS, messages),
         ];
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             for (sql, per_row, values) in inserts {
                 insert_many!(tx, sql, per_row, values, numbered);
+            }
+            // One statement each: an image is up to megabytes, batching saves nothing.
+            for row in rows {
+                for a in &row.artifacts {
+                    sqlx::query(INSERT_ARTIFACT_SQL)
+                        .bind(a.id.to_string())
+                        .bind(row.run.id.to_string())
+                        .bind(&row.run.owner)
+                        .bind(&a.name)
+                        .bind(&a.mime_type)
+                        .bind(i64::try_from(a.data.len()).unwrap_or(i64::MAX))
+                        .bind(&a.data)
+                        .bind(micros)
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
             touch_conversations!(tx, touched, micros);
             tx.commit().await?;

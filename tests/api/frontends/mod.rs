@@ -10,6 +10,7 @@ mod ai_sdk;
 mod cors;
 mod edges;
 mod resume;
+mod images;
 
 use serde_json::{json, Value};
 

@@ -177,7 +177,7 @@ async fn a_conversation_of_another_agent_is_refused_naming_both() {
 #[tokio::test]
 async fn bad_input_is_a_4xx_in_openais_shape_and_stores_nothing() {
     let app = agents_app().await;
-    let image = json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}});
+    let audio = json!({"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}});
     let cases: Vec<(&str, Value, u16, &str)> = vec![
         (
             "no messages",
@@ -205,9 +205,9 @@ async fn bad_input_is_a_4xx_in_openais_shape_and_stores_nothing() {
             "invalid_request_error",
         ),
         (
-            "image part",
+            "audio part",
             json!({"model": "helper", "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "see"}, image]}]}),
+            {"role": "user", "content": [{"type": "text", "text": "hear"}, audio]}]}),
             400,
             "invalid_request_error",
         ),

@@ -7,6 +7,7 @@
 mod agents_sdk;
 mod clients;
 mod edges;
+mod images;
 mod responses;
 mod responses_npm;
 mod tools;

@@ -410,7 +410,7 @@ async fn a_foreground_stream_dropped_cancels_its_run_a_background_one_does_not()
 
 /// Runs `payloads` (`(kind, value)`) through `tests/peers/openresponses_check.py`: the
 /// validation error of each, `None` when valid.
-async fn schema_errors(payloads: &[(&str, Value)]) -> Vec<Option<String>> {
+pub(super) async fn schema_errors(payloads: &[(&str, Value)]) -> Vec<Option<String>> {
     use tokio::io::AsyncWriteExt;
     let mut child = tokio::process::Command::new(peers::python())
         .arg(peers::dir().join("openresponses_check.py"))

@@ -143,6 +143,7 @@ pub(super) async fn messages_order_and_recall(store: &Store) {
             kind,
             content: content.into(),
             run_id: run,
+            images: Vec::new(),
         };
         store.add_message(new).await.unwrap();
     }
@@ -153,6 +154,7 @@ pub(super) async fn messages_order_and_recall(store: &Store) {
         kind: MessageKind::Answer,
         content: contents[2].into(),
         run_id: Some(run_id),
+        images: Vec::new(),
     };
     let stored = store.add_message(answer).await.unwrap();
 
@@ -203,6 +205,7 @@ async fn say(store: &Store, conv: Uuid, kind: MessageKind, content: &str) -> Uui
         kind,
         content: content.into(),
         run_id: None,
+        images: Vec::new(),
     };
     store.add_message(new).await.unwrap().id
 }

@@ -148,6 +148,7 @@ pub(super) async fn delete_cascades(store: &Store) {
         kind: MessageKind::Query,
         content: "q".into(),
         run_id: Some(id),
+        images: Vec::new(),
     };
     store.add_message(msg).await.unwrap();
     store.append_events(id, &events(1..=5)).await.unwrap();

@@ -133,6 +133,7 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
         kind: MessageKind::Query,
         content: "hello there".into(),
         run_id: Some(run_id),
+        images: Vec::new(),
     };
     // Not stored until written.
     assert!(!has_conversation(store, &who, draft.id).await);
@@ -215,6 +216,7 @@ pub(super) async fn concurrent_starts(store: &Store) {
             kind: MessageKind::Query,
             content: format!("query of {run_id}"),
             run_id: Some(run_id),
+            images: Vec::new(),
         };
         (run_id, run, query)
     };
@@ -287,6 +289,7 @@ pub(super) async fn conversation_seeded_with_history(store: &Store) {
             kind,
             content: content.into(),
             run_id,
+            images: Vec::new(),
         };
     let history = vec![
         turn(MessageRole::User, MessageKind::Query, "q1", None),

@@ -4,6 +4,7 @@ fn turn(role: MessageRole, text: &str) -> ClientTurn {
     ClientTurn {
         role,
         text: text.into(),
+        images: Vec::new(),
     }
 }
 
@@ -60,4 +61,21 @@ fn stored_questions_are_never_asked_again() {
         turn(User, "next"),
     ];
     assert_eq!(new_query(&turns, &stored).unwrap().0, "next");
+}
+
+#[test]
+fn the_new_turns_images_are_the_querys_and_an_image_alone_is_a_turn() {
+    let mut turns = vec![
+        turn(MessageRole::User, "what is this?"),
+        turn(MessageRole::Assistant, "a cat"),
+        turn(MessageRole::User, ""),
+    ];
+    turns[0].images = vec!["https://e.x/a.png".into()];
+    turns[2].images = vec!["https://e.x/b.png".into()];
+    let (query, earlier) = new_query(&turns, &[]).unwrap();
+    assert_eq!(query, "");
+    assert_eq!(earlier[0].images, ["https://e.x/a.png"]);
+    assert_eq!(new_images(&turns, &[]), ["https://e.x/b.png"]);
+    let stored = ["what is this?".to_string()];
+    assert_eq!(new_images(&turns, &stored), ["https://e.x/b.png"]);
 }

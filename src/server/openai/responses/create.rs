@@ -195,6 +195,7 @@ async fn start_request(
         }
         let request = StartRun {
             agent: Some(agent.name.clone()),
+            images: parsed.images.clone(),
             ..StartRun::new(
                 ConversationRef::Existing(conversation),
                 parsed.query.clone(),
@@ -220,9 +221,10 @@ async fn start_request(
         history: parsed
             .history
             .iter()
-            .filter(|t| !t.content.trim().is_empty())
+            .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
             .cloned()
             .collect(),
+        images: parsed.images.clone(),
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     };
     Ok((request, None))

@@ -34,7 +34,7 @@ pub fn paths(agents: &[String], text: &str, max_chars: usize) -> Vec<(String, Va
         "requestBody": {"required": true, "content": {"application/json": {"schema": request(agents, text, max_chars)}}},
         "responses": {
             "200": object_or_stream("The response object (with `background: true` at once, `in_progress`), or with `stream: true` its events (`event:` = `type`, each with `sequence_number`) ending with `data: [DONE]`"),
-            "400": error("`invalid_request_error`: malformed body, input not ending with a `user` message, tools other than `function`, unsupported items or parts, outputs that do not answer the previous response's calls"),
+            "400": error("`invalid_request_error`: malformed body, input not ending with a `user` message, tools other than `function`, unsupported items or parts, a bad `input_image`, outputs that do not answer the previous response's calls; `model_without_vision`: images for an agent whose model has no vision"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `not_found` for `previous_response_id` or `conversation`"),
             "409": error("`conversation_busy`: the conversation has an active run"),

@@ -13,6 +13,7 @@ use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::runs::PriorTurn;
 use crate::server::openai::OpenAiError;
+use content::{content, Content};
 
 /// Most `metadata` keys, as OpenAI allows.
 const MAX_METADATA_KEYS: usize = 16;
@@ -44,6 +45,8 @@ pub struct Parsed {
     pub echo: Echo,
     /// The last `user` message.
     pub query: String,
+    /// Its `input_image` URLs.
+    pub images: Vec<String>,
     /// Earlier `user` and `assistant` messages, oldest first.
     pub history: Vec<PriorTurn>,
     /// `instructions`, then `system` and `developer` messages, in order.
@@ -141,19 +144,16 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
     let mut turns = Vec::new();
     for (role, content) in items {
         match role {
-            Role::System => system.push(content),
+            Role::System => system.push(content.text),
             Role::User => turns.push(PriorTurn {
-                role: MessageRole::User,
-                content,
+                images: content.images,
+                ..PriorTurn::text(MessageRole::User, content.text)
             }),
-            Role::Assistant => turns.push(PriorTurn {
-                role: MessageRole::Assistant,
-                content,
-            }),
+            Role::Assistant => turns.push(PriorTurn::text(MessageRole::Assistant, content.text)),
         }
     }
-    let query = match turns.pop() {
-        None if !tool_outputs.is_empty() => String::new(),
+    let (query, images) = match turns.pop() {
+        None if !tool_outputs.is_empty() => Default::default(),
         Some(_) if !tool_outputs.is_empty() => {
             return Err(invalid(
                 "input",
@@ -164,7 +164,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
         Some(PriorTurn {
             role: MessageRole::User,
             content,
-        }) => content,
+            images,
+        }) => (content, images),
         _ => {
             return Err(invalid(
                 "input",
@@ -223,6 +224,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
         stream: flag(&body.stream, "stream")?,
         echo,
         query,
+        images,
         history: turns,
         system,
         previous,
@@ -276,11 +278,11 @@ enum Role {
     Assistant,
 }
 
-/// The input as `(role, text)` turns, as normalised items, and its `function_call_output`s.
+/// The input as `(role, content)` turns, as normalised items, and its `function_call_output`s.
 #[allow(clippy::type_complexity)]
 fn input_items(
     v: Option<&Value>,
-) -> Result<(Vec<(Role, String)>, Vec<Value>, Vec<ToolOutput>), OpenAiError> {
+) -> Result<(Vec<(Role, Content)>, Vec<Value>, Vec<ToolOutput>), OpenAiError> {
     let items = match v {
         Some(Value::String(s)) => vec![json!({"type": "message", "role": "user", "content": s})],
         Some(Value::Array(items)) if !items.is_empty() => items.clone(),
@@ -305,13 +307,21 @@ fn input_items(
             continue;
         }
         let (role, role_name, content) = message(i, item)?;
+        if !content.images.is_empty() && role != Role::User {
+            return Err(invalid(
+                "input",
+                format!("input[{i}]: only 'user' messages may carry images"),
+            ));
+        }
         let part = if role == Role::Assistant {
-            json!({"type": "output_text", "text": content, "annotations": []})
+            json!({"type": "output_text", "text": content.text, "annotations": []})
         } else {
-            json!({"type": "input_text", "text": content})
+            json!({"type": "input_text", "text": content.text})
         };
+        let mut parts = vec![part];
+        parts.extend(content.echoed_images.iter().cloned());
         stored.push(json!({
-            "type": "message", "role": role_name, "status": "completed", "content": [part],
+            "type": "message", "role": role_name, "status": "completed", "content": parts,
         }));
         turns.push((role, content));
     }
@@ -319,7 +329,7 @@ fn input_items(
 }
 
 /// One input item: a `message` (typed, or untyped with a `role`).
-fn message(i: usize, item: &Value) -> Result<(Role, &'static str, String), OpenAiError> {
+fn message(i: usize, item: &Value) -> Result<(Role, &'static str, Content), OpenAiError> {
     match item.get("type").and_then(Value::as_str) {
         None | Some("message") => {}
         Some("function_call") => {
@@ -355,43 +365,7 @@ fn message(i: usize, item: &Value) -> Result<(Role, &'static str, String), OpenA
     Ok((role, name, content(i, item.get("content"))?))
 }
 
-/// A string, or text parts (`input_text`, `output_text`, `text`) joined by newlines.
-fn content(i: usize, c: Option<&Value>) -> Result<String, OpenAiError> {
-    let parts = match c {
-        Some(Value::String(s)) => return Ok(s.clone()),
-        Some(Value::Array(parts)) => parts,
-        _ => {
-            return Err(invalid(
-                "input",
-                format!("input[{i}].content must be a string or an array of text parts"),
-            ))
-        }
-    };
-    let mut texts = Vec::with_capacity(parts.len());
-    for (j, part) in parts.iter().enumerate() {
-        match (part.get("type").and_then(Value::as_str), part.get("text")) {
-            (Some("input_text" | "output_text" | "text"), Some(Value::String(t))) => {
-                texts.push(t.as_str())
-            }
-            (Some("input_image"), _) => {
-                return Err(invalid(
-                    "input",
-                    format!("input[{i}].content[{j}]: image input is not available yet"),
-                ))
-            }
-            (kind, _) => {
-                return Err(invalid(
-                    "input",
-                    format!(
-                        "input[{i}].content[{j}]: only text parts are supported, not {}",
-                        kind.unwrap_or("an untyped part")
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(texts.join("\n"))
-}
+mod content;
 
 #[cfg(test)]
 mod tests;

@@ -31,14 +31,8 @@ fn roles_split_into_query_history_and_system() {
     assert_eq!(
         p.history,
         [
-            PriorTurn {
-                role: MessageRole::User,
-                content: "q1".into()
-            },
-            PriorTurn {
-                role: MessageRole::Assistant,
-                content: String::new()
-            },
+            PriorTurn::text(MessageRole::User, "q1"),
+            PriorTurn::text(MessageRole::Assistant, ""),
         ]
     );
     assert!(p.stream && p.include_usage);
@@ -122,5 +116,37 @@ fn tools_are_caller_tools_and_trailing_tool_messages_are_their_outputs() {
     assert!(q.outputs.is_none() && q.tools.is_empty());
     let e = parse_json(json!({"model": "m", "messages": [{"role": "tool", "content": "x"}]}))
         .unwrap_err();
+    assert_eq!(e.param(), Some("messages"));
+}
+
+#[test]
+fn image_url_parts_are_the_user_messages_images() {
+    let p = parse_json(json!({
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "https://e.x/old.png", "detail": "low"}},
+            ]},
+            {"role": "assistant", "content": "a cat"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "and this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "image_url", "image_url": "https://e.x/b.png"},
+            ]},
+        ],
+    }))
+    .unwrap();
+    assert_eq!(p.query, "and this?");
+    assert_eq!(
+        p.images,
+        ["data:image/png;base64,AAAA", "https://e.x/b.png"]
+    );
+    assert_eq!(p.history[0].images, ["https://e.x/old.png"]);
+    assert_eq!(p.history[0].content, "");
+    let e = parse_json(json!({"model": "m", "messages": [
+        {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "https://e.x"}}]},
+        {"role": "user", "content": "q"},
+    ]}))
+    .unwrap_err();
     assert_eq!(e.param(), Some("messages"));
 }

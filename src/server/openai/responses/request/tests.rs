@@ -65,7 +65,7 @@ fn what_an_agent_cannot_follow_is_a_400_naming_the_parameter() {
             Some("input"),
         ),
         (
-            json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]}),
+            json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "detail": "auto"}]}]}),
             Some("input"),
         ),
         (
@@ -139,4 +139,33 @@ fn function_tools_are_caller_tools_and_outputs_answer_them() {
     assert_eq!(p.tool_outputs[0].call_id, "k1");
     assert_eq!(p.tool_outputs[0].output, "sunny");
     assert_eq!(p.query, "");
+}
+
+#[test]
+fn input_image_parts_are_the_user_messages_images_echoed_without_their_bytes() {
+    let p = ok(json!({"model": "m", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "what is this?"},
+        {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "high"},
+        {"type": "input_image", "image_url": "https://e.x/a.png"},
+    ]}]}));
+    assert_eq!(p.query, "what is this?");
+    assert_eq!(
+        p.images,
+        ["data:image/png;base64,AAAA", "https://e.x/a.png"]
+    );
+    assert_eq!(
+        p.echo.input[0]["content"],
+        json!([
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": null, "detail": "high"},
+            {"type": "input_image", "image_url": "https://e.x/a.png", "detail": "auto"},
+        ])
+    );
+    for bad in [
+        json!({"type": "input_image", "image_url": "https://e.x/a.png", "detail": "huge"}),
+        json!({"type": "input_image", "file_id": "file-1"}),
+    ] {
+        let body = json!({"model": "m", "input": [{"role": "user", "content": [bad]}]});
+        assert_eq!(refused(body), (400, Some("input")));
+    }
 }

@@ -1,0 +1,89 @@
+//! What a client asks for when it starts a run ([`StartRun`]), whichever API it came through;
+//! [`RunManager::start`](super::RunManager::start) checks and starts it.
+
+use uuid::Uuid;
+
+use super::history::PriorTurn;
+use crate::agent::Mode;
+use crate::domain::Engine;
+use crate::llm::ToolDefinition;
+use crate::store::NewConversation;
+
+/// Which conversation a run belongs to.
+#[derive(Clone, Debug)]
+pub enum ConversationRef {
+    /// A stored conversation of the caller's.
+    Existing(Uuid),
+    /// A new conversation, checked like `POST /api/conversations` and stored with its first
+    /// run in one transaction: nothing is stored if the start fails.
+    New(NewConversation),
+}
+
+impl ConversationRef {
+    /// A new conversation titled after the query's first 80 characters (`POST /api/chat`).
+    pub fn titled_after(query: &str, model: Option<String>) -> Self {
+        Self::New(NewConversation {
+            title: Some(query.trim().chars().take(80).collect()),
+            model,
+            ..NewConversation::default()
+        })
+    }
+}
+
+/// What a client asked for.
+#[derive(Clone, Debug)]
+pub struct StartRun {
+    pub conversation: ConversationRef,
+    pub query: String,
+    /// A configured model name; the conversation's model, else the default, when absent.
+    pub model: Option<String>,
+    /// A forced mode; the engine decides when absent.
+    pub mode: Option<Mode>,
+    pub max_iterations: Option<u32>,
+    /// The engine; the conversation's, else `REAGENT_DEFAULT_ENGINE`, when absent.
+    pub engine: Option<Engine>,
+    /// The run's id, when it was announced before the run started (a `done.next_run_id`).
+    pub id: Option<Uuid>,
+    /// Stored follow-ups this run's query is made of: they leave the history it reads, and the
+    /// conversation, once its query is stored.
+    pub replaces: Vec<Uuid>,
+    /// Turns before the query (oldest first) a new conversation is seeded with: stored with
+    /// it, and the history the run reads. Only with [`ConversationRef::New`].
+    pub history: Vec<PriorTurn>,
+    /// The agent the caller expects an existing conversation to run (`/v1`'s `model`): a
+    /// conversation of another agent is refused with [`RunError::AgentMismatch`] rather than
+    /// run under a name that is not what ran.
+    pub agent: Option<String>,
+    /// Tools the caller executes (docs/api.md "Caller tools"); any API passes them here.
+    pub client_tools: Vec<ToolDefinition>,
+    /// The id of the new conversation ([`ConversationRef::New`] only; fresh when absent): a
+    /// front end's own thread id names it (docs/protocols.md).
+    pub conversation_id: Option<Uuid>,
+    /// The query's images as URLs (`data:` or `http(s)`, docs/api.md "Images").
+    pub images: Vec<String>,
+    /// A section appended to this run's system prompt (a front end's `context`), not stored
+    /// with the conversation: later runs do not see it.
+    pub context: Option<String>,
+}
+
+impl StartRun {
+    /// A run of `query` in `conversation`, everything else as configured.
+    pub fn new(conversation: ConversationRef, query: impl Into<String>) -> Self {
+        Self {
+            conversation,
+            query: query.into(),
+            model: None,
+            mode: None,
+            max_iterations: None,
+            engine: None,
+            id: None,
+            replaces: Vec::new(),
+            history: Vec::new(),
+            agent: None,
+            client_tools: Vec::new(),
+            conversation_id: None,
+            images: Vec::new(),
+            context: None,
+        }
+    }
+}
