@@ -11,12 +11,20 @@
 //! it each checkpoint's JSON (two per iteration, docs/deployment.md) and it keeps the latest, as the
 //! event writer does until its next flush.
 //!
+//! `openai_*` and `anthropic_*` run the same loop on a model that speaks each provider's
+//! protocol at zero latency (`engine/wire.rs`): every call's request encoded by that provider's
+//! client and its reply decoded from that protocol's bytes, the shared HTTP exchange left out.
+//! Their difference is the cost of one protocol's encoder over the other's, per iteration.
+//!
 //! Instruction counts (stable on a shared machine): `ENGINE_ONCE=native_cp,20,1000 valgrind
 //! --tool=callgrind target/release/deps/engine-*` runs that one case 20 times and exits; the
 //! difference between K = 20 and K = 10, divided by 10 × 20, is one iteration's instructions.
 
 // Test code may panic on what it did not expect (Cargo.toml [lints]).
 #![allow(clippy::unwrap_used)]
+
+#[path = "engine/wire.rs"]
+mod wire;
 
 use std::sync::Arc;
 
@@ -32,7 +40,7 @@ use reagent::agent::checkpoint::{CheckpointJson, CheckpointSink};
 use reagent::agent::context::estimate_tokens;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, InterruptQueue, ReActAgent, RunHandles, RunInput};
-use reagent::llm::Message;
+use reagent::llm::{Llm, Message};
 use reagent::testing::ScriptedLlm;
 use reagent::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
@@ -137,20 +145,33 @@ fn one_run(
     })
 }
 
-fn agent(json_mode: bool, k: usize) -> ReActAgent {
+/// The model of a case: scripted replies, or one provider's encoder and decoder.
+#[derive(Clone, Copy)]
+enum Model {
+    Scripted { json: bool },
+    Wire(wire::Protocol),
+}
+
+fn agent(model: Model, k: usize) -> ReActAgent {
     let cfg = AgentConfig {
         completion_check: false,
         ..AgentConfig::default()
     };
     let tools = ToolRegistry::new().with(Arc::new(Noop));
-    ReActAgent::new(scripted(json_mode, k), tools, HookRunner::default(), cfg)
+    let llm: Arc<dyn Llm> = match model {
+        Model::Scripted { json } => scripted(json, k),
+        Model::Wire(protocol) => Arc::new(wire::Wire::new(protocol, k)),
+    };
+    ReActAgent::new(llm, tools, HookRunner::default(), cfg)
 }
 
-/// The cases: (name, JSON mode, with checkpoints).
-const CASES: [(&str, bool, bool); 3] = [
-    ("native", false, false),
-    ("json", true, false),
-    ("native_cp", false, true),
+/// The cases: (name, model, with checkpoints).
+const CASES: [(&str, Model, bool); 5] = [
+    ("native", Model::Scripted { json: false }, false),
+    ("json", Model::Scripted { json: true }, false),
+    ("native_cp", Model::Scripted { json: false }, true),
+    ("openai", Model::Wire(wire::Protocol::OpenAi), false),
+    ("anthropic", Model::Wire(wire::Protocol::Anthropic), false),
 ];
 
 fn bench_iterations(c: &mut Criterion) {
@@ -162,7 +183,7 @@ fn bench_iterations(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let mut group = c.benchmark_group("engine_iteration");
-    for (mode, json_mode, cp) in CASES {
+    for (mode, model, cp) in CASES {
         for k in ITERATIONS {
             group.throughput(Throughput::Elements(k as u64 + 1));
             for hist in [10usize, 200, 1000] {
@@ -170,7 +191,7 @@ fn bench_iterations(c: &mut Criterion) {
                 let past = history(hist);
                 group.bench_with_input(id, &hist, |b, _| {
                     b.iter_batched(
-                        || (agent(json_mode, k), past.clone()),
+                        || (agent(model, k), past.clone()),
                         |(agent, past)| one_run(&rt, agent, past, k, cp),
                         BatchSize::SmallInput,
                     )
@@ -189,14 +210,14 @@ fn run_once(spec: &str) {
         parts[1].parse().unwrap(),
         parts[2].parse().unwrap(),
     );
-    let (_, json_mode, cp) = CASES.into_iter().find(|c| c.0 == mode).unwrap();
+    let (_, model, cp) = CASES.into_iter().find(|c| c.0 == mode).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let past = history(hist);
     for _ in 0..20 {
-        one_run(&rt, agent(json_mode, k), past.clone(), k, cp);
+        one_run(&rt, agent(model, k), past.clone(), k, cp);
     }
     std::process::exit(0);
 }

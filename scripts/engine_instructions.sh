@@ -5,6 +5,7 @@
 # (Ir(K=20) − Ir(K=10)) / (10 × 20): one iteration without the per-run costs. (The largest count
 # is the bench process; criterion forks a short-lived child to look for gnuplot.)
 # Usage: scripts/engine_instructions.sh [BENCH_BINARY]   (default: builds it with cargo bench)
+#   CASES="openai anthropic" HISTORIES="10 200" scripts/engine_instructions.sh  (the protocols' encoders)
 set -uo pipefail
 bin=${1:-}
 if [ -z "$bin" ]; then
@@ -17,8 +18,8 @@ ir() { # case K history
     2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | sort -n | tail -1
 }
 echo "case history instructions_per_iteration"
-for case in native native_cp json; do
-  for hist in 10 200 1000; do
+for case in ${CASES:-native native_cp json}; do
+  for hist in ${HISTORIES:-10 200 1000}; do
     a=$(ir "$case" 10 "$hist"); b=$(ir "$case" 20 "$hist")
     echo "$case $hist $(( (b - a) / 200 ))"
   done

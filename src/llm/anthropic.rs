@@ -87,6 +87,11 @@ impl AnthropicClient {
             .map(bytes::Bytes::from)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
+
+    /// A non-streamed reply decoded as a call decodes it (public for the same benchmark).
+    pub fn parse_reply(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
+        self.transport.parse(bytes)
+    }
 }
 
 // `sampling.seed` is not part of the Messages API and never sent.

@@ -64,12 +64,18 @@ impl OpenAiClient {
         })
     }
 
-    fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
+    /// The encoded body of `request` (public for the benchmark of the encoders).
+    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
         let request = request.clone().with_sampling(self.sampling);
         let body = request_body(&self.cfg.model, &self.transport.name, &request, stream);
         serde_json::to_vec(&body)
             .map(bytes::Bytes::from)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
+    }
+
+    /// A non-streamed reply decoded as a call decodes it (public for the same benchmark).
+    pub fn parse_reply(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
+        self.transport.parse(bytes)
     }
 }
 

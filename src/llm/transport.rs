@@ -228,6 +228,11 @@ impl Transport {
         &self.url
     }
 
+    /// A non-streamed reply's body decoded as [`Self::chat`] decodes it.
+    pub(super) fn parse(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
+        self.protocol.parse(bytes, &self.name)
+    }
+
     /// One non-streamed call, retried as the module docs say.
     pub(super) async fn chat(&self, body: bytes::Bytes) -> Result<ChatResponse, LlmError> {
         let mut retry = 0;
@@ -262,9 +267,7 @@ impl Transport {
     async fn chat_once(&self, body: bytes::Bytes) -> Result<ChatResponse, Failure> {
         let response = self.send(body, false).await?;
         let bytes = self.read_body(response).await?;
-        self.protocol
-            .parse(&bytes, &self.name)
-            .map_err(Failure::from)
+        self.parse(&bytes).map_err(Failure::from)
     }
 
     /// Sends one attempt; a non-2xx status becomes a classified [`Failure`].

@@ -1,9 +1,9 @@
 //! `facade`: the protocol facades' own cost. The same short run (one tool call and an answer of
 //! `--tokens` tokens from a zero-latency mock) through `POST /api/chat` and through
-//! `POST /v1/chat/completions` (streamed), `POST /ag-ui/reagent` and `POST /ai-sdk/reagent` (the
-//! implicit `reagent` agent, a new thread each), one run at a time, in alternating blocks so
-//! that drift on a shared machine hits all alike. Reports per run: wall time from request to the
-//! stream's end, and the server's CPU time.
+//! `POST /v1/chat/completions` and `POST /v1/responses` (streamed), `POST /ag-ui/reagent` and
+//! `POST /ai-sdk/reagent` (the implicit `reagent` agent, a new thread each), one run at a time,
+//! in alternating blocks so that drift on a shared machine hits all alike. Reports per run: wall
+//! time from request to the stream's end, and the server's CPU time.
 
 use std::time::Instant;
 
@@ -22,13 +22,15 @@ const BLOCK: usize = 20;
 enum Api {
     Native,
     OpenAi,
+    Responses,
     AgUi,
     AiSdk,
 }
 
-const APIS: [(Api, &str); 4] = [
+const APIS: [(Api, &str); 5] = [
     (Api::Native, "/api/chat"),
     (Api::OpenAi, "/v1/chat/completions"),
+    (Api::Responses, "/v1/responses"),
     (Api::AgUi, "/ag-ui/reagent"),
     (Api::AiSdk, "/ai-sdk/reagent"),
 ];
@@ -59,15 +61,21 @@ pub async fn facade(
     }
     let mut tallies: Vec<Tally> = APIS.iter().map(|_| Tally::default()).collect();
     let mut done = 0;
+    let mut order: Vec<usize> = (0..APIS.len()).collect();
     while done < runs {
-        for ((api, _), tally) in APIS.iter().zip(tallies.iter_mut()) {
+        for &i in &order {
             let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
             for _ in 0..BLOCK.min(runs - done) {
                 n += 1;
-                tally.wall_ms.push(one(http, &base, *api, n).await?);
+                tallies[i]
+                    .wall_ms
+                    .push(one(http, &base, APIS[i].0, n).await?);
             }
-            tally.cpu_s += cpu_seconds(pid).unwrap_or(cpu0) - cpu0;
+            tallies[i].cpu_s += cpu_seconds(pid).unwrap_or(cpu0) - cpu0;
         }
+        // A B C … then … C B A: the database grows as runs are added, and no API should always
+        // run on a smaller one than the others.
+        order.reverse();
         done += BLOCK.min(runs - done);
     }
     stack.stop().await?;
@@ -125,6 +133,9 @@ async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::
                 "stream": true,
                 "messages": [{"role": "user", "content": "Look it up and answer."}],
             })),
+        Api::Responses => http.post(format!("{base}/v1/responses")).json(&json!({
+            "model": "reagent", "stream": true, "input": "Look it up and answer.",
+        })),
         Api::AgUi => http.post(format!("{base}/ag-ui/reagent")).json(&json!({
             "threadId": format!("bench-{n}"), "runId": format!("r{n}"),
             "messages": [{"id": "u1", "role": "user", "content": "Look it up and answer."}],
@@ -141,6 +152,9 @@ async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::
     let complete = match api {
         Api::Native => body.contains("event: done"),
         Api::OpenAi | Api::AiSdk => body.ends_with("data: [DONE]\n\n"),
+        Api::Responses => {
+            body.contains("event: response.completed") && body.ends_with("data: [DONE]\n\n")
+        }
         Api::AgUi => body.contains("\"type\":\"RUN_FINISHED\""),
     };
     anyhow::ensure!(complete, "the stream ended early: {body}");

@@ -20,8 +20,11 @@
 //!   a minimal relay (`relay`, a child process), with both CPU costs per token and their ratio.
 //!
 //! - `facade [--runs N] [--tokens T]`: the same short run through `/api/chat`,
-//!   `/v1/chat/completions`, `/ag-ui/reagent` and `/ai-sdk/reagent`, side by side: each
-//!   facade's own cost per run and per token.
+//!   `/v1/chat/completions`, `/v1/responses`, `/ag-ui/reagent` and `/ai-sdk/reagent`, side by
+//!   side: each facade's own cost per run and per token.
+//! - `responses`: background responses dropped mid-stream and resumed by `starting_after`.
+//! - `tracing` / `budgets`: tracing off, on with the collector down and on with it up; budgets
+//!   off and on: the server's CPU per run and per token and runs/s in alternating blocks.
 //! - `memory`: where a held run's bytes are (RSS deltas as its parts are added one by one).
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
@@ -38,10 +41,12 @@ mod instances;
 mod load;
 mod memprobe;
 mod multi;
+mod otlp_sink;
 mod pgdb;
 mod plan;
 mod procinfo;
 mod relay;
+mod responses;
 mod side;
 mod soak;
 mod spawn;
@@ -50,6 +55,7 @@ mod suite;
 mod table;
 mod takeover;
 mod targets;
+mod variants;
 mod verify;
 mod verify_dag;
 mod waiting;
@@ -100,9 +106,17 @@ enum Cmd {
     Soak(SoakArgs),
     /// The harness's own token latency: N streams straight from the mock, no reagent.
     Floor(FloorArgs),
-    /// The same short run through /api/chat, /v1/chat/completions, /ag-ui and /ai-sdk: the
-    /// facades' own cost.
+    /// The same short run through /api/chat, /v1/chat/completions, /v1/responses, /ag-ui and
+    /// /ai-sdk: the facades' own cost.
     Facade(FacadeArgs),
+    /// Background responses dropped mid-stream and resumed by `starting_after`, under load.
+    Responses(responses::ResponsesArgs),
+    /// Tracing off, on with the collector down, on with a collector up: the server's CPU per
+    /// streamed token in alternating blocks.
+    Tracing(variants::VariantArgs),
+    /// Budgets off and on (a budget that never refuses): short-run throughput and CPU per run
+    /// in alternating blocks.
+    Budgets(variants::VariantArgs),
     /// Where a held run's bytes are: RSS deltas as the parts of N runs are added one by one.
     Memory {
         #[arg(long, short = 'n', default_value_t = 1000)]
@@ -308,6 +322,9 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::Instances(a) => instances::instances(a).await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
         Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup, a.tokens).await,
+        Cmd::Responses(a) => responses::responses(&http_client()?, a).await,
+        Cmd::Tracing(a) => variants::tracing(&http_client()?, a).await,
+        Cmd::Budgets(a) => variants::budgets(&http_client()?, a).await,
         Cmd::Floor(a) => {
             let http = http_client()?;
             let shape = floor::Shape {
