@@ -197,6 +197,9 @@ pub enum SafeguardKind {
     CompletionCheck,
     /// The iteration cap ended the loop; the answer is written from what the run has.
     MaxIterations,
+    /// A reply only repeated calls past the cycle warning (same call, same result, more than
+    /// the threshold): the loop ended and the answer is written from what the run has.
+    CycleStop,
 }
 
 /// Which tool-call limit a `step {type:"limit"}` event is about.

@@ -133,6 +133,19 @@ impl CycleDetector {
     }
 }
 
+impl CycleDetector {
+    /// The call has returned the same result more than `threshold` times: past the warning,
+    /// which the exact rule gives at `threshold`. Never with detection disabled.
+    pub fn stuck(&self, tool: &str, args: &Value) -> bool {
+        let key = hash_of(&(tool, canonical_arguments(args)));
+        self.threshold > 0
+            && self
+                .streaks
+                .get(&key)
+                .is_some_and(|s| s.count > self.threshold)
+    }
+}
+
 /// Tracks real tool executions and says when a reflection is due: one message each time the
 /// count crosses a multiple of the interval.
 pub struct ReflectionCadence {

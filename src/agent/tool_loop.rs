@@ -22,6 +22,7 @@ use super::record::StepRecord;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::safeguards::{CycleDetector, ReflectionCadence};
 use super::settings::AgentConfig;
+use super::synthesis::observation_answer;
 use crate::llm::content_calls::parse_content_calls;
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition,
@@ -324,9 +325,14 @@ impl<'a> LoopRun<'a> {
         self.brief = "The run was cancelled before it finished.".to_string();
     }
 
-    /// Fallback brief answer when a limit ended the loop: `header`, then each step.
+    /// Fallback brief answer when a limit ended the loop: what the tools returned (the values
+    /// the user asked for, when the model found them but never said so), then `header` and each
+    /// step.
     fn step_summary(&self, header: &str) -> String {
-        let mut s = header.to_string();
+        let mut s = match observation_answer(&self.steps) {
+            Some(found) => format!("{found}\n\n{header}"),
+            None => header.to_string(),
+        };
         if self.steps.is_empty() {
             s.push_str("(no tool was called)\n");
         }

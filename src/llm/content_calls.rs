@@ -28,7 +28,7 @@ use super::ToolCall;
 /// The calls written in `content`, with empty ids (the loop numbers them), or `None` when the
 /// content is not made only of calls to known tools.
 pub fn parse_content_calls(content: &str, is_tool: impl Fn(&str) -> bool) -> Option<Vec<ToolCall>> {
-    let text = unfence(without_preamble(content.trim()));
+    let text = call_text(content);
     let calls = if text.starts_with("<tool_call>") {
         hermes_blocks(text)?
     } else if let Some(rest) = text.strip_prefix("[TOOL_CALLS]") {
@@ -37,6 +37,12 @@ pub fn parse_content_calls(content: &str, is_tool: impl Fn(&str) -> bool) -> Opt
         json_sequence(text)?
     };
     (!calls.is_empty() && calls.iter().all(|c| is_tool(&c.name))).then_some(calls)
+}
+
+/// Where calls in `content` would be: inside its one fence, after a short preamble, or the
+/// whole (trimmed) text.
+pub fn call_text(content: &str) -> &str {
+    unfence(without_preamble(content.trim()))
 }
 
 /// The most words a preamble before a fenced call may have: enough for "Here is the call:",

@@ -2,26 +2,82 @@
 //! dump tends to echo it back as the "answer"; the user must never get one. Such an answer is
 //! replaced by one built from what the tools returned ([`observation_answer`]).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
 use super::super::record::StepRecord;
 use crate::domain::text::clip;
-use crate::llm::content_calls::parse_content_calls;
+use crate::llm::content_calls::{call_text, parse_content_calls};
 
 /// The last successful results an observation-built answer quotes.
 const QUOTED_RESULTS: usize = 3;
 /// Characters of each quoted result.
 const QUOTED_CHARS: usize = 500;
 
-/// `text` is made only of tool calls, in any shape the loop recovers from a reply (whatever
-/// the names: a call to no tool is no better an answer than one to a real tool).
+/// `text` is made only of tool calls (whatever the names: a call to no tool is no better an
+/// answer than one to a real tool): in any shape the loop recovers from a reply, in JSON mode's
+/// action format (`{"type": "tool_call", …}`), one fence each, or cut off by the output cap — complete calls
+/// then an unfinished one, or only the opening of one (`{"name": "calculator", "argu`).
 pub fn is_call_dump(text: &str) -> bool {
     parse_content_calls(text, |_| true).is_some()
+        || written_calls(&FENCE.replace_all(call_text(text), " "))
 }
 
+/// A Markdown fence marker with its language tag: a reply may put each call in its own fence.
+static FENCE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new("```[A-Za-z]*").expect("the fence pattern is valid"));
+
+/// One or more call values, the last possibly unfinished; anything else spoils it.
+fn written_calls(body: &str) -> bool {
+    let body = body
+        .strip_prefix("<tool_call>")
+        .map_or(body, str::trim_start);
+    let mut stream = serde_json::Deserializer::from_str(body).into_iter::<Value>();
+    let mut complete = 0;
+    loop {
+        let at = stream.byte_offset();
+        match stream.next() {
+            None => return complete > 0,
+            Some(Ok(v)) if is_call_value(&v) => complete += 1,
+            Some(Err(e)) if e.is_eof() => {
+                return complete > 0 || CALL_OPENING.is_match(&body[at..])
+            }
+            Some(_) => return false,
+        }
+    }
+}
+
+/// A call in any shape [`parse_content_calls`] knows, or a JSON-mode tool-call action.
+fn is_call_value(v: &Value) -> bool {
+    let action = v.get("type").and_then(Value::as_str) == Some("tool_call");
+    action || parse_content_calls(&v.to_string(), |_| true).is_some()
+}
+
+/// The start of a call the output cap cut off: a call object (`name` first, then only its
+/// arguments), OpenAI's wrapper, a `tool_calls` list, or a JSON-mode `tool_call` action — an
+/// object with a `name` that goes on with other keys is data, not a call.
+static CALL_OPENING: LazyLock<Regex> = LazyLock::new(|| {
+    let name = r#""name"\s*:\s*"[^"]*("\s*(,\s*("(arguments|parameters)("\s*(:[\s\S]*)?)?)?)?)?"#;
+    let wrapper = r#"("type"\s*:\s*"function"\s*,\s*)?"function"\s*:"#;
+    let list = r#""tool_calls"\s*:"#;
+    let action = r#"[\s\S]*"type"\s*:\s*"tool_call""#;
+    let pattern = format!(r#"^\s*\[?\s*\{{\s*(({name})$|{wrapper}|{list}|{action})"#);
+    Regex::new(&pattern).expect("the call-opening pattern is valid")
+});
+
 /// "Here is what the tools returned:" and, one line each, the tool and the result of the last
-/// [`QUOTED_RESULTS`] calls that succeeded (neither an error nor blocked), in the order they
-/// ran, each cut to [`QUOTED_CHARS`] characters; `None` when no call succeeded.
+/// [`QUOTED_RESULTS`] distinct calls (tool and arguments) that succeeded (neither an error nor
+/// blocked), each with its latest result, in the order they last ran, each cut to
+/// [`QUOTED_CHARS`] characters; `None` when no call succeeded. A call a small model repeated
+/// five times is quoted once, so the other results are not pushed out.
 pub fn observation_answer(steps: &[StepRecord]) -> Option<String> {
-    let ok: Vec<&StepRecord> = steps.iter().filter(|s| !s.error && !s.blocked).collect();
+    let mut ok: Vec<&StepRecord> = Vec::new();
+    for s in steps.iter().filter(|s| !s.error && !s.blocked) {
+        ok.retain(|o| o.tool != s.tool || o.arguments != s.arguments);
+        ok.push(s);
+    }
     if ok.is_empty() {
         return None;
     }
@@ -42,3 +98,6 @@ pub fn clean_draft(draft: &str, steps: &[StepRecord]) -> String {
         draft.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests;

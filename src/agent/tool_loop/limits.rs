@@ -75,3 +75,20 @@ impl LoopRun<'_> {
         ));
     }
 }
+
+impl LoopRun<'_> {
+    /// A reply asked only for calls stuck in a cycle: more iterations would bring nothing new,
+    /// so the loop ends here and the answer is written from what the tools returned.
+    pub(super) fn stop_stuck(&mut self) {
+        tracing::info!(
+            iteration = self.iterations,
+            "the reply only repeated calls past the cycle warning; writing the answer"
+        );
+        self.safeguard(SafeguardKind::CycleStop, None);
+        self.status = RunStatus::Completed;
+        self.brief = self.step_summary(
+            "I stopped calling tools: the last calls only repeated earlier ones with the same \
+             results. Steps taken:\n",
+        );
+    }
+}

@@ -72,7 +72,7 @@ impl LoopRun<'_> {
                     .failed(e.record.error),
             );
         }
-        self.after_tools(executed);
+        let stuck = self.after_tools(executed);
         if cancelled {
             self.cancelled();
             return Next::Stop;
@@ -80,15 +80,23 @@ impl LoopRun<'_> {
         if !client.is_empty() {
             return self.pause(client).await;
         }
+        if stuck {
+            self.stop_stuck();
+            return Next::Stop;
+        }
         self.calls_dropped(asked, ran);
         self.drain_interrupts();
         Next::Continue
     }
 
     /// Records executed calls and appends the safeguards' messages (after all tool results).
-    /// Takes the calls by value: their records move into the run's steps, uncopied.
-    pub(super) fn after_tools(&mut self, executed: Vec<Executed>) {
+    /// Takes the calls by value: their records move into the run's steps, uncopied. True when
+    /// every call of the reply is stuck ([`CycleDetector::stuck`]): the reply asked for nothing
+    /// but results the model already had, more often than the cycle warning allows.
+    pub(super) fn after_tools(&mut self, executed: Vec<Executed>) -> bool {
         let mut ran = 0;
+        let stuck = !executed.is_empty() && !self.pausing;
+        let mut stuck_all = stuck;
         for e in executed {
             self.tool_calls += 1;
             // An unknown tool called again and again is as stuck as a tool that ran.
@@ -106,13 +114,18 @@ impl LoopRun<'_> {
                     self.safeguard(SafeguardKind::CycleWarning, Some(e.record.tool.clone()));
                 }
             }
+            stuck_all &= self.cycles.stuck(&e.record.tool, &e.record.arguments);
             self.steps.push(e.record);
+        }
+        if stuck_all {
+            return true;
         }
         if self.reflection.add(ran) && !self.pausing {
             self.messages
                 .push(Message::user(prompts::reflection(&self.query)));
             self.safeguard(SafeguardKind::Reflection, None);
         }
+        false
     }
 
     /// Tool calls the model wrote as text, when they name only tools of the run.
@@ -190,9 +203,13 @@ impl LoopRun<'_> {
                     self.messages
                         .push(Message::user(prompts::observation(&e.record.observation)));
                 }
-                self.after_tools(executed);
+                let stuck = self.after_tools(executed);
                 if cancelled {
                     self.cancelled();
+                    return Next::Stop;
+                }
+                if stuck {
+                    self.stop_stuck();
                     return Next::Stop;
                 }
                 Next::Continue

@@ -213,6 +213,11 @@ fn safeguard_line(kind: SafeguardKind, tool: Option<&str>) -> String {
         SafeguardKind::MaxIterations => {
             "safeguard: the iteration limit was reached; answering with what was found".into()
         }
+        SafeguardKind::CycleStop => {
+            "safeguard: the agent only repeated calls it was warned about; answering with what \
+             was found"
+                .into()
+        }
     }
 }
 

@@ -208,7 +208,7 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 req(
                     "kind",
                     json!({"type": "string",
-                        "enum": ["reflection", "cycle_warning", "completion_check", "max_iterations"]}),
+                        "enum": ["reflection", "cycle_warning", "completion_check", "max_iterations", "cycle_stop"]}),
                 ),
                 ("tool", string(), false),
                 dag_tag(),

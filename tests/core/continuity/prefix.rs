@@ -42,9 +42,16 @@ fn messages_span(body: &[u8]) -> (usize, usize) {
 #[tokio::test]
 async fn five_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
     let fake = thinking().await;
-    // The same call four times (a cycle from the second), reflection after every second tool.
+    // The same call twice (a cycle warning at the second), then two others (a third identical
+    // result would stop the loop), reflection after every second tool.
     for n in 1..=4 {
-        let call = (format!("c{n}"), "lookup", r#"{"x":"same"}"#);
+        let args = [
+            r#"{"x":"same"}"#,
+            r#"{"x":"same"}"#,
+            r#"{"x":"3"}"#,
+            r#"{"x":"4"}"#,
+        ];
+        let call = (format!("c{n}"), "lookup", args[n - 1]);
         fake.push(FakeReply::tool_calls(vec![call]).reasoning(format!("thought {n}")));
     }
     fake.push(FakeReply::text("done"));
@@ -109,9 +116,16 @@ async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_ap
     use reagent::llm::anthropic::{AnthropicClient, AnthropicConfig};
     use reagent::testing::fake_anthropic::{AnthropicReply, FakeAnthropic};
     let fake = FakeAnthropic::start().await.expect("fake server starts");
+    // As above: a cycle warning at the second call, the next two other calls.
     for n in 1..=4 {
         let id = format!("toolu_{n}");
-        let reply = AnthropicReply::tool_calls(&[(&id, "lookup", r#"{"x":"same"}"#)]);
+        let args = [
+            r#"{"x":"same"}"#,
+            r#"{"x":"same"}"#,
+            r#"{"x":"3"}"#,
+            r#"{"x":"4"}"#,
+        ];
+        let reply = AnthropicReply::tool_calls(&[(&id, "lookup", args[n - 1])]);
         fake.push(reply.thinking(&format!("thought {n}"), &format!("sig{n}")));
     }
     fake.push(AnthropicReply::text("done"));

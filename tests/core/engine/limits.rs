@@ -13,13 +13,14 @@ use serde_json::Value;
 
 use super::*;
 
-/// `n` native calls of `tool`, ids `p1`, `p2`… with `{"i": k}` arguments.
+/// `n` native calls of `tool`, ids `p1`, `p2`… with `{"i": k, "p": prefix}` arguments (each
+/// reply's calls new, so a flood is not a cycle that the loop stops).
 fn calls(prefix: &str, tool: &str, n: usize) -> ChatResponse {
     let calls = (0..n)
         .map(|k| ToolCall {
             id: format!("{prefix}{k}"),
             name: tool.into(),
-            arguments: format!(r#"{{"i":{k}}}"#),
+            arguments: format!(r#"{{"i":{k},"p":"{prefix}"}}"#),
         })
         .collect();
     response("", calls)

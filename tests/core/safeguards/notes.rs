@@ -86,7 +86,15 @@ async fn a_cycle_warning_names_the_tool_after_its_results() {
     let same = |_| r#"{"x":"1"}"#.to_string();
     let ev = run(4, same, &["done"], no_checklist()).await;
     let expected = |n| (n, SafeguardKind::CycleWarning, Some("lookup".to_string()));
-    assert_eq!(safeguards(&ev), vec![expected(3), expected(4)]);
+    // The fourth identical result is past the warning: the loop stops there (`cycle_stop`).
+    assert_eq!(
+        safeguards(&ev),
+        vec![
+            expected(3),
+            expected(4),
+            (4, SafeguardKind::CycleStop, None)
+        ]
+    );
     // It follows the tool_end of the call that completed the cycle.
     let at = |pred: &dyn Fn(&AgentEvent) -> bool| ev.iter().position(pred).unwrap();
     let end3 = at(&|e| matches!(e, AgentEvent::Step(StepEvent::ToolEnd { iteration: 3, .. })));

@@ -218,3 +218,83 @@ async fn calls_written_one_per_line_and_cut_off_run_the_complete_ones() {
     assert_eq!(ran, [("demo__lookup", "391"), ("calculator", "42")]);
     assert_eq!(result.brief_answer, "391 and 42");
 }
+
+#[tokio::test]
+async fn the_iteration_cap_answers_with_what_the_tools_returned() {
+    // Issue 45's native runs: the right result, then the same call until the cap.
+    let llm = Arc::new(ScriptedLlm::native().without_synthesis());
+    for i in 0..3 {
+        llm.tool_calls(&[(&format!("c{i}"), "calculator", r#"{"x": "17*23"}"#)]);
+    }
+    let cfg = AgentConfig {
+        max_iterations: 3,
+        cycle_detection_threshold: 0,
+        ..AgentConfig::default()
+    };
+    let h = Harness::new(llm.clone(), tools(), Default::default(), cfg);
+    let (result, _) = h.run("What is 17 * 23?").await;
+    assert_eq!(result.outcome.status, RunStatus::MaxIterations);
+    let answer = &result.outcome.answer;
+    assert!(
+        answer.starts_with("Here is what the tools returned:\n- calculator: 42\n\nI reached"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_of_calls_past_the_cycle_warning_ends_the_loop_with_the_values() {
+    // The real model's third reply in native mode: the same call five times, after its result
+    // had come back three times already.
+    let llm = Arc::new(ScriptedLlm::native().without_synthesis());
+    let same = ("calculator", r#"{"x": "6*7"}"#);
+    llm.tool_calls(&[("a", same.0, same.1)])
+        .tool_calls(&[("b", same.0, same.1), ("c", same.0, same.1)]);
+    llm.tool_calls(&[("d", same.0, same.1), ("e", same.0, same.1)]);
+    llm.tool_calls(&[("f", same.0, same.1)]);
+    let h = Harness::new(
+        llm.clone(),
+        tools(),
+        Default::default(),
+        AgentConfig::default(),
+    );
+    let (result, events) = h.run("What is 6 * 7?").await;
+    assert_eq!(result.outcome.status, RunStatus::Completed);
+    assert_eq!(result.outcome.iterations, 3, "ended after the third reply");
+    assert_eq!(llm.remaining(), 1);
+    assert!(result
+        .outcome
+        .answer
+        .starts_with("Here is what the tools returned:\n- calculator: 42\n\nI stopped"));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Step(StepEvent::Safeguard {
+            kind: reagent::agent::events::SafeguardKind::CycleStop,
+            ..
+        })
+    )));
+}
+
+#[tokio::test]
+async fn polling_whose_results_change_is_never_stopped() {
+    let llm = Arc::new(ScriptedLlm::native().without_synthesis());
+    for i in 0..6 {
+        llm.tool_calls(&[(&format!("p{i}"), "status", "{}")]);
+    }
+    llm.text("done").text("done");
+    // A job's status: the same twice in a row at most, as a poll sees it move on.
+    let polls = std::sync::atomic::AtomicUsize::new(0);
+    let status = FakeTool::with("status", move |_| {
+        let i = polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ["queued", "running", "running", "50%", "50%", "done"][i.min(5)].to_string()
+    });
+    let h = Harness::new(
+        llm.clone(),
+        registry(vec![status.arc()]),
+        Default::default(),
+        AgentConfig::default(),
+    );
+    let (result, _) = h.run("wait for the job").await;
+    assert_eq!(result.outcome.status, RunStatus::Completed);
+    assert_eq!(result.outcome.tool_calls, 6);
+    assert_eq!(result.outcome.answer, "done");
+}
