@@ -9,8 +9,8 @@ mod ag_ui;
 mod ai_sdk;
 mod cors;
 mod edges;
-mod resume;
 mod images;
+mod resume;
 
 use serde_json::{json, Value};
 
