@@ -26,14 +26,20 @@ async fn a_model_that_always_answers_10000_tool_calls_costs_bounded_memory_and_e
     const PEAK_GROWTH_BOUND: u64 = 64 * MB;
     let (dir, db_url) = workdir();
     let llm = FakeOpenAi::start().await.unwrap();
-    let calls: Vec<(String, String, String)> = (0..10_000)
-        .map(|i| {
-            let args = format!(r#"{{"expression":"{i}+1"}}"#);
-            (format!("call_{i}"), "calculator".to_string(), args)
-        })
-        .collect();
-    // Every loop call (and the synthesis) gets the same 10,000 calls: the model asks again.
-    llm.set_default(FakeReply::tool_calls(calls));
+    let calls = |reply: usize| -> Vec<(String, String, String)> {
+        (0..10_000)
+            .map(|i| {
+                let args = format!(r#"{{"expression":"{i}+{reply}"}}"#);
+                (format!("call_{i}"), "calculator".to_string(), args)
+            })
+            .collect()
+    };
+    // Every loop call (and the synthesis) gets 10,000 calls, new ones each time (the same ones
+    // again would be a cycle, which the cycle stop ends before the tool-call limit).
+    for reply in 1..=10 {
+        llm.push(FakeReply::tool_calls(calls(reply)));
+    }
+    llm.set_default(FakeReply::tool_calls(calls(0)));
     let server = start(dir.path(), &db_url, &llm).await;
     let before = server.status_bytes("VmHWM");
     let (_, run) = server.start_run("add up everything").await;
