@@ -214,7 +214,7 @@ fn main() {
             Some(admin) => {
                 let name = format!("reagent_in_flight_{}", std::process::id());
                 let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-                sqlx::query(&format!("CREATE DATABASE {name}"))
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&mut c)
                     .await
                     .unwrap();
@@ -225,10 +225,12 @@ fn main() {
         if let Some(admin) = &a.db {
             let name = url.rsplit_once('/').unwrap().1;
             let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
-                .execute(&mut c)
-                .await
-                .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE {name} WITH (FORCE)"
+            )))
+            .execute(&mut c)
+            .await
+            .unwrap();
         }
     });
 }

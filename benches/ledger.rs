@@ -162,7 +162,7 @@ async fn fresh_db(a: &Args, dir: &std::path::Path) -> (String, Option<String>) {
     };
     let name = format!("reagent_ledger_{}", uuid::Uuid::new_v4().simple());
     let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&mut c)
         .await
         .unwrap();
@@ -220,7 +220,7 @@ fn main() {
         if let (Some(admin), Some(name)) = (&a.db, drop_name) {
             let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
             let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-            sqlx::query(&sql).execute(&mut c).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&mut c).await.unwrap();
         }
     });
 }

@@ -149,7 +149,7 @@ async fn fresh_db(a: &Args, dir: &tempfile::TempDir, i: usize) -> (String, Optio
         Some(admin) => {
             let name = format!("reagent_bench_{}", uuid::Uuid::new_v4().simple());
             let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-            sqlx::query(&format!("CREATE DATABASE {name}"))
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                 .execute(&mut c)
                 .await
                 .unwrap();
@@ -285,9 +285,11 @@ async fn measure(a: &Args, i: usize) -> Outcome {
     mock.shutdown().await;
     if let (Some(name), Some(admin)) = (pg_name, &a.db) {
         let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-        let _ = sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
-            .execute(&mut c)
-            .await;
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE {name} WITH (FORCE)"
+        )))
+        .execute(&mut c)
+        .await;
     }
     assert!(
         errors.is_empty(),

@@ -3,7 +3,7 @@
 //! only says which values go where (`message_row`, `conversation_row`, `run_row`).
 
 /// A query of backend `DB` with its arguments.
-pub(super) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
+pub(super) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>;
 
 /// One value of an insert.
 pub(super) enum Arg<'q> {
@@ -97,9 +97,12 @@ macro_rules! insert_many {
             let cached = chunk.len() <= $crate::store::binds::CACHED_ROWS;
             let sql = $crate::store::binds::many_rows($sql, $per_row, chunk.len(), $numbered);
             let args = chunk.into_iter().flatten().collect();
-            $crate::store::binds::bind(sqlx::query(&sql).persistent(cached), args)
-                .execute(&mut *$tx)
-                .await?;
+            $crate::store::binds::bind(
+                sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).persistent(cached),
+                args,
+            )
+            .execute(&mut *$tx)
+            .await?;
         }
     }};
 }

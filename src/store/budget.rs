@@ -427,7 +427,7 @@ impl Store {
              GROUP BY {key} ORDER BY 1"
         );
         let rows: Vec<UsageRow> = with_pool!(self, |pool| {
-            sqlx::query_as(&sql)
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(from)
                 .bind(to)
                 .bind(tenant)

@@ -111,7 +111,7 @@ fn pack<'a>(events: &[(&'a str, &'a StoredEvent)]) -> Vec<Row<'a>> {
 /// The keys are found by ONE join of the VALUES list with `run_keys`: a scalar subquery per row
 /// would open a cursor per row in the same statement, and SQLite's cursor bookkeeping makes that
 /// quadratic in the rows of a statement (it tripled the writer's CPU at 500 rows).
-fn insert_rows<'a, DB>(rows: &'a [Row<'a>]) -> QueryBuilder<'a, DB>
+fn insert_rows<'a, DB>(rows: &'a [Row<'a>]) -> QueryBuilder<DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,

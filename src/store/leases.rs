@@ -51,7 +51,7 @@ fn update_held<'a, DB>(
     now: &str,
     lock: &str,
     until: Option<i64>,
-) -> QueryBuilder<'a, DB>
+) -> QueryBuilder<DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
@@ -251,7 +251,7 @@ impl Store {
         );
         let _turn = self.write_turn().await;
         let row: Option<(String, i64)> = with_writer!(self, |pool| {
-            sqlx::query_as(&sql)
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(me)
                 .bind(micros(ttl))
                 .bind(id.to_string())
@@ -270,7 +270,7 @@ impl Store {
     ) -> Result<Vec<TakenRun>, StoreError> {
         let _turn = self.write_turn().await;
         let rows: Vec<(String, i64)> = with_writer!(self, |pool| {
-            sqlx::query_as(sql)
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(me)
                 .bind(micros(ttl))
                 .bind(limit)
@@ -297,7 +297,7 @@ impl Store {
         );
         let _turn = self.write_turn().await;
         with_writer!(self, |pool| {
-            sqlx::query(&sql)
+            sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(me)
                 .bind(started_at)
                 .execute(pool)
@@ -327,7 +327,7 @@ impl Store {
             self.now_sql()
         );
         let records: Vec<InstanceRecord> = with_pool!(self, |pool| {
-            sqlx::query_as(&sql)
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(micros(alive_within))
                 .fetch_all(pool)
                 .await?

@@ -92,7 +92,7 @@ impl Db {
                         )
                     });
                 let name = format!("reagent_test_{}", uuid::Uuid::new_v4().simple());
-                sqlx::query(&format!("CREATE DATABASE {name}"))
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&admin)
                     .await
                     .unwrap();
@@ -108,9 +108,11 @@ impl Db {
     /// Drops the PostgreSQL database (closing the app's leftover connections) or the temp dir.
     pub async fn destroy(self) -> Result<(), sqlx::Error> {
         if let Some((admin, name)) = self.pg {
-            let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&admin)
-                .await;
+            let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&admin)
+            .await;
             admin.close().await;
             dropped?;
         }

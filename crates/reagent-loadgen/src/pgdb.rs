@@ -25,7 +25,7 @@ impl PgDb {
             .await
             .with_context(|| format!("PostgreSQL unreachable at {admin_url}"))?;
         let name = format!("reagent_loadgen_{}", uuid::Uuid::new_v4().simple());
-        sqlx::query(&format!("CREATE DATABASE {name}"))
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&admin)
             .await?;
         let base = admin_url.rsplit_once('/').map_or(admin_url, |(b, _)| b);
@@ -38,10 +38,10 @@ impl PgDb {
 
     /// Drops the database, closing any connection left to it.
     pub async fn drop(self) -> anyhow::Result<()> {
-        let dropped = sqlx::query(&format!(
+        let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
             "DROP DATABASE IF EXISTS {} WITH (FORCE)",
             self.name
-        ))
+        )))
         .execute(&self.admin)
         .await;
         self.admin.close().await;

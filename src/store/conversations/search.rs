@@ -98,7 +98,7 @@ impl Store {
         let (rest, binds) = search_sql(sqlite, owner, words, cursor, i64::from(limit) + 1);
         let sql = format!("{}{rest}", select_conversations!(""));
         let records: Vec<ConversationRecord> = with_pool!(self, |pool| {
-            let mut query = sqlx::query_as(&sql);
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()));
             for value in &binds {
                 query = match value {
                     Bind::Int(v) => query.bind(*v),

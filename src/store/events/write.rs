@@ -304,7 +304,7 @@ fn finishing<'a>(
 }
 
 /// `SELECT id, lease_epoch` of the runs `ids`, ordered, with the backend's row `lock`.
-fn epochs_query<'a, DB>(ids: &[&'a str], lock: &'static str) -> QueryBuilder<'a, DB>
+fn epochs_query<'a, DB>(ids: &[&'a str], lock: &'static str) -> QueryBuilder<DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
@@ -319,7 +319,7 @@ where
 }
 
 /// Stores `(run id, checkpoint)` pairs on the runs still `running`.
-fn checkpoints_query<'a, DB>(rows: &[(&'a str, &'a str)]) -> QueryBuilder<'a, DB>
+fn checkpoints_query<'a, DB>(rows: &[(&'a str, &'a str)]) -> QueryBuilder<DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,
@@ -333,10 +333,7 @@ where
 }
 
 /// Writes the terminal states of `rows` on the runs still `running`, returning their ids.
-fn finish_query<'a, DB>(
-    rows: &[(usize, &'a str, &'a FinalState)],
-    micros: i64,
-) -> QueryBuilder<'a, DB>
+fn finish_query<'a, DB>(rows: &[(usize, &'a str, &'a FinalState)], micros: i64) -> QueryBuilder<DB>
 where
     DB: Database,
     &'a str: Encode<'a, DB> + Type<DB>,

@@ -50,7 +50,10 @@ impl Outage {
                         "CREATE TRIGGER refuse_{table} BEFORE INSERT OR UPDATE ON {table} \
                          FOR EACH ROW EXECUTE FUNCTION refuse_writes()"
                     );
-                    sqlx::query(&sql).execute(pg).await.unwrap();
+                    sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                        .execute(pg)
+                        .await
+                        .unwrap();
                 }
             }
         }

@@ -30,7 +30,10 @@ async fn postgres_acknowledges_only_committed_writes() {
                 "CREATE TRIGGER refuse_{table} BEFORE INSERT OR UPDATE ON {table} \
                  FOR EACH ROW EXECUTE FUNCTION refuse_writes()"
             );
-            sqlx::query(&sql).execute(&pg).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .execute(&pg)
+                .await
+                .unwrap();
         }
         let refused = store
             .create_conversation("o", NewConversation::default())

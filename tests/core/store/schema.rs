@@ -47,10 +47,11 @@ macro_rules! event_rows_left {
     ($pool:expr) => {{
         let mut left = 0i64;
         for table in ["events", "run_keys"] {
-            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-                .fetch_one($pool)
-                .await
-                .unwrap();
+            let n: i64 =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                    .fetch_one($pool)
+                    .await
+                    .unwrap();
             left += n;
         }
         left
