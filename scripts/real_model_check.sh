@@ -195,8 +195,8 @@ done
 # in-process by `reagent eval` with evals/config.toml pointed at this llama-server (its agent
 # `eval`: the calculator and the MCP reference server's get-sum, installed by scripts/peers.sh),
 # at temperature 0 and seed 42. Fails below SMOKE_MIN_ACCURACY: BENCHMARKS.md ("Small local
-# models") measured 4/5 in JSON mode on these tasks; the floor is that minus one task (0.2), for
-# the arithmetic of another CPU or thread count.
+# models") measured 4/5 in JSON mode on these tasks, judged by the last-number rule; the floor is
+# that minus one task (0.2), for the arithmetic of another CPU or thread count.
 SMOKE_TASKS=5
 SMOKE_MODE=${SMOKE_MODE:-json}
 SMOKE_MIN_ACCURACY=${SMOKE_MIN_ACCURACY:-0.6}

@@ -155,7 +155,8 @@ pub fn interrupt_message(contents: &[String]) -> String {
 
 /// Synthesis system prompt.
 pub const SYNTHESIS_SYSTEM: &str = "You write the final answer for the user from an agent's execution trace. \
-Present the results directly and completely, formatted in Markdown. Do not add meta-commentary such as \
+Present the results directly and completely, formatted in Markdown. Write the answer in plain words: \
+never a tool call or JSON, even when the draft answer is one. Do not add meta-commentary such as \
 \"based on the tool output\" or describe the process unless asked. Answer in the language of the original question.";
 
 /// The synthesis call's system prompt for the tool-selection catalog call.

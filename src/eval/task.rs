@@ -1,9 +1,16 @@
 //! An eval task (one line of the JSONL file) and how its answer is judged.
 //!
-//! `expect` is one of:
-//! - a string or a number: the answer must contain that value as a whole token — not inside a
-//!   longer number or word — after both are normalised (below), so `391` matches
-//!   "17 * 23 = **391**." but not "3910" or "391.5";
+//! An answer that is itself a tool call written as text — any shape the agent's dump guard
+//! ([`crate::agent::synthesis::is_call_dump`]) recognises: call objects, JSON Lines of them,
+//! JSON mode's `tool_call` action, fenced or cut off by the output cap — is never correct.
+//! Otherwise `expect` is one of:
+//! - a number (or a string that is one): the answer's principal number — its last number, not
+//!   counting the numbers inside tool calls it quotes nor a numbered list's `3.` opening a line
+//!   — must equal that value, compared as
+//!   numbers ([`answer`]); so `391` matches "17 * 23 = **391**." but not "3910", "391.5",
+//!   "391 or 3910" nor a list of tool results whose last item is another number;
+//! - another string: the answer must contain that value as a whole token — not inside a longer
+//!   word — after both are normalised (below);
 //! - `{"regex": "..."}`: the regular expression must match somewhere in the normalised answer
 //!   (anchor it with `^…$` for the whole answer; `(?i)` for any case);
 //! - a list of the above: any one of them.
@@ -14,9 +21,13 @@
 //! too (`42.0` → `42`, `2.50` → `2.5`). A task with `tools_required` also needs each of those
 //! tools to have run without an error at least once, so that a guessed answer does not count.
 
+mod answer;
+
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value as Json;
+
+use crate::agent::synthesis::is_call_dump;
 
 /// One task as read from the file.
 #[derive(Clone, Debug, Deserialize)]
@@ -32,7 +43,9 @@ pub struct Task {
 /// What a correct answer contains.
 #[derive(Clone, Debug)]
 pub enum Expect {
-    /// A value, already normalised.
+    /// A number: the answer's principal number must equal it.
+    Number(f64),
+    /// Any other value, already normalised: the answer must contain it as a token.
     Value(String),
     Regex(Regex),
     AnyOf(Vec<Expect>),
@@ -47,8 +60,14 @@ impl<'de> Deserialize<'de> for Expect {
 impl Expect {
     fn from_json(v: &Json) -> Result<Expect, String> {
         match v {
-            Json::String(s) if !s.trim().is_empty() => Ok(Expect::Value(normalise(s))),
-            Json::Number(n) => Ok(Expect::Value(normalise(&n.to_string()))),
+            Json::String(s) if !s.trim().is_empty() => {
+                let value = normalise(s);
+                Ok(answer::plain_number(&value).map_or(Expect::Value(value), Expect::Number))
+            }
+            Json::Number(n) => n
+                .as_f64()
+                .map(Expect::Number)
+                .ok_or_else(|| format!("expect {n} is not a number this judge can compare")),
             Json::Array(items) if !items.is_empty() => items
                 .iter()
                 .map(Expect::from_json)
@@ -67,16 +86,17 @@ impl Expect {
         }
     }
 
-    /// Whether `answer` satisfies this expectation.
+    /// Whether `answer` satisfies this expectation (never when it is a tool-call dump).
     pub fn matches(&self, answer: &str) -> bool {
-        self.matches_normalised(&normalise(answer))
+        !is_call_dump(answer) && self.matches_answer(&answer::Answer::new(answer))
     }
 
-    fn matches_normalised(&self, answer: &str) -> bool {
+    fn matches_answer(&self, answer: &answer::Answer) -> bool {
         match self {
-            Expect::Value(v) => contains_token(answer, v),
-            Expect::Regex(r) => r.is_match(answer),
-            Expect::AnyOf(all) => all.iter().any(|e| e.matches_normalised(answer)),
+            Expect::Number(n) => answer.principal.is_some_and(|p| answer::same_number(p, *n)),
+            Expect::Value(v) => contains_token(&answer.normalised, v),
+            Expect::Regex(r) => r.is_match(&answer.normalised),
+            Expect::AnyOf(all) => all.iter().any(|e| e.matches_answer(answer)),
         }
     }
 }
