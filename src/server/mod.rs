@@ -18,6 +18,7 @@ pub mod auth;
 pub mod client_tools;
 pub mod conversations;
 pub mod error;
+pub mod event_body;
 pub mod frontends;
 pub mod images;
 pub mod listen;

@@ -1,33 +1,25 @@
 //! The SSE adapter (docs/api.md): turns a run's event stream (from [`crate::runs::RunManager`])
-//! into `id: n` / `event: name` / `data: one-line JSON` frames, with a `: keep-alive` comment
-//! after a quiet interval and the headers proxies need to not buffer.
+//! into `id: n` / `event: name` / `data: one-line JSON` frames, through the body every protocol
+//! shares ([`super::event_body`]: bursts in one chunk, keep-alive comments, no-buffering headers).
 //!
 //! The response only *reads* the run's log through a cursor: when the client disconnects the
 //! stream is dropped and nothing else happens — the run keeps going, owned by the run manager.
 
-use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
-use axum::response::{IntoResponse, Response};
-use futures::stream::{BoxStream, Stream, StreamExt};
-use tokio::time::{Instant, Sleep};
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
+use futures::stream::BoxStream;
 
 use super::error::ApiError;
-use super::metrics::{Metrics, SubscriberGuard};
+use super::event_body::{event_stream, Encoder};
+use super::metrics::Metrics;
 use crate::runs::LoggedEvent;
 
 /// docs/api.md: a comment after 15 s without events.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The keep-alive comment.
-const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
 
 /// The SSE response for `events`. `keep_alive` is configurable so tests need not wait 15 s.
 pub fn sse_response(
@@ -35,123 +27,36 @@ pub fn sse_response(
     keep_alive: Duration,
     metrics: &Metrics,
 ) -> Response {
-    let frames = Frames {
+    // The subscriber guard lives as long as the stream: dropping the response decrements the gauge.
+    event_stream(
+        String::new(),
         events,
+        Native,
         keep_alive,
-        timer: Box::pin(tokio::time::sleep(keep_alive)),
-        last_sent: Instant::now(),
-        gathered: String::new(),
-        turns: 0,
-        ended: false,
-        // Lives as long as the stream: dropping the response decrements the gauge.
-        _guard: metrics.sse_subscriber(),
-    };
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (
-                HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            ),
-        ],
-        Body::from_stream(frames),
+        metrics.sse_subscriber(),
     )
-        .into_response()
 }
 
-/// Events that follow the last write by less than this are a burst (an answer the provider
-/// sent at once): they are gathered over a few scheduler turns and written together.
-const BURST: Duration = Duration::from_millis(1);
+/// reagent's own frames: each event as it is stored.
+struct Native;
 
-/// Most scheduler turns a burst's frames wait for more events before they are written.
-const MAX_TURNS: u8 = 4;
-
-/// Most bytes of frames gathered into one body chunk.
-const MAX_CHUNK: usize = 32 * 1024;
-
-/// The response body: the frames of the events ready at once in one chunk, and a keep-alive
-/// comment after `keep_alive` without one. In a burst, frames wait while more events keep
-/// coming, one scheduler turn at a time (the task wakes itself; at most [`MAX_TURNS`]): a
-/// write per event was a `writev` and a wake-up of the client per token (BENCHMARKS.md,
-/// short runs). An event after a quiet spell is written at once. The keep-alive timer is not
-/// moved on every event (a timer-wheel update per token per stream, as axum's `KeepAlive`
-/// does): it stays where it was armed, and when it fires before `last_sent + keep_alive` it is
-/// moved there.
-struct Frames {
-    events: BoxStream<'static, Arc<LoggedEvent>>,
-    keep_alive: Duration,
-    timer: Pin<Box<Sleep>>,
-    last_sent: Instant,
-    /// Frames gathered and not written yet.
-    gathered: String,
-    /// Turns the gathered frames have waited.
-    turns: u8,
-    /// The events ended: the body ends once `gathered` is written.
-    ended: bool,
-    _guard: SubscriberGuard,
-}
-
-impl Stream for Frames {
-    type Item = Result<Bytes, Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        let mut got = false;
-        while !this.ended && this.gathered.len() < MAX_CHUNK {
-            match this.events.poll_next_unpin(cx) {
-                Poll::Ready(Some(ev)) => {
-                    push_frame(&mut this.gathered, &ev);
-                    got = true;
-                }
-                Poll::Ready(None) => this.ended = true,
-                Poll::Pending => break,
-            }
-        }
-        if !this.gathered.is_empty() {
-            let wait = got
-                && !this.ended
-                && this.gathered.len() < MAX_CHUNK
-                && this.turns < MAX_TURNS
-                && this.last_sent.elapsed() < BURST;
-            if wait {
-                this.turns += 1;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            this.turns = 0;
-            this.last_sent = Instant::now();
-            let out = std::mem::take(&mut this.gathered);
-            return Poll::Ready(Some(Ok(Bytes::from(out))));
-        }
-        if this.ended {
-            return Poll::Ready(None);
-        }
-        loop {
-            ready!(this.timer.as_mut().poll(cx));
-            let due = this.last_sent + this.keep_alive;
-            if this.timer.deadline() >= due {
-                this.last_sent = Instant::now();
-                this.timer.as_mut().reset(this.last_sent + this.keep_alive);
-                return Poll::Ready(Some(Ok(Bytes::from_static(KEEP_ALIVE_FRAME))));
-            }
-            // Events were sent since the timer was armed: wait until the stream is quiet for
-            // the whole interval.
-            this.timer.as_mut().reset(due);
-        }
+impl Encoder for Native {
+    fn event(&mut self, ev: &LoggedEvent, out: &mut String) -> bool {
+        push_frame(out, ev);
+        false
     }
+
+    /// The log ends after `done`: nothing to add.
+    fn cut_short(&mut self, _out: &mut String) {}
 }
 
 /// One event as an SSE frame: `id`, `event`, then `data` (one line per line of the data; the
 /// engine's JSON has none, so that is one `data:` line), then a blank line.
 #[cfg(test)]
-fn frame(ev: &LoggedEvent) -> Bytes {
+fn frame(ev: &LoggedEvent) -> axum::body::Bytes {
     let mut out = String::new();
     push_frame(&mut out, ev);
-    Bytes::from(out)
+    axum::body::Bytes::from(out)
 }
 
 /// Appends `ev`'s frame (see `frame`) to `out`.
@@ -208,6 +113,13 @@ pub fn wants_event_stream(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::event_body::BURST;
+    use axum::body::Bytes;
+    use axum::http::HeaderValue;
+    use futures::StreamExt;
+    use std::task::Poll;
+
+    const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
 
     #[test]
     fn header_wins_over_query_and_garbage_is_rejected() {

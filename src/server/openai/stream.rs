@@ -6,32 +6,22 @@
 //! comment lines (`: keep-alive`), which the SDKs skip. Dropping the body — the client went
 //! away — cancels the run.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
-use futures::stream::{BoxStream, Stream, StreamExt};
+use axum::response::Response;
 use serde_json::{json, Value};
-use tokio::time::{Instant, Sleep};
 
 use super::reply::{finish_reason, tool_calls_json, usage_json, Meta};
 use crate::agent::events::{AnswerEvent, SafeguardKind, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
 use crate::runs::{LiveRun, LoggedEvent};
-use crate::server::metrics::SubscriberGuard;
+use crate::server::event_body::{event_stream, Encoder};
 use crate::server::state::AppState;
 
 /// The longest reasoning line, in characters.
 const LINE_CHARS: usize = 200;
-const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
-const DONE: &[u8] = b"data: [DONE]\n\n";
+const DONE: &str = "data: [DONE]\n\n";
 
 /// Cancels the run when dropped before [`CancelOnDrop::disarm`]: a client that disconnects
 /// from a `/v1` request cancels its run (OpenAI semantics).
@@ -75,66 +65,27 @@ struct Progress {
     sent: String,
 }
 
-/// The response body. As in `sse`, the keep-alive timer is not moved on every event (a timer
-/// update per token): when it fires before `last_sent + keep_alive` it is moved there.
-struct ChunkBody {
-    first: Option<Bytes>,
-    events: BoxStream<'static, Arc<LoggedEvent>>,
+/// The stream's encoder: the chunks of each event, `[DONE]` last; the guard is disarmed once
+/// the stream is complete.
+struct Chunks {
     progress: Progress,
     guard: CancelOnDrop,
-    keep_alive: Duration,
-    timer: Pin<Box<Sleep>>,
-    last_sent: Instant,
-    finished: bool,
-    _subscriber: SubscriberGuard,
 }
 
-impl ChunkBody {
-    fn end(&mut self, out: Bytes) -> Poll<Option<Result<Bytes, Infallible>>> {
-        self.finished = true;
-        self.guard.disarm();
-        Poll::Ready(Some(Ok(out)))
+impl Encoder for Chunks {
+    fn event(&mut self, ev: &LoggedEvent, out: &mut String) -> bool {
+        let (text, done) = self.progress.frames(ev);
+        out.push_str(&text);
+        if done {
+            self.guard.disarm();
+        }
+        done
     }
-}
 
-impl Stream for ChunkBody {
-    type Item = Result<Bytes, Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        if let Some(first) = this.first.take() {
-            return Poll::Ready(Some(Ok(first)));
-        }
-        if this.finished {
-            return Poll::Ready(None);
-        }
-        loop {
-            match this.events.poll_next_unpin(cx) {
-                Poll::Ready(Some(ev)) => {
-                    let (out, done) = this.progress.frames(&ev);
-                    if done {
-                        return this.end(Bytes::from(out));
-                    }
-                    if !out.is_empty() {
-                        this.last_sent = Instant::now();
-                        return Poll::Ready(Some(Ok(Bytes::from(out))));
-                    }
-                }
-                // The log ended without `done` (never expected): end the stream properly.
-                Poll::Ready(None) => return this.end(Bytes::from_static(DONE)),
-                Poll::Pending => break,
-            }
-        }
-        loop {
-            ready!(this.timer.as_mut().poll(cx));
-            let due = this.last_sent + this.keep_alive;
-            if this.timer.deadline() >= due {
-                this.last_sent = Instant::now();
-                this.timer.as_mut().reset(this.last_sent + this.keep_alive);
-                return Poll::Ready(Some(Ok(Bytes::from_static(KEEP_ALIVE))));
-            }
-            this.timer.as_mut().reset(due);
-        }
+    /// The log ended without `done` (never expected): end the stream properly.
+    fn cut_short(&mut self, out: &mut String) {
+        out.push_str(DONE);
+        self.guard.disarm();
     }
 }
 
@@ -150,35 +101,14 @@ pub fn chunk_stream(
         include_usage,
         sent: String::new(),
     };
-    let first = Bytes::from(data(
-        &progress.chunk(json!({"role": "assistant", "content": ""}), None),
-    ));
-    let body = ChunkBody {
-        first: Some(first),
-        events: state.runs.live_events(&live, 0),
+    let first = data(&progress.chunk(json!({"role": "assistant", "content": ""}), None));
+    let events = state.runs.live_events(&live, 0);
+    let encoder = Chunks {
         progress,
         guard: CancelOnDrop::new(live),
-        keep_alive: state.keep_alive,
-        timer: Box::pin(tokio::time::sleep(state.keep_alive)),
-        last_sent: Instant::now(),
-        finished: false,
-        _subscriber: state.metrics.sse_subscriber(),
     };
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (
-                header::HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            ),
-        ],
-        Body::from_stream(body),
-    )
-        .into_response()
+    let subscriber = state.metrics.sse_subscriber();
+    event_stream(first, events, encoder, state.keep_alive, subscriber)
 }
 
 fn data(v: &Value) -> String {
@@ -264,7 +194,7 @@ impl Progress {
             EventName::Answer => (self.answer(&ev.data), false),
             EventName::Done => match serde_json::from_str::<RunOutcome>(&ev.data) {
                 Ok(outcome) => (self.done(&outcome), true),
-                Err(_) => (String::from_utf8_lossy(DONE).into_owned(), true),
+                Err(_) => (DONE.to_string(), true),
             },
             EventName::Start | EventName::Compact => (String::new(), false),
         }
@@ -350,7 +280,7 @@ impl Progress {
             last["usage"] = usage_json(&outcome.usage);
             out.push_str(&data(&last));
         }
-        out.push_str(&String::from_utf8_lossy(DONE));
+        out.push_str(DONE);
         out
     }
 }
