@@ -1,5 +1,5 @@
 //! The budget reservation's cost per LLM call (docs/configuration.md `[[budgets]]`,
-//! `src/runs/ledger.rs`) on SQLite and PostgreSQL. Three ways to make the same call to a
+//! `src/runs/ledger/`) on SQLite and PostgreSQL. Three ways to make the same call to a
 //! zero-latency scripted model, alternated in blocks on one fresh database so that drift hits
 //! all alike:
 //!
@@ -106,17 +106,25 @@ async fn one_run(store: Store, variant: Variant, calls: usize) {
         scripted.text("ok");
     }
     let llm: Arc<dyn Llm> = Arc::new(scripted);
-    let llm = match variant {
-        Variant::Bare => llm,
+    let ledger = match variant {
+        Variant::Bare => None,
         Variant::Usage | Variant::Budget => {
             let run = uuid::Uuid::new_v4();
-            Ledger::new(store, budgets(variant), "", run, "bench").wrap("scripted", llm)
+            Some(Ledger::new(store, budgets(variant), "", run, "bench"))
         }
+    };
+    let llm = match &ledger {
+        Some(l) => l.wrap("scripted", llm),
+        None => llm,
     };
     let request = ChatRequest::new(vec![Message::user("What is 6 × 7? Use the calculator.")]);
     for _ in 0..calls {
         let reply = llm.chat(request.clone()).await.unwrap();
         assert_eq!(reply.content, "ok");
+    }
+    // The run's end, as a run manager ends it: its last call settled, its holds released.
+    if let Some(l) = ledger {
+        l.finish().await;
     }
 }
 

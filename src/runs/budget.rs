@@ -1,7 +1,7 @@
 //! Budgets per tenant (docs/configuration.md `[[budgets]]`, docs/api.md): which windows and limits
 //! apply to a tenant, the admission of a new run (429 `budget_exceeded`, `too_many_active_runs`),
 //! and what `GET /api/usage` reports of each budget. The reservation before each call is the
-//! run's [`Ledger`](super::ledger::Ledger); the SQL is `store/budget.rs`.
+//! run's [`Ledger`](super::ledger::Ledger); the SQL is `store/budget/`.
 
 use std::sync::Arc;
 

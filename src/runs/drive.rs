@@ -161,6 +161,8 @@ impl RunManager {
             Err(panic) => end_panicked(&sink, panic.as_ref()),
         }
         drop(sink);
+        // Before `done` is stored: whoever reads it finds the run's spend settled.
+        live.ledger.finish().await;
         match done_rx.await {
             Ok(done) => {
                 log_finished(&live, &labels.agent, &model, &done.outcome);
@@ -175,12 +177,6 @@ impl RunManager {
                 }
                 live.log.close();
                 self.release(&live);
-            }
-        }
-        if live.ledger.budgeted() {
-            // Calls cut short (cancelled, or their stream dropped) never settled.
-            if let Err(e) = self.store.release_budget_holds(live.id).await {
-                tracing::warn!(run_id = %live.id, error = %e, "cannot release the run's budget reservations");
             }
         }
         self.live.remove(&live.id);

@@ -43,7 +43,10 @@ use sqlx::sqlite::{
 };
 
 pub use approvals::{ApprovalRecord, RowDecision};
-pub use budget::{CallUsage, Hold, UsageGroup, UsageRow, WindowLimit, WindowSpend};
+pub use budget::{
+    Booked, CallUsage, Hold, Reservation, Settlement, UsageGroup, UsageRow, WindowLimit,
+    WindowSpend,
+};
 pub use commands::{CommandKind, RunCommand};
 pub use error::StoreError;
 pub use health::READY_TIMEOUT;

@@ -17,10 +17,11 @@ use reagent::agent::{AgentConfig, RunStatus};
 use reagent::config::{BudgetSpec, BudgetWindow};
 use reagent::domain::{Mode, Price};
 use reagent::llm::{
-    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, Usage,
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Message, StreamEvent, Usage,
 };
+use reagent::runs::ledger::{Ledger, SETTLE_AFTER};
 use reagent::runs::{Budgets, ConversationRef, RunError, RunManager, StartRun};
-use reagent::store::{CallUsage, NewConversation, NewRun, Store, WindowLimit};
+use reagent::store::{CallUsage, NewConversation, NewRun, Store, UsageGroup, WindowLimit};
 use reagent::testing::scripted::single_model;
 use reagent::tools::ToolRegistry;
 use uuid::Uuid;
@@ -86,7 +87,13 @@ fn manager(store: &Store, limit: u64, offset: &Arc<AtomicI64>) -> Arc<RunManager
         AgentConfig::default(),
         None,
     );
-    m.budgets = Arc::new(Budgets {
+    m.budgets = Arc::new(budgets(limit, offset));
+    Arc::new(m)
+}
+
+/// A day budget of `limit` tokens for alice, the `default` model priced.
+fn budgets(limit: u64, offset: &Arc<AtomicI64>) -> Budgets {
+    Budgets {
         rules: vec![BudgetSpec {
             tenant: "alice".into(),
             window: BudgetWindow::Day,
@@ -105,8 +112,7 @@ fn manager(store: &Store, limit: u64, offset: &Arc<AtomicI64>) -> Arc<RunManager
         .into(),
         clock: clock(offset),
         ..Budgets::default()
-    });
-    Arc::new(m)
+    }
 }
 
 /// Starts a run of `owner` in a new conversation and waits for its `done`.
@@ -333,9 +339,86 @@ async fn reservations_never_exceed_the_limit(url: String) {
     assert_eq!((s.reserved_tokens, s.reserved_nanos), (1_000, 3_000));
 }
 
+/// A run's ledger and its model, on a day budget of `limit` tokens.
+fn ledgered(store: &Store, limit: u64) -> (Arc<Ledger>, Arc<dyn Llm>) {
+    let offset = Arc::new(AtomicI64::new(0));
+    let b = Arc::new(budgets(limit, &offset));
+    let ledger = Ledger::new(store.clone(), b, "alice", Uuid::new_v4(), "agent");
+    let llm = ledger.wrap("default", Arc::new(Answering));
+    (ledger, llm)
+}
+
+async fn alice_today(store: &Store) -> (i64, i64, i64) {
+    let day = [("day", day_start(Utc::now()))];
+    let s = &store.budget_spend("alice", &day).await.unwrap()[0];
+    let calls = store
+        .usage(Some("alice"), 0, i64::MAX, UsageGroup::Model)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.llm_calls)
+        .sum();
+    (s.spent_tokens, s.reserved_tokens, calls)
+}
+
+/// A call's settlement rides on the run's next reservation; the run's end settles the last
+/// one: every call's spend in the window and in the usage ledger, nothing left reserved.
+async fn the_runs_end_settles_its_last_call(url: String) {
+    let store = Store::connect(&url).await.unwrap();
+    let (ledger, llm) = ledgered(&store, 1_000_000);
+    for _ in 0..3 {
+        llm.chat(ChatRequest::new(vec![Message::user("q")]))
+            .await
+            .unwrap();
+    }
+    ledger.finish().await;
+    let per_call = (PROMPT + COMPLETION) as i64;
+    assert_eq!(alice_today(&store).await, (3 * per_call, 0, 3));
+}
+
+/// A call with no next one in its run and no end yet is settled on its own.
+async fn a_lone_call_is_settled_without_the_runs_end(url: String) {
+    let store = Store::connect(&url).await.unwrap();
+    let (_ledger, llm) = ledgered(&store, 1_000_000);
+    llm.chat(ChatRequest::new(vec![Message::user("q")]))
+        .await
+        .unwrap();
+    let per_call = (PROMPT + COMPLETION) as i64;
+    // A bounded wait for the settlement timer, not a timing assertion.
+    let waited = tokio::time::timeout(SETTLE_AFTER * 20, async {
+        while alice_today(&store).await != (per_call, 0, 1) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{:?}", alice_today(&store).await);
+}
+
+/// The reservation that does not fit still settles the call before it (one transaction tried,
+/// then the settlement alone): nothing is left reserved and the run's spend is all there.
+async fn a_refused_reservation_still_settles_the_call_before(url: String) {
+    let store = Store::connect(&url).await.unwrap();
+    let (ledger, llm) = ledgered(&store, 200);
+    let mut made = 0_i64;
+    let refused = loop {
+        match llm.chat(ChatRequest::new(vec![Message::user("q")])).await {
+            Ok(_) => made += 1,
+            Err(e) => break e,
+        }
+        assert!(made < 50, "a budget of 200 tokens took {made} calls");
+    };
+    assert!(matches!(refused, LlmError::BudgetExceeded(_)), "{refused}");
+    assert!(made >= 1 && ledger.refused());
+    let per_call = (PROMPT + COMPLETION) as i64;
+    assert_eq!(alice_today(&store).await, (made * per_call, 0, made));
+}
+
 on_both_backends!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     concurrent_runs_never_spend_past_the_limit,
     recovery_releases_a_dead_processs_reservations,
     reservations_never_exceed_the_limit,
+    the_runs_end_settles_its_last_call,
+    a_lone_call_is_settled_without_the_runs_end,
+    a_refused_reservation_still_settles_the_call_before,
 );

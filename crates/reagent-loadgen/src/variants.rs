@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::load::{self, Load};
+use crate::pgdb::{PgDb, PG_ADMIN_URL};
 use crate::spawn::{free_port, Mock, MockFlags, Server, ServerSpec, TempDir, SCRIPTED};
 use crate::stats::Summary;
 
@@ -39,6 +40,10 @@ pub struct VariantArgs {
     /// Tokens of each run's answer.
     #[arg(long, default_value_t = 20)]
     tokens: usize,
+    /// `budgets` only: each server on its own fresh PostgreSQL database (at the admin URL of
+    /// `instances`) instead of SQLite.
+    #[arg(long)]
+    pg: bool,
 }
 
 /// What one block measured on one variant.
@@ -194,14 +199,24 @@ pub async fn budgets(http: &reqwest::Client, block: VariantArgs) -> anyhow::Resu
         &config,
         "[[budgets]]\ntenant = \"*\"\nwindow = \"day\"\ntokens = 1000000000000000\n",
     )?;
+    let mut dbs = Vec::new();
+    if block.pg {
+        for _ in 0..2 {
+            dbs.push(PgDb::create(PG_ADMIN_URL).await?);
+        }
+    }
+    let db_env = |i: usize| dbs.get(i).map(|d| ("DATABASE_URL", d.url.clone()));
     let variants = [
         Variant {
             name: "budgets off",
-            env: vec![],
+            env: db_env(0).into_iter().collect(),
         },
         Variant {
             name: "budgets on (day, \"*\")",
-            env: vec![("REAGENT_CONFIG", config.display().to_string())],
+            env: [("REAGENT_CONFIG", config.display().to_string())]
+                .into_iter()
+                .chain(db_env(1))
+                .collect(),
         },
     ];
     let flags = MockFlags {
@@ -209,7 +224,12 @@ pub async fn budgets(http: &reqwest::Client, block: VariantArgs) -> anyhow::Resu
         answer_tokens: block.tokens,
         ..MockFlags::default()
     };
-    let running = compare(http, "budgets", &flags, &variants, &block).await?;
+    let title = if block.pg {
+        "budgets (PostgreSQL)"
+    } else {
+        "budgets (SQLite)"
+    };
+    let running = compare(http, title, &flags, &variants, &block).await?;
     // Proof that the second server reserved: its budget window has spend.
     let usage: serde_json::Value = http
         .get(format!("{}/api/usage", running.base(1)))
@@ -219,11 +239,15 @@ pub async fn budgets(http: &reqwest::Client, block: VariantArgs) -> anyhow::Resu
         .await?;
     println!("  budgets on, GET /api/usage budgets: {}", usage["budgets"]);
     running.stop().await?;
+    for db in dbs {
+        db.drop().await?;
+    }
     Ok(true)
 }
 
 /// `tracing`: tracing off, on with the collector down, on with a collector up.
 pub async fn tracing(http: &reqwest::Client, block: VariantArgs) -> anyhow::Result<bool> {
+    anyhow::ensure!(!block.pg, "--pg is an option of `budgets` only");
     let sink = crate::otlp_sink::Sink::start().await?;
     let nowhere = free_port()?;
     let variants = [
