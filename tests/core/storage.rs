@@ -8,13 +8,10 @@
 //!   work again once space is freed (`sqlite_acknowledges_only_committed_writes`);
 //! - on PostgreSQL a refused write (SQLSTATE 53100, disk full) is an error, never an
 //!   acknowledgement, the store is not ready while writes fail and is again once a probe write
-//!   commits (`postgres_acknowledges_only_committed_writes`);
-//! - on PostgreSQL a write cancelled midway leaves no connection inside a transaction, so
-//!   the next acknowledged write is visible everywhere (`postgres_cancelled_writes_leave_no_transaction_open`).
+//!   commits (`postgres_acknowledges_only_committed_writes`).
 //!
-//! By topic: [`cancelled`], [`disk_full`], [`refused`].
+//! By topic: [`disk_full`], [`refused`].
 
-mod cancelled;
 #[cfg(unix)]
 mod disk_full;
 mod refused;
