@@ -11,8 +11,9 @@
 //!   guard, interrupts, synthesis. Pure library: no HTTP or SQL types.
 //! - [`dag`] — DAG mode: a planner whose steps run concurrently as ReAct agents, an analyser,
 //!   re-plans, one answer; no HTTP or SQL, the same event stream as the ReAct engine.
-//! - [`llm`] — the `Llm` trait, the OpenAI-compatible client, structured output, `extract_json`,
-//!   the model registry (filled by [`app`]).
+//! - [`llm`] — the `Llm` trait, the provider clients (OpenAI-compatible chat completions and
+//!   Anthropic's native Messages API), structured output, `extract_json`, the model registry
+//!   (filled by [`app`]).
 //! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
 //! - [`config`] — typed configuration, loaded once from `config.toml` then the environment;
 //!   imports only `domain`.
@@ -23,6 +24,8 @@
 //! - [`eval`] — `reagent eval`: an agent over a task file, against a running or in-process
 //!   service, judged answer by answer.
 //! - [`net`] — the listening socket the server and the test fakes share.
+//! - [`telemetry`] — OpenTelemetry: a run as one trace (`invoke_agent`, `chat`, `execute_tool`
+//!   spans after the GenAI conventions), `traceparent` in and out, the OTLP/HTTP export.
 //! - [`testing`] — fakes: `ScriptedLlm`, an in-process fake OpenAI-compatible server and the
 //!   mock provider.
 

@@ -19,6 +19,7 @@ import { initAttachments } from './attach.js';
 import { thumbnails } from './images.js';
 import { askNewConversation, engineLabel, loadAgents, newConversationBody } from './newconv.js';
 import { checkModels, focusComposer, initSidebarDrawer, showSidebar, touchTyping } from './page.js';
+import { showTitle, titleFrom } from './titles.js';
 
 const $ = (id) => document.getElementById(id);
 const thread = $('thread');
@@ -80,7 +81,8 @@ function userBubble(text, kind = 'query', images = []) {
 
 function showHeader() {
   const conv = state.conversation;
-  $('conv-title').textContent = conv ? conv.title || 'Untitled' : 'No conversation';
+  showTitle($('conv-title'), conv ? conv.title || 'Untitled' : 'No conversation');
+  $('conv-title').title = conv?.title || '';
   $('conv-agent').hidden = !conv?.agent;
   $('conv-agent').textContent = conv?.agent || '';
   $('conv-agent').title = conv?.agent ? `Agent: ${conv.agent}` : '';
@@ -190,7 +192,7 @@ async function startRun(query, images = []) {
   setWorking(view);
   scrollDown(true);
   if (!conv.title) {
-    const title = query.replace(/\s+/g, ' ').trim().slice(0, 60);
+    const title = titleFrom(query);
     api('PATCH', `/api/conversations/${conv.id}`, { title })
       .then(() => {
         conv.title = title;

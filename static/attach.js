@@ -1,12 +1,15 @@
 // Images attached to the next question (docs/api.md "Images"): by the Attach button, by pasting
 // into the message box, or by dropping files on the page. Each shows as a preview with a Remove
 // button until it is sent; the run request carries them as `images: [{url: "data:…"}]`. What the
-// server would refuse — a kind it does not take, more than 5 MiB, more than 8 — is refused here
-// first, with an inline message naming the file, so nothing is lost on a 400.
+// server would refuse — a kind it does not take, more than 5 MiB, more than 8, more than a run's
+// 20 MiB of images together — is refused here first, with an inline message naming the file, so
+// nothing is lost on a 400 (the server's body limit on runs takes all of that).
 
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 export const MAX_IMAGES = 8;
+/** The server's default `max_run_image_bytes`; a lower setting is refused by the server (400). */
+export const MAX_TOTAL_BYTES = 20 * 1024 * 1024;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -39,8 +42,9 @@ function filesOf(transfer) {
  * Returns {images(), take(), restore(list), showError(text)}.
  */
 export function initAttachments({ button, picker, input, dropZone, tray, error }) {
-  /** What is attached, in order: {name, url}. */
+  /** What is attached, in order: {name, url, size}. */
   let items = [];
+  const total = () => items.reduce((sum, item) => sum + (item.size || 0), 0);
 
   function showError(text) {
     error.textContent = text || '';
@@ -85,9 +89,11 @@ export function initAttachments({ button, picker, input, dropZone, tray, error }
         refused.push(`${file.name || 'the image'} is larger than 5 MB (${size(file.size)})`);
       } else if (items.length >= MAX_IMAGES) {
         refused.push(`${file.name || 'the image'} was not added: at most ${MAX_IMAGES} images per message`);
+      } else if (total() + file.size > MAX_TOTAL_BYTES) {
+        refused.push(`${file.name || 'the image'} was not added: the images of a message are at most ${MAX_TOTAL_BYTES >> 20} MB together`);
       } else {
         try {
-          items.push({ name: file.name || `pasted image ${items.length + 1}`, url: await dataUrl(file) });
+          items.push({ name: file.name || `pasted image ${items.length + 1}`, url: await dataUrl(file), size: file.size });
         } catch {
           refused.push(`${file.name || 'the image'} could not be read`);
         }

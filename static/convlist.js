@@ -6,6 +6,7 @@
 // every 30 s while it is visible: no page polls faster than that.
 
 import { api } from './api.js';
+import { showTitle } from './titles.js';
 
 const PAGE = 50;
 const REFRESH_MS = 30000;
@@ -46,10 +47,11 @@ function item(conv) {
   button.type = 'button';
   button.className = 'conv';
   button.dataset.id = conv.id;
-  // The title is cut with an ellipsis; the time and the working dot stay visible beside it.
+  // The title is cut with an ellipsis (a fork's suffix stays visible); the time and the
+  // working dot stay visible beside it.
   const title = document.createElement('span');
   title.className = 'conv-title';
-  title.textContent = conv.title || 'Untitled';
+  showTitle(title, conv.title || 'Untitled');
   const when = document.createElement('time');
   when.className = 'conv-time muted';
   when.dateTime = conv.created_at;

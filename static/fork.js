@@ -10,8 +10,8 @@
 import { api, ApiError } from './api.js';
 import { copyButton } from './enhance.js';
 import { sendable } from './images.js';
+import { FORK_SUFFIX } from './titles.js';
 
-const SUFFIXES = / \((?:fork|edited|regenerated)\)$/;
 const MAX_TITLE = 200;
 
 function el(tag, className, text) {
@@ -59,7 +59,7 @@ function runBefore(list, i) {
 /** `<title> (edited)`, from the original's title without a fork suffix of its own. */
 function forkTitle(title, how) {
   const suffix = ` (${how})`;
-  const base = (title || 'Conversation').replace(SUFFIXES, '');
+  const base = (title || 'Conversation').replace(FORK_SUFFIX, '');
   return base.slice(0, MAX_TITLE - suffix.length) + suffix;
 }
 

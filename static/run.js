@@ -17,6 +17,7 @@ import { DagView } from './dag.js';
 import { artifactPreview } from './images.js';
 import { copyButton, enhance } from './enhance.js';
 import { StreamingMarkdown } from './markdown.js';
+import { safeguardNote } from './notes.js';
 
 export { renderMarkdown } from './markdown.js';
 
@@ -50,6 +51,8 @@ export class RunView {
     this.done = false;
     this.answerText = '';
     this.cards = new Map();
+    /** Safeguard notes shown, by step and text: the same note again counts up. */
+    this.notes = new Map();
     this.root = el('section', 'run');
     this.root.dataset.state = 'running';
     if (runId) this.root.dataset.runId = runId;
@@ -158,9 +161,13 @@ export class RunView {
         this.toolActivity(data.iteration);
         break;
       case 'selection': {
-        const text = `tool selection: ${(data.selected || []).length} of ${data.total_tools} tools` +
-          ` (${(data.selected || []).join(', ')})${data.fallback ? ', fallback' : ''}`;
-        this.steps.append(el('div', 'selection muted', text));
+        // Said only when it narrowed the tools, briefly (the names on hover): "16 of 16" above
+        // every run told nothing.
+        const selected = data.selected || [];
+        if (data.fallback || !(selected.length < data.total_tools)) break;
+        const line = el('div', 'selection muted', `tools narrowed to ${selected.length} of ${data.total_tools}`);
+        line.title = selected.join(', ');
+        this.steps.append(line);
         break;
       }
       case 'interrupt':
@@ -176,7 +183,7 @@ export class RunView {
           `resumed at iteration ${data.iteration ?? ''}${data.instance ? ` on ${data.instance}` : ''}`));
         break;
       case 'safeguard':
-        this.target(data).append(this.safeguardNote(data));
+        safeguardNote(this.notes, this.target(data), data);
         break;
       case 'client_tool_calls':
         this.callerCalls(data.calls);
@@ -197,21 +204,6 @@ export class RunView {
     if (this.callerCard || !Array.isArray(calls) || !calls.length) return;
     this.callerCard = callerCallsCard(this.runId, calls);
     this.steps.append(this.callerCard);
-  }
-
-  /** A safeguard acted (docs/api.md): a quiet note; what it told the model stays internal. */
-  safeguardNote(data) {
-    const tool = data.tool ? ` (${data.tool})` : '';
-    const text = {
-      reflection: 'the agent was asked to step back and check its progress',
-      cycle_warning: `the agent was warned that it is repeating itself${tool}`,
-      completion_check: 'the agent was asked to check that the answer is complete',
-      max_iterations: 'the iteration limit was reached: answering with what was found',
-    }[data.kind] || `safeguard: ${data.kind}`;
-    const note = el('div', 'safeguard-note muted', text);
-    note.dataset.kind = data.kind || '';
-    if (data.iteration !== undefined && data.iteration !== null) note.title = `iteration ${data.iteration}`;
-    return note;
   }
 
   card(iteration, callId, tool, args, data = {}) {

@@ -7,6 +7,9 @@ import { api } from './api.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const DAYS = 30;
+const DAY_MS = 86400000;
+/** The widest bar, in the chart's units (280 wide): one or two bars stay bars, not blocks. */
+const MAX_BAR = 24;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -53,10 +56,30 @@ function budgetBox(b) {
   return box;
 }
 
-/** A bar chart of `value(g)` per group, with a title for each bar (read on hover). */
-function chart(title, groups, value, fmt) {
+/**
+ * The days from `from` to today (UTC dates, oldest first), each with its group, or null for a
+ * day without usage: the by-day charts have a slot per day, so a single day is one thin bar
+ * rather than a block across the chart.
+ */
+function everyDay(groups, from) {
+  const byKey = new Map(groups.map((g) => [g.key, g]));
+  const first = Date.parse(`${from.toISOString().slice(0, 10)}T00:00:00Z`);
+  const days = [];
+  for (let t = first; t <= Date.now(); t += DAY_MS) {
+    const key = new Date(t).toISOString().slice(0, 10);
+    days.push(byKey.get(key) || { key, empty: true });
+  }
+  return days;
+}
+
+/**
+ * A bar chart of `value(g)` per slot (a group, or an `empty` day drawn as nothing), with a
+ * title for each bar (read on hover).
+ */
+function chart(title, slots, value, fmt) {
   const box = el('section', 'usage-chart');
   box.append(el('h3', '', title));
+  const groups = slots.filter((g) => !g.empty);
   if (!groups.length) {
     box.append(el('p', 'muted', 'Nothing yet.'));
     return box;
@@ -64,15 +87,17 @@ function chart(title, groups, value, fmt) {
   const width = 280;
   const height = 90;
   const max = Math.max(...groups.map(value), 1e-12);
-  const step = width / groups.length;
+  const step = width / slots.length;
+  const barWidth = Math.max(Math.min(step * 0.8, MAX_BAR), 1);
   const picture = svg('svg', { viewBox: `0 0 ${width} ${height + 14}`, role: 'img', width: '100%' });
   picture.setAttribute('aria-label', title);
-  groups.forEach((g, i) => {
+  slots.forEach((g, i) => {
+    if (g.empty) return;
     const h = Math.max((value(g) / max) * height, value(g) > 0 ? 1 : 0);
     const bar = svg('rect', {
-      x: (i * step + step * 0.1).toFixed(1),
+      x: (i * step + (step - barWidth) / 2).toFixed(1),
       y: (height - h).toFixed(1),
-      width: Math.max(step * 0.8, 1).toFixed(1),
+      width: barWidth.toFixed(1),
       height: h.toFixed(1),
       class: 'usage-chart-bar',
     });
@@ -83,9 +108,9 @@ function chart(title, groups, value, fmt) {
     picture.append(bar);
   });
   const first = svg('text', { x: 0, y: height + 12, class: 'usage-chart-label' });
-  first.textContent = groups[0].key;
+  first.textContent = slots[0].key;
   const last = svg('text', { x: width, y: height + 12, 'text-anchor': 'end', class: 'usage-chart-label' });
-  last.textContent = groups[groups.length - 1].key;
+  last.textContent = slots[slots.length - 1].key;
   picture.append(first, last);
   box.append(picture);
   return box;
@@ -110,16 +135,17 @@ function table(groups) {
 async function render(body) {
   body.replaceChildren(el('p', 'muted', 'Loading…'));
   try {
-    const from = new Date(Date.now() - DAYS * 86400000).toISOString();
-    const q = `from=${encodeURIComponent(from)}`;
+    const since = new Date(Date.now() - DAYS * DAY_MS);
+    const q = `from=${encodeURIComponent(since.toISOString())}`;
     const [byDay, byModel] = await Promise.all([
       api('GET', `/api/usage?${q}&group_by=day`),
       api('GET', `/api/usage?${q}&group_by=model`),
     ]);
     const parts = byDay.budgets.map(budgetBox);
     if (!parts.length) parts.push(el('p', 'muted', 'No budget applies to you.'));
-    parts.push(chart(`Cost by day, last ${DAYS} days`, byDay.groups, (g) => g.cost_usd, usd));
-    parts.push(chart(`Tokens by day, last ${DAYS} days`, byDay.groups, (g) => g.total_tokens, tokens));
+    const days = everyDay(byDay.groups, since);
+    parts.push(chart(`Cost by day, last ${DAYS} days`, days, (g) => g.cost_usd, usd));
+    parts.push(chart(`Tokens by day, last ${DAYS} days`, days, (g) => g.total_tokens, tokens));
     parts.push(chart('Cost by model', byModel.groups, (g) => g.cost_usd, usd));
     if (byModel.groups.length) parts.push(table(byModel.groups));
     body.replaceChildren(...parts);

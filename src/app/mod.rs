@@ -247,6 +247,7 @@ fn run_manager(
         compact,
     );
     manager.max_query_chars = config.server.max_query_chars;
+    manager.max_run_image_bytes = config.server.max_run_image_bytes;
     manager.trace_url = config.server.trace_url.clone();
     manager.agents = Arc::from(config.agents.clone());
     manager.dag = config.dag.clone();

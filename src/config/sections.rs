@@ -54,6 +54,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Longer queries and interrupts get 400 (docs/api.md).
     pub max_query_chars: usize,
+    /// Decoded image bytes one run may hold and send (docs/api.md "Images"); the routes that
+    /// take images accept bodies this much larger (as base64) than `max_body_bytes`.
+    pub max_run_image_bytes: usize,
     /// Requests per API key per minute; unlimited when absent.
     pub rate_limit_per_minute: Option<u32>,
     /// `REAGENT_STATIC_DIR`: a folder to serve the browser UI from (docs/api.md, for UI
@@ -108,6 +111,7 @@ impl Default for ServerConfig {
             database_url: DEFAULT_DATABASE_URL.into(),
             max_body_bytes: 1024 * 1024,
             max_query_chars: 100_000,
+            max_run_image_bytes: 20 * 1024 * 1024,
             rate_limit_per_minute: None,
             static_dir: None,
             data_dir: "data".into(),
@@ -135,6 +139,7 @@ impl fmt::Debug for ServerConfig {
             .field("database_url", &redact_url(&self.database_url))
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_query_chars", &self.max_query_chars)
+            .field("max_run_image_bytes", &self.max_run_image_bytes)
             .field("rate_limit_per_minute", &self.rate_limit_per_minute)
             .field("static_dir", &self.static_dir)
             .field("data_dir", &self.data_dir)

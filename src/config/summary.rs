@@ -32,9 +32,10 @@ impl Config {
         };
         let _ = writeln!(
             *out,
-            "limits: body {} bytes, query {} chars, rate limit {}",
+            "limits: body {} bytes, query {} chars, images {} bytes a run, rate limit {}",
             s.max_body_bytes,
             s.max_query_chars,
+            s.max_run_image_bytes,
             s.rate_limit_per_minute
                 .map_or("off".to_string(), |n| format!("{n}/min per key")),
         );

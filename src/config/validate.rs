@@ -87,6 +87,7 @@ pub(super) fn file(f: &FileConfig) -> Result<(), ConfigError> {
     database_url("server.database_url", &s.database_url)?;
     at_least("server.max_body_bytes", s.max_body_bytes, 1)?;
     at_least("server.max_query_chars", s.max_query_chars, 1)?;
+    at_least("server.max_run_image_bytes", s.max_run_image_bytes, 1)?;
     at_least("server.header_timeout_s", s.header_timeout_s, 1)?;
     at_least("server.sse_stall_s", s.sse_stall_s, 1)?;
     if let Some(n) = s.max_connections {

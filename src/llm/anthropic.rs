@@ -16,7 +16,9 @@ use super::anthropic_wire::{request_body, Settings};
 use super::builders::client_builders;
 use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
-use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Sampling};
+use super::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, RequestBody, Sampling,
+};
 
 /// Everything needed to talk to one model over the Messages API.
 #[derive(Clone, Debug)]
@@ -73,7 +75,7 @@ impl AnthropicClient {
     }
 
     /// The encoded body of `request` (public for the benchmark of the encoders).
-    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
+    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<RequestBody, LlmError> {
         let request = request.clone().with_sampling(self.sampling);
         let settings = Settings {
             model: &self.cfg.model,
@@ -83,8 +85,7 @@ impl AnthropicClient {
             cache: self.cfg.cache,
             stream,
         };
-        serde_json::to_vec(&request_body(settings, &request))
-            .map(bytes::Bytes::from)
+        RequestBody::encode(&request_body(settings, &request), &request.messages)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
 

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 mod anthropic_wire;
+pub mod body;
 mod builders;
 pub mod content_calls;
 pub mod continuity;
@@ -33,8 +34,9 @@ use async_trait::async_trait;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
+pub use body::RequestBody;
 pub use continuity::Continuity;
-pub use image::ImagePart;
+pub use image::{ImagePart, SharedUrl};
 pub use json::extract_json;
 pub use price::{Cost, Price};
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};

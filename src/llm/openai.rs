@@ -16,7 +16,9 @@ use super::builders::client_builders;
 use super::openai_wire::request_body;
 use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
-use super::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Sampling};
+use super::{
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, RequestBody, Sampling,
+};
 
 pub use super::transport::{DEFAULT_MAX_RESPONSE_BYTES, STREAM_TOTAL_FACTOR};
 
@@ -65,11 +67,10 @@ impl OpenAiClient {
     }
 
     /// The encoded body of `request` (public for the benchmark of the encoders).
-    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<bytes::Bytes, LlmError> {
+    pub fn body(&self, request: &ChatRequest, stream: bool) -> Result<RequestBody, LlmError> {
         let request = request.clone().with_sampling(self.sampling);
         let body = request_body(&self.cfg.model, &self.transport.name, &request, stream);
-        serde_json::to_vec(&body)
-            .map(bytes::Bytes::from)
+        RequestBody::encode(&body, &request.messages)
             .map_err(|e| LlmError::InvalidResponse(format!("cannot encode the request: {e}")))
     }
 

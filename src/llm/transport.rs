@@ -32,7 +32,7 @@ use super::anthropic_wire::{parse_message, MessageDecoder};
 use super::openai_wire::parse_completion;
 use super::retry::{parse_retry_after, Backoff};
 use super::stream::{excerpt, StreamDecoder};
-use super::{ChatResponse, ChatStream, LlmError, StreamEvent};
+use super::{ChatResponse, ChatStream, LlmError, RequestBody, StreamEvent};
 use streaming::StreamState;
 
 /// A stream may last at most this many times the per-call timeout in total.
@@ -234,7 +234,7 @@ impl Transport {
     }
 
     /// One non-streamed call, retried as the module docs say.
-    pub(super) async fn chat(&self, body: bytes::Bytes) -> Result<ChatResponse, LlmError> {
+    pub(super) async fn chat(&self, body: RequestBody) -> Result<ChatResponse, LlmError> {
         let mut retry = 0;
         loop {
             let attempt = tokio::time::timeout(self.timeout, self.chat_once(body.clone()));
@@ -254,7 +254,7 @@ impl Transport {
     /// One streamed call: connected (with retries) before it returns.
     pub(super) async fn stream(
         self: &Arc<Self>,
-        body: bytes::Bytes,
+        body: RequestBody,
     ) -> Result<ChatStream, LlmError> {
         let mut state = StreamState::new(Arc::clone(self), body);
         state.connect().await?;
@@ -264,14 +264,14 @@ impl Transport {
         )))
     }
 
-    async fn chat_once(&self, body: bytes::Bytes) -> Result<ChatResponse, Failure> {
+    async fn chat_once(&self, body: RequestBody) -> Result<ChatResponse, Failure> {
         let response = self.send(body, false).await?;
         let bytes = self.read_body(response).await?;
         self.parse(&bytes).map_err(Failure::from)
     }
 
     /// Sends one attempt; a non-2xx status becomes a classified [`Failure`].
-    async fn send(&self, body: bytes::Bytes, stream: bool) -> Result<reqwest::Response, Failure> {
+    async fn send(&self, body: RequestBody, stream: bool) -> Result<reqwest::Response, Failure> {
         let accept = if stream {
             "text/event-stream"
         } else {
@@ -282,7 +282,7 @@ impl Transport {
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, accept)
-            .body(body);
+            .body(body.reqwest());
         let builder = self.protocol.authorize(builder, self.api_key.as_deref());
         let response = crate::telemetry::propagation::inject(builder)
             .send()

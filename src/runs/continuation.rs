@@ -75,7 +75,8 @@ impl RunManager {
             match_outputs(&cp.awaiting, &outputs).map_err(|e| RunError::Invalid(e.to_string()))?;
         cp.answer_pending(answers);
         // A checkpoint names stored images by artifact: their bytes are read back once here.
-        super::images::load_images(&self.store, owner, &mut cp.messages).await?;
+        let allowance = self.max_run_image_bytes;
+        super::images::load_images(&self.store, owner, &mut cp.messages, allowance).await?;
         self.launch_continuation(owner, &run, cp).await
     }
 

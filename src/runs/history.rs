@@ -40,11 +40,11 @@ pub(super) struct Seed {
 }
 
 /// Checks and stages the turns of a new conversation `conversation_id` (each user turn's
-/// images as the query's: 400 naming the turn).
-pub(super) fn seed(turns: &[PriorTurn], conversation_id: Uuid) -> Result<Seed, RunError> {
+/// images as the query's: 400 naming the turn; taken, as a query's are).
+pub(super) fn seed(turns: Vec<PriorTurn>, conversation_id: Uuid) -> Result<Seed, RunError> {
     let mut seed = Seed::default();
-    for (i, turn) in turns.iter().enumerate() {
-        let images = check_images(&turn.images).map_err(|e| match e {
+    for (i, turn) in turns.into_iter().enumerate() {
+        let images = check_images(turn.images).map_err(|e| match e {
             RunError::Invalid(m) => RunError::Invalid(format!("history[{i}].{m}")),
             other => other,
         })?;

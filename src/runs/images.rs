@@ -1,20 +1,30 @@
-//! Images of a query (docs/api.md "Images"): `data:` URLs of PNG, JPEG, WebP or GIF, at most
-//! 5 MiB decoded and 8 per message, stored as artifacts of the run's conversation and sent to
-//! the model as they came; `http(s)` URLs are passed on untouched (never fetched here). A
-//! message keeps them by artifact id or URL; later runs load the stored ones back.
+//! Images of a query (docs/api.md "Images"): `data:` URLs of PNG, JPEG, WebP or GIF whose bytes
+//! are what they say, at most 5 MiB decoded and 8 per message, stored as artifacts of the run's
+//! conversation and sent to the model as they came; `http(s)` URLs are passed on untouched
+//! (never fetched here). A message keeps them by artifact id or URL; later runs load the stored
+//! ones back ([`load_images`]), newest first, within the run's image allowance
+//! (`server.max_run_image_bytes`).
 
 use base64::Engine as _;
 use uuid::Uuid;
 
 use super::manager::RunError;
 use crate::domain::MessageImage;
-use crate::llm::{ImagePart, Message};
-use crate::store::{NewArtifact, Store};
+use crate::llm::ImagePart;
+use crate::store::NewArtifact;
+
+mod load;
+#[cfg(test)]
+mod tests;
+
+pub use load::{load_images, MAX_REPLAYED_IMAGES};
 
 /// Most images one message may carry.
 pub const MAX_IMAGES: usize = 8;
 /// Largest decoded image.
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// Longest `http(s)` image URL (it is stored with the message and sent as it is).
+pub const MAX_IMAGE_URL_BYTES: usize = 8 * 1024;
 
 /// The image types a model is sent, with the extension their artifacts are named with.
 const TYPES: [(&str, &str); 4] = [
@@ -36,15 +46,16 @@ pub enum QueryImage {
     Remote(String),
 }
 
-/// Checks a query's image URLs; every refusal is a 400 naming the image.
-pub fn check_images(urls: &[String]) -> Result<Vec<QueryImage>, RunError> {
+/// Checks a query's image URLs (taken: a `data:` URL is megabytes, kept as it came); every
+/// refusal is a 400 naming the image.
+pub fn check_images(urls: Vec<String>) -> Result<Vec<QueryImage>, RunError> {
     if urls.len() > MAX_IMAGES {
         return Err(RunError::Invalid(format!(
             "images: at most {MAX_IMAGES} per message ({} given)",
             urls.len()
         )));
     }
-    urls.iter()
+    urls.into_iter()
         .enumerate()
         .map(|(i, url)| {
             check_image(url).map_err(|e| RunError::Invalid(format!("images[{i}]: {e}")))
@@ -52,10 +63,13 @@ pub fn check_images(urls: &[String]) -> Result<Vec<QueryImage>, RunError> {
         .collect()
 }
 
-fn check_image(url: &str) -> Result<QueryImage, String> {
-    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+fn check_image(url: String) -> Result<QueryImage, String> {
+    if url.chars().any(char::is_control) {
+        return Err("an image URL cannot hold control characters (NUL, line breaks…)".into());
+    }
+    let lower = url.get(..8).unwrap_or(&url).to_ascii_lowercase();
     if lower.starts_with("https://") || lower.starts_with("http://") {
-        return Ok(QueryImage::Remote(url.to_string()));
+        return check_remote(url);
     }
     let Some(rest) = url.strip_prefix("data:") else {
         return Err("expected a data: URL or an http(s) URL".into());
@@ -76,17 +90,78 @@ fn check_image(url: &str) -> Result<QueryImage, String> {
         return Err(format!("larger than {} MiB", MAX_IMAGE_BYTES >> 20));
     }
     let bytes = base64::engine::general_purpose::STANDARD
-        .decode(payload.trim())
+        .decode(payload)
         .map_err(|e| format!("invalid base64: {e}"))?;
     if bytes.len() > MAX_IMAGE_BYTES {
         return Err(format!("larger than {} MiB", MAX_IMAGE_BYTES >> 20));
     }
+    if !is_a(mime, &bytes) {
+        return Err(format!("the data is not a {} image", &mime[6..]));
+    }
     Ok(QueryImage::Data {
-        url: url.to_string(),
+        url,
         mime,
         ext,
         bytes,
     })
+}
+
+/// An `http(s)` URL a provider can fetch: parsed, with a host, not over the length cap.
+fn check_remote(url: String) -> Result<QueryImage, String> {
+    if url.len() > MAX_IMAGE_URL_BYTES {
+        return Err(format!(
+            "an image URL is at most {MAX_IMAGE_URL_BYTES} bytes"
+        ));
+    }
+    match url::Url::parse(&url) {
+        Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => {
+            Ok(QueryImage::Remote(url))
+        }
+        Ok(_) => Err("an image URL needs a host".into()),
+        Err(e) => Err(format!("not a valid URL: {e}")),
+    }
+}
+
+/// Whether `bytes` start with the signature of `mime` (its magic number): a file named or
+/// labelled PNG that is HTML, or empty, is refused here rather than by the provider.
+fn is_a(mime: &str, bytes: &[u8]) -> bool {
+    match mime {
+        "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => bytes.starts_with(&[0xFF, 0xD8, 0xFF]),
+        "image/gif" => bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a"),
+        "image/webp" => bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP",
+        _ => false,
+    }
+}
+
+/// The decoded bytes `images` make a run hold (a remote URL holds none).
+pub fn image_bytes(images: &[QueryImage]) -> usize {
+    images
+        .iter()
+        .map(|i| match i {
+            QueryImage::Data { bytes, .. } => bytes.len(),
+            QueryImage::Remote(_) => 0,
+        })
+        .sum()
+}
+
+/// 400 when a query's images are over the run's allowance (`server.max_run_image_bytes`).
+pub fn check_allowance(images: &[QueryImage], allowance: usize) -> Result<(), RunError> {
+    let total = image_bytes(images);
+    if total <= allowance {
+        return Ok(());
+    }
+    Err(RunError::Invalid(format!(
+        "images: {} together, over the {} of images a run may send \
+         (server.max_run_image_bytes)",
+        mib(total),
+        mib(allowance)
+    )))
+}
+
+/// `n` bytes in MiB, one decimal.
+fn mib(n: usize) -> String {
+    format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
 }
 
 /// A query's checked images made ready to store with its run: the artifacts (ids chosen now),
@@ -105,7 +180,7 @@ pub fn stage_images(images: Vec<QueryImage>) -> StagedImages {
     for (i, image) in images.into_iter().enumerate() {
         let part = match image {
             QueryImage::Remote(url) => ImagePart {
-                url,
+                url: url.into(),
                 artifact: None,
             },
             QueryImage::Data {
@@ -122,7 +197,7 @@ pub fn stage_images(images: Vec<QueryImage>) -> StagedImages {
                     data: bytes,
                 });
                 ImagePart {
-                    url,
+                    url: url.into(),
                     artifact: Some(id.to_string()),
                 }
             }
@@ -133,102 +208,7 @@ pub fn stage_images(images: Vec<QueryImage>) -> StagedImages {
     staged
 }
 
-/// Most images of earlier messages a run sends again as images (the newest first); older ones
-/// go as their `[image: …]` text. Bounds what a run start reads back from the store.
-pub const MAX_REPLAYED_IMAGES: usize = 8;
-
-/// Makes the images of `messages` (a history, a checkpoint's messages) ready to send: the
-/// newest [`MAX_REPLAYED_IMAGES`] are kept, stored ones read back from `owner`'s artifacts;
-/// the older ones, and any whose artifact is gone, become their placeholder text. Runs once
-/// at a run's start or resume, never per model call.
-pub async fn load_images(
-    store: &Store,
-    owner: &str,
-    messages: &mut [Message],
-) -> Result<(), RunError> {
-    let mut kept = 0;
-    for m in messages.iter_mut().rev() {
-        if m.images.is_empty() {
-            continue;
-        }
-        if kept + m.images.len() > MAX_REPLAYED_IMAGES {
-            m.images_to_text();
-            continue;
-        }
-        kept += m.images.len();
-        let mut missing = Vec::new();
-        for image in m.images.iter_mut().filter(|i| i.unloaded()) {
-            match load_one(store, owner, image.artifact.as_deref()).await? {
-                Some(url) => image.url = url,
-                None => missing.push(image.stored().placeholder()),
-            }
-        }
-        if !missing.is_empty() {
-            m.images.retain(|i| !i.url.is_empty());
-            m.content.push('\n');
-            m.content.push_str(&missing.join("\n"));
-        }
-    }
-    Ok(())
-}
-
-/// The `data:` URL of a stored image; `None` when the artifact is gone or not an image.
-async fn load_one(
-    store: &Store,
-    owner: &str,
-    artifact: Option<&str>,
-) -> Result<Option<String>, RunError> {
-    let Some(id) = artifact.and_then(|a| Uuid::parse_str(a).ok()) else {
-        return Ok(None);
-    };
-    let Some(stored) = store.get_artifact(owner, id).await? else {
-        return Ok(None);
-    };
-    if !TYPES.iter().any(|(t, _)| *t == stored.mime_type) {
-        return Ok(None);
-    }
-    let data = base64::engine::general_purpose::STANDARD.encode(&stored.data);
-    Ok(Some(format!("data:{};base64,{data}", stored.mime_type)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn images_are_checked_by_type_size_and_count() {
-        let png = format!(
-            "data:image/png;base64,{}",
-            base64::engine::general_purpose::STANDARD.encode(b"\x89PNG")
-        );
-        match check_images(std::slice::from_ref(&png)).unwrap().remove(0) {
-            QueryImage::Data { mime, bytes, .. } => {
-                assert_eq!((mime, bytes.as_slice()), ("image/png", &b"\x89PNG"[..]))
-            }
-            other => panic!("{other:?}"),
-        }
-        let remote = "https://example.com/a.png".to_string();
-        assert_eq!(
-            check_images(std::slice::from_ref(&remote)).unwrap(),
-            [QueryImage::Remote(remote)]
-        );
-        let big = format!(
-            "data:image/gif;base64,{}",
-            "A".repeat((MAX_IMAGE_BYTES + 10) / 3 * 4)
-        );
-        for bad in [
-            "data:image/svg+xml;base64,PHN2Zz4=".to_string(),
-            "data:image/png,raw".to_string(),
-            "data:image/png;base64,!!!".to_string(),
-            "ftp://x/a.png".to_string(),
-            big,
-        ] {
-            assert!(
-                check_images(std::slice::from_ref(&bad)).is_err(),
-                "{}",
-                &bad[..30.min(bad.len())]
-            );
-        }
-        assert!(check_images(&vec![png; MAX_IMAGES + 1]).is_err());
-    }
+/// Whether `mime` is an image type a model is sent (a stored artifact's, read back).
+fn is_image_type(mime: &str) -> bool {
+    TYPES.iter().any(|(t, _)| *t == mime)
 }

@@ -171,6 +171,9 @@ pub struct RunManager {
     /// Longest query or interrupt, in characters (`server.max_query_chars`; its default
     /// unless set).
     pub max_query_chars: usize,
+    /// Decoded image bytes a run may hold and send (`server.max_run_image_bytes`): more in a
+    /// query is 400; a history's older images beyond it go as text.
+    pub max_run_image_bytes: usize,
     /// `REAGENT_TRACE_URL`: `done.trace_url` is this with the run's trace id (tracing on).
     pub trace_url: Option<String>,
     /// The broker the approval hook waits on (the same one `hooks` was built with), so
@@ -248,6 +251,7 @@ impl RunManager {
             handover: CancellationToken::new(),
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             max_query_chars: ServerConfig::default().max_query_chars,
+            max_run_image_bytes: ServerConfig::default().max_run_image_bytes,
             trace_url: None,
             approvals: Arc::new(ApprovalBroker::new()),
             writer: OnceLock::new(),

@@ -63,4 +63,4 @@ pub use lease_types::{LeaseCounts, LeaseTimes};
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
 pub use recover::Recovered;
-pub use request::{ConversationRef, StartRun};
+pub use request::{title_after, ConversationRef, StartRun};

@@ -146,7 +146,8 @@ impl RunManager {
             .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))?;
         let conv = self.owned(&run.owner, run.conversation_id).await?;
         // A checkpoint names stored images by artifact: their bytes are read back once here.
-        super::images::load_images(&self.store, &run.owner, &mut cp.messages).await?;
+        let allowance = self.max_run_image_bytes;
+        super::images::load_images(&self.store, &run.owner, &mut cp.messages, allowance).await?;
         let ledger = self.ledger_for(&run.owner, run.id, &conv);
         let (model, agent) = self.agent_for(
             &conv,

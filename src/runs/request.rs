@@ -20,14 +20,28 @@ pub enum ConversationRef {
 }
 
 impl ConversationRef {
-    /// A new conversation titled after the query's first 80 characters (`POST /api/chat`).
+    /// A new conversation titled after the query ([`title_after`], `POST /api/chat`).
     pub fn titled_after(query: &str, model: Option<String>) -> Self {
         Self::New(NewConversation {
-            title: Some(query.trim().chars().take(80).collect()),
+            title: Some(title_after(query)),
             model,
             ..NewConversation::default()
         })
     }
+}
+
+/// Most characters of a title made from a query.
+const DERIVED_TITLE_CHARS: usize = 80;
+
+/// The title of a conversation a query starts: its words, cut with an ellipsis when longer than
+/// 80 characters (a cut title read as the whole one, and its forks looked the same).
+pub fn title_after(query: &str) -> String {
+    let words = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.chars().count() <= DERIVED_TITLE_CHARS {
+        return words;
+    }
+    let cut: String = words.chars().take(DERIVED_TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
 }
 
 /// What a client asked for.

@@ -15,7 +15,9 @@ use super::continuation::check_client_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::history::{seed, Seed};
-use super::images::{check_images, load_images, stage_images, QueryImage};
+use super::images::{
+    check_allowance, check_images, image_bytes, load_images, stage_images, QueryImage,
+};
 use super::ledger::Ledger;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
@@ -52,7 +54,7 @@ impl RunManager {
     async fn start_now(
         self: &Arc<Self>,
         owner: &str,
-        request: StartRun,
+        mut request: StartRun,
         parent: Context,
     ) -> Result<Arc<LiveRun>, RunError> {
         // A query may be its images alone ("what is this?" is often left unsaid).
@@ -60,7 +62,9 @@ impl RunManager {
             true => check_text("query", &request.query, self.max_query_chars)?,
             false => check_at_most("query", &request.query, self.max_query_chars)?,
         }
-        let images = check_images(&request.images)?;
+        // Taken, not copied: a `data:` URL is megabytes, and the run keeps it as it came.
+        let images = check_images(std::mem::take(&mut request.images))?;
+        check_allowance(&images, self.max_run_image_bytes)?;
         self.check_history(&request)?;
         if request.max_iterations == Some(0) {
             return Err(RunError::Invalid(
@@ -112,7 +116,7 @@ impl RunManager {
             images,
             ledger,
         };
-        match self.prepare(&request, &mut starting).await {
+        match self.prepare(&mut request, &mut starting).await {
             Ok(prepared) => {
                 let live = self.launch(&starting, prepared);
                 tracing::info!(run_id = %live.id, conversation_id = %starting.conv.id, "run started");
@@ -232,8 +236,12 @@ impl RunManager {
     }
 
     /// The run's agent and input; the run and its query (with its images) are stored, with
-    /// the conversation when it is new.
-    async fn prepare(&self, req: &StartRun, s: &mut Starting<'_>) -> Result<Prepared, RunError> {
+    /// the conversation when it is new. A history's images are taken from `req`.
+    async fn prepare(
+        &self,
+        req: &mut StartRun,
+        s: &mut Starting<'_>,
+    ) -> Result<Prepared, RunError> {
         let conv = &s.conv;
         let asked = req.model.as_deref().or(conv.model.as_deref());
         let mut bound = self.bind(conv, asked, req.max_iterations, s.ledger.clone())?;
@@ -259,8 +267,17 @@ impl RunManager {
                 model: &model,
             },
         );
+        // What the query's images leave of the run's allowance goes to the history's, newest
+        // first.
+        let allowance = self
+            .max_run_image_bytes
+            .saturating_sub(image_bytes(&s.images));
         let seed = match s.is_new {
-            true => seed(&req.history, conv.id)?,
+            true => {
+                let mut seed = seed(std::mem::take(&mut req.history), conv.id)?;
+                load_images(&self.store, s.owner, &mut seed.history, allowance).await?;
+                seed
+            }
             false => {
                 let mut history = self.history(conv.id, &req.replaces).await?;
                 history.extend(self.unanswered_turn(conv.id).await?);
@@ -270,7 +287,7 @@ impl RunManager {
                         m.images_to_text();
                     });
                 }
-                load_images(&self.store, s.owner, &mut history).await?;
+                load_images(&self.store, s.owner, &mut history, allowance).await?;
                 Seed {
                     history,
                     ..Seed::default()

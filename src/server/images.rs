@@ -2,10 +2,19 @@
 //! which checks, stores and sends them; a stored message shows them again as
 //! [`MessageImageView`]s.
 
+use axum::extract::DefaultBodyLimit;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::config::ServerConfig;
 use crate::domain::{artifact_url, MessageImage};
+
+/// The body limit of the routes that take images (docs/api.md "Limits"): `max_body_bytes` plus
+/// a run's whole image allowance as base64, so that what a run may send also fits its request.
+pub fn body_limit(server: &ServerConfig) -> DefaultBodyLimit {
+    let images = server.max_run_image_bytes.div_ceil(3).saturating_mul(4);
+    DefaultBodyLimit::max(server.max_body_bytes.saturating_add(images))
+}
 
 /// An image of the query.
 #[derive(Clone, Debug, Deserialize, ToSchema)]

@@ -50,6 +50,7 @@ pub use state::AppState;
 
 /// The `/api` routes; every one needs a key when auth is on.
 fn api_routes(state: &AppState) -> Router<AppState> {
+    let with_images = images::body_limit(&state.config.server);
     Router::new()
         .route(
             "/conversations",
@@ -61,14 +62,17 @@ fn api_routes(state: &AppState) -> Router<AppState> {
                 .patch(conversations::rename)
                 .delete(conversations::remove),
         )
-        .route("/conversations/{id}/runs", post(runs::start))
+        .route(
+            "/conversations/{id}/runs",
+            post(runs::start).layer(with_images),
+        )
         .route("/conversations/{id}/fork", post(conversations::fork))
         .route("/conversations/{id}/interrupt", post(runs::interrupt))
         .route(
             "/conversations/{id}/interrupt/{interrupt_id}",
             delete(runs::recall),
         )
-        .route("/chat", post(runs::chat))
+        .route("/chat", post(runs::chat).layer(with_images))
         .route("/runs/{run_id}", get(runs::show))
         .route("/runs/{run_id}/events", get(runs::events))
         .route("/runs/{run_id}/cancel", post(runs::cancel))

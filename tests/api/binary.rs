@@ -10,9 +10,10 @@
 //! [`FakeOpenAi`] whose replies take far longer than the test, so "during a run" is a state, not
 //! a timing guess. The child binds port 0 and the test reads the address from its log line.
 //!
-//! By topic: [`bounds`], [`memory`], [`newcomer`], [`shutdown`].
+//! By topic: [`bounds`], [`images`], [`memory`], [`newcomer`], [`shutdown`].
 
 mod bounds;
+mod images;
 mod memory;
 mod newcomer;
 mod shutdown;
@@ -30,6 +31,19 @@ use crate::support::sse::{assert_ids_rise_with_one_crash_gap, read_all};
 
 /// `server.shutdown_grace_s` of the children.
 const GRACE_S: u64 = 3;
+
+/// Waits (bounded) for the run to leave `running`; its stored state.
+async fn finished(server: &Server, run: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let shown = server.get_json(&format!("/api/runs/{run}")).await;
+        if shown["status"] != "running" {
+            return shown;
+        }
+        assert!(Instant::now() < deadline, "the run did not finish: {shown}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
 
 /// Starts the binary on `db_url` with `llm` as its only model and waits for it to listen.
 async fn start(dir: &Path, db_url: &str, llm: &FakeOpenAi) -> Server {

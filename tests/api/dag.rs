@@ -84,7 +84,6 @@ async fn a_dag_run_streams_resumes_mid_execution_and_replays_after_restart() {
             "step:plan",
             "dag_step:A:queued",
             "dag_step:A:running",
-            "step:thinking",
             "step:tool_start",
             "step:tool_end",
             "dag_step:A:completed",

@@ -2,7 +2,9 @@
 // violation on the main views — the chat with a finished run (tool cards, highlighted code,
 // maths), the conversation list with its search, the Tools drawer, the settings dialog, the
 // rename dialog, the new-conversation dialog and images attached to the composer — in the light
-// and the dark theme, on a desktop and at phone width.
+// and the dark theme, on a desktop and at phone width. Every button is on one of them (issue 51:
+// the delete confirmation's Delete was red on blue, 1.25:1): the delete dialog, the Usage
+// drawer, and a run waiting for an approval (Approve, Reject, Stop) too.
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/a11y.test.mjs
 
@@ -40,6 +42,34 @@ async function violations(page) {
       .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}` +
         ` — ${v.nodes[0]?.failureSummary?.split('\n').slice(0, 2).join(' ')}`);
   });
+  return found;
+}
+
+/**
+ * A run that waits for an approval, streamed from a stand-in (the mock model calls no tool that
+ * needs one) and left open: its Approve and Reject buttons and the composer's Stop button.
+ */
+async function approvalViolations(scheme, viewport) {
+  const page = await browser.context.newPage();
+  await page.emulateMedia({ colorScheme: scheme });
+  await page.route('**/api/conversations/*/runs', (route) => {
+    const conversation = route.request().url().split('/').at(-2);
+    const events = [
+      ['start', { run_id: '00000000-0000-4000-8000-000000000051', conversation_id: conversation, model: 'mock', mode: 'native' }],
+      ['step', { type: 'approval_required', iteration: 1, approval_id: 'ap1', tool: 'send_mail', arguments: { to: 'ada@example.com' } }],
+    ];
+    const body = events.map(([event, data], i) => `id: ${i + 1}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+    return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+  });
+  // The stream's resumption stays open: the run goes on waiting.
+  await page.route('**/api/runs/*/events', () => {});
+  await page.goto(`${server.base}/`);
+  await ask(browser, server.base, 'send the mail', page);
+  await page.setViewportSize(viewport);
+  await page.waitForSelector('.approval button.approve:not([disabled])');
+  await page.waitForSelector('#stop:not([hidden])');
+  const found = await violations(page);
+  await page.close();
   return found;
 }
 
@@ -107,6 +137,20 @@ for (const scheme of ['light', 'dark']) {
         await page.waitForSelector('dialog.new-conversation[open]');
         report.newConversation = await violations(page);
         await page.keyboard.press('Escape');
+
+        // On a phone the conversations drawer may still cover the header.
+        if (await page.locator('#backdrop').isVisible()) await page.click('#backdrop', { position: { x: 370, y: 400 } });
+        await page.click('#delete-conv');
+        await page.waitForSelector('dialog[open] button.danger');
+        report.deleteDialog = await violations(page);
+        await page.keyboard.press('Escape');
+
+        await page.click('#show-usage');
+        await page.waitForSelector('#usage-body .usage-chart');
+        report.usage = await violations(page);
+        await page.click('#close-usage');
+
+        report.approval = await approvalViolations(scheme, viewport);
 
         for (const [view, found] of Object.entries(report)) {
           assert.deepEqual(found, [], `${scheme} ${name} ${view}:\n${found.join('\n')}`);

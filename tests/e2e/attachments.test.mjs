@@ -2,7 +2,8 @@
 // and the mock LLM: a pasted and a dropped image show as previews (one can be removed), are sent
 // as `images: [{url: "data:…"}]` and reach the model as image parts; the user's message shows
 // their thumbnails (a click enlarges one in a dialog), also after a reload; what the server would
-// refuse (a ninth image, more than 5 MB, not an image) is refused before sending; a model
+// refuse (a ninth image, more than 5 MB, more than 20 MB together, not an image) is refused
+// before sending, and what it takes is sent whole (a 4.5 MB image is not 413, issue 51); a model
 // without vision gives an inline error and keeps the question and its images. axe-core stays
 // clean on the tray, the thumbnails and the enlarged image, light and dark.
 //
@@ -196,6 +197,36 @@ describe('reagent UI, image attachments', () => {
       await page.emulateMedia({ colorScheme });
       assert.deepEqual(await violations(page), [], `tray, ${colorScheme}`);
     }
+    await page.close();
+  });
+
+  test('an image as large as the page takes is sent whole; more than 20 MB together is refused', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await openPage();
+    // PNG files of 4.5 MB: the signature, then zeros.
+    const bigs = (names) => page.evaluate((names) => {
+      const transfer = new DataTransfer();
+      for (const name of names) {
+        const bytes = new Uint8Array(4.5 * 1024 * 1024);
+        bytes.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+        transfer.items.add(new File([bytes], name, { type: 'image/png' }));
+      }
+      const chat = document.querySelector('#chat');
+      for (const type of ['dragenter', 'dragover', 'drop']) {
+        chat.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+      }
+    }, names);
+    await bigs(['big.png']);
+    await page.waitForSelector('#attachments .attachment');
+    await send(page, 'what is in this big picture?');
+    await footer(page, 'completed');
+    const [seen] = imagesSeenByModel('what is in this big picture?');
+    assert.ok(seen?.startsWith('data:image/png;base64,iVBORw0KGgo'), 'the model got the image');
+    assert.equal(seen.length, 'data:image/png;base64,'.length + Math.ceil((4.5 * 1024 * 1024) / 3) * 4);
+
+    await bigs(['b1.png', 'b2.png', 'b3.png', 'b4.png', 'b5.png']);
+    await page.waitForFunction(() => /b5\.png was not added: the images of a message are at most 20 MB together/
+      .test(document.querySelector('#attach-error').textContent));
+    assert.equal(await page.locator('#attachments .attachment').count(), 4);
     await page.close();
   });
 

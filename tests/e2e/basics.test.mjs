@@ -43,7 +43,7 @@ describe('reagent UI, chat basics', () => {
     const title = await page.locator('#conv-title').evaluate((h) => {
       // The first words: the box of the title's text up to the end of its third word.
       const range = document.createRange();
-      const text = h.firstChild;
+      const text = h.querySelector('.title-text').firstChild;
       range.setStart(text, 0);
       range.setEnd(text, text.textContent.split(' ').slice(0, 3).join(' ').length);
       const words = range.getBoundingClientRect();

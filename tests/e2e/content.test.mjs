@@ -1,7 +1,8 @@
 // What an answer shows (issue 44, items 3 and 6), in headless Chromium against the real binary:
 // code blocks highlighted with a Copy button, the whole answer and a user's message copied, maths typeset
 // by KaTeX (prices left alone, no link from `\href`), an image a tool produced shown as an
-// image, and safeguard notes in the run.
+// image, and safeguard notes in the run: the same note repeated is one line with a count, every
+// kind in words, the tool selection said only when it narrowed the tools (issue 51, item 7).
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/content.test.mjs
 
@@ -116,6 +117,55 @@ describe('reagent UI, answer content', () => {
     assert.deepEqual(await notes.evaluateAll((n) => n.map((x) => x.dataset.kind)), ['cycle_warning', 'reflection']);
     assert.match(await notes.first().textContent(), /repeating itself \(peer__image\)/);
     assert.match(await notes.nth(1).textContent(), /step back/);
+    await page.close();
+  });
+
+  test('repeated safeguard notes fold into one line; a selection of every tool is not shown', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const page = await browser.context.newPage();
+    let runs = 0;
+    await page.route('**/api/conversations/*/runs', (route) => {
+      runs += 1;
+      const conversation = route.request().url().split('/').at(-2);
+      const run = `00000000-0000-4000-8000-00000000004${runs}`;
+      const names = Array.from({ length: 16 }, (_, i) => `tool_${i}`);
+      const events = [['start', { run_id: run, conversation_id: conversation, model: 'mock', mode: 'native' }]];
+      // The first run was offered every tool, the second four of them.
+      const selected = runs === 1 ? names : names.slice(0, 4);
+      events.push(['step', { type: 'selection', iteration: 0, total_tools: 16, selected, fallback: false }]);
+      for (let i = 1; i <= 11; i += 1) {
+        events.push(['step', { type: 'thinking', iteration: i, reasoning: '' }]);
+        events.push(['step', { type: 'tool_start', iteration: i, call_id: `c${i}`, tool: 'calculator', arguments: { expression: '1+1' } }]);
+        events.push(['step', { type: 'tool_end', iteration: i, call_id: `c${i}`, tool: 'calculator', observation: '2', error: false, blocked: false, duration_ms: 1, artifacts: [] }]);
+        events.push(['step', { type: 'safeguard', iteration: i, kind: 'cycle_warning', tool: 'calculator' }]);
+      }
+      events.push(['step', { type: 'safeguard', iteration: 12, kind: 'cycle_stop' }]);
+      events.push(['step', { type: 'safeguard', iteration: 12, kind: 'a_kind_from_a_newer_server' }]);
+      events.push(['answer', { status: 'start' }]);
+      events.push(['answer', { status: 'done', content: '2', fallback: false }]);
+      events.push(['done', { status: 'completed', iterations: 12, tool_calls: 11, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, llm_calls: 12 }, elapsed_ms: 5, mode: 'native', answer: '2', unprocessed_interrupts: [] }]);
+      const body = events.map(([event, data], i) => `id: ${i + 1}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+      return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+    });
+    await page.goto(`${server.base}/`);
+    await ask(browser, server.base, 'add up', page);
+    await footer(page, 'completed');
+    const notes = page.locator('.run-steps .safeguard-note');
+    const seen = await notes.evaluateAll((n) => n.map((x) => [x.dataset.kind, x.textContent]));
+    assert.deepEqual(seen.map(([kind]) => kind), ['cycle_warning', 'cycle_stop', 'a_kind_from_a_newer_server']);
+    assert.equal(seen[0][1], 'the agent was warned that it is repeating itself (calculator) · 11 times');
+    assert.equal(await notes.first().getAttribute('title'), 'iterations 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11');
+    assert.match(seen[1][1], /^the agent kept repeating the same calls/);
+    for (const [, text] of seen) assert.doesNotMatch(text, /safeguard:|_/, 'no raw label');
+    assert.equal(await page.locator('.tool-card').count(), 11);
+    assert.equal(await page.locator('.run-steps .thinking').count(), 0, 'no empty thinking step');
+    assert.equal(await page.locator('.run-steps .selection').count(), 0, 'every tool: nothing to say');
+
+    await ask(browser, server.base, 'add up again', page);
+    await footer(page, 'completed');
+    const selection = page.locator('.run-steps .selection');
+    await selection.waitFor();
+    assert.equal(await selection.textContent(), 'tools narrowed to 4 of 16');
+    assert.equal(await selection.getAttribute('title'), 'tool_0, tool_1, tool_2, tool_3');
     await page.close();
   });
 });

@@ -1,7 +1,9 @@
 // Regenerate and edit-and-resend (issue 44, item 4), in headless Chromium against the real binary
 // and the mock LLM: each forks the conversation before the turn it redoes
 // (`POST /api/conversations/{id}/fork`), runs the query (the same, or the edited text) in the
-// fork, which opens with a "forked from" link back; the original keeps its history.
+// fork, which opens with a "forked from" link back; the original keeps its history. A title
+// made from a long question ends with an ellipsis, and a fork's suffix stays in sight where the
+// list and the header cut a long title (issue 51, item 7).
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/fork.test.mjs
 
@@ -159,6 +161,38 @@ describe('reagent UI, forks', () => {
     assert.equal(second.title, `${original.title} (edited)`);
     await page.waitForSelector('.answer[data-complete="true"]:has-text("mulp")');
     assert.equal(await page.locator('.message.user.query').count(), 1);
+    await page.close();
+  });
+
+  test('a long question\'s title ends with an ellipsis; its fork\'s suffix stays in sight', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const long = 'What is 6*7, and could you explain every single step of the reasoning in full detail?';
+    const page = await ask(browser, server.base, long);
+    await completed(page, 1);
+    await page.waitForFunction(() => document.querySelector('#conv-title').textContent.endsWith('…'));
+    const original = await openConversation(page);
+    assert.equal([...original.title].length, 60, original.title);
+    assert.ok(long.startsWith(original.title.slice(0, -1).trimEnd()), original.title);
+
+    await page.click('.run .regenerate');
+    const fork = await forkOpened(page, original.id, 1);
+    assert.equal(fork.title, `${original.title} (regenerated)`);
+    // The list is narrow: both titles are cut, the fork's before its suffix, which shows whole.
+    const item = page.locator(`#conv-list .conv[data-id="${fork.id}"]`);
+    await item.waitFor();
+    const shown = await item.evaluate((b) => {
+      const text = b.querySelector('.title-text');
+      const suffix = b.querySelector('.title-suffix');
+      const box = b.getBoundingClientRect();
+      const end = suffix.getBoundingClientRect();
+      return { suffix: suffix.textContent, inside: end.width > 0 && end.right <= box.right + 0.5, cut: text.scrollWidth > text.clientWidth };
+    });
+    assert.deepEqual(shown, { suffix: ' (regenerated)', inside: true, cut: true });
+    const head = await page.evaluate(() => {
+      const h = document.querySelector('#conv-title');
+      const suffix = h.querySelector('.title-suffix');
+      return [suffix?.textContent, suffix && suffix.getBoundingClientRect().right <= h.getBoundingClientRect().right + 0.5];
+    });
+    assert.deepEqual(head, [' (regenerated)', true]);
     await page.close();
   });
 });

@@ -1,6 +1,7 @@
 // The Usage drawer (docs/api.md, Budgets and usage) in headless Chromium against the real binary:
 // a tenant that ran on two priced models sees this window's spend against its daily budget and
-// the tokens and cost by day and by model as inline SVG charts and a table.
+// the tokens and cost by day and by model as inline SVG charts and a table; a single day of
+// usage is a bar, not a block.
 //
 // Run: cargo build && npm ci --prefix tests/e2e && node --test tests/e2e/usage.test.mjs
 
@@ -94,6 +95,18 @@ describe('reagent UI, usage drawer', () => {
     for (const name of ['small', 'large']) {
       assert.equal(await page.locator(`.usage-chart svg rect[data-key="${name}"]`).count(), 1);
       assert.equal(await page.locator(`.usage-table tr[data-model="${name}"]`).count(), 1);
+    }
+    // A single day of usage is one thin bar among the month's days, not a block across the
+    // chart (issue 51); two models are two bars of a bar's width.
+    for (const bar of await page.locator(`.usage-chart svg rect[data-key="${today}"]`).all()) {
+      assert.ok(Number(await bar.getAttribute('width')) <= 10, await bar.getAttribute('width'));
+      assert.ok(Number(await bar.getAttribute('x')) > 240, 'today is at the right end');
+    }
+    const first = await page.locator('.usage-chart svg .usage-chart-label').first().textContent();
+    assert.equal(first, new Date(Date.now() - 30 * 86400000).toISOString().slice(0, 10));
+    for (const name of ['small', 'large']) {
+      const width = Number(await page.locator(`.usage-chart svg rect[data-key="${name}"]`).getAttribute('width'));
+      assert.ok(width <= 24, `${name}: ${width}`);
     }
     const largeBar = Number(await page.locator('.usage-chart svg rect[data-key="large"]').getAttribute('height'));
     const smallBar = Number(await page.locator('.usage-chart svg rect[data-key="small"]').getAttribute('height'));

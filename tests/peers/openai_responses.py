@@ -55,8 +55,10 @@ with client.responses.stream(model=model, input="use a tool") as stream:
     final = stream.get_final_response()
 out["streamed"] = summary(final)
 out["streamed"]["events"] = events
-tool_items = [i for i in final.output if i.type == "reagent:tool_call"]
+tool_items = [i for i in final.output if i.type == "mcp_call"]
 out["streamed"]["tool"] = tool_items[0].to_dict() if tool_items else None
+# The SDK's own class, not a fallback it made up for a type it does not know.
+out["streamed"]["tool_class"] = type(tool_items[0]).__name__ if tool_items else None
 
 # 3. Continue the streamed response, then branch from it again (a fork).
 cont = client.responses.create(model=model, input="follow up", previous_response_id=final.id)

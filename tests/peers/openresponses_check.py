@@ -7,13 +7,17 @@ array: for each line `null` when it is valid, else the validation error. Validat
 (JSON mode: no coercion). Provider items (a `type` with a provider prefix such as
 `reagent:tool_call`) are outside the schema's item union by design of the specification; they
 are checked for its extension rule (prefixed `type`, string `id`, item `status`) and left out of
-the rest of the validation.
+the rest of the validation. The agent's own tool calls are OpenAI's `mcp_call` items (the
+schema's union has no item for a tool the server ran, and the OpenAI SDKs warn at a prefixed
+one): they are validated against the `openai` SDK's own `McpCall` model (pinned in
+requirements.txt) instead, strictly, and left out of the rest as the provider items are.
 """
 
 import json
 import sys
 
 import openresponses_types.types as t
+from openai.types.responses.response_output_item import McpCall
 
 EVENTS = {
     "response.created": t.ResponseCreatedStreamingEvent,
@@ -37,6 +41,12 @@ EVENTS = {
 def extension(item):
     """The extension rule's error for a provider item, or None; False when not one."""
     kind = item.get("type", "") if isinstance(item, dict) else ""
+    if kind == "mcp_call":
+        try:
+            McpCall.model_validate_json(json.dumps(item), strict=True)
+        except Exception as e:
+            return f"mcp_call item not valid for the openai SDK: {str(e)[:500]}"
+        return None
     if ":" not in kind:
         return False
     if not kind.split(":", 1)[0] or not isinstance(item.get("id"), str):

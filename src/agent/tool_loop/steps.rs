@@ -38,11 +38,7 @@ impl LoopRun<'_> {
             ),
             None => (r.content, r.tool_calls, reasoning),
         };
-        self.emit(StepEvent::Thinking {
-            iteration: self.iterations,
-            reasoning,
-            dag_step: None,
-        });
+        self.thinking(reasoning);
         let asked = calls.len();
         calls.truncate(self.calls_allowed());
         let ran = calls.len();
@@ -129,6 +125,19 @@ impl LoopRun<'_> {
     }
 
     /// Tool calls the model wrote as text, when they name only tools of the run.
+    /// The model's text before its calls as a `thinking` step; none when it wrote nothing (an
+    /// empty step each iteration showed the user nothing but noise).
+    fn thinking(&self, reasoning: String) {
+        if reasoning.trim().is_empty() {
+            return;
+        }
+        self.emit(StepEvent::Thinking {
+            iteration: self.iterations,
+            reasoning,
+            dag_step: None,
+        });
+    }
+
     fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
         if self.tool_defs.is_empty() {
             return None;
@@ -188,11 +197,7 @@ impl LoopRun<'_> {
                 } else {
                     reasoning
                 };
-                self.emit(StepEvent::Thinking {
-                    iteration: self.iterations,
-                    reasoning,
-                    dag_step: None,
-                });
+                self.thinking(reasoning);
                 let call = PendingCall {
                     call_id: self.call_ids.next(self.iterations),
                     tool: tool_name,

@@ -39,7 +39,7 @@ pub(in crate::llm) struct Settings<'a> {
     pub stream: bool,
 }
 
-/// The body of one request: `serde_json::to_vec(&request_body(..))` writes it.
+/// The body of one request: `RequestBody::encode(&request_body(..), ..)` writes it.
 pub(in crate::llm) fn request_body<'a>(
     settings: Settings<'a>,
     request: &'a ChatRequest,

@@ -4,6 +4,8 @@
 //! never sent. An assistant message's [`Continuity`] is, to the model that produced it only
 //! (same registry name): its message fields after `tool_calls`, each call's after `function`.
 
+use std::borrow::Cow;
+
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
@@ -14,7 +16,7 @@ use crate::llm::{
 };
 
 /// The body of one request to the provider's `model`, registered as `name`:
-/// `serde_json::to_vec(&request_body(..))` writes it.
+/// `RequestBody::encode(&request_body(..), ..)` writes it.
 pub(in crate::llm) fn request_body<'a>(
     model: &'a str,
     name: &'a str,
@@ -183,14 +185,17 @@ impl Serialize for Parts<'_> {
         for image in &m.images {
             seq.serialize_element(&ImageUrlPart {
                 kind: "image_url",
-                image_url: ImageUrl { url: &image.url },
+                image_url: ImageUrl {
+                    url: image.url.wire(0),
+                },
             })?;
         }
         seq.end()
     }
 }
 
-/// An `image_url` part borrowing its URL: a `data:` URL is megabytes, never copied per request.
+/// An `image_url` part: a `data:` URL is megabytes, written as a marker the request body sends
+/// the run's copy for (`crate::llm::body`), never copied per request.
 #[derive(Serialize)]
 struct ImageUrlPart<'a> {
     #[serde(rename = "type")]
@@ -200,7 +205,7 @@ struct ImageUrlPart<'a> {
 
 #[derive(Serialize)]
 struct ImageUrl<'a> {
-    url: &'a str,
+    url: Cow<'a, str>,
 }
 
 /// The calls of a message, each with its kept fields from `.1`.

@@ -17,7 +17,7 @@ type BodyStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>
 /// One streamed call: the SSE source, the decoder, and the events decoded but not yet handed over.
 pub(super) struct StreamState {
     shared: Arc<Transport>,
-    body: bytes::Bytes,
+    body: RequestBody,
     retries: u32,
     sse: Option<BodyStream>,
     /// The SSE events of the body read so far.
@@ -49,7 +49,7 @@ impl From<LlmError> for StepError {
 }
 
 impl StreamState {
-    pub(super) fn new(shared: Arc<Transport>, body: bytes::Bytes) -> Self {
+    pub(super) fn new(shared: Arc<Transport>, body: RequestBody) -> Self {
         let deadline = Instant::now() + shared.timeout * STREAM_TOTAL_FACTOR;
         let decoder = shared.protocol.decoder(&shared.name);
         Self {
@@ -135,7 +135,7 @@ impl StreamState {
                     self.handed_over = true;
                     // Never sent again (no retry once the consumer has events): release it
                     // rather than hold it for the rest of the stream.
-                    self.body = bytes::Bytes::new();
+                    self.body = RequestBody::default();
                 }
                 return Some(Ok(event));
             }

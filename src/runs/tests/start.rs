@@ -16,6 +16,11 @@ async fn a_new_conversation_is_stored_with_its_first_run() {
     assert_eq!(outcome.status, RunStatus::Completed);
     let conv = f.runs.owned("alice", live.conversation_id).await.unwrap();
     assert_eq!(conv.title.as_deref(), Some("hello there"));
+    let long = "word ".repeat(30);
+    let title = crate::runs::title_after(&long);
+    assert_eq!(title.chars().count(), 80, "{title}");
+    assert!(title.ends_with("word…"), "{title}");
+    assert_eq!(crate::runs::title_after(" a\n b "), "a b");
     let kinds: Vec<String> = f
         .store
         .list_messages(conv.id)

@@ -30,9 +30,10 @@ use super::state::AppState;
 /// `/ag-ui/{agent}` and `/ai-sdk/{agent}`, behind `/api`'s key check and rate limit, and
 /// open to the configured browser origins.
 pub fn routes(state: &AppState) -> Router<AppState> {
+    let with_images = super::images::body_limit(&state.config.server);
     let router = Router::new()
-        .route("/ag-ui/{agent}", post(ag_ui::run))
-        .route("/ai-sdk/{agent}", post(ai_sdk::chat))
+        .route("/ag-ui/{agent}", post(ag_ui::run).layer(with_images))
+        .route("/ai-sdk/{agent}", post(ai_sdk::chat).layer(with_images))
         .route(
             "/ai-sdk/{agent}/{id}/stream",
             get(ai_sdk::reconnect::stream),

@@ -14,7 +14,7 @@ use crate::agent::events::StepEvent;
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::{EventName, MessageKind, MessageRole};
 use crate::llm::ToolDefinition;
-use crate::runs::{ConversationRef, LoggedEvent, PriorTurn, RunError, StartRun};
+use crate::runs::{title_after, ConversationRef, LoggedEvent, PriorTurn, RunError, StartRun};
 use crate::server::state::AppState;
 use crate::server::ApiError;
 use crate::store::NewConversation;
@@ -198,7 +198,7 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
             history,
             ..StartRun::new(
                 ConversationRef::New(NewConversation {
-                    title: Some(query.trim().chars().take(80).collect()),
+                    title: Some(title_after(&query)),
                     agent: Some(req.agent.clone()),
                     ..NewConversation::default()
                 }),

@@ -24,7 +24,7 @@ use crate::agent::client_tools::ToolOutput;
 use crate::agent::RunOutcome;
 use crate::config::AgentSpec;
 use crate::domain::EventName;
-use crate::runs::{ConversationRef, LiveRun, StartRun};
+use crate::runs::{title_after, ConversationRef, LiveRun, StartRun};
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
 use crate::store::NewConversation;
@@ -44,7 +44,9 @@ pub async fn create(
         StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::from(ApiError::PayloadTooLarge),
         _ => OpenAiError::invalid(None, e.body_text()),
     })?;
-    let parsed = parse(&body)?;
+    let mut parsed = parse(&body)?;
+    // The request's images now live in `parsed` (taken by the run): not twice for its length.
+    drop(body);
     let agent = state
         .runs
         .agent(&parsed.model)
@@ -53,7 +55,7 @@ pub async fn create(
     let live = match parsed.outputs.clone() {
         Some(outputs) => continue_run(&state, &owner, &headers, outputs).await?,
         None => {
-            let request = start_request(&headers, &agent, &parsed)?;
+            let request = start_request(&headers, &agent, &mut parsed)?;
             state.runs.start(&owner.0, request).await?
         }
     };
@@ -129,18 +131,19 @@ fn conversation_header(headers: &HeaderMap) -> Result<Option<Uuid>, OpenAiError>
 }
 
 /// The run to start: in the named conversation (its stored history, only the query read) or
-/// in a new one of the agent's, seeded with the request's history.
+/// in a new one of the agent's, seeded with the request's history. The images are taken from
+/// `parsed`, not copied (megabytes each).
 fn start_request(
     headers: &HeaderMap,
     agent: &AgentSpec,
-    parsed: &Parsed,
+    parsed: &mut Parsed,
 ) -> Result<StartRun, OpenAiError> {
     if let Some(id) = conversation_header(headers)? {
         // The response names `agent`: the conversation must be one of its.
         return Ok(StartRun {
             agent: Some(agent.name.clone()),
             client_tools: parsed.tools.clone(),
-            images: parsed.images.clone(),
+            images: std::mem::take(&mut parsed.images),
             ..StartRun::new(ConversationRef::Existing(id), parsed.query.clone())
         });
     }
@@ -152,21 +155,19 @@ fn start_request(
         .filter(|p| !p.trim().is_empty())
         .collect();
     let conversation = NewConversation {
-        title: Some(parsed.query.trim().chars().take(80).collect()),
+        title: Some(title_after(&parsed.query)),
         agent: Some(agent.name.clone()),
         // The agent's own prompt when the request adds nothing (it is read at run time).
         system_prompt: (!parsed.system.is_empty()).then(|| prompt.join("\n\n")),
         ..NewConversation::default()
     };
     Ok(StartRun {
-        history: parsed
-            .history
-            .iter()
+        history: std::mem::take(&mut parsed.history)
+            .into_iter()
             .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
-            .cloned()
             .collect(),
         client_tools: parsed.tools.clone(),
-        images: parsed.images.clone(),
+        images: std::mem::take(&mut parsed.images),
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     })
 }

@@ -31,10 +31,14 @@ use super::state::AppState;
 
 /// The `/v1` routes (nested under `/v1` by the router).
 pub fn routes(state: &AppState) -> Router<AppState> {
+    let with_images = super::images::body_limit(&state.config.server);
     Router::new()
         .route("/models", get(models))
-        .route("/chat/completions", post(completions::create))
-        .route("/responses", post(responses::create))
+        .route(
+            "/chat/completions",
+            post(completions::create).layer(with_images),
+        )
+        .route("/responses", post(responses::create).layer(with_images))
         .route(
             "/responses/{id}",
             get(responses::retrieve).delete(responses::delete),

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -223,6 +223,9 @@ struct Shared {
     shutdown: CancellationToken,
 }
 
+/// The largest request the fake reads.
+const MAX_REQUEST_BYTES: usize = 128 * 1024 * 1024;
+
 /// Poisoning cannot leave these simple collections inconsistent, so a poisoned lock is reused.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -264,6 +267,8 @@ impl FakeOpenAi {
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .route("/chat/completions", post(completions))
+            // Requests carrying images are tens of megabytes (axum's default is 2 MB).
+            .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
             .with_state(Arc::clone(&shared));
         let token = shared.shutdown.clone();
         let task = tokio::spawn(async move {

@@ -6,19 +6,6 @@
 
 use super::*;
 
-/// Waits (bounded) for the run to leave `running`; its stored state.
-async fn finished(server: &Server, run: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(240);
-    loop {
-        let shown = server.get_json(&format!("/api/runs/{run}")).await;
-        if shown["status"] != "running" {
-            return shown;
-        }
-        assert!(Instant::now() < deadline, "the run did not finish: {shown}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 const MB: u64 = 1024 * 1024;
 
 #[tokio::test]

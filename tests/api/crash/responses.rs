@@ -96,13 +96,7 @@ async fn kill_9_during_a_background_response_resumes_by_sequence_number(db_url: 
     let output = end["response"]["output"].as_array().unwrap();
     let message = output.iter().find(|i| i["type"] == "message").unwrap();
     assert!(!message["content"][0]["text"].as_str().unwrap().is_empty());
-    assert!(
-        output
-            .iter()
-            .filter(|i| i["type"] == "reagent:tool_call")
-            .count()
-            >= 3
-    );
+    assert!(output.iter().filter(|i| i["type"] == "mcp_call").count() >= 3);
     // Polled after the end, the response is the completed one.
     let polled: Value = client
         .get(server.url(&format!("/v1/responses/{id}")))

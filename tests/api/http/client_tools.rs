@@ -43,7 +43,6 @@ fn assert_paused(events: &[Sse]) {
         labels,
         [
             "start",
-            "step:thinking",
             "step:tool_start",
             "step:tool_end",
             "step:client_tool_calls",
@@ -51,11 +50,11 @@ fn assert_paused(events: &[Sse]) {
         ],
         "the run's own tool runs, then the pause; no answer"
     );
-    assert_eq!(events[2].data["tool"], "echo");
+    assert_eq!(events[1].data["tool"], "echo");
     let calls = json!([{"call_id": "c2", "name": "confirm", "arguments": r#"{"question":"ok?"}"#}]);
-    assert_eq!(events[4].data["calls"], calls);
-    assert_eq!(events[4].data["iteration"], 1);
-    let done = &events[5].data;
+    assert_eq!(events[3].data["calls"], calls);
+    assert_eq!(events[3].data["iteration"], 1);
+    let done = &events[4].data;
     assert_eq!(done["status"], "requires_action");
     assert_eq!(done["required_action"]["tool_calls"], calls);
 }

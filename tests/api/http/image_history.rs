@@ -243,3 +243,48 @@ async fn a_model_without_vision_reads_earlier_images_as_text() {
     assert!(earlier.images.is_empty());
     assert_eq!(earlier.content, format!("what is this?\n[image: {REMOTE}]"));
 }
+
+/// A run sends at most `server.max_run_image_bytes` of images: the query's first, then the
+/// history's newest first; a message whose images do not fit what is left goes as text.
+#[tokio::test]
+async fn older_images_beyond_the_run_allowance_go_as_text() {
+    let app = TestApp::with(Options {
+        server_toml: "max_run_image_bytes = 40".into(),
+        ..Options::default()
+    })
+    .await;
+    app.llm.text("two").text("one").text("none");
+    let (png, _) = png();
+    let conv = app.create_conversation(None).await;
+    let two = json!({"query": "what is this?", "images": [{"url": png}, {"url": png}]});
+    let one = json!({"query": "and this one?", "images": [{"url": png}]});
+    for body in [two, one, json!({"query": "and now?"})] {
+        let run = app.start_run(&conv, body, None).await;
+        let end = app.events(&run, None).await.pop().unwrap();
+        assert_eq!(end.data["status"], "completed", "{:?}", end.data);
+    }
+    let requests = app.llm.chat_requests();
+    let images = |request: usize, text: &str| {
+        let m = requests[request]
+            .messages
+            .iter()
+            .find(|m| m.content.starts_with(text))
+            .unwrap_or_else(|| panic!("no message '{text}'"));
+        (m.images.len(), m.content.matches("[image: ").count())
+    };
+    // 16 bytes each: the second run's query (16) leaves 24, too few for the first's two.
+    assert_eq!(images(1, "and this one?"), (1, 0));
+    assert_eq!(images(1, "what is this?"), (0, 2));
+    // The third run has all 40 for the history: the newest message's image fits, not the rest.
+    assert_eq!(images(2, "and this one?"), (1, 0));
+    assert_eq!(images(2, "what is this?"), (0, 2));
+
+    let r = app
+        .post(
+            &format!("/api/conversations/{conv}/runs"),
+            json!({"query": "three?", "images": [{"url": png}, {"url": png}, {"url": png}]}),
+            None,
+        )
+        .await;
+    assert_eq!(error_code(r, 400).await, "invalid_request");
+}

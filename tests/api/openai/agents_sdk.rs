@@ -34,6 +34,7 @@ async fn the_agents_sdk_runs_a_reagent_agent_with_its_own_function_tool_to_the_f
     app.llm
         .push_stream(stream(&["The secret of ada ", "is 42."]));
     let out = tokio::process::Command::new(peers::python())
+        .args(["-W", "error"])
         .arg(peers::dir().join("openai_agents_sdk.py"))
         .args([app.url("/v1"), ALICE.into(), "helper".into()])
         .output()
@@ -48,8 +49,8 @@ async fn the_agents_sdk_runs_a_reagent_agent_with_its_own_function_tool_to_the_f
 
     assert_eq!(seen["final_output"], "The secret of ada is 42.", "{seen}");
     assert_eq!(seen["calls"], json!(["ada"]), "the SDK ran its tool once");
-    // The agent's own tool step reaches the SDK as a `reagent:tool_call` item it reads as an
-    // empty message (see docs/protocols.md); its own tool's call, its output, the answer.
+    // The agent's own tool step reaches the SDK as an `mcp_call` item, a tool call the server
+    // ran (docs/protocols.md); then its own tool's call, its output, the answer.
     let kinds: Vec<(&str, &str)> = seen["items"]
         .as_array()
         .unwrap()
@@ -64,14 +65,15 @@ async fn the_agents_sdk_runs_a_reagent_agent_with_its_own_function_tool_to_the_f
     assert_eq!(
         kinds,
         [
-            ("message_output_item", "reagent:tool_call"),
+            ("tool_call_item", "mcp_call"),
             ("tool_call_item", "function_call"),
             ("tool_call_output_item", "function_call_output"),
             ("message_output_item", "message")
         ],
         "{seen}"
     );
-    assert_eq!(seen["items"][0]["raw"]["content"], json!([]));
+    assert_eq!(seen["items"][0]["raw"]["name"], "echo");
+    assert_eq!(seen["items"][0]["raw"]["status"], "completed");
     assert_eq!(seen["responses"].as_array().unwrap().len(), 2);
 
     // The continuation's model call read the agent's own result and the SDK's.

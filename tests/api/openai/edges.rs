@@ -266,7 +266,8 @@ async fn bad_input_is_a_4xx_in_openais_shape_and_stores_nothing() {
         .await
         .unwrap();
     assert_eq!(openai_error(r, 400).await, "invalid_request_error");
-    let huge = "x".repeat(2 * 1024 * 1024);
+    // Over the limit of the routes that take images: 1 MiB and a run's images as base64.
+    let huge = "x".repeat(29 * 1024 * 1024);
     let r = completions(&app, user(&huge), None).await;
     assert_eq!(openai_error(r, 413).await, "payload_too_large");
     assert_eq!(conversation_count(&app, None).await, 0);

@@ -135,7 +135,9 @@ async fn the_python_sdk_creates_streams_continues_forks_resumes_and_cancels() {
         app.llm.push_stream(stream(&[answer]));
     }
     let args = [app.url("/v1"), ALICE.into(), BOB.into(), "helper".into()];
+    // Warnings are errors: an item the SDK does not know prints Pydantic warnings (issue 51).
     let out = tokio::process::Command::new(peers::python())
+        .args(["-W", "error"])
         .arg(peers::dir().join("openai_responses.py"))
         .args(args)
         .output()
@@ -180,8 +182,10 @@ async fn the_python_sdk_creates_streams_continues_forks_resumes_and_cancels() {
     let n = TOOL_THEN_ANSWER.len() as u64;
     assert_eq!(seqs(&streamed["events"]), (0..n).collect::<Vec<_>>());
     assert_eq!(streamed["text"], "Streamed answer.");
-    assert_eq!(streamed["types"], json!(["reagent:tool_call", "message"]));
+    assert_eq!(streamed["types"], json!(["mcp_call", "message"]));
+    assert_eq!(streamed["tool_class"], "McpCall");
     let tool = &streamed["tool"];
+    assert_eq!(tool["server_label"], "reagent", "{tool}");
     assert_eq!(
         (&tool["name"], &tool["status"]),
         (&json!("echo"), &json!("completed"))
@@ -532,6 +536,22 @@ async fn every_object_and_event_validates_against_the_open_responses_schema() {
         .remove("completed_at");
     let mut no_number = events[6].clone();
     no_number.as_object_mut().unwrap().remove("sequence_number");
-    let errors = schema_errors(&[("response", no_completed_at), ("event", no_number)]).await;
+    // An `mcp_call` item is checked against the openai SDK's own model: one without its server
+    // label fails.
+    let mut no_label = events
+        .iter()
+        .find(|e| e["item"]["type"] == "mcp_call")
+        .expect("a tool item event")
+        .clone();
+    no_label["item"]
+        .as_object_mut()
+        .unwrap()
+        .remove("server_label");
+    let errors = schema_errors(&[
+        ("response", no_completed_at),
+        ("event", no_number),
+        ("event", no_label),
+    ])
+    .await;
     assert!(errors.iter().all(Option::is_some), "{errors:?}");
 }

@@ -75,7 +75,7 @@ async fn the_npm_package_creates_streams_continues_calls_back_and_resumes() {
     let n = TOOL_THEN_ANSWER.len() as u64;
     assert_eq!(seqs(&streamed["events"]), (0..n).collect::<Vec<_>>());
     assert_eq!(streamed["text"], "Streamed answer.");
-    assert_eq!(streamed["types"], json!(["reagent:tool_call", "message"]));
+    assert_eq!(streamed["types"], json!(["mcp_call", "message"]));
 
     let continued = &seen["continued"];
     assert_eq!(continued["previous_response_id"], streamed["id"]);

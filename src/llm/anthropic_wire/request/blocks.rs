@@ -6,6 +6,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use std::borrow::Cow;
+
 use crate::llm::{ImagePart, Message, ToolCall};
 
 /// `{"type":"ephemeral"}`.
@@ -66,24 +68,31 @@ fn text_block<M: SerializeMap>(map: &mut M, text: &str) -> Result<(), M::Error> 
 /// A `data:` URL as a base64 source, an `http(s)` URL as a URL source (never fetched by us).
 fn image_block<M: SerializeMap>(map: &mut M, image: &ImagePart) -> Result<(), M::Error> {
     map.serialize_entry("type", "image")?;
-    let data = image
-        .url
+    let url = &image.url;
+    let data = url
         .strip_prefix("data:")
         .and_then(|rest| rest.split_once(";base64,"));
-    // Borrowed, not `json!`: a `data:` URL is megabytes, never copied per request.
+    // Not `json!`: a `data:` URL is megabytes, written as a marker the request body sends the
+    // run's copy for (`crate::llm::body`), never copied per request.
     match data {
         Some((media_type, data)) => {
+            let data = url.wire(url.len() - data.len());
             map.serialize_entry("source", &ImageSource::Base64 { media_type, data })
         }
-        None => map.serialize_entry("source", &ImageSource::Url { url: &image.url }),
+        None => map.serialize_entry("source", &ImageSource::Url { url: url.wire(0) }),
     }
 }
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum ImageSource<'a> {
-    Base64 { media_type: &'a str, data: &'a str },
-    Url { url: &'a str },
+    Base64 {
+        media_type: &'a str,
+        data: Cow<'a, str>,
+    },
+    Url {
+        url: Cow<'a, str>,
+    },
 }
 
 fn tool_use_block<M: SerializeMap>(map: &mut M, call: &ToolCall) -> Result<(), M::Error> {

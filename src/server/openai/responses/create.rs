@@ -21,7 +21,7 @@ use super::encode::Encoder;
 use super::load::context;
 use super::request::{parse, Parsed};
 use crate::config::AgentSpec;
-use crate::runs::{ConversationRef, LiveRun, RunError, StartRun};
+use crate::runs::{title_after, ConversationRef, LiveRun, RunError, StartRun};
 use crate::server::openai::completions::{CONVERSATION_HEADER, RUN_HEADER};
 use crate::server::openai::stream::CancelOnDrop;
 use crate::server::openai::OpenAiError;
@@ -38,14 +38,16 @@ pub async fn create(
         StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::from(ApiError::PayloadTooLarge),
         _ => OpenAiError::invalid(None, e.body_text()),
     })?;
-    let parsed = parse(&body)?;
+    let mut parsed = parse(&body)?;
+    // The request's images now live in `parsed` (taken by the run): not twice for its length.
+    drop(body);
     let agent = state
         .runs
         .agent(&parsed.echo.model)
         .ok_or_else(|| OpenAiError::model_not_found(&parsed.echo.model))?
         .clone();
     let live = if parsed.tool_outputs.is_empty() {
-        start(&state, &owner.0, &agent, &parsed).await?
+        start(&state, &owner.0, &agent, &mut parsed).await?
     } else {
         continue_with_outputs(&state, &owner.0, &parsed).await?
     };
@@ -93,7 +95,7 @@ async fn start(
     state: &AppState,
     owner: &str,
     agent: &AgentSpec,
-    parsed: &Parsed,
+    parsed: &mut Parsed,
 ) -> Result<Arc<LiveRun>, OpenAiError> {
     let (mut request, fork) = start_request(state, owner, agent, parsed).await?;
     request.client_tools = parsed.client_tools.clone();
@@ -160,12 +162,13 @@ async fn follow_to_end(
     Err(ApiError::Internal("the run's events ended without done".into()).into())
 }
 
-/// The run to start, and the conversation forked for it (if any).
+/// The run to start, and the conversation forked for it (if any). The images are taken from
+/// `parsed`, not copied (megabytes each).
 async fn start_request(
     state: &AppState,
     owner: &str,
     agent: &AgentSpec,
-    parsed: &Parsed,
+    parsed: &mut Parsed,
 ) -> Result<(StartRun, Option<Uuid>), OpenAiError> {
     let existing = match (parsed.previous, parsed.conversation) {
         (Some(previous), _) => Some(continue_at(state, owner, previous, parsed).await?),
@@ -195,7 +198,7 @@ async fn start_request(
         }
         let request = StartRun {
             agent: Some(agent.name.clone()),
-            images: parsed.images.clone(),
+            images: std::mem::take(&mut parsed.images),
             ..StartRun::new(
                 ConversationRef::Existing(conversation),
                 parsed.query.clone(),
@@ -211,20 +214,18 @@ async fn start_request(
         .filter(|p| !p.trim().is_empty())
         .collect();
     let conversation = NewConversation {
-        title: Some(parsed.query.trim().chars().take(80).collect()),
+        title: Some(title_after(&parsed.query)),
         agent: Some(agent.name.clone()),
         // The agent's own prompt when the request adds nothing (it is read at run time).
         system_prompt: (!parsed.system.is_empty()).then(|| prompt.join("\n\n")),
         ..NewConversation::default()
     };
     let request = StartRun {
-        history: parsed
-            .history
-            .iter()
+        history: std::mem::take(&mut parsed.history)
+            .into_iter()
             .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
-            .cloned()
             .collect(),
-        images: parsed.images.clone(),
+        images: std::mem::take(&mut parsed.images),
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     };
     Ok((request, None))

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::object::{
-    arguments_text, ending, in_progress, message_item, response, text_part, tool_item, Context,
-    Ending,
+    arguments_text, end_tool_item, ending, in_progress, message_item, response, text_part,
+    tool_item, Context, Ending,
 };
 use crate::agent::events::{AnswerEvent, StepEvent};
 use crate::agent::RunOutcome;
@@ -145,7 +145,7 @@ impl Encoder {
                 arguments,
                 ..
             }) => {
-                let item = tool_item(&call_id, &tool, &arguments, "in_progress", Value::Null);
+                let item = tool_item(&call_id, &tool, &arguments);
                 let index = self.output.len();
                 self.output.push(item.clone());
                 self.tools.insert(call_id, index);
@@ -162,18 +162,14 @@ impl Encoder {
                 let index = match self.tools.remove(&call_id) {
                     Some(index) => index,
                     None => {
-                        let item =
-                            tool_item(&call_id, &tool, &Value::Null, "in_progress", Value::Null);
+                        let item = tool_item(&call_id, &tool, &Value::Null);
                         self.output.push(item.clone());
                         out.item_added(self.output.len() - 1, item);
                         self.output.len() - 1
                     }
                 };
                 let item = &mut self.output[index];
-                item["status"] = "completed".into();
-                item["output"] = observation.into();
-                item["error"] = error.into();
-                item["blocked"] = blocked.into();
+                end_tool_item(item, observation, error || blocked);
                 out.item_done(index, item.clone());
             }
             Ok(StepEvent::ClientToolCalls { calls, .. }) => {

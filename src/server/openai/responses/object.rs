@@ -168,24 +168,34 @@ pub(super) fn arguments_text(arguments: &Value) -> String {
     }
 }
 
-/// One of the agent's own tool calls (never `function_call`, which a client would run). Its empty
-/// `content` is for the `openai` Python SDK, which reads an item of a type it does not know as a
-/// `message`: the OpenAI Agents SDK then finds no text in it instead of failing on `None`.
-pub(super) fn tool_item(
-    call_id: &str,
-    name: &str,
-    arguments: &Value,
-    status: &str,
-    output: Value,
-) -> Value {
+/// The MCP server label of the agent's own tool calls (`mcp_call` items).
+pub(super) const SERVER_LABEL: &str = "reagent";
+
+/// One of the agent's own tool calls as the Responses API's item for a tool the server ran, an
+/// `mcp_call` (never `function_call`, which a client would run): the OpenAI SDKs parse it as
+/// their own type, where a `reagent:` item made the Python SDK warn at every event.
+pub(super) fn tool_item(call_id: &str, name: &str, arguments: &Value) -> Value {
     json!({
-        "type": "reagent:tool_call",
-        "id": format!("rtc_{call_id}"),
+        "type": "mcp_call",
+        "id": format!("mcp_{call_id}"),
         "call_id": call_id,
-        "status": status,
+        "status": "in_progress",
+        "server_label": SERVER_LABEL,
         "name": name,
         "arguments": arguments_text(arguments),
-        "output": output,
-        "content": [],
+        "output": null,
+        "error": null,
     })
+}
+
+/// Ends a tool item: its observation as `output`; a failed or blocked call is `failed` with the
+/// observation also as its `error` (the SDK's `mcp_tool_execution_error`).
+pub(super) fn end_tool_item(item: &mut Value, observation: String, failed: bool) {
+    if failed {
+        item["status"] = "failed".into();
+        item["error"] = json!({"type": "mcp_tool_execution_error", "content": observation});
+    } else {
+        item["status"] = "completed".into();
+    }
+    item["output"] = observation.into();
 }

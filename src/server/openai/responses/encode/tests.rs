@@ -136,7 +136,10 @@ fn a_run_streams_in_the_specified_order_numbered_from_zero() {
         assert_eq!(v["type"], f.kind, "{}", f.data);
     }
     let tool: Value = serde_json::from_str(&frames[3].data).unwrap();
-    assert_eq!(tool["item"]["type"], "reagent:tool_call");
+    assert_eq!(tool["item"]["type"], "mcp_call");
+    assert_eq!(tool["item"]["server_label"], "reagent");
+    assert_eq!(tool["item"]["status"], "completed");
+    assert_eq!(tool["item"]["error"], Value::Null);
     assert_eq!(tool["item"]["output"], "hi");
     assert_eq!(tool["item"]["arguments"], r#"{"text":"hi"}"#);
     let done = encoder.response();
@@ -148,6 +151,30 @@ fn a_run_streams_in_the_specified_order_numbered_from_zero() {
     // The final object repeats the streamed items.
     let last: Value = serde_json::from_str(&frames[11].data).unwrap();
     assert_eq!(last["response"], done);
+}
+
+#[test]
+fn a_failed_tool_call_is_a_failed_mcp_call_with_its_observation_as_the_error() {
+    let ctx = ctx();
+    let mut events = run(RunStatus::Completed);
+    let mut end: StepEvent = serde_json::from_str(&events[2].data).unwrap();
+    if let StepEvent::ToolEnd {
+        observation, error, ..
+    } = &mut end
+    {
+        *observation = "error: no such file".into();
+        *error = true;
+    }
+    events[2] = logged(3, AgentEvent::Step(end));
+    let (_, encoder) = encode_all(&ctx, &events);
+    let tool = &encoder.response()["output"][0];
+    assert_eq!(tool["type"], "mcp_call", "{tool}");
+    assert_eq!(tool["status"], "failed", "{tool}");
+    assert_eq!(tool["output"], "error: no such file");
+    assert_eq!(
+        tool["error"],
+        json!({"type": "mcp_tool_execution_error", "content": "error: no such file"})
+    );
 }
 
 #[test]
