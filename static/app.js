@@ -408,7 +408,11 @@ initForks({
     announceChange();
     history.pushState(null, '', `#/c/${conv.id}`);
     await openConversation(conv.id);
-    startRun(text, images).catch((e) => setStatus(e.message, true));
+    startRun(text, images).catch((e) => {
+      // Refused before anything ran: the text goes back into the box rather than being lost.
+      if (e.restore) input.value = e.restore.query;
+      setStatus(e.message, true);
+    });
   },
   error: (text) => setStatus(text, true),
 });

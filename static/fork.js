@@ -70,9 +70,10 @@ function forkTitle(title, how) {
 export function initForks({ thread, conversation, resend, error }) {
   let busy = false;
 
+  /** Forks before turn `i` and sends `text` there; false (the error shown) when it could not. */
   async function redo(list, i, text, how) {
     const conv = conversation();
-    if (!conv || busy) return;
+    if (!conv || busy) return false;
     busy = true;
     document.body.dataset.forking = 'true';
     try {
@@ -89,8 +90,10 @@ export function initForks({ thread, conversation, resend, error }) {
         // The server's own "(fork)" title stands.
       }
       await resend(fork, text, images);
+      return true;
     } catch (e) {
       error(`Could not ${how === 'edited' ? 'resend' : 'regenerate'}: ${e instanceof ApiError ? e.message : e}`);
+      return false;
     } finally {
       busy = false;
       delete document.body.dataset.forking;
@@ -139,8 +142,13 @@ export function initForks({ thread, conversation, resend, error }) {
       const i = list.findIndex((t) => t.bubble === bubble);
       if (i < 0) return;
       send.disabled = true;
-      redo(list, i, text, 'edited').finally(() => {
-        if (form.isConnected) close();
+      // A failed fork keeps the editor and its text: the edit is never lost.
+      redo(list, i, text, 'edited').then((sent) => {
+        if (sent && form.isConnected) close();
+        if (!sent) {
+          send.disabled = false;
+          box.focus();
+        }
       });
     });
     bubble.hidden = true;

@@ -126,7 +126,9 @@ function table(groups) {
     const row = el('tr');
     row.dataset.model = g.key;
     const cost = g.unpriced_calls > 0 ? `${usd(g.cost_usd)} + ${g.unpriced_calls} unpriced` : usd(g.cost_usd);
-    for (const c of [g.key, tokens(g.total_tokens), String(g.llm_calls), cost]) row.append(el('td', '', c));
+    // Calls the provider reported no usage for are counted at an estimate: say so.
+    const estimated = g.estimated_calls > 0 ? ` (${g.estimated_calls} estimated)` : '';
+    for (const c of [g.key, tokens(g.total_tokens) + estimated, String(g.llm_calls), cost]) row.append(el('td', '', c));
     t.append(row);
   }
   return t;

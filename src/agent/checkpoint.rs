@@ -64,6 +64,11 @@ pub struct Checkpoint {
     /// `requires_action` with this checkpoint.
     #[serde(default)]
     pub awaiting: Vec<ClientCall>,
+    /// The paused run a continuation goes on from, in the checkpoint the continuation is
+    /// stored with (the loop's own checkpoints leave it out): a continuation resumed before its
+    /// first event was stored still begins with `start {continues}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
 }
 
 impl Checkpoint {
@@ -238,6 +243,7 @@ impl CheckpointHead<'_> {
         out.push_str(",\"cost_usd\":");
         out.push_str(&serde_json::to_string(&u.cost_usd).unwrap_or_else(|_| "0".into()));
         number(out, ",\"unpriced_calls\":", u.unpriced_calls);
+        number(out, ",\"estimated_calls\":", u.estimated_calls);
         out.push('}');
         number(out, ",\"executions\":", self.executions.into());
         let flag = |b: bool| if b { "true" } else { "false" };

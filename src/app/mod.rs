@@ -86,7 +86,13 @@ impl App {
         // its row locks do not keep its runs from being taken over (docs/deployment.md).
         let idle = Duration::from_secs(config.server.lease_ttl_s) / 2;
         let store = Store::connect_with(&config.server.database_url, Some(idle)).await?;
-        if let Some(warning) = setup::key_warning(&config) {
+        for warning in [
+            setup::key_warning(&config),
+            setup::open_bind_warning(&config),
+        ]
+        .into_iter()
+        .flatten()
+        {
             tracing::warn!("{warning}");
         }
         let metrics = Metrics::new();

@@ -250,6 +250,20 @@ pub fn key_warning(config: &Config) -> Option<String> {
     ))
 }
 
+/// The warning for an address other machines can reach with no API key configured: every
+/// caller is then one anonymous tenant that runs agents and reads every conversation.
+pub fn open_bind_warning(config: &Config) -> Option<String> {
+    let bind = config.server.bind;
+    if bind.ip().is_loopback() || !config.auth.keys.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "listening on {bind} (REAGENT_BIND), reachable from other machines, with no API key: \
+         anyone who reaches it can run agents and read every conversation; set \
+         REAGENT_API_KEYS (or bind 127.0.0.1)"
+    ))
+}
+
 /// A base URL on this machine (llama.cpp, Ollama, vLLM usually need no key).
 fn is_local(base_url: &str) -> bool {
     let Ok(url) = url::Url::parse(base_url) else {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::setup::{key_warning, model_registry, openai_config};
+use super::setup::{key_warning, model_registry, open_bind_warning, openai_config};
 use crate::config::Config;
 
 #[test]
@@ -77,6 +77,36 @@ fn start_up_warns_about_a_missing_key_only_for_a_remote_default_model() {
     }
     let remote = key_warning(&load(&[("LLM_BASE_URL", "https://example.com/v1")]));
     assert!(remote.is_some());
+}
+
+/// Issue 51, item 6: an address others can reach, with no API key, is everyone's agent.
+#[test]
+fn start_up_warns_about_a_reachable_address_without_api_keys() {
+    let load = |pairs: &[(&str, &str)]| {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::load_from(None, &env).unwrap()
+    };
+    for open in ["0.0.0.0:8080", "[::]:8080", "192.168.1.5:80"] {
+        let warning = open_bind_warning(&load(&[("REAGENT_BIND", open)]))
+            .unwrap_or_else(|| panic!("{open} without keys"));
+        assert!(
+            warning.contains(open) && warning.contains("REAGENT_API_KEYS"),
+            "{warning}"
+        );
+    }
+    for quiet in [
+        load(&[("REAGENT_BIND", "127.0.0.1:8080")]),
+        load(&[("REAGENT_BIND", "[::1]:8080")]),
+        load(&[
+            ("REAGENT_BIND", "0.0.0.0:8080"),
+            ("REAGENT_API_KEYS", "a:k"),
+        ]),
+    ] {
+        assert_eq!(open_bind_warning(&quiet), None, "{}", quiet.server.bind);
+    }
 }
 
 #[test]

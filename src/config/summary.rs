@@ -15,6 +15,7 @@ impl Config {
         self.write_server(&mut out);
         self.write_auth(&mut out);
         self.write_models(&mut out);
+        self.write_budgets(&mut out);
         self.write_react(&mut out);
         self.write_dag(&mut out);
         self.write_tools(&mut out);
@@ -80,7 +81,7 @@ impl Config {
             let a = m.abilities;
             let _ = writeln!(
                 *out,
-                "  {} {}: {} at {} [tool_call={} json_mode={} tool_choice={}] window {} / output {}, key {}{}",
+                "  {} {}: {} at {} [tool_call={} json_mode={} tool_choice={}] window {} / output {}, key {}, {}{}",
                 if m.default { "*" } else { "-" },
                 m.name,
                 m.model,
@@ -91,6 +92,10 @@ impl Config {
                 m.context_window,
                 m.max_output_tokens,
                 if m.api_key.is_some() { "set" } else { "not set" },
+                m.price.map_or("no price".to_string(), |p| format!(
+                    "price ${} in / ${} out / ${} cache read / ${} cache write per M",
+                    p.input, p.output, p.cache_read, p.cache_write
+                )),
                 if m.hints.is_empty() {
                     String::new()
                 } else {
@@ -100,6 +105,35 @@ impl Config {
             if !m.roles.is_empty() {
                 let _ = writeln!(*out, "    roles: {}", m.roles.join(", "));
             }
+        }
+    }
+
+    /// What each tenant may spend: `[[budgets]]` and the run cap (prices are on the models).
+    fn write_budgets(&self, out: &mut String) {
+        let cap = self
+            .server
+            .max_active_runs_per_tenant
+            .map_or(String::new(), |n| format!(" ({n} runs at once per tenant)"));
+        if self.budgets.is_empty() {
+            let _ = writeln!(*out, "budgets: none{cap}");
+            return;
+        }
+        let _ = writeln!(*out, "budgets{cap}:");
+        for b in &self.budgets {
+            let limits: Vec<String> = b
+                .tokens
+                .map(|t| format!("{t} tokens"))
+                .into_iter()
+                .chain(b.cost_usd.map(|c| format!("${c}")))
+                .collect();
+            let _ = writeln!(
+                *out,
+                "  {} {}: {}, warn at {} %",
+                b.tenant,
+                b.window.as_str(),
+                limits.join(" and "),
+                b.warn_at_percent
+            );
         }
     }
 

@@ -108,7 +108,7 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
                 .into(),
         ));
     }
-    let text = std::fs::read_to_string(&args.tasks)
+    let text = task::read_tasks(&args.tasks)
         .map_err(|e| EvalError::Usage(format!("{}: {e}", args.tasks.display())))?;
     let tasks = task::parse_tasks(&text)
         .map_err(|e| EvalError::Usage(format!("{}: {e}", args.tasks.display())))?;
@@ -258,7 +258,9 @@ impl Progress {
         let verdict = if r.correct { "correct" } else { "wrong" };
         let line = format!(
             "eval [{done}/{}] {correct} correct; {} {verdict} in {:.1} s",
-            self.total, r.id, r.time_s
+            self.total,
+            report::printable(&r.id),
+            r.time_s
         );
         match self.terminal {
             true => eprint!("\r\x1b[2K{line}"),

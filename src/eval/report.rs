@@ -79,23 +79,30 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 
 /// The per-task table, then the summary line.
 pub fn table(results: &[TaskResult], summary: &Summary) -> String {
-    let id_width = results.iter().map(|r| r.id.len()).max().unwrap_or(2).max(4);
+    let ids: Vec<String> = results.iter().map(|r| printable(&r.id)).collect();
+    let id_width = ids
+        .iter()
+        .map(|id| id.chars().count())
+        .max()
+        .unwrap_or(2)
+        .max(4);
     let mut out = format!(
         "{:<id_width$}  {:<7}  {:<14}  {:>9}  {:>10}  {:>7}  {:>7}  answer\n",
         "task", "correct", "status", "llm_calls", "tool_calls", "tokens", "time_s"
     );
-    for r in results {
+    for (r, id) in results.iter().zip(&ids) {
         let mut note = one_line(&r.answer, 60);
         if let Some(e) = &r.error {
             note = format!("error: {}", one_line(e, 60));
         } else if !r.missing_tools.is_empty() {
             note = format!("(did not run: {}) {note}", r.missing_tools.join(", "));
         }
+        let note = printable(&note);
         out.push_str(&format!(
             "{:<id_width$}  {:<7}  {:<14}  {:>9}  {:>10}  {:>7}  {:>7.1}  {note}\n",
-            r.id,
+            id,
             if r.correct { "yes" } else { "no" },
-            r.status,
+            printable(&r.status),
             r.llm_calls,
             r.tool_calls,
             r.tokens,
@@ -114,6 +121,19 @@ pub fn table(results: &[TaskResult], summary: &Summary) -> String {
         summary.median_time_s,
         summary.wall_s,
     ));
+    out
+}
+
+/// `text` with its control characters (escape sequences a terminal would obey: task ids and
+/// answers come from files and models) written as `\u{1b}`.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c.is_control() {
+            true => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            false => out.push(c),
+        }
+    }
     out
 }
 

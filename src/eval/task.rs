@@ -102,6 +102,28 @@ impl Expect {
 }
 
 /// Reads a JSONL task file: one task per non-blank line; ids must be unique.
+/// The largest task file read: far beyond any eval, and a bound on what `/dev/zero` or a pipe
+/// that never ends can take.
+pub const MAX_TASK_FILE: u64 = 16 * 1024 * 1024;
+
+/// The task file's text, read up to [`MAX_TASK_FILE`] bytes (larger: an error, not a read
+/// without end).
+pub fn read_tasks(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TASK_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_TASK_FILE {
+        return Err(format!(
+            "larger than {} MiB: not a task file",
+            MAX_TASK_FILE / 1024 / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
 pub fn parse_tasks(text: &str) -> Result<Vec<Task>, String> {
     let mut tasks: Vec<Task> = Vec::new();
     for (i, line) in text.lines().enumerate() {

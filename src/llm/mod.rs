@@ -40,7 +40,7 @@ pub use image::{ImagePart, SharedUrl};
 pub use json::extract_json;
 pub use price::{Cost, Price};
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
-pub use usage::Usage;
+pub use usage::{Usage, MAX_COUNT};
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

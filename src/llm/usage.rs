@@ -23,7 +23,8 @@ fn sum(a: u64, b: u64) -> u64 {
 /// Token usage. `llm_calls` counts calls so that sums over a run say how many calls were made.
 /// The cache counts are 0 when the provider said nothing (and in checkpoints written before
 /// they existed). `cost_usd` is the cost of the priced calls; `unpriced_calls` counts the calls of models
-/// without a price, whose cost is left out (docs/api.md).
+/// without a price, whose cost is left out; `estimated_calls` the calls whose provider reported
+/// no usage, counted at reagent's estimate (docs/api.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -38,6 +39,8 @@ pub struct Usage {
     pub cost_usd: Cost,
     #[serde(default)]
     pub unpriced_calls: u64,
+    #[serde(default)]
+    pub estimated_calls: u64,
 }
 
 impl Usage {
@@ -56,6 +59,7 @@ impl Usage {
             cache_write_tokens: 0,
             cost_usd: Cost::ZERO,
             unpriced_calls: 0,
+            estimated_calls: 0,
         }
     }
 
@@ -79,6 +83,7 @@ impl Add for Usage {
             cache_write_tokens: sum(self.cache_write_tokens, o.cache_write_tokens),
             cost_usd: self.cost_usd + o.cost_usd,
             unpriced_calls: sum(self.unpriced_calls, o.unpriced_calls),
+            estimated_calls: sum(self.estimated_calls, o.estimated_calls),
         }
     }
 }

@@ -45,6 +45,15 @@ impl std::fmt::Debug for Budgets {
     }
 }
 
+/// The least one call of a run reserves: its prompt so far and its model's `max_output_tokens`
+/// (`tokens`), priced at their worst case for a model with a price (`cost`; `None`: the call is
+/// held to token limits only). A run whose first call cannot fit is refused before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallFloor {
+    pub tokens: u64,
+    pub cost: Option<Cost>,
+}
+
 /// One budget as it applies to a tenant now.
 #[derive(Clone, Debug)]
 pub struct Applied<'a> {
@@ -66,10 +75,19 @@ impl Applied<'_> {
         }
     }
 
-    /// Nothing more fits: a limit is reached.
-    pub fn exhausted(&self, s: &WindowSpend) -> bool {
+    /// A call reserving `call` does not fit what the window's settled spend leaves: the run it
+    /// would start is refused (calls in flight are not counted: they settle within seconds).
+    pub fn refuses(&self, s: &WindowSpend, call: CallFloor) -> bool {
         let l = self.limit();
-        l.tokens.is_some_and(|t| s.spent_tokens >= t) || l.nanos.is_some_and(|n| s.spent_nanos >= n)
+        let over = |spent: i64, need: u64, limit: i64| {
+            i128::from(spent) + i128::from(need) > i128::from(limit)
+        };
+        l.tokens
+            .is_some_and(|t| over(s.spent_tokens, call.tokens, t))
+            || call
+                .cost
+                .zip(l.nanos)
+                .is_some_and(|(c, n)| over(s.spent_nanos, c.nanos(), n))
     }
 
     /// The warning threshold is reached on either limit.

@@ -15,6 +15,7 @@ use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::client_tools::{match_outputs, ToolOutput};
+use crate::agent::context::estimate_tokens;
 use crate::agent::{InterruptQueue, RunInput};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::RunStatus;
@@ -74,10 +75,15 @@ impl RunManager {
         let answers =
             match_outputs(&cp.awaiting, &outputs).map_err(|e| RunError::Invalid(e.to_string()))?;
         cp.answer_pending(answers);
+        cp.continues = Some(run.id.to_string());
+        // Stored with the continuation's row, before the caller is told: a crash after that
+        // resumes the continuation with the outputs. Images are named by artifact in it.
+        let first = serde_json::to_string(&cp)
+            .map_err(|e| RunError::Internal(format!("the continuation's checkpoint: {e}")))?;
         // A checkpoint names stored images by artifact: their bytes are read back once here.
         let allowance = self.max_run_image_bytes;
         super::images::load_images(&self.store, owner, &mut cp.messages, allowance).await?;
-        self.launch_continuation(owner, &run, cp).await
+        self.launch_continuation(owner, &run, cp, &first).await
     }
 
     /// The latest run of `owner`'s conversation, when it waits for tool outputs (else 409).
@@ -100,13 +106,15 @@ impl RunManager {
             .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))
     }
 
-    /// A new run of the paused run's conversation, going on from `cp` (its calls answered):
-    /// same model, mode and iteration cap; `start.continues` names the paused run.
+    /// A new run of the paused run's conversation, going on from `cp` (its calls answered;
+    /// `first` is its JSON, stored with the run's row): same model, mode and iteration cap;
+    /// `start.continues` names the paused run.
     async fn launch_continuation(
         self: &Arc<Self>,
         owner: &str,
         paused: &RunRow,
         cp: Checkpoint,
+        first: &str,
     ) -> Result<Arc<LiveRun>, RunError> {
         let conv = self.owned(owner, paused.conversation_id).await?;
         if self.shutdown.is_cancelled() {
@@ -123,6 +131,12 @@ impl RunManager {
             Some(cp.max_iterations),
             ledger.clone(),
         )?;
+        // Refused (the run still waits) when the budget cannot take the continuation's next call.
+        if let Some((_, llm)) = self.models.resolve(Some(&model)) {
+            let prompt = estimate_tokens(&cp.messages, &[]) as u64;
+            let floor = self.call_floor(&model, llm.as_ref(), prompt);
+            self.admit_call(owner, floor).await?;
+        }
         match self.active.entry(conv.id) {
             Entry::Occupied(_) => return Err(RunError::Active),
             Entry::Vacant(v) => {
@@ -145,7 +159,7 @@ impl RunManager {
             model: model.clone(),
             traceparent: trace.traceparent(),
         };
-        if let Err(e) = self.store.create_run(new).await {
+        if let Err(e) = self.store.create_run_from(new, first).await {
             self.active.remove(&conv.id);
             return Err(e.into());
         }

@@ -168,6 +168,9 @@ impl RunManager {
                         "until_run_id: the run {run_id} has not finished"
                     )))
                 }
+                // A turn this fork (of a fork, …) copied keeps its run's id; it had finished
+                // when it was copied, and its run may be gone with the original since.
+                _ if self.store.holds_turn_of(id, run_id).await? => {}
                 // Not a run of this conversation: not found, like any id the caller cannot see.
                 _ => return Err(RunError::NotFound),
             }

@@ -207,10 +207,15 @@ impl RunManager {
             images: Vec::new(),
         };
         tracing::info!(run_id = %run.id, iteration = cp.iterations, in_flight = cp.in_flight.len(), "resuming the run from its checkpoint");
+        // A continuation that died before its first event was stored begins as it would have.
+        let continues = match events.is_empty() {
+            true => cp.continues.clone(),
+            false => None,
+        };
         let resume = Resume {
             checkpoint: cp,
             reset_answer,
-            continues: None,
+            continues,
         };
         // The same trace as before the restart (or takeover), when tracing was on then.
         let traceparent = match crate::telemetry::enabled() {

@@ -78,6 +78,10 @@ pub struct StartRun {
     /// A section appended to this run's system prompt (a front end's `context`), not stored
     /// with the conversation: later runs do not see it.
     pub context: Option<String>,
+    /// Start only while this run is still the conversation's latest (a response after
+    /// `previous_response_id`, docs/protocols.md), checked in the start's transaction: else
+    /// nothing is stored and the start fails as a busy conversation would.
+    pub after_run: Option<Uuid>,
 }
 
 impl StartRun {
@@ -98,6 +102,7 @@ impl StartRun {
             conversation_id: None,
             images: Vec::new(),
             context: None,
+            after_run: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use super::request::{ConversationRef, StartRun};
 use crate::agent::checkpoint::Resume;
+use crate::agent::context::estimate_tokens;
 use crate::agent::{InterruptQueue, RunInput};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::{Engine, MessageKind, MessageRole};
@@ -294,6 +295,11 @@ impl RunManager {
                 }
             }
         };
+        // Refused before anything is stored when the budget cannot take its first call: its
+        // history and query so far, and all the model may write.
+        let prompt = estimate_tokens(&seed.history, &[]) + req.query.len().div_ceil(4);
+        let floor = self.call_floor(&bound.model, bound.llm.as_ref(), prompt as u64);
+        self.admit_call(s.owner, floor).await?;
         let images = stage_images(std::mem::take(&mut s.images));
         let run = NewRun {
             id: s.run_id,
@@ -321,6 +327,7 @@ impl RunManager {
                 run,
                 query,
                 artifacts,
+                after_run: req.after_run,
             })
             .await?;
         for id in &req.replaces {

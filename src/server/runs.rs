@@ -144,7 +144,7 @@ fn stream_of(state: &AppState, live: &LiveRun) -> Response {
     responses((status = 202, description = "Started; follow `events_url`", body = RunStarted),
               (status = 200, description = "With `Accept: text/event-stream`: the run's SSE stream from its first event (docs/api.md)", content_type = "text/event-stream"),
               (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
-              (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `client_tools` with `engine: dag`", body = ErrorBody)))]
+              (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `client_tools` with `engine: dag`, or a name declared twice in them", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
@@ -206,7 +206,7 @@ pub async fn tool_outputs(
     responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
               (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
               (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
-              (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `agent` is not the conversation's agent, or `client_tools` with `engine: dag`", body = ErrorBody)))]
+              (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `agent` is not the conversation's agent, `client_tools` with `engine: dag`, or a name declared twice in them", body = ErrorBody)))]
 pub async fn chat(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ApiQuery};
 use super::state::AppState;
 use crate::domain::Cost;
+use crate::llm::MAX_COUNT;
 use crate::store::{UsageGroup, UsageRow};
 
 /// Days reported when `from` is absent.
@@ -46,6 +47,8 @@ pub struct UsageGroupRow {
     pub cost_usd: f64,
     /// Calls of models without a price: their cost is not in `cost_usd`.
     pub unpriced_calls: u64,
+    /// Calls whose provider reported no usage: counted at reagent's estimate.
+    pub estimated_calls: u64,
 }
 
 /// One budget of the caller, in its current window.
@@ -71,6 +74,9 @@ pub struct BudgetUsage {
     #[schema(required)]
     pub remaining_cost_usd: Option<f64>,
     pub warn_at_percent: u8,
+    /// New runs are refused (429 `budget_exceeded`): what the window's spend leaves cannot take
+    /// one call of the default model (its `max_output_tokens`, priced), however much remains.
+    pub exhausted: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -129,13 +135,16 @@ impl UsageGroupRow {
             key,
             prompt_tokens: u(r.prompt_tokens),
             completion_tokens: u(r.completion_tokens),
-            total_tokens: u(r.prompt_tokens).saturating_add(u(r.completion_tokens)),
+            total_tokens: u(r.prompt_tokens)
+                .saturating_add(u(r.completion_tokens))
+                .min(MAX_COUNT),
             cache_read_tokens: u(r.cache_read_tokens),
             cache_write_tokens: u(r.cache_write_tokens),
             llm_calls: u(r.llm_calls),
             runs: u(r.runs),
             cost_usd: usd(r.cost_nanos),
             unpriced_calls: u(r.unpriced_calls),
+            estimated_calls: u(r.estimated_calls),
         }
     }
 }
@@ -203,7 +212,7 @@ async fn budgets(state: &AppState, tenant: &str) -> Result<Vec<BudgetUsage>, Api
     let status = state.runs.budget_status(tenant).await?;
     Ok(status
         .into_iter()
-        .map(|(rule, start, end, s)| {
+        .map(|(rule, start, end, s, exhausted)| {
             let limit_nanos = rule.cost_usd.map(|c| Cost::from_usd(c).nanos());
             let used_tokens = u(s.spent_tokens).saturating_add(u(s.reserved_tokens));
             let used_nanos = u(s.spent_nanos).saturating_add(u(s.reserved_nanos));
@@ -222,6 +231,7 @@ async fn budgets(state: &AppState, tenant: &str) -> Result<Vec<BudgetUsage>, Api
                 remaining_cost_usd: limit_nanos
                     .map(|n| Cost::from_nanos(n.saturating_sub(used_nanos)).usd()),
                 warn_at_percent: rule.warn_at_percent,
+                exhausted,
             }
         })
         .collect())

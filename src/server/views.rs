@@ -180,6 +180,8 @@ pub struct Usage {
     pub cost_usd: f64,
     /// Calls of models without a price: their cost is not in `cost_usd`.
     pub unpriced_calls: u64,
+    /// Calls whose provider reported no usage: their tokens (and cost) are reagent's estimate.
+    pub estimated_calls: u64,
 }
 
 impl From<llm::Usage> for Usage {
@@ -193,6 +195,7 @@ impl From<llm::Usage> for Usage {
             cache_write_tokens: u.cache_write_tokens,
             cost_usd: u.cost_usd.usd(),
             unpriced_calls: u.unpriced_calls,
+            estimated_calls: u.estimated_calls,
         }
     }
 }

@@ -41,6 +41,7 @@ struct RunRecord {
     cache_write_tokens: i64,
     cost_nanos: i64,
     unpriced_calls: i64,
+    estimated_calls: i64,
     started_at: i64,
     finished_at: Option<i64>,
     error: Option<String>,
@@ -66,6 +67,7 @@ impl RunRecord {
                 cache_write_tokens: to_u64(self.cache_write_tokens),
                 cost_usd: crate::domain::Cost::from_nanos(to_u64(self.cost_nanos)),
                 unpriced_calls: to_u64(self.unpriced_calls),
+                estimated_calls: to_u64(self.estimated_calls),
             },
             started_at: time(self.started_at)?,
             finished_at: self.finished_at.map(time).transpose()?,
@@ -79,7 +81,7 @@ macro_rules! select_runs {
         concat!(
             "SELECT id, conversation_id, owner, status, mode, model, iterations, tool_calls, ",
             "prompt_tokens, completion_tokens, total_tokens, llm_calls, cache_read_tokens, ",
-            "cache_write_tokens, cost_nanos, unpriced_calls, started_at, ",
+            "cache_write_tokens, cost_nanos, unpriced_calls, estimated_calls, started_at, ",
             "finished_at, error FROM runs ",
             $rest
         )
@@ -90,24 +92,25 @@ macro_rules! select_runs {
 /// terminal state written exactly once; the checkpoint, only needed to resume, goes — unless
 /// the run waits for its caller's tools (`requires_action`): its continuation starts from it.
 /// Binds: status, iterations, tool_calls, the six usage counters, error, finished_at, id,
-/// cost_nanos, unpriced_calls.
+/// cost_nanos, unpriced_calls, estimated_calls.
 const FINISH_RUN_SQL: &str = "UPDATE runs SET status = $1, iterations = $2, tool_calls = $3, \
      prompt_tokens = $4, completion_tokens = $5, total_tokens = $6, llm_calls = $7, \
      cache_read_tokens = $8, cache_write_tokens = $9, \
      error = $10, finished_at = $11, checkpoint = CASE WHEN $1 = 'requires_action' \
-     THEN checkpoint END, cost_nanos = $13, unpriced_calls = $14 \
+     THEN checkpoint END, cost_nanos = $13, unpriced_calls = $14, estimated_calls = $15 \
      WHERE id = $12 AND status = 'running'";
 
 /// The terminal states of several runs in one statement: this, then `micros` (bound), then
 /// ` FROM (VALUES (id, status, iterations, tool_calls, prompt_tokens, completion_tokens,
 /// total_tokens, llm_calls, cache_read_tokens, cache_write_tokens, error, cost_nanos,
-/// unpriced_calls), …) AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id`
+/// unpriced_calls, estimated_calls), …) AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id`
 /// (both backends name a VALUES list's columns `column1`, …).
 pub(super) const FINISH_RUNS_SQL: &str =
     "UPDATE runs SET status = v.column2, iterations = v.column3, tool_calls = v.column4, \
      prompt_tokens = v.column5, completion_tokens = v.column6, total_tokens = v.column7, \
      llm_calls = v.column8, cache_read_tokens = v.column9, cache_write_tokens = v.column10, \
      error = v.column11, cost_nanos = v.column12, unpriced_calls = v.column13, \
+     estimated_calls = v.column14, \
      checkpoint = CASE WHEN v.column2 = 'requires_action' THEN runs.checkpoint END, \
      finished_at = ";
 
@@ -125,6 +128,12 @@ const INSERT_RUN_SQL: &str =
     "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
      event_ceiling, lease_owner, lease_epoch, lease_until, traceparent) \
      VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $9, $10)";
+
+/// [`INSERT_RUN_SQL`] with the run's first checkpoint as `$11`.
+const INSERT_RUN_FROM_SQL: &str =
+    "INSERT INTO runs (id, conversation_id, owner, status, mode, model, started_at, \
+     event_ceiling, lease_owner, lease_epoch, lease_until, traceparent, checkpoint) \
+     VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 1, $9, $10, $11)";
 
 /// Raises a run's event-id ceiling, never lowering it. Binds: ceiling, id.
 pub(super) const RAISE_CEILING_SQL: &str =
@@ -214,6 +223,22 @@ impl Store {
         Ok(())
     }
 
+    /// As [`Store::create_run`], the run stored with the checkpoint it starts from (a
+    /// continuation's: the caller's outputs appended), so that once this returns a crash
+    /// cannot lose what the run was started with: recovery resumes it from there.
+    pub async fn create_run_from(&self, new: NewRun, checkpoint: &str) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
+        let (_, micros) = now();
+        with_writer!(self, |pool| {
+            let mut row = run_row(&new, micros, self.lease_holder());
+            row.push(Arg::Str(checkpoint));
+            bind(sqlx::query(INSERT_RUN_FROM_SQL), row)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
     /// Writes the terminal state and `finished_at`, only if the run is still running. `false`
     /// when it was already finished, does not exist, or `finish.status` is `Running` (not a
     /// terminal state).
@@ -240,6 +265,7 @@ impl Store {
                 .bind(id.to_string())
                 .bind(to_i64(usage.cost_usd.nanos()))
                 .bind(to_i64(usage.unpriced_calls))
+                .bind(to_i64(usage.estimated_calls))
                 .execute(pool)
                 .await?
                 .rows_affected()

@@ -23,8 +23,10 @@
 //! replay after recovery never gives a seen id other content (issue 17, item 3). [`resume`]:
 //! kill -9 in the tool loop, and the next start resumes the run to completion (docs/deployment.md).
 //! [`waiting`]: kill -9 while a run waits for its caller's tool outputs; the outputs, sent after a
-//! restart or to another instance, continue it.
+//! restart or to another instance, continue it. [`outputs`]: kill -9 right after the outputs
+//! were acknowledged; the continuation resumes with them.
 
+mod outputs;
 mod responses;
 mod resume;
 mod synthesis;

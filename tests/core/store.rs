@@ -126,6 +126,7 @@ fn finish(status: RunStatus) -> RunFinish {
             cache_write_tokens: 3,
             cost_usd: reagent::domain::Cost::from_nanos(1_250_000),
             unpriced_calls: 1,
+            estimated_calls: 1,
         },
         error: None,
     }

@@ -195,4 +195,52 @@ describe('reagent UI, forks', () => {
     assert.deepEqual(head, [' (regenerated)', true]);
     await page.close();
   });
+
+  test('regenerate and edit in a fork fork at its copied turns', { timeout: SCENARIO_TIMEOUT }, async () => {
+    // Issue 51, item 5: the fork's copied first turn keeps the original's run id.
+    const { page, original } = await twoTurns();
+    const firstRun = original.messages.find((m) => m.kind === 'query').run_id;
+    await page.click('.run .regenerate');
+    const fork = await forkOpened(page, original.id, 2);
+    await page.waitForSelector('.run:last-of-type .answer[data-complete="true"]:has-text("elppa")');
+
+    await page.click('.run .regenerate');
+    const again = await forkOpened(page, fork.id, 2);
+    assert.deepEqual(again.forked_from, { conversation_id: fork.id, run_id: firstRun });
+    assert.deepEqual(queries(again), ['What is 6*7?', 'reverse apple']);
+    await page.waitForSelector('.run:last-of-type .answer[data-complete="true"]:has-text("elppa")');
+
+    await page.locator('.edit-query-button').nth(1).click();
+    await page.fill('.edit-query textarea', 'reverse lime');
+    await page.click('.edit-query button[type="submit"]');
+    const edited = await forkOpened(page, again.id, 2);
+    assert.deepEqual(edited.forked_from, { conversation_id: again.id, run_id: firstRun });
+    assert.deepEqual(queries(edited), ['What is 6*7?', 'reverse lime']);
+    await page.waitForSelector('.run:last-of-type .answer[data-complete="true"]:has-text("emil")');
+    await page.close();
+  });
+
+  test('an edit whose fork fails keeps the editor and its text', { timeout: SCENARIO_TIMEOUT }, async () => {
+    const { page, original } = await twoTurns();
+    const refuse = (route) => route.fulfill({
+      status: 503,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: { code: 'unavailable', message: 'the database cannot write' } }),
+    });
+    await page.route('**/fork', refuse);
+    await page.locator('.edit-query-button').nth(1).click();
+    await page.fill('.edit-query textarea', 'reverse kiwi');
+    await page.click('.edit-query button[type="submit"]');
+    await page.waitForFunction(() => document.querySelector('#composer-status').textContent.includes('Could not resend'));
+    assert.equal(await page.inputValue('.edit-query textarea'), 'reverse kiwi');
+    assert.ok(await page.isEnabled('.edit-query button[type="submit"]'));
+
+    // Sent again once the server takes it: the fork runs the edited text.
+    await page.unroute('**/fork', refuse);
+    await page.click('.edit-query button[type="submit"]');
+    const fork = await forkOpened(page, original.id, 2);
+    assert.deepEqual(queries(fork), ['What is 6*7?', 'reverse kiwi']);
+    await page.waitForSelector('.run:last-of-type .answer[data-complete="true"]:has-text("iwik")');
+    await page.close();
+  });
 });

@@ -56,6 +56,7 @@ fn checkpoint() -> Checkpoint {
             name: "confirm".into(),
             arguments: "{\"q\":\"ok?\"}".into(),
         }],
+        continues: None,
     }
 }
 

@@ -49,6 +49,57 @@ warn_at_percent = 90
     assert_eq!(c.budgets[1].cost_usd, Some(12.5));
 }
 
+/// `check-config` and the start-up log show what a tenant may spend: each model's price (or
+/// that it has none) and each budget with its limits and run cap.
+#[test]
+fn the_summary_lists_prices_and_budgets() {
+    let c = load(
+        Some(
+            r#"
+[server]
+max_active_runs_per_tenant = 3
+
+[[models]]
+name = "m"
+price = { input = 2.5, output = 10 }
+
+[[models]]
+name = "free"
+
+[[budgets]]
+tenant = "*"
+window = "day"
+tokens = 100000
+
+[[budgets]]
+tenant = "alice"
+window = "month"
+cost_usd = 12.5
+warn_at_percent = 90
+"#,
+        ),
+        &[],
+    )
+    .unwrap();
+    let s = c.summary();
+    let line = |name: &str| {
+        s.lines()
+            .find(|l| l.contains(&format!(" {name}: ")))
+            .unwrap_or_else(|| panic!("{name} in {s}"))
+            .to_string()
+    };
+    assert!(
+        line("m").contains("price $2.5 in / $10 out / $0 cache read / $0 cache write per M"),
+        "{s}"
+    );
+    assert!(line("free").contains("no price"), "{s}");
+    assert!(s.contains("budgets (3 runs at once per tenant):"), "{s}");
+    assert!(s.contains("  * day: 100000 tokens, warn at 80 %"), "{s}");
+    assert!(s.contains("  alice month: $12.5, warn at 90 %"), "{s}");
+    let none = load(None, &[]).unwrap().summary();
+    assert!(none.contains("budgets: none"), "{none}");
+}
+
 #[test]
 fn a_mistyped_price_fails_start_up_naming_the_key() {
     let model = |price: &str| format!("[[models]]\nname = \"m\"\nprice = {price}\n");

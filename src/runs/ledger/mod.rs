@@ -15,6 +15,7 @@
 //! loses a call in flight: recovery releases the hold.
 
 mod budgeted;
+mod estimate;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -236,6 +237,7 @@ impl Ledger {
             cache_write_tokens: i64::try_from(usage.cache_write_tokens).unwrap_or(i64::MAX),
             cost_nanos: i64::try_from(usage.cost_usd.nanos()).unwrap_or(i64::MAX),
             unpriced: usage.unpriced_calls > 0,
+            estimated: usage.estimated_calls > 0,
         }
     }
 

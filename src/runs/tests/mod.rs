@@ -25,6 +25,7 @@ use crate::testing::{ScriptedLlm, Turn};
 use crate::tools::ToolRegistry;
 
 mod commands;
+mod continuation;
 mod lease;
 mod recovery;
 mod start;

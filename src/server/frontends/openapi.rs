@@ -40,10 +40,10 @@ fn operation(
         "responses": {
             "200": {"description": ok, "headers": headers,
                     "content": {"text/event-stream": {}}},
-            "400": error("`invalid_request`: malformed body, no new user message, a partial `resume`, too long a query"),
+            "400": error("`invalid_request`: malformed body, a partial `resume`, too long a query"),
             "401": error("`unauthorized`"),
             "404": error("`not_found`: unknown agent, or the thread is another tenant's conversation"),
-            "409": error("`run_active`: the thread has an active run; `conflict`: another agent's thread, an interrupt that is not open, or no new user message after the stored thread"),
+            "409": error("`run_active`: the thread has an active run; `conflict`: another agent's thread, an interrupt that is not open, no new user message, a caller tool declared twice or caller tools for a DAG agent"),
             "413": error("`payload_too_large`"),
             "429": error("`rate_limited`"),
         }

@@ -144,8 +144,14 @@ pub async fn begin(state: &AppState, owner: &str, req: FrontRequest) -> Result<A
     let id = conversation_of(owner, &req.thread);
     let existing = match state.runs.conversation_with_messages(owner, id).await {
         Ok(found) => Some(found),
+        // Another tenant's, or the caller's own, stored meanwhile by a racing first request of
+        // the thread: looked up again, that one is found (then this request is a 409).
         Err(RunError::NotFound) if state.runs.conversation_exists(id).await? => {
-            return Err(ApiError::NotFound)
+            match state.runs.conversation_with_messages(owner, id).await {
+                Ok(found) => Some(found),
+                Err(RunError::NotFound) => return Err(ApiError::NotFound),
+                Err(e) => return Err(e.into()),
+            }
         }
         Err(RunError::NotFound) => None,
         Err(e) => return Err(e.into()),

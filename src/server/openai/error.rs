@@ -105,9 +105,11 @@ impl From<ApiError> for OpenAiError {
             // OpenAI's answer when an account's quota is spent.
             ApiError::BudgetExceeded { .. } => ("insufficient_quota", "insufficient_quota"),
             ApiError::NotFound => ("invalid_request_error", "not_found"),
-            ApiError::RunActive | ApiError::Conflict(_) | ApiError::NoActiveRun => {
+            ApiError::RunActive | ApiError::NoActiveRun => {
                 ("invalid_request_error", "conversation_busy")
             }
+            // Well-formed, but at odds with itself or with the run's state: not a busy one.
+            ApiError::Conflict(_) => ("invalid_request_error", "conflict"),
             ApiError::PayloadTooLarge => ("invalid_request_error", "payload_too_large"),
             ApiError::ModelWithoutVision(_) => ("invalid_request_error", "model_without_vision"),
             ApiError::MethodNotAllowed => ("invalid_request_error", "method_not_allowed"),

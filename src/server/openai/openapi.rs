@@ -80,7 +80,7 @@ fn completions_path(agents: &[String], text: &str, max_chars: usize) -> Value {
             "400": error("`invalid_request_error`: malformed body, last message neither `user` nor the `tool` results of a waiting run, a tool that is not a function or is named like one of the agent's, `functions`, `n > 1`, unsupported content or a bad image (docs/api.md \"Images\"); `model_without_vision`: images for an agent whose model has no vision"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `conversation_not_found` for the header"),
-            "409": error("`conversation_busy`: the conversation has an active run, or the `tool` results answer a run that no longer waits for them"),
+            "409": error("`conversation_busy`: the conversation has an active run; `conflict`: the `tool` results answer a run that no longer waits for them, a caller tool is declared twice, or caller tools for a DAG agent"),
             "413": error("`payload_too_large`"),
             "429": error("`rate_limit_exceeded`"),
         }

@@ -38,6 +38,7 @@ pub fn usage_json(u: &Usage) -> Value {
         "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
         "cost_usd": u.cost_usd.usd(),
         "unpriced_calls": u.unpriced_calls,
+        "estimated_calls": u.estimated_calls,
     })
 }
 

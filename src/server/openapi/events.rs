@@ -289,6 +289,7 @@ fn done() -> Value {
         "cache_read_tokens",
         "cache_write_tokens",
         "unpriced_calls",
+        "estimated_calls",
     ]
     .into_iter()
     .map(|name| req(name, integer()))

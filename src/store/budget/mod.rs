@@ -59,6 +59,8 @@ pub struct CallUsage {
     pub cache_write_tokens: i64,
     pub cost_nanos: i64,
     pub unpriced: bool,
+    /// The provider reported no usage: the counts are reagent's estimate.
+    pub estimated: bool,
 }
 
 /// A finished call to settle: its hold (if it reserved), what it used, and when it ended (µs;
@@ -213,7 +215,8 @@ impl Store {
                         .push_bind(u.cost_nanos)
                         .push_bind(i64::from(u.unpriced))
                         .push_bind(u.cache_read_tokens)
-                        .push_bind(u.cache_write_tokens);
+                        .push_bind(u.cache_write_tokens)
+                        .push_bind(i64::from(u.estimated));
                 });
                 q.build().execute(&mut *tx).await?;
             }

@@ -97,9 +97,20 @@ pub struct UsageRow {
     pub runs: i64,
     pub cost_nanos: i64,
     pub unpriced_calls: i64,
+    pub estimated_calls: i64,
 }
 
 impl Store {
+    /// `SUM(column)` kept at `i64::MAX` (each count already is, docs/api.md): SQLite's `SUM`
+    /// fails on overflow and PostgreSQL's `BIGINT` cannot take a larger `NUMERIC` sum, so
+    /// SQLite adds as floats (`TOTAL`, exact to 2^53) and PostgreSQL caps the exact sum.
+    fn saturating_sum(&self, column: &str) -> String {
+        match self.is_shared() {
+            true => format!("CAST(LEAST(SUM({column}), 9223372036854775807) AS BIGINT)"),
+            false => format!("CAST(MIN(TOTAL({column}), 9.2233720368547758e18) AS INTEGER)"),
+        }
+    }
+
     /// Sums of the calls made in `[from, to)` (µs), of `tenant` (every tenant when `None`),
     /// per group, ordered by key.
     pub async fn usage(
@@ -115,17 +126,22 @@ impl Store {
             UsageGroup::Agent => "agent",
             UsageGroup::Tenant => "tenant",
         };
+        let sum = |column: &str| self.saturating_sum(column);
         let sql = format!(
-            "SELECT {key} AS key, CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
-             CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
-             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
+            "SELECT {key} AS key, {} AS prompt_tokens, {} AS completion_tokens, \
+             {} AS cache_read_tokens, {} AS cache_write_tokens, \
              CAST(COUNT(*) AS BIGINT) AS llm_calls, \
              CAST(COUNT(DISTINCT run_id) AS BIGINT) AS runs, \
-             CAST(SUM(cost_nanos) AS BIGINT) AS cost_nanos, \
-             CAST(SUM(unpriced) AS BIGINT) AS unpriced_calls \
+             {} AS cost_nanos, {} AS unpriced_calls, {} AS estimated_calls \
              FROM llm_usage WHERE at >= $1 AND at < $2 AND ($3 IS NULL OR tenant = $3) \
-             GROUP BY {key} ORDER BY 1"
+             GROUP BY {key} ORDER BY 1",
+            sum("prompt_tokens"),
+            sum("completion_tokens"),
+            sum("cache_read_tokens"),
+            sum("cache_write_tokens"),
+            sum("cost_nanos"),
+            sum("unpriced"),
+            sum("estimated"),
         );
         let rows: Vec<UsageRow> = with_pool!(self, |pool| {
             sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))

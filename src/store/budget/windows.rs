@@ -32,7 +32,7 @@ pub(super) const BOOK_SQL: &str = "INSERT INTO budget_windows \
 /// The usage ledger's columns, in the order [`Settlement`]s are bound.
 pub(super) const USAGE_INSERT: &str = "INSERT INTO llm_usage (tenant, at, run_id, model, agent, \
      prompt_tokens, completion_tokens, cost_nanos, unpriced, cache_read_tokens, \
-     cache_write_tokens) ";
+     cache_write_tokens, estimated) ";
 
 pub(super) fn encode_windows(windows: &[(String, i64)]) -> String {
     let parts: Vec<String> = windows.iter().map(|(k, s)| format!("{k}:{s}")).collect();

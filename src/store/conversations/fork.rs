@@ -6,7 +6,7 @@ use uuid::Uuid;
 use crate::store::binds::bind;
 use crate::store::conversations::{conversation_row, INSERT_CONVERSATION_SQL};
 use crate::store::models::{now, ForkedFrom};
-use crate::store::{with_writer, Conversation, Store, StoreError};
+use crate::store::{with_pool, with_writer, Conversation, Store, StoreError};
 
 /// The ids of conversation `$1`'s messages up to and including the last one of run `$2`
 /// (by insertion order).
@@ -22,6 +22,22 @@ const COPY_MESSAGE_SQL: &str =
      images FROM messages WHERE id = $3";
 
 impl Store {
+    /// Whether conversation `conversation` holds a message of run `run`: its own, or one a
+    /// fork copied (copies keep the id of the run that wrote them).
+    pub async fn holds_turn_of(&self, conversation: Uuid, run: Uuid) -> Result<bool, StoreError> {
+        let found: Option<i64> = with_pool!(self, |pool| {
+            sqlx::query_scalar(
+                "SELECT CAST(1 AS BIGINT) FROM messages WHERE conversation_id = $1 \
+                 AND run_id = $2 LIMIT 1",
+            )
+            .bind(conversation.to_string())
+            .bind(run.to_string())
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(found.is_some())
+    }
+
     /// Stores a fork of `source` (already checked to be the caller's) titled `title`, holding
     /// its history up to `until_run`'s last message (none without it). The caller checks that
     /// the run is a finished run of `source`.

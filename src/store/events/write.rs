@@ -356,7 +356,8 @@ where
             .push_bind(to_i64(f.usage.cache_write_tokens))
             .push_bind(f.error.as_deref().map(crate::store::storable))
             .push_bind(to_i64(f.usage.cost_usd.nanos()))
-            .push_bind(to_i64(f.usage.unpriced_calls));
+            .push_bind(to_i64(f.usage.unpriced_calls))
+            .push_bind(to_i64(f.usage.estimated_calls));
     });
     q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");
     q

@@ -21,6 +21,8 @@ pub(crate) struct StartRow {
     query: NewMessage,
     /// The query's images stored with it (their ids are in `query.images`).
     artifacts: Vec<NewArtifact>,
+    /// The run that must still be the conversation's latest ([`RunStart::after_run`]).
+    after_run: Option<Uuid>,
 }
 
 /// A run start as [`Store::start_run`] writes it.
@@ -34,12 +36,20 @@ pub struct RunStart<'a> {
     pub query: NewMessage,
     /// Artifacts of the run stored in the same transaction (the query's images).
     pub artifacts: Vec<NewArtifact>,
+    /// Stored only while this run is the conversation's latest; else [`StoreError::Conflict`]
+    /// and nothing is written (a response continuing an earlier one that another just
+    /// continued, docs/protocols.md).
+    pub after_run: Option<Uuid>,
 }
 
 /// Inserts an artifact of a run being started; the owner is the run's.
 const INSERT_ARTIFACT_SQL: &str =
     "INSERT INTO artifacts (id, run_id, owner, name, mime_type, size, data, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// The id of a conversation's latest run (as [`Store::latest_run`] orders them).
+const LATEST_RUN_SQL: &str = "SELECT id FROM runs WHERE conversation_id = $1 \
+     ORDER BY started_at DESC, id DESC LIMIT 1";
 
 /// A start waiting in [`Store`]'s queue for the next group commit, with where to report.
 pub(crate) type PendingStart = (
@@ -63,6 +73,7 @@ impl Store {
             run: new,
             query,
             artifacts: Vec::new(),
+            after_run: None,
         })
         .await
     }
@@ -76,6 +87,7 @@ impl Store {
             run: start.run,
             query: start.query,
             artifacts: start.artifacts,
+            after_run: start.after_run,
         })
         .await
     }
@@ -111,6 +123,7 @@ impl Store {
             run: new,
             query,
             artifacts: Vec::new(),
+            after_run: None,
         })
         .await
     }
@@ -199,6 +212,19 @@ impl Store {
         ];
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
+            for row in rows {
+                if let Some(after) = row.after_run {
+                    let latest: Option<String> = sqlx::query_scalar(LATEST_RUN_SQL)
+                        .bind(row.run.conversation_id.to_string())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if latest != Some(after.to_string()) {
+                        return Err(StoreError::Conflict(format!(
+                            "the run {after} is no longer the conversation's latest"
+                        )));
+                    }
+                }
+            }
             for (sql, per_row, values) in inserts {
                 insert_many!(tx, sql, per_row, values, numbered);
             }

@@ -125,6 +125,59 @@ async fn eval_against_a_running_service_prints_a_table_and_passes_min_accuracy()
     assert!(stderr.contains("pass --agent"), "{stderr}");
 }
 
+/// `reagent eval /dev/zero` (issue 51, item 6): the task file is read up to its bound, then
+/// refused as a usage error. Run under a 2 GB address-space limit, so that a reader without a
+/// bound fails here rather than taking the machine's memory.
+#[tokio::test]
+async fn an_endless_task_file_is_refused_at_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "ulimit -v 2000000 && exec {} eval /dev/zero --url http://127.0.0.1:9",
+        crate::support::child::BIN
+    );
+    let out = tokio::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env_clear()
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(crate::support::child::TIMEOUT, out)
+        .await
+        .expect("reagent eval stops reading")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than 16 MiB"), "{stderr}");
+}
+
+/// Task ids and answers come from files and models: control characters in them (terminal
+/// escape sequences) are shown escaped, never written raw to the terminal.
+#[tokio::test]
+async fn control_characters_of_task_ids_are_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write(
+        dir.path(),
+        "tasks.jsonl",
+        "{\"id\": \"red\\u001b[31m\\u0007x\", \"query\": \"q\", \"expect\": 1}\n",
+    );
+    let out = run(
+        dir.path(),
+        &["eval", &tasks, "--url", "http://127.0.0.1:9"],
+        &[],
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
+    }
+    assert!(stdout.contains("red\\u{1b}[31m\\u{7}x"), "{stdout}");
+    assert!(stderr.contains("red\\u{1b}[31m\\u{7}x"), "{stderr}");
+}
+
 #[tokio::test]
 async fn a_bad_task_file_is_a_usage_error_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -22,24 +22,24 @@ on_both_backends!(
 );
 
 /// What the caller answers; the model must read it.
-const OUTPUT: &str = "yes, the caller confirmed order 4711";
-const ANSWER: &str = "Order 4711 is confirmed.";
+pub(super) const OUTPUT: &str = "yes, the caller confirmed order 4711";
+pub(super) const ANSWER: &str = "Order 4711 is confirmed.";
 
-/// A model that calls the caller's `confirm` once, then answers.
+/// A model that answers (the caller's `confirm` is called by [`paused_run`]'s first reply).
 async fn llm() -> FakeOpenAi {
     let llm = FakeOpenAi::start().await.unwrap();
+    llm.set_default(FakeReply::text(ANSWER));
+    llm
+}
+
+/// Starts a run on `server` declaring the caller tool `confirm`, which `llm` calls once, and
+/// reads it to its `done`: `requires_action`, naming the call. Returns the run id.
+pub(super) async fn paused_run(server: &Server, llm: &FakeOpenAi) -> String {
     llm.push(FakeReply::tool_calls(vec![(
         "call_c1",
         "confirm",
         r#"{"question":"order 4711?"}"#,
     )]));
-    llm.set_default(FakeReply::text(ANSWER));
-    llm
-}
-
-/// Starts a run on `server` declaring the caller tool `confirm` and reads it to its `done`:
-/// `requires_action`, naming the call. Returns the run id.
-async fn paused_run(server: &Server) -> String {
     let client = reqwest::Client::new();
     let conv: Value = client
         .post(server.url("/api/conversations"))
@@ -116,7 +116,7 @@ async fn kill_9_while_a_run_waits_then_outputs_after_the_restart_continue_it(db_
     let dir = tempfile::tempdir().unwrap();
     let llm = llm().await;
     let mut server = start(dir.path(), &db_url, &llm.base_url()).await;
-    let run = paused_run(&server).await;
+    let run = paused_run(&server, &llm).await;
     kill_and_restart(&mut server, dir.path(), &db_url, &llm.base_url(), &[]).await;
     // Past the killed process's lease (2 s here) and a sweep: the restarted one has looked.
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -131,7 +131,7 @@ async fn postgres_kill_9_of_the_instance_that_ran_a_waiting_run_outputs_to_anoth
         let llm = llm().await;
         let lease = [("REAGENT_LEASE_TTL_S", "2"), ("REAGENT_LEASE_RENEW_S", "1")];
         let mut cluster = Cluster::start(2, &db_url, &llm.base_url(), &lease).await;
-        let run = paused_run(cluster.at(0)).await;
+        let run = paused_run(cluster.at(0), &llm).await;
         cluster.servers[0].kill9().await;
         tokio::time::sleep(Duration::from_secs(4)).await;
         outputs_continue(cluster.at(1), &llm, &run).await;

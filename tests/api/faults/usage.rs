@@ -1,6 +1,7 @@
 //! Provider usage through the whole service, on both backends: counts near `u64::MAX` saturate
 //! at `i64::MAX` (what both databases store), so `done.usage` and `GET /api/runs/{id}` agree;
-//! a float or string count costs neither the reply nor its tool calls.
+//! a float or string count costs neither the reply nor its tool calls; a call whose usage is
+//! missing (absent, zero, negative, null) is charged reagent's estimate and marked.
 
 use super::*;
 
@@ -9,6 +10,7 @@ const MAX: u64 = i64::MAX as u64;
 on_both_backends!(
     huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run,
     cache_tokens_reach_done_the_stored_run_metrics_and_v1,
+    calls_without_usage_are_charged_an_estimate_and_marked,
 );
 
 async fn huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run(db_url: String) {
@@ -52,6 +54,18 @@ async fn huge_and_odd_usage_saturates_alike_in_done_and_in_the_stored_run(db_url
     }
     let stored = app.get_json(&format!("/api/runs/{run}"), None).await;
     assert_eq!(stored["usage"], *usage, "stored {stored} vs done {d}");
+    // `GET /api/usage` sums the same calls to the same bound (its sums would overflow).
+    let calls = usage["llm_calls"].as_u64().unwrap();
+    let report: Value = eventually("every call recorded", || async {
+        let r = app.get("/api/usage", None).await;
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        (v["groups"][0]["llm_calls"] == calls).then_some(v)
+    })
+    .await;
+    for field in ["prompt_tokens", "completion_tokens", "total_tokens"] {
+        assert_eq!(report["groups"][0][field], MAX, "{field}: {report}");
+    }
     app.stop().await;
 }
 
@@ -123,5 +137,68 @@ async fn cache_tokens_reach_done_the_stored_run_metrics_and_v1(db_url: String) {
         "{body}"
     );
     assert!(before > 0);
+    app.stop().await;
+}
+
+/// A provider that reports no usage — absent, zeros, negatives, nulls — is charged reagent's
+/// estimate of each call (its prompt and its answer), marked in `estimated_calls`: the run,
+/// `GET /api/usage` and the budget count it, and the cost is a price of it, not a known 0.
+async fn calls_without_usage_are_charged_an_estimate_and_marked(db_url: String) {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let toml = format!(
+        "[[models]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\n\
+         default = true\nprice = {{ input = 2, output = 8 }}\n\n\
+         [[budgets]]\ntenant = \"*\"\nwindow = \"day\"\ntokens = 1000000\n",
+        fake.base_url()
+    );
+    let app = TestApp::with(Options {
+        toml,
+        config_models: true,
+        db_url: Some(db_url),
+        ..Options::default()
+    })
+    .await;
+    let reports = [
+        None,
+        Some(json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})),
+        Some(json!({"prompt_tokens": -40, "completion_tokens": -3})),
+        Some(json!({"prompt_tokens": null, "completion_tokens": null})),
+    ];
+    let query = "Where is the invoice of March? ".repeat(40);
+    let mut charged = 0;
+    let mut calls = 0;
+    for report in reports {
+        let reply = FakeReply::text("It is in the March folder, filed under invoices.");
+        fake.set_default(match &report {
+            None => reply.no_usage(),
+            Some(raw) => reply.raw_usage(raw.clone()),
+        });
+        let (run, events) = run(&app, &query).await;
+        let d = check_end(&app, &run, &events, "completed").await;
+        let usage = &d["usage"];
+        let n = usage["llm_calls"].as_u64().unwrap();
+        assert!(n >= 2, "{usage}");
+        assert_eq!(usage["estimated_calls"], n, "{report:?}: {usage}");
+        // The query alone is ~300 tokens; the answer about 12.
+        let prompt = usage["prompt_tokens"].as_u64().unwrap();
+        assert!(prompt >= 300 * n, "{report:?}: {usage}");
+        assert!(usage["completion_tokens"].as_u64().unwrap() >= n, "{usage}");
+        assert!(usage["cost_usd"].as_f64().unwrap() > 0.0, "{usage}");
+        let stored = app.get_json(&format!("/api/runs/{run}"), None).await;
+        assert_eq!(stored["usage"], *usage, "stored {stored} vs done {d}");
+        charged += usage["total_tokens"].as_u64().unwrap();
+        calls += n;
+    }
+    // The last call settles in its own task, just after `done`.
+    let report: Value = eventually("every call recorded", || async {
+        let v: Value = app.get_json("/api/usage", None).await;
+        (v["groups"][0]["llm_calls"] == calls).then_some(v)
+    })
+    .await;
+    let group = &report["groups"][0];
+    assert_eq!(group["estimated_calls"], calls, "{report}");
+    assert_eq!(group["total_tokens"], charged, "{report}");
+    let budget = &report["budgets"][0];
+    assert_eq!(budget["spent_tokens"], charged, "{report}");
     app.stop().await;
 }

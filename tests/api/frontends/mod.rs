@@ -3,13 +3,15 @@
 //! on any protocol violation), `ai_sdk` with the `ai` package's own chat and transport
 //! (`tests/peers/ai_sdk_chat.mjs`), `resume` with its `reconnectToStream`; `edges` covers
 //! tenancy, bad input and partial resumes with plain HTTP, `cors` the opt-in CORS of these
-//! routes.
+//! routes, `races` concurrent first requests on a new thread.
 
 mod ag_ui;
 mod ai_sdk;
+mod codes;
 mod cors;
 mod edges;
 mod images;
+mod races;
 mod resume;
 
 use serde_json::{json, Value};

@@ -11,6 +11,7 @@ on_both_backends!(
     a_spent_budget_ends_the_run_and_refuses_the_next,
     the_usage_report_sums_calls_by_day_model_and_agent,
     the_openai_facades_report_the_cost_with_the_usage,
+    a_budget_below_one_calls_reservation_refuses_new_runs_and_creates_nothing,
 );
 
 /// A price for the scripted model and a daily budget of `tokens` for every tenant.
@@ -22,6 +23,16 @@ fn budget_app(db: &str, tokens: u64) -> Options {
             "[[models]]\nname = \"scripted\"\nprice = {{ input = 2, output = 8 }}\n\n\
              [[budgets]]\ntenant = \"*\"\nwindow = \"day\"\ntokens = {tokens}\n"
         ),
+        ..Options::default()
+    }
+}
+
+/// A budget of 3,000 tokens a day and a model that may write 4,096 (the scripted model's
+/// `max_output_tokens`): no call of it fits, however little was spent.
+fn small_budget_app(db: &str) -> Options {
+    Options {
+        db_url: Some(db.to_string()),
+        toml: "[[budgets]]\ntenant = \"*\"\nwindow = \"day\"\ntokens = 3000\n".into(),
         ..Options::default()
     }
 }
@@ -191,6 +202,62 @@ async fn the_openai_facades_report_the_cost_with_the_usage(db: String) {
         assert!((cost - expected).abs() < 1e-9, "{path}: {usage}");
         assert_eq!(usage["unpriced_calls"], 0, "{path}: {usage}");
     }
+    app.stop().await;
+}
+
+/// A tenant whose budget cannot take one call of the run's model (its prompt and its
+/// `max_output_tokens`) is refused before anything is stored or called, on every route: 429
+/// `budget_exceeded` with `Retry-After`, `insufficient_quota` on `/v1`; `GET /api/usage` says
+/// the budget is exhausted although nothing was spent.
+async fn a_budget_below_one_calls_reservation_refuses_new_runs_and_creates_nothing(db: String) {
+    let app = TestApp::with(small_budget_app(&db)).await;
+    let conv = app.create_conversation(None).await;
+    let r = app
+        .post(
+            &format!("/api/conversations/{conv}/runs"),
+            json!({"query": "capital?"}),
+            None,
+        )
+        .await;
+    assert!(r.headers().contains_key("retry-after"));
+    assert_eq!(error_code(r, 429).await, "budget_exceeded");
+    let shown: Value = app
+        .get_json(&format!("/api/conversations/{conv}"), None)
+        .await;
+    assert_eq!(shown["messages"], json!([]), "{shown}");
+    let r = app.post("/api/chat", json!({"query": "hi"}), None).await;
+    assert_eq!(error_code(r, 429).await, "budget_exceeded");
+    let thread = json!({"threadId": "t-budget", "runId": "r1", "state": {}, "tools": [],
+        "context": [], "forwardedProps": {},
+        "messages": [{"id": "m1", "role": "user", "content": "hi"}]});
+    let r = app.post("/ag-ui/reagent", thread, None).await;
+    assert_eq!(error_code(r, 429).await, "budget_exceeded");
+    let r = app
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "reagent", "messages": [{"role": "user", "content": "hi"}]}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 429);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "insufficient_quota", "{body}");
+    let r = app
+        .post(
+            "/v1/responses",
+            json!({"model": "reagent", "input": "hi"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 429);
+    // Only the conversation the client created itself exists; no model call was made.
+    let list: Value = app.get_json("/api/conversations", None).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    assert!(app.llm.requests().is_empty());
+    let usage: Value = app.get_json("/api/usage", None).await;
+    let budget = &usage["budgets"][0];
+    assert_eq!(budget["remaining_tokens"], 3000, "{usage}");
+    assert_eq!(budget["exhausted"], true, "{usage}");
     app.stop().await;
 }
 

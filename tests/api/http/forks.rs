@@ -5,7 +5,8 @@ use super::*;
 
 on_both_backends!(
     a_fork_holds_the_history_up_to_the_run,
-    forks_refuse_what_is_not_a_finished_run
+    forks_refuse_what_is_not_a_finished_run,
+    forks_of_forks_fork_at_copied_turns_at_any_depth,
 );
 
 /// `(role, kind, content)` of a conversation's stored messages.
@@ -147,4 +148,80 @@ async fn forks_refuse_what_is_not_a_finished_run(db: String) {
         .post(&fork, json!({"until_run_id": running}), None)
         .await;
     assert_eq!(r.status(), 201);
+}
+
+/// Runs `(query, answer)` turns in `conv`, returning their run ids.
+async fn run_turns(app: &TestApp, conv: &str, turns: &[(&str, &str)]) -> Vec<String> {
+    let mut runs = Vec::new();
+    for (q, a) in turns {
+        app.llm
+            .text("brief")
+            .push_stream(reagent::testing::scripted::Turn::Stream(
+                vec![a.to_string()],
+                None,
+            ));
+        let run = app.start_run(conv, json!({"query": q}), None).await;
+        app.events(&run, None).await;
+        runs.push(run);
+    }
+    runs
+}
+
+/// Forks `conv` at `run`: the new conversation's id (201), or the failing status.
+async fn fork_at(app: &TestApp, conv: &str, run: &str) -> Result<String, u16> {
+    let r = app
+        .post(
+            &format!("/api/conversations/{conv}/fork"),
+            json!({"until_run_id": run}),
+            None,
+        )
+        .await;
+    if r.status() != 201 {
+        return Err(r.status().as_u16());
+    }
+    let fork: Value = r.json().await.unwrap();
+    assert_eq!(fork["forked_from"]["run_id"], run);
+    Ok(fork["id"].as_str().unwrap().to_string())
+}
+
+/// Regenerate and edit in a fork fork at a turn the fork copied, whose messages keep the
+/// original's run id (issue 51, item 5): at any depth, and after the original is deleted.
+async fn forks_of_forks_fork_at_copied_turns_at_any_depth(db: String) {
+    let app = TestApp::spawn_on(&db).await;
+    let origin = app.create_conversation(None).await;
+    let r = run_turns(&app, &origin, &[("q1", "a1"), ("q2", "a2"), ("q3", "a3")]).await;
+    let first = fork_at(&app, &origin, &r[2]).await.unwrap();
+    let own = run_turns(&app, &first, &[("q4", "a4")]).await;
+    // "Regenerate" of the fork's third turn: a fork at the copied second turn.
+    let regenerated = fork_at(&app, &first, &r[1]).await.unwrap();
+    let qa = |q: &str, a: &str| vec![turn("user", "query", q), turn("assistant", "answer", a)];
+    assert_eq!(
+        turns(&app, &regenerated).await,
+        [qa("q1", "a1"), qa("q2", "a2")].concat()
+    );
+    // Deeper: a fork of the fork at its own run, then in that one at a turn copied twice.
+    let second = fork_at(&app, &first, &own[0]).await.unwrap();
+    let third = fork_at(&app, &second, &r[0]).await.unwrap();
+    assert_eq!(turns(&app, &third).await, qa("q1", "a1"));
+    // A run goes on in it with the copied history.
+    let next = run_turns(&app, &third, &[("q5", "a5")]).await;
+    assert_eq!(
+        turns(&app, &third).await,
+        [qa("q1", "a1"), qa("q5", "a5")].concat()
+    );
+    // With the original gone (its runs with it), the copies still fork at their turns.
+    assert_eq!(
+        app.delete(&format!("/api/conversations/{origin}"), None)
+            .await
+            .status(),
+        204
+    );
+    let after = fork_at(&app, &second, &r[1]).await.unwrap();
+    assert_eq!(
+        turns(&app, &after).await,
+        [qa("q1", "a1"), qa("q2", "a2")].concat()
+    );
+    // A run whose turn the conversation does not hold is still not found.
+    assert_eq!(fork_at(&app, &third, &r[1]).await, Err(404));
+    assert_eq!(fork_at(&app, &first, &next[0]).await, Err(404));
 }

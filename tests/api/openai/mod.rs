@@ -2,12 +2,14 @@
 //! official `openai` Python SDK and npm package (real peers, `scripts/peers.sh`), `edges` covers
 //! a dropped stream, another tenant's conversation and bad input with plain HTTP; `responses` the
 //! Responses API with the Python SDK and plain HTTP, `responses_npm` with the npm package;
-//! `agents_sdk` the OpenAI Agents SDK with a reagent agent as its model.
+//! `agents_sdk` the OpenAI Agents SDK with a reagent agent as its model; `previous` concurrent
+//! responses after one `previous_response_id`.
 
 mod agents_sdk;
 mod clients;
 mod edges;
 mod images;
+mod previous;
 mod responses;
 mod responses_npm;
 mod tools;

@@ -90,7 +90,7 @@ pub(super) async fn run_lifecycle(store: &Store) {
         wire["usage"],
         json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "llm_calls": 2,
                "cache_read_tokens": 7, "cache_write_tokens": 3, "cost_usd": 0.00125,
-               "unpriced_calls": 1})
+               "unpriced_calls": 1, "estimated_calls": 1})
     );
 
     // Once finished, the conversation can run again.

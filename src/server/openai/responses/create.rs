@@ -21,13 +21,14 @@ use super::encode::Encoder;
 use super::load::context;
 use super::request::{parse, Parsed};
 use crate::config::AgentSpec;
+use crate::domain::RunStatus;
 use crate::runs::{title_after, ConversationRef, LiveRun, RunError, StartRun};
 use crate::server::openai::completions::{CONVERSATION_HEADER, RUN_HEADER};
 use crate::server::openai::stream::CancelOnDrop;
 use crate::server::openai::OpenAiError;
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
-use crate::store::NewConversation;
+use crate::store::{NewConversation, StoreError};
 
 pub async fn create(
     State(state): State<AppState>,
@@ -91,23 +92,61 @@ pub async fn create(
 }
 
 /// Starts the request's run (in a fork made for it, deleted again if the start fails).
+///
+/// Concurrent requests after one finished response are deterministic: the first to start
+/// continues its conversation; one that finds the conversation taken by another run meanwhile
+/// (busy, or moved on past that response) continues in a fork at that response, as it would
+/// have a moment later — never a `409` for a finished response.
 async fn start(
     state: &AppState,
     owner: &str,
     agent: &AgentSpec,
     parsed: &mut Parsed,
 ) -> Result<Arc<LiveRun>, OpenAiError> {
-    let (mut request, fork) = start_request(state, owner, agent, parsed).await?;
-    request.client_tools = parsed.client_tools.clone();
-    match state.runs.start(owner, request).await {
-        Ok(live) => Ok(live),
-        Err(e) => {
-            if let Some(fork) = fork {
-                let _ = state.runs.delete_conversation(owner, fork).await;
-            }
-            Err(e.into())
-        }
+    let (request, fork) = start_request(state, owner, agent, parsed).await?;
+    let joined = request.after_run;
+    let first = start_in(state, owner, parsed, request, fork).await;
+    if first.is_ok() {
+        // Kept for a fork only while joining could fail (megabytes each).
+        parsed.images = Vec::new();
     }
+    let busy = match first {
+        // Taken meanwhile: another run started there, or (its start's transaction says) began
+        // and ended since the previous response was found to be the latest.
+        Err(e @ (RunError::Active | RunError::Store(StoreError::Conflict(_)))) => e,
+        other => return other.map_err(OpenAiError::from),
+    };
+    let Some(previous) = joined else {
+        return Err(busy.into());
+    };
+    // The previous response itself still running keeps its conversation busy: a 409.
+    let row = state.runs.run(owner, previous).await?;
+    if row.status == RunStatus::Running {
+        return Err(RunError::Active.into());
+    }
+    let fork = state
+        .runs
+        .fork_conversation(owner, row.conversation_id, Some(previous))
+        .await?;
+    let request = existing_request(agent, parsed, fork.id, None);
+    Ok(start_in(state, owner, parsed, request, Some(fork.id)).await?)
+}
+
+/// Starts `request` with the request's caller tools; `fork`, made for it, is deleted again if
+/// the start fails.
+async fn start_in(
+    state: &AppState,
+    owner: &str,
+    parsed: &Parsed,
+    mut request: StartRun,
+    fork: Option<Uuid>,
+) -> Result<Arc<LiveRun>, RunError> {
+    request.client_tools = parsed.client_tools.clone();
+    let started = state.runs.start(owner, request).await;
+    if let (Err(_), Some(fork)) = (&started, fork) {
+        let _ = state.runs.delete_conversation(owner, fork).await;
+    }
+    started
 }
 
 /// `function_call_output` items answer the caller tool calls of `previous_response_id`: the
@@ -196,15 +235,9 @@ async fn start_request(
                  message only: the earlier turns are the stored conversation's",
             ));
         }
-        let request = StartRun {
-            agent: Some(agent.name.clone()),
-            images: std::mem::take(&mut parsed.images),
-            ..StartRun::new(
-                ConversationRef::Existing(conversation),
-                parsed.query.clone(),
-            )
-        };
-        return Ok((request, fork));
+        // Joining the conversation of `previous_response_id`: only while it is the latest.
+        let after = parsed.previous.filter(|_| fork.is_none());
+        return Ok((existing_request(agent, parsed, conversation, after), fork));
     }
     let prompt: Vec<&str> = agent
         .system_prompt
@@ -229,6 +262,30 @@ async fn start_request(
         ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
     };
     Ok((request, None))
+}
+
+/// The request's run in the existing `conversation` (the agent's, checked at the start), after
+/// the run `after_run` when it must still be the latest. The images are taken from `parsed`,
+/// except when joining after a run: a fork may need them again if that fails.
+fn existing_request(
+    agent: &AgentSpec,
+    parsed: &mut Parsed,
+    conversation: Uuid,
+    after_run: Option<Uuid>,
+) -> StartRun {
+    let images = match after_run {
+        Some(_) => parsed.images.clone(),
+        None => std::mem::take(&mut parsed.images),
+    };
+    StartRun {
+        agent: Some(agent.name.clone()),
+        images,
+        after_run,
+        ..StartRun::new(
+            ConversationRef::Existing(conversation),
+            parsed.query.clone(),
+        )
+    }
 }
 
 /// Where a response after `previous` runs: its conversation when `previous` is the latest

@@ -52,6 +52,7 @@ pub fn usage_json(u: &Usage) -> Value {
         "total_tokens": u.total_tokens,
         "cost_usd": u.cost_usd.usd(),
         "unpriced_calls": u.unpriced_calls,
+        "estimated_calls": u.estimated_calls,
     })
 }
 

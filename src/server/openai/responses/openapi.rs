@@ -37,7 +37,7 @@ pub fn paths(agents: &[String], text: &str, max_chars: usize) -> Vec<(String, Va
             "400": error("`invalid_request_error`: malformed body, input not ending with a `user` message, tools other than `function`, unsupported items or parts, a bad `input_image`, outputs that do not answer the previous response's calls; `model_without_vision`: images for an agent whose model has no vision"),
             "401": error("`invalid_api_key`"),
             "404": error("`model_not_found`, or `not_found` for `previous_response_id` or `conversation`"),
-            "409": error("`conversation_busy`: the conversation has an active run"),
+            "409": error("`conversation_busy`: the conversation has an active run; `conflict`: a caller tool declared twice, caller tools for a DAG agent, or outputs for a response that no longer waits"),
             "413": error("`payload_too_large`"),
             "429": error("`rate_limit_exceeded`"),
         }
