@@ -21,8 +21,12 @@ pub fn body_limit(server: &ServerConfig) -> DefaultBodyLimit {
 #[serde(deny_unknown_fields)]
 pub struct ImageInput {
     /// A `data:` URL (PNG, JPEG, WebP or GIF; at most 5 MiB decoded) or an `http(s)` URL.
+    /// The pattern says what the server checks (docs/api.md "Images"), so that a schema-valid
+    /// body is never refused for its image: a URL with a host name and no control characters,
+    /// or base64 whose bytes start with their type's signature (the PNG, JPEG, GIF and WebP
+    /// signatures, base64-encoded, are the prefixes).
     #[schema(
-        pattern = r"^(https?://\S+|data:image/(png|jpeg|webp|gif);base64,([A-Za-z0-9+/]{4})*)$"
+        pattern = r"^(https?://[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z][A-Za-z0-9-]*)*(:[0-9]{1,4})?([/?#][^\s\x00-\x1f\x7f-\x9f]*)?|data:image/png;base64,iVBORw0KGg[o-r][A-Za-z0-9+/]([A-Za-z0-9+/]{4})*|data:image/jpeg;base64,/9j/([A-Za-z0-9+/]{4})*|data:image/gif;base64,R0lGOD[dl]h([A-Za-z0-9+/]{4})*|data:image/webp;base64,UklGR[g-v][A-Za-z0-9+/]{4}[BFJNRVZdhlptx159]XRUJQ([A-Za-z0-9+/]{4})*)$"
     )]
     pub url: String,
 }
