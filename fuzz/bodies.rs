@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use reagent::agent::action::{parse_action, Action};
+use reagent::agent::action::{cut_off, parse_action, Action};
 // The variables the loader knows; the fuzzer picks among them by index.
 use reagent::config::{Config, KNOWN_VARIABLES as ENV_KEYS};
 use reagent::llm::extract_json;
@@ -44,8 +44,9 @@ pub fn action_body(data: &[u8]) {
     }];
     let found = extract_json(&text);
     match parse_action(&text, &tools) {
-        // No action although there is an object: only a tool call without a usable name
-        // (the loop then asks for a reformat).
+        // No action although there is an object: only a tool call without a usable name, or
+        // an object the output cap cut (the loop then asks for a reformat).
+        None if cut_off(&text) => {}
         None => {
             if let Some(obj) = found {
                 let named = NAME_KEYS.iter().any(|k| {

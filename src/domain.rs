@@ -181,6 +181,10 @@ pub struct Abilities {
     /// Image parts in user messages (docs/api.md "Images").
     #[serde(default = "yes")]
     pub vision: bool,
+    /// `response_format: {type: "json_schema"}`: JSON mode sends the schema of its actions,
+    /// which a grammar-constrained server enforces (docs/configuration.md). Off unless set.
+    #[serde(default)]
+    pub json_schema: bool,
 }
 
 fn yes() -> bool {
@@ -194,6 +198,7 @@ impl Default for Abilities {
             json_mode: true,
             tool_choice: true,
             vision: true,
+            json_schema: false,
         }
     }
 }
@@ -206,6 +211,7 @@ impl Abilities {
             json_mode: false,
             tool_choice: false,
             vision: false,
+            json_schema: false,
         }
     }
 }

@@ -62,6 +62,9 @@ fn first_value<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Val
 /// run's tools: aliased names are checked against them, and a bare string of arguments is
 /// given to a tool that takes exactly one parameter.
 pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
+    if cut_off(content) {
+        return None;
+    }
     let value = extract_json(content)?;
     let obj = value.as_object()?;
     let reasoning = first_text(obj, &["reasoning", "thought"]).unwrap_or_default();
@@ -90,6 +93,14 @@ pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
             }
         });
     Some(Action::FinalAnswer { reasoning, answer })
+}
+
+/// The reply opens a JSON object that the output cap cut before it ended. The object found
+/// inside it (the arguments) is not the action, nor the reply an answer: the model is asked
+/// again. Issue 52's model wrote `"reasoning": "Observation: 1234 * 5678 = 7000000…` to the cap.
+pub fn cut_off(content: &str) -> bool {
+    let text = crate::llm::content_calls::call_text(content);
+    text.starts_with('{') && serde_json::from_str::<Value>(text).is_err_and(|e| e.is_eof())
 }
 
 /// An action written with the aliases, or `None` when the object names neither a final answer
@@ -165,7 +176,9 @@ fn single_parameter(def: &ToolDefinition) -> Option<String> {
 }
 
 mod problem;
-pub use problem::{action_problem, example_call};
+mod schema;
+pub use problem::action_problem;
+pub use schema::{action_schema, response_format};
 
 #[cfg(test)]
 mod tests;

@@ -1,16 +1,15 @@
 //! Executes the tool calls of one LLM response: PreToolUse hooks, the tool itself (in its own
 //! task, so a panic is contained and a timeout can abort it), artifacts, PostToolUse hooks and
-//! the `tool_start`/`tool_end` events. All calls of a batch run concurrently; cancellation
-//! aborts the unfinished ones and gives them the synthetic cancelled result (docs/api.md).
+//! the `tool_start`/`tool_end` events. All calls of a batch run concurrently, identical ones
+//! once ([`batch`]); cancellation aborts the unfinished ones and gives them the synthetic
+//! cancelled result (docs/api.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use opentelemetry::context::FutureExt as _;
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::artifacts::ArtifactSink;
 use super::context::json_len;
@@ -50,6 +49,9 @@ pub struct Executed {
     /// The tool actually ran (not blocked, not unknown, not malformed, not cancelled): these
     /// count for reflection, the checklist and cycle detection.
     pub ran: bool,
+    /// The result of an identical call of the same batch, which ran once for both: counted
+    /// nowhere but in the run's tool calls.
+    pub copy: bool,
 }
 
 /// Everything needed to execute calls for one run.
@@ -117,59 +119,6 @@ impl Executor {
         calls
     }
 
-    /// Runs every call concurrently. Returns results in call order and whether the batch was
-    /// cancelled (unfinished calls then carry [`CANCELLED_RESULT`]).
-    pub async fn execute_batch(
-        &self,
-        iteration: u32,
-        calls: Vec<PendingCall>,
-        cancel: &CancellationToken,
-    ) -> (Vec<Executed>, bool) {
-        for c in &calls {
-            self.emit_start(iteration, c);
-        }
-        let mut results: Vec<Option<Executed>> = vec![None; calls.len()];
-        let mut cancelled = false;
-        {
-            let mut running: FuturesUnordered<_> = calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| async move { (i, self.execute_one(iteration, c).await) })
-                .collect();
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => { cancelled = true; break; }
-                    next = running.next() => match next {
-                        Some((i, done)) => results[i] = Some(done),
-                        None => break,
-                    },
-                }
-            }
-        }
-        let out = results
-            .into_iter()
-            .zip(calls)
-            .map(|(r, c)| r.unwrap_or_else(|| self.cancelled_result(iteration, c)))
-            .collect();
-        (out, cancelled)
-    }
-
-    fn cancelled_result(&self, iteration: u32, c: PendingCall) -> Executed {
-        let record = StepRecord {
-            iteration,
-            call_id: c.call_id,
-            tool: c.tool,
-            arguments: display_args(&c.arguments),
-            observation: CANCELLED_RESULT.to_string(),
-            error: true,
-            blocked: false,
-            duration_ms: 0,
-        };
-        self.emit_end(&record, Vec::new());
-        Executed { record, ran: false }
-    }
-
     /// A call that was running when its instance stopped, answered without running it again
     /// (docs/deployment.md): its `tool_end` carries the interrupted result.
     pub fn interrupted(&self, iteration: u32, call: &PendingCall) -> Executed {
@@ -194,7 +143,7 @@ impl Executor {
     }
 
     /// The `tool_start` of a call, with its arguments cut for display when large.
-    fn emit_start(&self, iteration: u32, c: &PendingCall) {
+    pub(super) fn emit_start(&self, iteration: u32, c: &PendingCall) {
         self.emit(StepEvent::ToolStart {
             iteration,
             call_id: c.call_id.clone(),
@@ -217,10 +166,14 @@ impl Executor {
             duration_ms: 0,
         };
         self.emit_end(&record, Vec::new());
-        Executed { record, ran: false }
+        Executed {
+            record,
+            ran: false,
+            copy: false,
+        }
     }
 
-    fn emit_end(&self, r: &StepRecord, artifacts: Vec<ArtifactRef>) {
+    pub(super) fn emit_end(&self, r: &StepRecord, artifacts: Vec<ArtifactRef>) {
         self.emit(StepEvent::ToolEnd {
             iteration: r.iteration,
             call_id: r.call_id.clone(),
@@ -236,7 +189,7 @@ impl Executor {
 
     /// One call; its context is built once, moved through both hook chains and into the
     /// record (the engine's per-iteration cost is mostly such copies).
-    async fn execute_one(&self, iteration: u32, call: &PendingCall) -> Executed {
+    pub(super) async fn execute_one(&self, iteration: u32, call: &PendingCall) -> Executed {
         let started = Instant::now();
         let mut artifacts = Vec::new();
         let mut ran = false;
@@ -254,7 +207,11 @@ impl Executor {
                 duration_ms: started.elapsed().as_millis() as u64,
             };
             self.emit_end(&record, artifacts);
-            return Executed { record, ran };
+            return Executed {
+                record,
+                ran,
+                copy: false,
+            };
         };
         let mut ctx = HookContext {
             run_id: self.run_id.clone(),
@@ -323,7 +280,11 @@ impl Executor {
             duration_ms,
         };
         self.emit_end(&record, artifacts);
-        Executed { record, ran }
+        Executed {
+            record,
+            ran,
+            copy: false,
+        }
     }
 
     /// The LLM-visible observation: artifacts are stored and replaced by the fixed notice.
@@ -388,3 +349,6 @@ async fn run_tool(
         Ok(Ok(Ok(out))) => Ok(out),
     }
 }
+
+mod batch;
+pub use batch::Batch;

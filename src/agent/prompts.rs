@@ -30,22 +30,23 @@ pub fn json_system_prompt(role: &str, tools: &[ToolDefinition]) -> String {
     format!(
         "{role}\n\nYou can use these tools:\n{catalog}\n\
          Reply with exactly ONE JSON object and nothing else, in one of these two forms:\n\
-         {{\"type\": \"tool_call\", \"reasoning\": \"why this tool\", \"tool_name\": \"<tool>\", \"tool_args\": {{...}}}}\n\
-         {{\"type\": \"final_answer\", \"reasoning\": \"why you are done\", \"answer\": \"<your answer>\"}}\n\
-         After each tool call you will receive the result as a message starting with \"Observation:\"."
+         {{\"type\": \"tool_call\", \"tool_name\": \"<tool>\", \"tool_args\": {{...}}, \"reasoning\": \"why this tool\"}}\n\
+         {{\"type\": \"final_answer\", \"answer\": \"<your answer>\"}}\n\
+         \"reasoning\" is optional. After each tool call you will receive the result as a message \
+         starting with \"Observation:\"."
     )
 }
 
 /// Sent after a JSON-mode reply that could not be parsed: what was wrong
-/// ([`super::action::action_problem`]), the valid tool names and a one-line valid call
-/// ([`super::action::example_call`]).
-pub fn reformat_request(problem: &str, tools: &[String], example: &str) -> String {
+/// ([`super::action::action_problem`]) and the valid tool names. No example: a small model
+/// copies one back as its next reply.
+pub fn reformat_request(problem: &str, tools: &[String]) -> String {
     let names = if tools.is_empty() {
         "(none)".to_string()
     } else {
         tools.join(", ")
     };
-    format!("Your previous response could not be used: {problem}. Valid tool names: {names}. Reply again with exactly one JSON object, with no text before or after it: to call a tool, for example {example}; to finish, {{\"type\": \"final_answer\", \"reasoning\": \"...\", \"answer\": \"...\"}}.")
+    format!("Your previous response could not be used: {problem}. Valid tool names: {names}. Reply again with exactly one JSON object and nothing else, in one of the two forms the system prompt gives.")
 }
 
 /// A JSON-mode observation, appended as a user message.
@@ -96,6 +97,10 @@ pub fn calls_not_run(asked: usize, ran: usize, per_reply: u32) -> String {
         asked - ran.min(asked)
     )
 }
+
+/// The result of a call not run because the call before it in the reply repeated the run's
+/// last call and got the same result: the run stopped calling tools there.
+pub const NOT_RUN_AFTER_REPEAT: &str = "Not run: the call before it repeated the previous call and returned the same result, so no more tools were called.";
 
 pub fn unknown_tool(name: &str, available: &[String]) -> String {
     format!(

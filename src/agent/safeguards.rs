@@ -1,9 +1,9 @@
-//! Deterministic safeguards that need no LLM call: cycle detection and the
-//! self-reflection cadence. The completion checklist is a single flag in the
-//! loop and lives there.
+//! Deterministic safeguards that need no LLM call: cycle detection, the repeat rule's memory of
+//! the last execution and the self-reflection cadence. The completion checklist is a single
+//! flag in the loop and lives there.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
@@ -51,6 +51,11 @@ fn hash_of<T: Hash + ?Sized>(v: &T) -> u64 {
     let mut h = DefaultHasher::new();
     v.hash(&mut h);
     h.finish()
+}
+
+/// What makes two calls the same call: the tool and its canonical arguments.
+pub fn call_key(tool: &str, args: &Value) -> u64 {
+    hash_of(&(tool, canonical_arguments(args)))
 }
 
 #[derive(Clone, Copy)]
@@ -106,7 +111,7 @@ impl CycleDetector {
         if self.threshold == 0 {
             return None;
         }
-        let key = hash_of(&(tool, canonical_arguments(args)));
+        let key = call_key(tool, args);
         let result = hash_of(result);
         let streak = self
             .streaks
@@ -137,7 +142,7 @@ impl CycleDetector {
     /// The call has returned the same result more than `threshold` times: past the warning,
     /// which the exact rule gives at `threshold`. Never with detection disabled.
     pub fn stuck(&self, tool: &str, args: &Value) -> bool {
-        let key = hash_of(&(tool, canonical_arguments(args)));
+        let key = call_key(tool, args);
         self.threshold > 0
             && self
                 .streaks
@@ -146,11 +151,41 @@ impl CycleDetector {
     }
 }
 
+/// The run's most recent execution, for the repeat rule: the last call, in call order, of the
+/// last reply that ran any, with its result. A reply whose first call repeats it runs that call
+/// alone, and ends the loop when the result is the same again.
+#[derive(Default)]
+pub struct LastExecution(Option<(u64, u64)>);
+
+impl LastExecution {
+    /// The calls `(tool, arguments, result)` of one batch that ran (or were answered with the
+    /// result of an identical one), in call order; a batch where none ran leaves it in place.
+    pub fn record<'a>(&mut self, calls: impl Iterator<Item = (&'a str, &'a Value, &'a str)>) {
+        if let Some((tool, args, result)) = calls.last() {
+            self.0 = Some((call_key(tool, args), hash_of(result)));
+        }
+    }
+
+    /// `tool` with `args` is the most recent execution's call.
+    pub fn repeats(&self, tool: &str, args: &Value) -> bool {
+        self.0.is_some_and(|(key, _)| key == call_key(tool, args))
+    }
+
+    /// `result` is the most recent execution's result.
+    pub fn same_result(&self, result: &str) -> bool {
+        self.0.is_some_and(|(_, r)| r == hash_of(result))
+    }
+}
+
 /// Tracks real tool executions and says when a reflection is due: one message each time the
-/// count crosses a multiple of the interval.
+/// number of distinct calls executed (tool and canonical arguments; a call made again adds
+/// nothing) crosses a multiple of the interval. A small model that repeats one call does not
+/// earn reflections by it, as a model that does six different things does.
 pub struct ReflectionCadence {
     interval: u32,
+    /// Every real execution (the completion checklist's count).
     executions: u32,
+    seen: HashSet<u64>,
     next: u32,
 }
 
@@ -160,20 +195,40 @@ impl ReflectionCadence {
         Self {
             interval,
             executions: 0,
+            seen: HashSet::new(),
             next: interval,
         }
     }
 
-    /// Adds `n` executions; true when a reflection message is due now.
-    pub fn add(&mut self, n: u32) -> bool {
-        self.executions += n;
-        if self.interval == 0 || self.executions < self.next {
+    /// Records one execution of `tool` with `args`.
+    pub fn record(&mut self, tool: &str, args: &Value) {
+        self.executions += 1;
+        self.seen.insert(call_key(tool, args));
+    }
+
+    /// True when a reflection message is due now (asked once after each batch of results).
+    pub fn due(&mut self) -> bool {
+        let distinct = self.seen.len() as u32;
+        if self.interval == 0 || distinct < self.next {
             return false;
         }
-        while self.next <= self.executions {
+        while self.next <= distinct {
             self.next += self.interval;
         }
         true
+    }
+
+    /// The state of a resumed run: its count of executions and the calls its steps made.
+    pub fn restore<'s>(
+        &mut self,
+        executions: u32,
+        calls: impl Iterator<Item = (&'s str, &'s Value)>,
+    ) {
+        for (tool, args) in calls {
+            self.seen.insert(call_key(tool, args));
+        }
+        self.due();
+        self.executions = executions;
     }
 
     pub fn executions(&self) -> u32 {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::action::{action_problem, example_call, parse_action, Action};
+use super::action::{action_problem, parse_action, response_format, Action};
 use super::call_ids::CallIds;
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
 use super::client_tools::{ClientCall, RequiredAction};
@@ -20,7 +20,7 @@ use super::interrupts::Interrupt;
 use super::prompts;
 use super::record::StepRecord;
 use super::run::{AgentResult, RunHandles, RunInput};
-use super::safeguards::{CycleDetector, ReflectionCadence};
+use super::safeguards::{CycleDetector, LastExecution, ReflectionCadence};
 use super::settings::AgentConfig;
 use super::synthesis::observation_answer;
 use crate::llm::content_calls::parse_content_calls;
@@ -34,7 +34,9 @@ use crate::tools::ToolRegistry;
 mod client;
 mod guard;
 mod interventions;
+mod json_format;
 mod limits;
+mod repeat;
 mod resume;
 mod steps;
 
@@ -78,6 +80,8 @@ pub(super) struct LoopRun<'a> {
     /// The run's tools as described in the JSON-mode prompt (aliased names are checked
     /// against them).
     json_tools: Arc<[ToolDefinition]>,
+    /// What JSON-mode calls ask for ([`response_format`]), built once per run.
+    json_format: Option<ResponseFormat>,
     call_ids: CallIds,
     executor: Executor,
     guard: ContextGuard,
@@ -97,6 +101,8 @@ pub(super) struct LoopRun<'a> {
     processed: Vec<Interrupt>,
     unprocessed: Vec<Interrupt>,
     cycles: CycleDetector,
+    /// The run's most recent execution, for the repeat rule ([`repeat`]).
+    last_run: LastExecution,
     reflection: ReflectionCadence,
     checklist_done: bool,
     last_parse_failed: bool,
@@ -161,6 +167,10 @@ impl<'a> LoopRun<'a> {
             mode,
             tool_tokens: estimate_tool_tokens(&tool_defs),
             tool_defs,
+            json_format: match mode {
+                Mode::Json => response_format(llm.abilities(), &json_tools),
+                Mode::Native => None,
+            },
             json_tools,
             call_ids: CallIds::default(),
             executor: Executor {
@@ -187,6 +197,7 @@ impl<'a> LoopRun<'a> {
             processed: Vec::new(),
             unprocessed: Vec::new(),
             cycles: CycleDetector::new(cfg.cycle_detection_threshold),
+            last_run: LastExecution::default(),
             reflection: ReflectionCadence::new(cfg.self_reflection_interval),
             checklist_done: false,
             last_parse_failed: false,
@@ -359,11 +370,7 @@ impl<'a> LoopRun<'a> {
                     req.tool_choice = Some(ToolChoice::Auto);
                 }
             }
-            Mode::Json => {
-                if self.llm.abilities().json_mode {
-                    req.response_format = Some(ResponseFormat::JsonObject);
-                }
-            }
+            Mode::Json => req.response_format = self.json_format.clone(),
         }
         req
     }
@@ -393,6 +400,7 @@ impl<'a> LoopRun<'a> {
                 }
                 // Refused before it was made: no call to count.
                 Err(e @ LlmError::BudgetExceeded(_)) => return Err(e),
+                Err(e) if self.schema_refused(&e) => self.usage.llm_calls += 1,
                 Err(e) => {
                     self.usage.llm_calls += 1;
                     return Err(e);

@@ -69,6 +69,7 @@ fn demo_model(base_url: &str) -> ModelConfig {
             json_mode: true,
             tool_choice: true,
             vision: true,
+            json_schema: false,
         },
         hints: vec![DEMO_NOTICE.into()],
         default: true,

@@ -308,6 +308,7 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "LLM_MODEL",
     "LLM_TOOL_CALL",
     "LLM_JSON_MODE",
+    "LLM_JSON_SCHEMA",
     "LLM_TOOL_CHOICE",
     "LLM_CONTEXT_WINDOW",
     "LLM_MAX_OUTPUT_TOKENS",

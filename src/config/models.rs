@@ -99,6 +99,7 @@ fn anthropic_defaults(m: &mut ModelConfig) {
         m.api_key_env = Some("ANTHROPIC_API_KEY".into());
     }
     m.abilities.json_mode = false;
+    m.abilities.json_schema = false;
 }
 
 fn override_from_env(
@@ -117,6 +118,9 @@ fn override_from_env(
     }
     if let Some(v) = boolean(env, "LLM_JSON_MODE")? {
         m.abilities.json_mode = v;
+    }
+    if let Some(v) = boolean(env, "LLM_JSON_SCHEMA")? {
+        m.abilities.json_schema = v;
     }
     if let Some(v) = boolean(env, "LLM_TOOL_CHOICE")? {
         m.abilities.tool_choice = v;

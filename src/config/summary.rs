@@ -81,13 +81,14 @@ impl Config {
             let a = m.abilities;
             let _ = writeln!(
                 *out,
-                "  {} {}: {} at {} [tool_call={} json_mode={} tool_choice={}] window {} / output {}, key {}, {}{}",
+                "  {} {}: {} at {} [tool_call={} json_mode={} json_schema={} tool_choice={}] window {} / output {}, key {}, {}{}",
                 if m.default { "*" } else { "-" },
                 m.name,
                 m.model,
                 m.base_url,
                 a.tool_call,
                 a.json_mode,
+                a.json_schema,
                 a.tool_choice,
                 m.context_window,
                 m.max_output_tokens,

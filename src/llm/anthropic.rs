@@ -4,8 +4,9 @@
 //! included; timeouts; size caps; same-origin redirects). Only the wire format differs: see
 //! `anthropic_wire.rs` for the mapping, extended thinking and the cache breakpoints.
 //!
-//! Anthropic has no JSON mode: structured calls go by a forced tool, which the abilities say
-//! (`json_mode` is false whatever the configuration claims).
+//! Anthropic has no JSON mode nor `response_format`: structured calls go by a forced tool, which
+//! the abilities say (`json_mode` and `json_schema` are false whatever the configuration
+//! claims), so a JSON-mode run on an Anthropic model is held to its action by the prompt alone.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +51,7 @@ pub struct AnthropicClient {
 impl AnthropicClient {
     pub fn new(mut cfg: AnthropicConfig) -> Result<Self, LlmError> {
         cfg.abilities.json_mode = false;
+        cfg.abilities.json_schema = false;
         let base = cfg.base_url.trim_end_matches('/');
         // A base URL given with its `/v1` (as OpenAI-style URLs are) is taken as it is.
         let path = if base.ends_with("/v1") {

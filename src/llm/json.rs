@@ -172,5 +172,37 @@ fn closes_after_whitespace(rest: &str) -> bool {
     )
 }
 
+/// A JSON schema kept as the text it was written as: a grammar built from it (llama.cpp's)
+/// orders an object's keys as its `properties` lists them, which a `serde_json::Value` (keys
+/// sorted) would lose.
+#[derive(Clone, Debug)]
+pub struct SchemaText(std::sync::Arc<serde_json::value::RawValue>);
+
+impl SchemaText {
+    pub fn new(schema: &impl serde::Serialize) -> serde_json::Result<Self> {
+        Ok(Self(std::sync::Arc::from(serde_json::value::to_raw_value(
+            schema,
+        )?)))
+    }
+
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for SchemaText {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for SchemaText {}
+
+impl serde::Serialize for SchemaText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
 #[cfg(test)]
 mod tests;

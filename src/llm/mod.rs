@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 pub use body::RequestBody;
 pub use continuity::Continuity;
 pub use image::{ImagePart, SharedUrl};
-pub use json::extract_json;
+pub use json::{extract_json, SchemaText};
 pub use price::{Cost, Price};
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
 pub use usage::{Usage, MAX_COUNT};
@@ -185,10 +185,16 @@ pub enum ToolChoice {
     Function(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ResponseFormat {
     Text,
     JsonObject,
+    /// `{"type": "json_schema", "json_schema": {"name": …, "schema": …}}`: a server that
+    /// constrains its output with a grammar writes only what the schema allows.
+    JsonSchema {
+        name: &'static str,
+        schema: SchemaText,
+    },
 }
 
 /// Everything one LLM call needs besides the model itself.

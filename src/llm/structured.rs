@@ -246,7 +246,7 @@ impl<T> Chain<'_, '_, T> {
         );
         let format = (level == 2).then_some(ResponseFormat::JsonObject);
         let request = |messages: Vec<Message>| ChatRequest {
-            response_format: format,
+            response_format: format.clone(),
             ..ChatRequest::new(messages)
         };
         let reply = self.ask(level, request(messages.clone())).await?;

@@ -90,7 +90,20 @@ impl ScriptedLlm {
             json_mode: true,
             tool_choice: false,
             vision: false,
+            json_schema: false,
         })
+    }
+
+    /// JSON mode whose requests carry the action's schema (`abilities.json_schema`).
+    pub fn json_schema() -> Self {
+        let s = Self::json();
+        Self {
+            abilities: Abilities {
+                json_schema: true,
+                ..s.abilities
+            },
+            ..s
+        }
     }
 
     pub fn with_context(mut self, window: u32, max_output: u32) -> Self {

@@ -3,7 +3,7 @@
 //! context guard and interrupts.
 //!
 //! By topic: [`checklist`], [`context`], [`hooks`], [`interrupts`], [`notes`] (the `safeguard`
-//! events), [`reflection`], [`selection`].
+//! events), [`reflection`], [`repeats`] (small models' repeated calls), [`selection`].
 
 mod checklist;
 mod context;
@@ -11,6 +11,7 @@ mod hooks;
 mod interrupts;
 mod notes;
 mod reflection;
+mod repeats;
 mod selection;
 mod small_models;
 

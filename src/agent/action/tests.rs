@@ -149,3 +149,18 @@ fn an_aliased_name_that_means_one_tool_is_that_tool() {
         call("http_request", json!({"url": "u"}))
     );
 }
+
+#[test]
+fn an_action_cut_off_by_the_output_cap_is_no_action() {
+    // Issue 52 (c01 and m22 in JSON mode): the free-text `reasoning` ran to the output cap; the
+    // object found inside the reply is the arguments, and the reply was the answer.
+    let cut = r#"{"type": "tool_call", "tool_name": "calculator", "tool_args": {"expression": "1234 * 5678"}, "reasoning": "Observation: 1234 * 5678 = 70000000000"#;
+    assert_eq!(parse(cut), None);
+    assert_eq!(parse(&format!("```json\n{cut}")), None);
+    // A whole object, or prose around one, is read as before.
+    assert_eq!(final_answer(r#"{"answer": "42"}"#), "42");
+    assert_eq!(
+        tool_call(r#"Sure: {"type": "tool_call", "tool_name": "calculator", "tool_args": {}}"#),
+        call("calculator", json!({}))
+    );
+}

@@ -88,16 +88,67 @@ fn the_exact_rule_wins_when_both_apply() {
     );
 }
 
+/// Records one execution of a call to `t` with argument `x`.
+fn ran(r: &mut ReflectionCadence, x: i64) {
+    r.record("t", &json!({ "x": x }));
+}
+
 #[test]
 fn reflection_every_interval() {
     let mut r = ReflectionCadence::new(6);
-    let due: Vec<bool> = (0..12).map(|_| r.add(1)).collect();
+    let due: Vec<bool> = (0..12)
+        .map(|i| {
+            ran(&mut r, i);
+            r.due()
+        })
+        .collect();
     assert_eq!(due.iter().filter(|d| **d).count(), 2);
     assert!(due[5] && due[11]);
     let mut r = ReflectionCadence::new(6);
-    assert!(!r.add(5));
-    assert!(r.add(3)); // crossing 6 inside a parallel batch
-    assert!(!r.add(3));
-    assert!(r.add(1)); // 12
-    assert!(!ReflectionCadence::new(0).add(100));
+    (0..5).for_each(|i| ran(&mut r, i));
+    assert!(!r.due());
+    (5..8).for_each(|i| ran(&mut r, i));
+    assert!(r.due()); // crossing 6 inside a parallel batch
+    (8..11).for_each(|i| ran(&mut r, i));
+    assert!(!r.due());
+    ran(&mut r, 11);
+    assert!(r.due()); // 12
+    let mut off = ReflectionCadence::new(0);
+    (0..100).for_each(|i| ran(&mut off, i));
+    assert!(!off.due());
+}
+
+#[test]
+fn reflection_counts_distinct_calls_only() {
+    // Issue 52's small model: the same call again and again between a few new ones.
+    let mut r = ReflectionCadence::new(6);
+    for i in 0..5 {
+        ran(&mut r, i);
+        ran(&mut r, 0);
+        r.record("t", &serde_json::from_str(r#"{ "x" : 0 }"#).unwrap());
+        assert!(!r.due(), "{} distinct calls", i + 1);
+    }
+    assert_eq!(
+        r.executions(),
+        15,
+        "the checklist still counts every execution"
+    );
+    ran(&mut r, 5);
+    assert!(r.due(), "the sixth distinct call");
+}
+
+#[test]
+fn the_last_execution_is_the_last_call_of_the_last_batch() {
+    let mut last = LastExecution::default();
+    let (a, b) = (json!({"x": 1, "y": 2}), json!({"x": 2}));
+    assert!(!last.repeats("t", &a));
+    last.record([("u", &b, "s"), ("t", &a, "r")].into_iter());
+    assert!(last.repeats("t", &json!({"y": 2, "x": 1})));
+    assert!(!last.repeats("u", &b) && !last.repeats("t", &b));
+    assert!(last.same_result("r") && !last.same_result("s"));
+    // A batch where nothing ran leaves it; the next batch replaces it.
+    last.record(std::iter::empty());
+    assert!(last.repeats("t", &a));
+    last.record([("v", &a, "r")].into_iter());
+    assert!(!last.repeats("t", &a) && last.repeats("v", &a));
 }

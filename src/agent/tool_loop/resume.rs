@@ -13,7 +13,7 @@ use crate::agent::checkpoint::{
 };
 use crate::agent::context::History;
 use crate::agent::events::Mode;
-use crate::agent::executor::{Executed, PendingCall};
+use crate::agent::executor::{Batch, PendingCall};
 use crate::agent::prompts;
 use crate::agent::run::{RunHandles, RunInput};
 use crate::llm::Message;
@@ -43,7 +43,16 @@ impl<'a> LoopRun<'a> {
         lr.processed = cp.processed;
         lr.checklist_done = cp.checklist_done;
         lr.last_parse_failed = cp.last_parse_failed;
-        lr.reflection.add(cp.executions);
+        let calls = lr.steps.iter().filter(|s| !s.blocked);
+        lr.reflection.restore(
+            cp.executions,
+            calls.map(|s| (s.tool.as_str(), &s.arguments)),
+        );
+        // The last call that was not blocked stands for the last execution (which calls ran is
+        // not kept).
+        let calls = lr.steps.iter().filter(|s| !s.blocked);
+        lr.last_run
+            .record(calls.map(|s| (s.tool.as_str(), &s.arguments, s.observation.as_str())));
         (lr, cp.in_flight)
     }
 
@@ -180,10 +189,11 @@ impl<'a> LoopRun<'a> {
         self.drain_interrupts();
     }
 
-    /// Runs a batch of calls after checkpointing them as in flight. When one of them must not
-    /// run twice, the checkpoint is made durable first (idempotent calls do not wait for it):
-    /// if it cannot be, no call of the batch is made.
-    pub(super) async fn execute(&mut self, calls: Vec<PendingCall>) -> (Vec<Executed>, bool) {
+    /// Runs a reply's calls after checkpointing them as in flight, under the repeat rule
+    /// ([`LoopRun::run_reply`]). When one of them must not run twice, the checkpoint is made
+    /// durable first (idempotent calls do not wait for it): if it cannot be, no call of the
+    /// batch is made.
+    pub(super) async fn execute(&mut self, calls: Vec<PendingCall>) -> Batch {
         let calls = self.executor.resolve_names(calls);
         let cancel = self.handles.cancel.clone();
         if self.at_most_once(&calls) {
@@ -195,17 +205,16 @@ impl<'a> LoopRun<'a> {
             if let Err(e) = recorded {
                 tracing::warn!(error = %e, iteration = self.iterations, "tool calls not made: their start could not be recorded");
                 let observation = prompts::not_recorded(&e.to_string());
-                return (
-                    self.executor.not_run(self.iterations, calls, &observation),
-                    false,
-                );
+                return Batch::answered(self.executor.not_run(
+                    self.iterations,
+                    calls,
+                    &observation,
+                ));
             }
         } else {
             self.save(&calls);
         }
-        self.executor
-            .execute_batch(self.iterations, calls, &cancel)
-            .await
+        self.run_reply(calls, &cancel).await
     }
 
     /// Some call of the batch would run a tool that is not idempotent (a call that cannot run:

@@ -61,7 +61,11 @@ impl LoopRun<'_> {
         // continuation, right after the run's own.
         self.messages
             .push(Message::assistant_tool_calls(content, calls).with_continuity(r.continuity));
-        let (executed, cancelled) = self.execute(pending).await;
+        let batch = self.execute(pending).await;
+        if batch.stopped {
+            return self.stop_repeated(batch);
+        }
+        let (executed, cancelled) = (batch.executed, batch.cancelled);
         for e in &executed {
             self.messages.push(
                 Message::tool(e.record.call_id.clone(), e.record.observation.clone())
@@ -90,17 +94,25 @@ impl LoopRun<'_> {
     /// every call of the reply is stuck ([`CycleDetector::stuck`]): the reply asked for nothing
     /// but results the model already had, more often than the cycle warning allows.
     pub(super) fn after_tools(&mut self, executed: Vec<Executed>) -> bool {
-        let mut ran = 0;
+        // A copy answers its call with the result of an identical one: it is that call's
+        // execution, in its place in the reply.
+        let ran = executed
+            .iter()
+            .filter(|e| e.ran || e.copy)
+            .map(|e| &e.record);
+        self.last_run
+            .record(ran.map(|r| (r.tool.as_str(), &r.arguments, r.observation.as_str())));
         let stuck = !executed.is_empty() && !self.pausing;
         let mut stuck_all = stuck;
         for e in executed {
             self.tool_calls += 1;
             // An unknown tool called again and again is as stuck as a tool that ran.
             let unknown = self.executor.tools.get(&e.record.tool).is_none();
+            let r = &e.record;
             if e.ran {
-                ran += 1;
+                self.reflection.record(&r.tool, &r.arguments);
             }
-            if (e.ran || unknown) && !self.pausing {
+            if (e.ran || unknown) && !e.copy && !self.pausing {
                 if let Some(cycle) =
                     self.cycles
                         .record(&e.record.tool, &e.record.arguments, &e.record.observation)
@@ -116,7 +128,7 @@ impl LoopRun<'_> {
         if stuck_all {
             return true;
         }
-        if self.reflection.add(ran) && !self.pausing {
+        if self.reflection.due() && !self.pausing {
             self.messages
                 .push(Message::user(prompts::reflection(&self.query)));
             self.safeguard(SafeguardKind::Reflection, None);
@@ -160,11 +172,7 @@ impl LoopRun<'_> {
                 return Next::Final(content);
             }
             self.last_parse_failed = true;
-            let retry = prompts::reformat_request(
-                &action_problem(&content),
-                &self.tool_names,
-                &example_call(&self.json_tools),
-            );
+            let retry = prompts::reformat_request(&action_problem(&content), &self.tool_names);
             self.messages.push(Message::user(retry));
             return Next::Continue;
         };
@@ -203,7 +211,11 @@ impl LoopRun<'_> {
                     tool: tool_name,
                     arguments: Ok(tool_args),
                 };
-                let (executed, cancelled) = self.execute(vec![call]).await;
+                let batch = self.execute(vec![call]).await;
+                if batch.stopped {
+                    return self.stop_repeated(batch);
+                }
+                let (executed, cancelled) = (batch.executed, batch.cancelled);
                 for e in &executed {
                     self.messages
                         .push(Message::user(prompts::observation(&e.record.observation)));

@@ -170,7 +170,8 @@ fn default_max_output_tokens() -> u32 {
     4_096
 }
 
-/// `abilities = { tool_call = false }` leaves the other abilities at `true`.
+/// `abilities = { tool_call = false }` leaves the other abilities at `true` (but `json_schema`,
+/// which is off unless set).
 fn partial_abilities<'de, D: Deserializer<'de>>(d: D) -> Result<Abilities, D::Error> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -179,6 +180,7 @@ fn partial_abilities<'de, D: Deserializer<'de>>(d: D) -> Result<Abilities, D::Er
         json_mode: Option<bool>,
         tool_choice: Option<bool>,
         vision: Option<bool>,
+        json_schema: Option<bool>,
     }
     let p = Partial::deserialize(d)?;
     Ok(Abilities {
@@ -186,5 +188,6 @@ fn partial_abilities<'de, D: Deserializer<'de>>(d: D) -> Result<Abilities, D::Er
         json_mode: p.json_mode.unwrap_or(true),
         tool_choice: p.tool_choice.unwrap_or(true),
         vision: p.vision.unwrap_or(true),
+        json_schema: p.json_schema.unwrap_or(false),
     })
 }

@@ -53,6 +53,7 @@ fn several_models_with_abilities_and_hints() {
         json_mode: true,
         tool_choice: true,
         vision: true,
+        json_schema: false,
     };
     assert_eq!(local.abilities, expected);
     // The default model falls back to LLM_API_KEY.
@@ -243,4 +244,38 @@ name = "gpt"
     assert!(e.contains("models[0].thinking.budget_tokens"), "{e}");
     let e = err(Some("[[models]]\nname = \"x\"\napi = \"gemini\"\n"), &[]);
     assert!(e.contains("api"), "{e}");
+}
+
+#[test]
+fn json_schema_is_off_unless_set_and_never_for_anthropic() {
+    let file = r#"
+[[models]]
+name = "llamacpp"
+abilities = { tool_call = false, json_schema = true }
+
+[[models]]
+name = "plain"
+
+[[models]]
+name = "claude"
+api = "anthropic-messages"
+abilities = { json_schema = true }
+"#;
+    let c = load(Some(file), &[]).unwrap();
+    let [llamacpp, plain, claude] = &c.models[..] else {
+        panic!("three models: {:?}", c.models)
+    };
+    assert!(llamacpp.abilities.json_schema && llamacpp.abilities.json_mode);
+    assert!(!plain.abilities.json_schema);
+    assert!(
+        !claude.abilities.json_schema,
+        "the Messages API has no response_format"
+    );
+    assert!(
+        c.summary().contains("json_mode=true json_schema=true"),
+        "{}",
+        c.summary()
+    );
+    let c = load(None, &[("LLM_JSON_SCHEMA", "true")]).unwrap();
+    assert!(default_model(&c).abilities.json_schema);
 }

@@ -103,9 +103,9 @@ fn json_naming_an_unknown_tool_stays_text() {
         parse(r#"{"name": "web_search", "arguments": {"q": "x"}}"#),
         None
     );
-    // One unknown name spoils the whole list: nothing half-executes.
-    let c = r#"[{"name": "calculator", "arguments": {"expression": "1"}},
-               {"name": "nope", "arguments": {}}]"#;
+    // The first call naming no tool of the run: nothing is recovered.
+    let c = r#"[{"name": "nope", "arguments": {}},
+               {"name": "calculator", "arguments": {"expression": "1"}}]"#;
     assert_eq!(parse(c), None);
     assert_eq!(
         parse("<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>"),
@@ -224,9 +224,9 @@ fn near_misses_of_the_new_shapes_stay_text() {
         // Prose after calls, or prose before them without a fence.
         format!("{}\nThe answer is 391.", calc_call("17 * 23")),
         format!("I would call {}\n{TIME}", calc_call("1")),
-        // An unknown name on any line spoils the reply.
+        // An unknown name on the first line spoils the reply.
         format!(
-            "{}\n{{\"name\": \"web_search\", \"arguments\": {{}}}}",
+            "{{\"name\": \"web_search\", \"arguments\": {{}}}}\n{}",
             calc_call("1")
         ),
         // Only a cut-off call: nothing complete to run.
@@ -235,7 +235,7 @@ fn near_misses_of_the_new_shapes_stay_text() {
         format!("{}\nand then", calc_call("1")),
         // Values that are not calls, one per line.
         "42\n43".to_string(),
-        format!("{}\n{{\"answer\": 1}}", calc_call("1")),
+        format!("{{\"answer\": 1}}\n{}", calc_call("1")),
         // A long preamble is an explanation; two fences are code samples.
         format!(
             "To compute this you would write the following request:\n```json\n{}\n```",
@@ -248,5 +248,67 @@ fn near_misses_of_the_new_shapes_stay_text() {
         "Sure:\n```json\n{\"name\": \"nope\", \"arguments\": {}}\n```".to_string(),
     ] {
         assert_eq!(parse(&c), None, "{c:?} must stay text");
+    }
+}
+
+/// The reply Qwen2.5-Coder-0.5B wrote most often in the eval (issue 52): the call object with the
+/// keys of its tool's schema copied beside the name and the arguments.
+const SCHEMA_COPY: &str = r#"{"name": "calculator", "arguments": {"expression": "17 * 23"}, "required": ["expression"], "title": "calculatorArguments", "type": "object"}"#;
+
+#[test]
+fn schema_keys_copied_into_the_call_object_are_ignored() {
+    assert_eq!(parse(SCHEMA_COPY), Some(vec![calc("17 * 23")]));
+    let c = r#"{"name": "current_time", "parameters": {"timezone": "Asia/Tokyo"}, "properties": {"timezone": {"type": "string"}}, "description": "The time"}"#;
+    assert_eq!(parse(c), Some(vec![time()]));
+    let c = format!("```json\n{SCHEMA_COPY}\n{TIME}\n```");
+    assert_eq!(parse(&c), Some(vec![calc("17 * 23"), time()]));
+}
+
+#[test]
+fn a_tool_definition_is_not_a_call() {
+    let schema = r#"{"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}"#;
+    for c in [
+        format!(r#"{{"name": "calculator", "description": "Evaluates", "parameters": {schema}}}"#),
+        format!(
+            r#"{{"type": "function", "function": {{"name": "calculator", "description": "Evaluates", "parameters": {schema}}}}}"#
+        ),
+    ] {
+        assert_eq!(parse(&c), None, "{c}");
+    }
+}
+
+#[test]
+fn a_schema_title_as_the_name_is_recovered_when_it_names_a_tool() {
+    let tools = ["calculator", "current_time"];
+    let resolves = |n: &str| crate::tools::names::resolve(&tools, n).is_some();
+    let c = r#"{"name": "calculatorArguments", "arguments": {"expression": "2"}, "title": "calculatorArguments", "type": "object"}"#;
+    let calls = parse_content_calls(c, resolves).expect("recovered");
+    assert_eq!(calls[0].name, "calculatorArguments");
+    let c = r#"{"name": "web_searchArguments", "arguments": {}}"#;
+    assert!(parse_content_calls(c, resolves).is_none());
+}
+
+#[test]
+fn calls_are_recovered_up_to_the_first_unreadable_object() {
+    let one = Some(vec![calc("1")]);
+    for c in [
+        // An object that is no call, a call to no tool of the run, a malformed object.
+        format!("{}\n{{\"answer\": 1}}\n{TIME}", calc_call("1")),
+        format!(
+            "{}\n{{\"name\": \"web_search\", \"arguments\": {{}}}}\n{TIME}",
+            calc_call("1")
+        ),
+        format!("{}\n{{\"name\": \"calculator\", \"arguments\": {{\"x\" 1}}}}\n{TIME}", calc_call("1")),
+        format!("{}}}\n{TIME}", calc_call("1")),
+        format!("{}\n{{\"name\": \"calculator\", \"version\": 2, \"arguments\": {{}}}}", calc_call("1")),
+        // In a list, in Hermes blocks and in Mistral's pairs.
+        format!(r#"[{}, {{"name": "nope", "arguments": {{}}}}, {TIME}]"#, calc_call("1")),
+        format!(
+            "<tool_call>{}</tool_call>\n<tool_call>{{oops</tool_call>\n<tool_call>{TIME}</tool_call>",
+            calc_call("1")
+        ),
+        "[TOOL_CALLS]calculator[ARGS]{\"expression\": \"1\"}[TOOL_CALLS]nope[ARGS]{}[TOOL_CALLS]current_time[ARGS]{}".to_string(),
+    ] {
+        assert_eq!(parse(&c), one, "{c}");
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::llm::{
-    ChatRequest, Continuity, Message, ResponseFormat, Role, ToolChoice, ToolDefinition,
+    ChatRequest, Continuity, Message, ResponseFormat, Role, SchemaText, ToolChoice, ToolDefinition,
 };
 
 /// The body of one request to the provider's `model`, registered as `name`:
@@ -51,8 +51,19 @@ impl Serialize for RequestBody<'_> {
                 map.serialize_entry("tool_choice", &Choice(choice))?;
             }
         }
-        if r.response_format == Some(ResponseFormat::JsonObject) {
-            map.serialize_entry("response_format", &Typed("json_object"))?;
+        match &r.response_format {
+            Some(ResponseFormat::JsonObject) => {
+                map.serialize_entry("response_format", &Typed("json_object"))?;
+            }
+            Some(ResponseFormat::JsonSchema { name, schema }) => {
+                let json_schema = NamedSchema { name, schema };
+                let format = SchemaFormat {
+                    kind: "json_schema",
+                    json_schema,
+                };
+                map.serialize_entry("response_format", &format)?;
+            }
+            Some(ResponseFormat::Text) | None => {}
         }
         // Each only when set: an unset one leaves the provider's default in force.
         if let Some(t) = r.temperature {
@@ -89,6 +100,21 @@ impl Serialize for Typed {
         map.serialize_entry("type", self.0)?;
         map.end()
     }
+}
+
+/// `{"type": "json_schema", "json_schema": {"name": …, "schema": …}}`, not `strict`: OpenAI's
+/// strict mode refuses schemas a tool's parameters commonly are (optional keys).
+#[derive(Serialize)]
+struct SchemaFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: NamedSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct NamedSchema<'a> {
+    name: &'a str,
+    schema: &'a SchemaText,
 }
 
 struct IncludeUsage;

@@ -37,8 +37,17 @@ fn reference_body(model: &str, request: &ChatRequest, stream: bool) -> Value {
             obj.insert("tool_choice".into(), choice);
         }
     }
-    if request.response_format == Some(ResponseFormat::JsonObject) {
-        obj.insert("response_format".into(), json!({"type": "json_object"}));
+    match &request.response_format {
+        Some(ResponseFormat::JsonObject) => {
+            obj.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        Some(ResponseFormat::JsonSchema { name, schema }) => {
+            let schema: Value = serde_json::from_str(schema.get()).unwrap();
+            let format =
+                json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}});
+            obj.insert("response_format".into(), format);
+        }
+        _ => {}
     }
     if let Some(t) = request.temperature {
         // Via the decimal text so that 0.7f32 goes out as 0.7, not 0.699999988079071.
@@ -144,6 +153,14 @@ fn requests() -> Vec<ChatRequest> {
     out.push(ChatRequest {
         response_format: Some(ResponseFormat::Text),
         ..ChatRequest::new(vec![])
+    });
+    let schema = crate::llm::SchemaText::new(&json!({"anyOf": [{"type": "object"}]})).unwrap();
+    out.push(ChatRequest {
+        response_format: Some(ResponseFormat::JsonSchema {
+            name: "action",
+            schema,
+        }),
+        ..ChatRequest::new(messages.clone())
     });
     out
 }

@@ -93,6 +93,7 @@ async fn level1_without_tool_choice_sends_auto_and_reads_json_in_content() {
         json_mode: false,
         tool_choice: false,
         vision: false,
+        json_schema: false,
     });
     llm.text(&format!("Here:\n```json\n{GOOD}\n```"));
     let out = structured_llm_call(&llm, selection_call(None))

@@ -27,6 +27,7 @@ pub struct Tool {
 pub struct Abilities {
     pub tool_call: bool,
     pub json_mode: bool,
+    pub json_schema: bool,
     pub tool_choice: bool,
     pub vision: bool,
 }
@@ -58,6 +59,7 @@ impl From<llm::registry::ModelInfo> for Model {
             abilities: Abilities {
                 tool_call: m.abilities.tool_call,
                 json_mode: m.abilities.json_mode,
+                json_schema: m.abilities.json_schema,
                 tool_choice: m.abilities.tool_choice,
                 vision: m.abilities.vision,
             },

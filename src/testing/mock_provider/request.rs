@@ -77,8 +77,8 @@ static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
         ),
         prompts::COMPLETION_CHECK.to_string(),
         common_prefix(
-            &prompts::reformat_request("a", &[], ""),
-            &prompts::reformat_request("b", &[], ""),
+            &prompts::reformat_request("a", &[]),
+            &prompts::reformat_request("b", &[]),
         ),
     ]
 });

@@ -46,3 +46,15 @@ fn unknown_and_ambiguous_names_do_not_resolve() {
     let cased = ["Lookup", "lookup"];
     assert_eq!(resolve(&cased, "LOOKUP"), None);
 }
+
+#[test]
+fn a_schema_title_names_its_tool() {
+    // Qwen2.5-Coder-0.5B copies `<tool>Arguments`, the title of the tool's argument schema.
+    assert_eq!(resolve(&TOOLS, "calculatorArguments"), Some("calculator"));
+    assert_eq!(resolve(&TOOLS, "lookupArguments"), Some("demo__lookup"));
+    assert_eq!(resolve(&TOOLS, "Arguments"), None);
+    assert_eq!(resolve(&TOOLS, "web_searchArguments"), None);
+    // A tool whose own name ends so is itself.
+    let own = ["readArguments", "read"];
+    assert_eq!(resolve(&own, "readArguments"), Some("readArguments"));
+}

@@ -42,13 +42,13 @@ fn messages_span(body: &[u8]) -> (usize, usize) {
 #[tokio::test]
 async fn five_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
     let fake = thinking().await;
-    // The same call twice (a cycle warning at the second), then two others (a third identical
-    // result would stop the loop), reflection after every second tool.
+    // The same call twice with another between them (a cycle warning at the second; right
+    // after it, the repeat would end the loop), reflection after the second distinct call.
     for n in 1..=4 {
         let args = [
             r#"{"x":"same"}"#,
-            r#"{"x":"same"}"#,
             r#"{"x":"3"}"#,
+            r#"{"x":"same"}"#,
             r#"{"x":"4"}"#,
         ];
         let call = (format!("c{n}"), "lookup", args[n - 1]);
@@ -121,8 +121,8 @@ async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_ap
         let id = format!("toolu_{n}");
         let args = [
             r#"{"x":"same"}"#,
-            r#"{"x":"same"}"#,
             r#"{"x":"3"}"#,
+            r#"{"x":"same"}"#,
             r#"{"x":"4"}"#,
         ];
         let reply = AnthropicReply::tool_calls(&[(&id, "lookup", args[n - 1])]);

@@ -79,3 +79,113 @@ async fn reasoning_content_is_used_when_reasoning_is_empty() {
     let (_, ev) = run_simple(llm, registry(vec![FakeTool::new("t", "x")]), "q").await;
     assert!(ev.iter().any(|e| matches!(e, AgentEvent::Step(StepEvent::Thinking { reasoning, .. }) if reasoning == "native thoughts")));
 }
+
+#[tokio::test]
+async fn the_action_names_its_tool_before_any_reasoning() {
+    // Issue 52: with the free-text `reasoning` first, 10 of 30 first replies of a 0.5B model
+    // were a plan with no tool name.
+    let llm = Arc::new(ScriptedLlm::json());
+    llm.text(&json_final("4"));
+    run_simple(llm.clone(), registry(vec![FakeTool::new("t", "x")]), "q").await;
+    let system = llm.chat_requests()[0].messages[0].content.clone();
+    let form = system
+        .lines()
+        .find(|l| l.contains(r#""type": "tool_call""#))
+        .expect("the tool-call form");
+    let at = |k: &str| form.find(k).unwrap_or(usize::MAX);
+    assert!(at(r#""type""#) < at(r#""tool_name""#), "{form}");
+    assert!(at(r#""tool_name""#) < at(r#""tool_args""#), "{form}");
+    assert!(at(r#""tool_args""#) < at(r#""reasoning""#), "{form}");
+}
+
+#[tokio::test]
+async fn json_schema_models_get_a_schema_that_allows_only_the_runs_tools() {
+    let llm = Arc::new(ScriptedLlm::json_schema());
+    llm.text(&json_tool("lookup", json!({"x": "1"})))
+        .text(&json_final("v"));
+    let tools = registry(vec![
+        FakeTool::new("lookup", "v"),
+        FakeTool::new("calc", "2"),
+    ]);
+    run_simple(llm.clone(), tools, "q").await;
+    for req in llm.chat_requests() {
+        let Some(ResponseFormat::JsonSchema { name, schema }) = &req.response_format else {
+            panic!("no schema: {:?}", req.response_format);
+        };
+        assert_eq!(*name, "action");
+        let schema: serde_json::Value = serde_json::from_str(schema.get()).unwrap();
+        let allowed: Vec<String> = schema["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|alt| {
+                let p = &alt["properties"];
+                match p["tool_name"]["const"].as_str() {
+                    Some(tool) => format!("call {tool}"),
+                    None => p["type"]["const"].as_str().unwrap().to_string(),
+                }
+            })
+            .collect();
+        assert_eq!(allowed, ["call lookup", "call calc", "final_answer"]);
+    }
+    // A model with only `json_mode` asks for JSON, as before.
+    let plain = Arc::new(ScriptedLlm::json());
+    plain.text(&json_final("v"));
+    run_simple(plain.clone(), registry(vec![]), "q").await;
+    assert_eq!(
+        plain.chat_requests()[0].response_format,
+        Some(ResponseFormat::JsonObject)
+    );
+}
+
+#[tokio::test]
+async fn a_refused_schema_falls_back_to_json_for_the_rest_of_the_run() {
+    // llama-server answers 400 to a schema its grammar converter cannot take.
+    let llm = Arc::new(ScriptedLlm::json_schema());
+    let refused = LlmError::Status {
+        status: 400,
+        body: "JSON schema error at #/properties/a: cannot resolve $ref".into(),
+    };
+    llm.push(Turn::Fail(refused))
+        .text(&json_tool("lookup", json!({"x": "1"})))
+        .text(&json_final("v"));
+    let (r, _) = run_simple(
+        llm.clone(),
+        registry(vec![FakeTool::new("lookup", "v")]),
+        "q",
+    )
+    .await;
+    assert_eq!(r.outcome.status, RunStatus::Completed);
+    assert_eq!(r.brief_answer, "v");
+    let formats: Vec<_> = llm
+        .chat_requests()
+        .iter()
+        .map(|q| matches!(q.response_format, Some(ResponseFormat::JsonSchema { .. })))
+        .collect();
+    assert_eq!(formats, [true, false, false]);
+    assert_eq!(
+        llm.chat_requests()[2].response_format,
+        Some(ResponseFormat::JsonObject)
+    );
+}
+
+#[tokio::test]
+async fn an_action_cut_off_by_the_output_cap_is_asked_for_again() {
+    // Issue 52 (c01, m22): the reasoning ran to the cap; the reply became the answer, as JSON.
+    let llm = Arc::new(ScriptedLlm::json());
+    let cut = r#"{"type": "tool_call", "tool_name": "calc", "tool_args": {"x": "1234 * 5678"}, "reasoning": "Observation: 1234 * 5678 = 700000000000"#;
+    llm.text(cut)
+        .text(&json_tool("calc", json!({"x": "1234 * 5678"})))
+        .text(&json_final("7006652"));
+    let calc = FakeTool::new("calc", "7006652");
+    let (r, _) = run_simple(llm.clone(), registry(vec![calc.clone()]), "q").await;
+    assert_eq!(calc.call_count(), 1);
+    assert_eq!(r.brief_answer, "7006652");
+    let retry = llm.chat_requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(retry.contains("cut off"), "{retry}");
+}

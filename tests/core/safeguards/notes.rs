@@ -83,8 +83,24 @@ async fn reflection_is_announced_each_time_it_is_appended() {
 
 #[tokio::test]
 async fn a_cycle_warning_names_the_tool_after_its_results() {
-    let same = |_| r#"{"x":"1"}"#.to_string();
-    let ev = run(4, same, &["done"], no_checklist()).await;
+    // The same call in each reply, after another one (so that no reply begins with the call
+    // just made), then alone.
+    let llm = Arc::new(ScriptedLlm::native());
+    for i in 0..3 {
+        let other = distinct(i);
+        llm.tool_calls(&[
+            (&format!("c{i}"), "lookup", r#"{"x":"1"}"#),
+            (&format!("n{i}"), "note", &other),
+        ]);
+    }
+    llm.tool_calls(&[("c3", "lookup", r#"{"x":"1"}"#)])
+        .text("done");
+    let tools = registry(vec![
+        FakeTool::new("lookup", "same"),
+        FakeTool::new("note", "ok"),
+    ]);
+    let h = Harness::new(llm, tools, Default::default(), no_checklist());
+    let ev = h.run("find the thing").await.1;
     let expected = |n| (n, SafeguardKind::CycleWarning, Some("lookup".to_string()));
     // The fourth identical result is past the warning: the loop stops there (`cycle_stop`).
     assert_eq!(
@@ -100,6 +116,16 @@ async fn a_cycle_warning_names_the_tool_after_its_results() {
     let end3 = at(&|e| matches!(e, AgentEvent::Step(StepEvent::ToolEnd { iteration: 3, .. })));
     let warn = at(&|e| matches!(e, AgentEvent::Step(StepEvent::Safeguard { .. })));
     assert!(end3 < warn);
+}
+
+#[tokio::test]
+async fn a_reply_repeating_the_last_call_is_announced_as_a_cycle_stop() {
+    let same = |_| r#"{"x":"1"}"#.to_string();
+    let ev = run(2, same, &["not reached"], no_checklist()).await;
+    assert_eq!(
+        safeguards(&ev),
+        vec![(2, SafeguardKind::CycleStop, Some("lookup".to_string()))]
+    );
 }
 
 #[tokio::test]

@@ -50,15 +50,23 @@ async fn reflection_every_six_tool_calls_after_the_results() {
 #[tokio::test]
 async fn cycle_warning_on_the_third_identical_call_only() {
     let warn = "You have called lookup with identical arguments 3 times and received the same result. Please try a different approach or tool.";
+    // Other calls in between: a reply that begins with the call just made ends the loop
+    // instead (tests/core/safeguards/repeats.rs).
     let llm = Arc::new(ScriptedLlm::native());
     llm.tool_calls(&[("a", "lookup", r#"{"x":"1","y":2}"#)])
-        .tool_calls(&[("b", "lookup", r#"{"y":2, "x":"1"}"#)])
-        .tool_calls(&[("c", "lookup", r#"{"x":"1","y":2}"#)])
+        .tool_calls(&[
+            ("n1", "note", r#"{"x":"1"}"#),
+            ("b", "lookup", r#"{"y":2, "x":"1"}"#),
+        ])
+        .tool_calls(&[
+            ("n2", "note", r#"{"x":"2"}"#),
+            ("c", "lookup", r#"{"x":"1","y":2}"#),
+        ])
         .text("done")
         .text("done");
     let h = Harness::new(
         llm.clone(),
-        registry(vec![FakeTool::new("lookup", "same")]),
+        registry(vec![FakeTool::new("lookup", "same"), counter_named("note")]),
         Default::default(),
         AgentConfig::default(),
     );
@@ -106,8 +114,13 @@ async fn assert_no_cycle_warning(tool: Arc<FakeTool>, args: impl Fn(usize) -> St
 
 /// Returns a different result on every call.
 fn counter() -> Arc<FakeTool> {
+    counter_named("lookup")
+}
+
+/// `name`, returning a different result on every call.
+fn counter_named(name: &str) -> Arc<FakeTool> {
     let n = std::sync::atomic::AtomicUsize::new(0);
-    FakeTool::with("lookup", move |_| {
+    FakeTool::with(name, move |_| {
         n.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             .to_string()
     })

@@ -82,6 +82,11 @@ fn a_dump_draft_gives_the_observations() {
         "Here is what the tools returned:\n- calculator: 391"
     );
     assert_eq!(clean_draft("It is 391.", &steps), "It is 391.");
+    // No result to give: the call still never stands as the answer (the eval's c20 in native
+    // mode, a fenced call of a tool that does not exist).
+    let c20 =
+        "```json\n{\n  \"name\": \"everything__get-area\",\n  \"arguments\": {\"a\": 37.5}\n}\n```";
+    assert_eq!(clean_draft(c20, &[]), NO_RESULT);
 }
 
 #[test]
@@ -95,4 +100,44 @@ fn a_repeated_call_is_quoted_once_with_its_latest_result() {
         observation_answer(&steps).unwrap(),
         "Here is what the tools returned:\n- current_time: 09:00\n- calculator: 391"
     );
+}
+
+#[test]
+fn the_newest_new_result_comes_first() {
+    let mut steps = vec![
+        step("calculator", "2400.1519"),
+        step("word_count", "5"),
+        step("days_between", "1364"),
+        step("calculator", "2400.1519"),
+    ];
+    assert_eq!(
+        observation_answer(&steps).unwrap(),
+        "Here is what the tools returned:\n- days_between: 1364\n- word_count: 5\n- calculator: 2400.1519"
+    );
+    // A poll whose result changed is new again; the oldest result beyond three drops out.
+    steps.push(step("word_count", "6"));
+    steps.push(step("status", "done"));
+    assert_eq!(
+        observation_answer(&steps).unwrap(),
+        "Here is what the tools returned:\n- status: done\n- word_count: 6\n- days_between: 1364"
+    );
+}
+
+#[test]
+fn schema_keys_and_a_trailing_object_do_not_hide_a_dump() {
+    // Issue 52: the schema's keys copied into the call, and a call before an object that is no
+    // call; prose after a call, and a tool's definition, stay answers.
+    let copy = r#"{"name": "convert_units", "arguments": {"value": 5, "from": "km", "to": "mi"}, "required": ["value", "from", "to"], "title": "convert_unitsArguments", "type": "object"}"#;
+    assert!(is_call_dump(copy));
+    assert!(is_call_dump(&format!("```json\n{copy}\n```")));
+    assert!(is_call_dump(
+        r#"{"name": "word_countArguments", "arguments": {"text": "a b"}, "title": "word_countArguments"}"#
+    ));
+    assert!(is_call_dump(&format!("{copy}\n{{\"note\": \"then\"}}")));
+    assert!(is_call_dump(
+        "{\"type\": \"tool_call\", \"tool_name\": \"c\", \"tool_args\": {}}\n{\"x\": 1}"
+    ));
+    assert!(!is_call_dump(&format!("{copy}\nThat converts 5 km.")));
+    let definition = r#"{"name": "convert_units", "description": "Converts", "parameters": {"type": "object", "properties": {"value": {"type": "number"}}}}"#;
+    assert!(!is_call_dump(definition));
 }
