@@ -18,11 +18,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 mod image;
 mod price;
 mod sampling;
+mod synthesis;
 pub mod text;
 
 pub use image::{images_column, images_of_column, MessageImage};
 pub use price::{Cost, Price};
 pub use sampling::Sampling;
+pub use synthesis::SynthesisPolicy;
 
 /// Text that names none of an enum's values (`what` says which enum).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -120,6 +122,16 @@ text_enum! {
         Cancelled => "cancelled",
         Failed => "failed",
         RequiresAction => "requires_action",
+    }
+}
+
+text_enum! {
+    /// Where a run's answer comes from (`answer {status:"start", source}`): the loop's own
+    /// reply, a synthesis call, or the tool results.
+    pub enum AnswerSource ("answer source") {
+        Reply => "reply",
+        Synthesis => "synthesis",
+        Results => "results",
     }
 }
 

@@ -302,10 +302,14 @@ export class RunView {
   answerEvent(data) {
     switch (data.status) {
       case 'start':
-      case 'reset':
         this.answerText = '';
         this.answer.setAttribute('aria-busy', 'true');
         this.activity('writing the answer');
+        break;
+      case 'reset':
+        // What was shown is not the answer (tool calls follow it, or another answer replaces it).
+        this.answerText = '';
+        this.answer.removeAttribute('aria-busy');
         break;
       case 'delta':
         this.answerText += data.content || '';

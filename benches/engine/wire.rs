@@ -144,7 +144,7 @@ impl Llm for Wire {
     fn max_output_tokens(&self) -> u32 {
         self.inner.max_output_tokens()
     }
-    fn synthesis(&self) -> bool {
+    fn synthesis(&self) -> reagent::llm::SynthesisPolicy {
         self.inner.synthesis()
     }
 

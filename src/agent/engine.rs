@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::checkpoint::Resume;
-use super::events::{AgentEvent, AnswerEvent, Engine, Mode, RunStatus, StartEvent, StepEvent};
+use super::events::{AgentEvent, AnswerEvent, Engine, Mode, StartEvent, StepEvent};
 use super::hooks::HookRunner;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::selection::select_tools;
 use super::settings::AgentConfig;
-use super::synthesis::{fallback_tail, stream_answer, trace_limit, AnswerSoFar, TraceLimits};
 use super::tool_loop::{LoopRun, LoopSetup};
 use crate::llm::{Llm, Usage};
 use crate::tools::ToolRegistry;
@@ -104,7 +103,8 @@ impl ReActAgent {
             self.mode(),
             None,
         )));
-        let mut result = self.run_loop(&input, &handles).await;
+        let streams = self.llm.synthesis().streams_replies();
+        let mut result = self.loop_run(&input, &handles, streams).await;
         result.outcome.usage += self.usage_before;
         self.conclude(result, &input, &handles, started).await
     }
@@ -113,6 +113,11 @@ impl ReActAgent {
     /// `start`, no synthesis, no `done`. `outcome.answer` is the brief answer. A DAG step
     /// is exactly this.
     pub async fn run_loop(&self, input: &RunInput, handles: &RunHandles) -> AgentResult {
+        self.loop_run(input, handles, false).await
+    }
+
+    /// The tool loop; `streams`: its calls stream and answer candidates reach the client.
+    async fn loop_run(&self, input: &RunInput, handles: &RunHandles, streams: bool) -> AgentResult {
         let events = &handles.events;
         let mut usage = Usage::default();
         let tools = if self.tools.len() > self.config.tool_selection_threshold as usize {
@@ -131,7 +136,7 @@ impl ReActAgent {
         } else {
             self.tools.clone()
         };
-        let mut lr = LoopRun::new(self.setup(self.mode(), tools), input, handles);
+        let mut lr = LoopRun::new(self.setup(self.mode(), tools, streams), input, handles);
         lr.usage += usage;
         lr.run().await;
         lr.finish()
@@ -164,7 +169,9 @@ impl ReActAgent {
             handles.events.send(AgentEvent::Answer(AnswerEvent::Reset));
         }
         let tools = self.tools.filtered(&cp.tools);
-        let (mut lr, in_flight) = LoopRun::resume(self.setup(mode, tools), &input, &handles, cp);
+        let streams = self.llm.synthesis().streams_replies();
+        let setup = self.setup(mode, tools, streams);
+        let (mut lr, in_flight) = LoopRun::resume(setup, &input, &handles, cp);
         lr.answer_in_flight(in_flight).await;
         lr.run().await;
         self.conclude(lr.finish(), &input, &handles, started).await
@@ -186,7 +193,7 @@ impl ReActAgent {
         }
     }
 
-    fn setup(&self, mode: Mode, tools: ToolRegistry) -> LoopSetup<'_> {
+    fn setup(&self, mode: Mode, tools: ToolRegistry, streams: bool) -> LoopSetup<'_> {
         LoopSetup {
             config: &self.config,
             system_prompt: self.system_prompt.as_deref(),
@@ -196,61 +203,9 @@ impl ReActAgent {
             budget: self.context_budget(),
             mode,
             tools,
+            streams,
         }
-    }
-
-    /// After the loop: synthesis (or the fallback tail) and `done`.
-    async fn conclude(
-        &self,
-        mut result: AgentResult,
-        input: &RunInput,
-        handles: &RunHandles,
-        started: Instant,
-    ) -> AgentResult {
-        let events = handles.events.clone();
-        // Waiting for the caller: no answer, just `done` with the calls.
-        if result.outcome.status == RunStatus::RequiresAction {
-            result.outcome.answer = String::new();
-            result.outcome.elapsed_ms = started.elapsed().as_millis() as u64;
-            events.send(AgentEvent::Done(result.outcome.clone()));
-            return result;
-        }
-
-        // Synthesis: skipped for a failed or cancelled run (the model is unusable or the user
-        // stopped it); they stream their fallback text instead.
-        if !matches!(
-            result.outcome.status,
-            RunStatus::Completed | RunStatus::MaxIterations | RunStatus::BudgetExceeded
-        ) {
-            result.outcome.elapsed_ms = started.elapsed().as_millis() as u64;
-            for e in fallback_tail(result.outcome.clone(), AnswerSoFar::NotStarted) {
-                events.send(e);
-            }
-            return result;
-        }
-        let s = stream_answer(
-            self.llm.as_ref(),
-            &input.query,
-            &result.steps,
-            &result.brief_answer,
-            TraceLimits {
-                truncation: self.config.synthesis_truncation,
-                max_bytes: trace_limit(self.config.synthesis_max_bytes, self.context_budget()),
-            },
-            &events,
-            &handles.cancel,
-        )
-        .await;
-        let outcome = &mut result.outcome;
-        if handles.cancel.is_cancelled() && s.fallback {
-            outcome.status = RunStatus::Cancelled;
-        }
-        outcome.usage += s.usage;
-        outcome.answer = s.answer;
-        outcome.elapsed_ms = started.elapsed().as_millis() as u64;
-        result.answer_fallback = s.fallback;
-        result.answer_continuity = s.continuity;
-        events.send(AgentEvent::Done(result.outcome.clone()));
-        result
     }
 }
+
+mod conclude;

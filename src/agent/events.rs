@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::client_tools::{ClientCall, RequiredAction};
 use super::interrupts::Interrupt;
-pub use crate::domain::{ArtifactRef, Engine, EventName, Mode, RunStatus};
+pub use crate::domain::{AnswerSource, ArtifactRef, Engine, EventName, Mode, RunStatus};
 use crate::llm::Usage;
 pub use dag::{DagStatus, PlanStepView};
 
@@ -226,10 +226,20 @@ pub struct CompactEvent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum AnswerEvent {
-    Start,
-    Delta { content: String },
+    /// An answer begins; `source` says where it comes from (absent on a text that explains a
+    /// failure or a stop, and in logs written before it existed).
+    Start {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<AnswerSource>,
+    },
+    Delta {
+        content: String,
+    },
     Reset,
-    Done { content: String, fallback: bool },
+    Done {
+        content: String,
+        fallback: bool,
+    },
 }
 
 /// How a run ended, described once: the `done` event's data, and what the run manager stores
@@ -244,6 +254,9 @@ pub struct RunOutcome {
     pub mode: Mode,
     /// The answer the user got (synthesised, or the fallback text).
     pub answer: String,
+    /// Whether a synthesis call ran (docs/configuration.md `synthesis`).
+    #[serde(default)]
+    pub synthesis: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Interrupts left in the queue when it closed (accepted, never seen by the agent).
@@ -274,6 +287,15 @@ pub struct DagSummary {
     pub confidence: f64,
 }
 
+impl AnswerEvent {
+    /// `start` with its source.
+    pub fn start(source: AnswerSource) -> Self {
+        AnswerEvent::Start {
+            source: Some(source),
+        }
+    }
+}
+
 impl RunOutcome {
     /// A failed run that did no work: `answer` is what the user is told, `error` the reason.
     pub fn failed(mode: Mode, answer: impl Into<String>, error: impl Into<String>) -> Self {
@@ -285,6 +307,7 @@ impl RunOutcome {
             elapsed_ms: 0,
             mode,
             answer: answer.into(),
+            synthesis: false,
             error: Some(error.into()),
             unprocessed_interrupts: Vec::new(),
             next_run_id: None,

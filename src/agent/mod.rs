@@ -4,13 +4,15 @@
 //! [`AgentEvent`]s.
 //!
 //! Layout: `engine` drives a run through `tool_loop` (which runs calls through `executor`) and
-//! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs); `run`
+//! `synthesis` (`ReActAgent::run_loop` is the loop alone, which is what a DAG step runs);
+//! `answer` holds what the client has seen of the answer and decides which reply may be it; `run`
 //! holds what a run takes in and returns, `record` the record of each tool call (shared by the
 //! run's result and its checkpoints), `settings` the engine's settings (the `[react]` section),
 //! `slots` the bound on tool calls executing at once. The values shared with other layers (status, mode, artifact references, event names) come
 //! from [`crate::domain`]; no file here imports `engine`.
 
 pub mod action;
+pub mod answer;
 pub mod artifacts;
 pub mod call_ids;
 pub mod checkpoint;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::answer::LoopAnswer;
 use super::artifacts::ArtifactSink;
 use super::checkpoint::CheckpointSink;
 use super::events::{EventSink, RunOutcome};
@@ -62,4 +63,7 @@ pub struct AgentResult {
     /// What the model sent with the answer beyond its text: stored with the answer, so that
     /// later runs of the conversation on the same model send it back.
     pub answer_continuity: Option<Continuity>,
+    /// What the loop left for the answer phase when its replies streamed (`None`: they did
+    /// not, or the engine used it up).
+    pub loop_answer: Option<LoopAnswer>,
 }

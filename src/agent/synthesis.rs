@@ -2,11 +2,13 @@
 //! the step records, not the compacted loop context) and writes the user-facing answer. If it
 //! fails — before or after the first delta — the loop's brief answer streams instead, preceded
 //! by `answer {status:"reset"}` when deltas were already sent. The user always gets an answer.
+//! A stop during it keeps exactly what was streamed. When it runs at all is the engine's
+//! decision (docs/configuration.md `synthesis`).
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{AgentEvent, AnswerEvent, EventSink, RunOutcome};
+use super::events::{AgentEvent, AnswerEvent, AnswerSource, EventSink, RunOutcome};
 use super::prompts;
 use super::record::StepRecord;
 use crate::llm::{ChatRequest, Continuity, Llm, LlmError, Message, StreamEvent, Usage};
@@ -26,6 +28,9 @@ pub struct Synthesis {
     /// What the model sent with the synthesised answer beyond its text (none on a fallback).
     pub continuity: Option<Continuity>,
 }
+
+/// The answer of a run stopped before it had one.
+pub const CANCELLED_ANSWER: &str = "The run was cancelled before it finished.";
 
 /// Cuts `text` to `max` characters (on a char boundary) with a marker saying how much was cut.
 pub fn truncate_chars(text: &str, max: usize) -> String {
@@ -54,11 +59,21 @@ pub enum AnswerSoFar {
     Partial,
 }
 
-/// The `answer` events that stream `text` as a fallback answer.
+/// The `answer` events that stream `text` as a fallback answer (a failure's or a stop's
+/// explanation: its `start` names no source).
 pub fn fallback_answer(text: &str, so_far: AnswerSoFar) -> Vec<AnswerEvent> {
+    answer_events(text, so_far, None)
+}
+
+/// The `answer` events that stream `text` whole as a fallback-marked answer from `source`.
+fn answer_events(
+    text: &str,
+    so_far: AnswerSoFar,
+    source: Option<AnswerSource>,
+) -> Vec<AnswerEvent> {
     let mut events = Vec::with_capacity(4);
     match so_far {
-        AnswerSoFar::NotStarted => events.push(AnswerEvent::Start),
+        AnswerSoFar::NotStarted => events.push(AnswerEvent::Start { source }),
         AnswerSoFar::Started => {}
         AnswerSoFar::Partial => events.push(AnswerEvent::Reset),
     }
@@ -96,7 +111,7 @@ pub struct TraceLimits {
 
 /// Runs the streaming synthesis call and emits every `answer` event. A draft that is a tool-call
 /// dump is replaced by the observations ([`clean_draft`]) before it can stand as an answer; a
-/// model with synthesis off (`[[models]] synthesis = false`) answers with that draft, uncalled.
+/// draft too large for the trace is the answer itself, uncalled.
 pub async fn stream_answer(
     llm: &dyn Llm,
     query: &str,
@@ -109,12 +124,17 @@ pub async fn stream_answer(
     let draft = clean_draft(brief, steps);
     // A draft larger than half the trace may be is the answer itself: synthesis would read it
     // cut and could only lose some of it.
-    if !llm.synthesis() || draft.len() > limits.max_bytes / 2 {
+    if draft.len() > limits.max_bytes / 2 {
         tracing::debug!(
             bytes = draft.len(),
-            "no synthesis (off for the model, or the draft is too large); the draft is the answer"
+            "no synthesis (the draft is too large); the draft is the answer"
         );
-        return draft_answer(draft, events);
+        let source = if draft == brief {
+            AnswerSource::Reply
+        } else {
+            AnswerSource::Results
+        };
+        return draft_answer(draft, source, events);
     }
     let trace = build_trace(query, steps, &draft, limits);
     let on_dump = observation_answer(steps).unwrap_or_else(|| draft.clone());
@@ -122,8 +142,8 @@ pub async fn stream_answer(
 }
 
 /// `draft` streamed as the answer, without a synthesis call.
-fn draft_answer(draft: String, events: &EventSink) -> Synthesis {
-    for e in fallback_answer(&draft, AnswerSoFar::NotStarted) {
+fn draft_answer(draft: String, source: AnswerSource, events: &EventSink) -> Synthesis {
+    for e in answer_events(&draft, AnswerSoFar::NotStarted, Some(source)) {
         emit(events, e);
     }
     Synthesis {
@@ -158,7 +178,7 @@ async fn synthesise(
     cancel: &CancellationToken,
 ) -> Synthesis {
     let mut brief = fallback;
-    emit(events, AnswerEvent::Start);
+    emit(events, AnswerEvent::start(AnswerSource::Synthesis));
     let request = ChatRequest::new(vec![
         Message::system(prompts::SYNTHESIS_SYSTEM),
         Message::user(user),
@@ -202,6 +222,7 @@ async fn synthesise(
         brief = on_dump;
     }
     match outcome {
+        Err(LlmError::Cancelled) => stopped(answer, usage, events),
         Ok(()) if !answer.trim().is_empty() && !dump => {
             emit(
                 events,
@@ -239,6 +260,35 @@ async fn synthesise(
     }
 }
 
+/// Stopped while writing: the answer is exactly what was streamed (the stop's explanation when
+/// nothing was), never a different draft.
+fn stopped(answer: String, usage: Usage, events: &EventSink) -> Synthesis {
+    let so_far = if answer.is_empty() {
+        AnswerSoFar::Started
+    } else {
+        AnswerSoFar::Partial
+    };
+    let text = if answer.is_empty() {
+        CANCELLED_ANSWER.to_string()
+    } else {
+        answer
+    };
+    let mut events_out = answer_events(&text, so_far, None);
+    if so_far == AnswerSoFar::Partial {
+        // What was streamed stays: only `done` closes it.
+        events_out.retain(|e| matches!(e, AnswerEvent::Done { .. }));
+    }
+    for e in events_out {
+        emit(events, e);
+    }
+    Synthesis {
+        answer: text,
+        fallback: true,
+        usage,
+        continuity: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +305,7 @@ mod tests {
             fallback_answer("sorry", so_far)
                 .into_iter()
                 .map(|e| match e {
-                    AnswerEvent::Start => "start",
+                    AnswerEvent::Start { .. } => "start",
                     AnswerEvent::Reset => "reset",
                     AnswerEvent::Delta { .. } => "delta",
                     AnswerEvent::Done { fallback, .. } => {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::action::{action_problem, parse_action, response_format, Action};
+use super::answer::AnswerStream;
 use super::call_ids::CallIds;
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
 use super::client_tools::{ClientCall, RequiredAction};
@@ -22,7 +23,7 @@ use super::record::StepRecord;
 use super::run::{AgentResult, RunHandles, RunInput};
 use super::safeguards::{CycleDetector, LastExecution, ReflectionCadence};
 use super::settings::AgentConfig;
-use super::synthesis::observation_answer;
+use super::synthesis::{observation_answer, CANCELLED_ANSWER};
 use crate::llm::content_calls::parse_content_calls;
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, ResponseFormat, ToolChoice, ToolDefinition,
@@ -30,6 +31,7 @@ use crate::llm::{
 };
 use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
+use replies::Replies;
 
 mod client;
 mod guard;
@@ -37,6 +39,7 @@ mod interventions;
 mod json_format;
 mod limits;
 mod repeat;
+mod replies;
 mod resume;
 mod steps;
 
@@ -63,6 +66,9 @@ pub(super) struct LoopSetup<'a> {
     pub mode: Mode,
     /// The tools of this run (after selection).
     pub tools: ToolRegistry,
+    /// The loop's calls stream, their answer candidates reaching the client
+    /// (`synthesis = "auto" | "never"`).
+    pub streams: bool,
 }
 
 /// The state of one run's loop.
@@ -119,6 +125,8 @@ pub(super) struct LoopRun<'a> {
     fixed_json: Option<Arc<String>>,
     /// What the next model call answers (a safeguard's prompt or the loop), for its span.
     next_call: CallKind,
+    /// The replies as answer candidates (`replies.rs`).
+    replies: Replies,
 }
 
 impl<'a> LoopRun<'a> {
@@ -132,6 +140,7 @@ impl<'a> LoopRun<'a> {
             budget,
             mode,
             tools,
+            streams,
         } = setup;
         let role = system_prompt.unwrap_or(prompts::DEFAULT_ROLE);
         let own = tools.definitions();
@@ -207,6 +216,7 @@ impl<'a> LoopRun<'a> {
             pausing: false,
             fixed_json: None,
             next_call: CallKind::Loop,
+            replies: Replies::new(streams.then(|| AnswerStream::new(handles.events.clone()))),
         }
     }
 
@@ -264,11 +274,12 @@ impl<'a> LoopRun<'a> {
                     break;
                 }
             };
+            let response = self.screen_reply(response);
             let next = match self.mode {
                 Mode::Native => self.native_step(response).await,
                 Mode::Json => self.json_step(response).await,
             };
-            match next {
+            match self.settle_reply(next) {
                 Next::Continue => {}
                 Next::Stop => break,
                 Next::Final(answer) => {
@@ -292,6 +303,7 @@ impl<'a> LoopRun<'a> {
     /// The run's result before synthesis: the brief answer stands as the answer until the
     /// engine streams a better one.
     pub fn finish(self) -> AgentResult {
+        let loop_answer = self.replies.into_answer(self.status, &self.brief);
         AgentResult {
             outcome: RunOutcome {
                 status: self.status,
@@ -301,6 +313,7 @@ impl<'a> LoopRun<'a> {
                 elapsed_ms: 0,
                 mode: self.mode,
                 answer: self.brief.clone(),
+                synthesis: false,
                 error: self.error,
                 unprocessed_interrupts: self.unprocessed,
                 next_run_id: None,
@@ -319,6 +332,7 @@ impl<'a> LoopRun<'a> {
             messages: self.messages.into_vec(),
             processed_interrupts: self.processed,
             answer_continuity: None,
+            loop_answer,
         }
     }
 
@@ -334,7 +348,7 @@ impl<'a> LoopRun<'a> {
 
     fn cancelled(&mut self) {
         self.status = RunStatus::Cancelled;
-        self.brief = "The run was cancelled before it finished.".to_string();
+        self.brief = CANCELLED_ANSWER.to_string();
     }
 
     /// Fallback brief answer when a limit ended the loop: what the tools returned (the values
@@ -380,10 +394,15 @@ impl<'a> LoopRun<'a> {
         let mut forced = false;
         loop {
             let req = self.request();
-            let result = tokio::select! {
-                _ = self.handles.cancel.cancelled() => return Err(LlmError::Cancelled),
-                r = with_call_kind(self.next_call, self.llm.chat(req)) => r,
-            };
+            let checked = self.checklist_due();
+            let call = self.replies.call(
+                self.llm.as_ref(),
+                req,
+                self.mode,
+                checked,
+                &self.handles.cancel,
+            );
+            let result = with_call_kind(self.next_call, call).await;
             self.next_call = CallKind::Loop;
             match result {
                 Ok(r) => {

@@ -13,7 +13,8 @@ use crate::llm::content_calls::parse_content_calls;
 use crate::llm::registry::ModelRegistry;
 use crate::llm::traced::TracedLlm;
 use crate::llm::{
-    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, Usage,
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, ToolDefinition,
+    Usage,
 };
 use crate::runs::EventObserver;
 use crate::server::Metrics;
@@ -92,28 +93,26 @@ pub struct MeteredLlm {
     metrics: Metrics,
 }
 
-impl MeteredLlm {
-    /// Calls written in the content (the same test the loop applies to a native response
-    /// without tool_calls), and calls whose name the loop resolves to one of `tools`.
-    fn count_calls(&self, r: &ChatResponse, tools: &[crate::llm::ToolDefinition]) {
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let resolves = |n: &str| resolve(&names, n).is_some();
-        let written = if r.tool_calls.is_empty() {
-            parse_content_calls(&r.content, resolves)
-        } else {
-            None
-        };
-        if let Some(calls) = &written {
-            self.metrics.content_tool_calls(&self.name, calls.len());
-        }
-        let calls = written.as_deref().unwrap_or(&r.tool_calls);
-        let resolved = calls
-            .iter()
-            .filter(|c| !names.contains(&c.name.as_str()) && resolves(&c.name))
-            .count();
-        if resolved > 0 {
-            self.metrics.tool_names_resolved(&self.name, resolved);
-        }
+/// Calls written in the content (the same test the loop applies to a native response without
+/// tool_calls), and calls whose name the loop resolves to one of `tools`.
+fn count_calls(metrics: &Metrics, model: &str, r: &ChatResponse, tools: &[ToolDefinition]) {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let resolves = |n: &str| resolve(&names, n).is_some();
+    let written = if r.tool_calls.is_empty() {
+        parse_content_calls(&r.content, resolves)
+    } else {
+        None
+    };
+    if let Some(calls) = &written {
+        metrics.content_tool_calls(model, calls.len());
+    }
+    let calls = written.as_deref().unwrap_or(&r.tool_calls);
+    let resolved = calls
+        .iter()
+        .filter(|c| !names.contains(&c.name.as_str()) && resolves(&c.name))
+        .count();
+    if resolved > 0 {
+        metrics.tool_names_resolved(model, resolved);
     }
 }
 
@@ -130,7 +129,7 @@ impl Llm for MeteredLlm {
             Ok(r) => {
                 self.metrics.llm_call(&self.name, secs, true, &r.usage);
                 if !tools.is_empty() {
-                    self.count_calls(r, &tools);
+                    count_calls(&self.metrics, &self.name, r, &tools);
                 }
             }
             Err(_) => self
@@ -142,6 +141,7 @@ impl Llm for MeteredLlm {
 
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
         let started = Instant::now();
+        let tools = request.tools.clone();
         let stream = match self.inner.stream_chat(request).await {
             Ok(s) => s,
             Err(e) => {
@@ -153,9 +153,26 @@ impl Llm for MeteredLlm {
         };
         let metrics = self.metrics.clone();
         let name = self.name.clone();
+        // A loop call's reply (it offers tools), kept to count its calls as `chat` does.
+        let mut reply = (!tools.is_empty()).then(ChatResponse::default);
         // Latency of a stream is its full duration; tokens come from its usage event.
         let metered = stream.map(move |item| {
             match &item {
+                Ok(StreamEvent::Content(c)) => {
+                    if let Some(r) = &mut reply {
+                        r.content.push_str(c);
+                    }
+                }
+                Ok(StreamEvent::ToolCalls(calls)) => {
+                    if let Some(r) = &mut reply {
+                        r.tool_calls.extend(calls.iter().cloned());
+                    }
+                }
+                Ok(StreamEvent::Done { .. }) => {
+                    if let Some(r) = reply.take() {
+                        count_calls(&metrics, &name, &r, &tools);
+                    }
+                }
                 Ok(StreamEvent::Usage(u)) => {
                     metrics.llm_call(&name, started.elapsed().as_secs_f64(), true, u);
                 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::validate::at_least;
 use super::ConfigError;
-use crate::domain::{Engine, Sampling};
+use crate::domain::{Engine, Sampling, SynthesisPolicy};
 
 /// The agent that exists when the file declares none.
 pub const IMPLICIT_AGENT: &str = "reagent";
@@ -33,6 +33,7 @@ pub(super) struct AgentEntry {
     temperature: Option<f32>,
     top_p: Option<f32>,
     seed: Option<u64>,
+    synthesis: Option<SynthesisPolicy>,
 }
 
 /// A validated agent.
@@ -51,6 +52,9 @@ pub struct AgentSpec {
     pub description: Option<String>,
     /// Laid over its model's sampling settings in every request of its runs.
     pub sampling: Sampling,
+    /// Over its model's `synthesis` (docs/configuration.md); the model's when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis: Option<SynthesisPolicy>,
     #[serde(skip)]
     matchers: Option<Vec<GlobMatcher>>,
 }
@@ -67,6 +71,7 @@ impl PartialEq for AgentSpec {
             self.max_iterations,
             &self.description,
             self.sampling,
+            self.synthesis,
         ) == (
             &other.name,
             &other.model,
@@ -76,6 +81,7 @@ impl PartialEq for AgentSpec {
             other.max_iterations,
             &other.description,
             other.sampling,
+            other.synthesis,
         )
     }
 }
@@ -92,6 +98,7 @@ impl AgentSpec {
             max_iterations: None,
             description: Some("The default model with every tool".into()),
             sampling: Sampling::default(),
+            synthesis: None,
             matchers: None,
         }
     }
@@ -192,6 +199,7 @@ pub(super) fn resolve(
             max_iterations: a.max_iterations,
             description: a.description.clone(),
             sampling,
+            synthesis: a.synthesis,
             matchers,
         });
     }

@@ -315,6 +315,7 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "LLM_TEMPERATURE",
     "LLM_TOP_P",
     "LLM_SEED",
+    "LLM_SYNTHESIS",
     "LLM_TIMEOUT_S",
     "LLM_MAX_RETRIES",
     "LLM_MAX_RESPONSE_BYTES",

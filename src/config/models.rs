@@ -16,6 +16,7 @@ use super::{
     validate, Api, ConfigError, ModelConfig, Secret, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_BASE_URL,
     DEFAULT_MODEL_NAME,
 };
+use crate::domain::SynthesisPolicy;
 
 /// Returns the resolved models (exactly one flagged `default`) and the default's name.
 pub(super) fn resolve(
@@ -130,6 +131,15 @@ fn override_from_env(
     }
     if let Some(v) = int(env, "LLM_MAX_OUTPUT_TOKENS", 1)? {
         m.max_output_tokens = v;
+    }
+    if let Some(raw) = get(env, "LLM_SYNTHESIS") {
+        m.synthesis = match raw {
+            "true" => SynthesisPolicy::Always,
+            "false" => SynthesisPolicy::Never,
+            other => other.parse().map_err(|_| {
+                ConfigError::value("LLM_SYNTHESIS", raw, "expected auto, always or never")
+            })?,
+        };
     }
     sampling_from_env(m, env)
 }

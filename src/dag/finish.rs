@@ -2,23 +2,25 @@
 //! outcome is settled — failed when no step of any round completed, cancelled when the user
 //! stopped it — and the answer streams: synthesis for a completed run, the fallback text
 //! otherwise or when synthesis fails, then `done` with the DAG summary.
+//!
+//! A DAG run's answer combines several steps' results, which no single reply of a step can
+//! be: `synthesis = "auto"` synthesises as `"always"` does, and `"never"` answers with the
+//! completed steps' results (the fallback text) without a call.
 
 use std::time::Instant;
 
 use super::answer::{fallback_text, trace, Round};
 use super::setup::DagSetup;
-use crate::agent::events::{DagStatus, DagSummary};
+use crate::agent::answer::AnswerStream;
+use crate::agent::events::{AnswerSource, DagStatus, DagSummary};
 use crate::agent::synthesis::{
-    cut_bytes, fallback_tail, stream_synthesis, trace_limit, AnswerSoFar,
+    cut_bytes, fallback_tail, stream_synthesis, trace_limit, AnswerSoFar, CANCELLED_ANSWER,
 };
 use crate::agent::{
     AgentEvent, AgentResult, Interrupt, RunHandles, RunInput, RunOutcome, RunStatus,
 };
 use crate::domain::Engine;
-use crate::llm::Usage;
-
-/// The answer a cancelled run ends with (as a cancelled ReAct run).
-const CANCELLED_ANSWER: &str = "The run was cancelled before it finished.";
+use crate::llm::{SynthesisPolicy, Usage};
 
 /// A DAG run's result: what the run manager needs (as for ReAct) and every round.
 pub struct DagResult {
@@ -66,6 +68,7 @@ pub(super) async fn finish(
             messages: Vec::new(),
             processed_interrupts: t.processed,
             answer_continuity: None,
+            loop_answer: None,
         },
         rounds: t.rounds,
     }
@@ -102,6 +105,7 @@ fn settle(setup: &DagSetup, handles: &RunHandles, t: &Totals, brief: &str) -> Ru
         elapsed_ms: 0,
         mode: setup.mode(),
         answer,
+        synthesis: false,
         error,
         unprocessed_interrupts: unprocessed,
         next_run_id: None,
@@ -134,6 +138,13 @@ async fn answer(
         }
         return true;
     }
+    if setup.llm.synthesis() == SynthesisPolicy::Never {
+        outcome.elapsed_ms = started.elapsed().as_millis() as u64;
+        let mut stream = AnswerStream::new(handles.events.clone());
+        stream.finish(AnswerSource::Results, brief, true);
+        handles.events.send(AgentEvent::Done(outcome.clone()));
+        return true;
+    }
     let react = &setup.react;
     let budget =
         react.context_budget_for(setup.llm.context_window(), setup.llm.max_output_tokens());
@@ -154,6 +165,7 @@ async fn answer(
         outcome.status = RunStatus::Cancelled;
     }
     outcome.usage += s.usage;
+    outcome.synthesis = s.usage.llm_calls > 0;
     outcome.answer = s.answer;
     outcome.elapsed_ms = started.elapsed().as_millis() as u64;
     handles.events.send(AgentEvent::Done(outcome.clone()));

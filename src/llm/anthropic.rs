@@ -19,6 +19,7 @@ use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
 use super::{
     Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, RequestBody, Sampling,
+    SynthesisPolicy,
 };
 
 /// Everything needed to talk to one model over the Messages API.
@@ -44,7 +45,7 @@ pub struct AnthropicConfig {
 pub struct AnthropicClient {
     cfg: AnthropicConfig,
     transport: Arc<Transport>,
-    synthesis: bool,
+    synthesis: SynthesisPolicy,
     sampling: Sampling,
 }
 
@@ -71,7 +72,7 @@ impl AnthropicClient {
         Ok(Self {
             cfg,
             transport: Arc::new(transport),
-            synthesis: true,
+            synthesis: SynthesisPolicy::default(),
             sampling: Sampling::default(),
         })
     }
@@ -114,7 +115,7 @@ impl Llm for AnthropicClient {
     fn max_output_tokens(&self) -> u32 {
         self.cfg.max_output_tokens
     }
-    fn synthesis(&self) -> bool {
+    fn synthesis(&self) -> SynthesisPolicy {
         self.synthesis
     }
 

@@ -3,7 +3,7 @@
 
 /// Adds `with_sampling`, `with_synthesis`, `with_name`, `with_backoff`,
 /// `with_max_response_bytes`, `with_http2` and `endpoint` to a client struct with fields
-/// `transport: Arc<Transport>`, `sampling: Sampling` and `synthesis: bool`.
+/// `transport: Arc<Transport>`, `sampling: Sampling` and `synthesis: SynthesisPolicy`.
 macro_rules! client_builders {
     ($client:ty) => {
         impl $client {
@@ -13,9 +13,9 @@ macro_rules! client_builders {
                 self
             }
 
-            /// Off for a model too small to synthesise: runs answer with the loop's draft.
-            pub fn with_synthesis(mut self, on: bool) -> Self {
-                self.synthesis = on;
+            /// `[[models]] synthesis`: when runs on this model end with a synthesis call.
+            pub fn with_synthesis(mut self, policy: crate::domain::SynthesisPolicy) -> Self {
+                self.synthesis = policy;
                 self
             }
 

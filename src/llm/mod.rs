@@ -268,7 +268,7 @@ pub enum StreamEvent {
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
 
 /// What a model can do; drives mode choice and the structured-output chain.
-pub use crate::domain::{Abilities, Sampling};
+pub use crate::domain::{Abilities, Sampling, SynthesisPolicy};
 
 /// Every way an LLM call can fail. Never a panic.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -361,7 +361,7 @@ macro_rules! forward_llm_description {
         fn max_output_tokens(&self) -> u32 {
             self.$inner.max_output_tokens()
         }
-        fn synthesis(&self) -> bool {
+        fn synthesis(&self) -> crate::domain::SynthesisPolicy {
             self.$inner.synthesis()
         }
     };
@@ -382,10 +382,11 @@ pub trait Llm: Send + Sync {
     fn max_output_tokens(&self) -> u32 {
         4_096
     }
-    /// Whether the run's answer is synthesised by a last call (`[[models]] synthesis`); a
-    /// model too small to synthesise answers with its draft.
-    fn synthesis(&self) -> bool {
-        true
+    /// When the run's answer is written by a last synthesis call (`[[models]] synthesis`). A
+    /// model that does not say keeps the original two phases (`always`); the configured
+    /// clients carry their entry's setting (default `auto`).
+    fn synthesis(&self) -> SynthesisPolicy {
+        SynthesisPolicy::Always
     }
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError>;

@@ -18,6 +18,7 @@ use super::retry::Backoff;
 use super::transport::{Protocol, Transport};
 use super::{
     Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, RequestBody, Sampling,
+    SynthesisPolicy,
 };
 
 pub use super::transport::{DEFAULT_MAX_RESPONSE_BYTES, STREAM_TOTAL_FACTOR};
@@ -42,7 +43,7 @@ pub struct OpenAiClient {
     cfg: OpenAiConfig,
     transport: Arc<Transport>,
     /// `[[models]] synthesis`: runs on this model end with a synthesis call.
-    synthesis: bool,
+    synthesis: SynthesisPolicy,
     /// `[[models]] temperature`, `top_p`, `seed`: filled into requests that leave them unset.
     sampling: Sampling,
 }
@@ -61,7 +62,7 @@ impl OpenAiClient {
         Ok(Self {
             cfg,
             transport: Arc::new(transport),
-            synthesis: true,
+            synthesis: SynthesisPolicy::default(),
             sampling: Sampling::default(),
         })
     }
@@ -96,7 +97,7 @@ impl Llm for OpenAiClient {
     fn max_output_tokens(&self) -> u32 {
         self.cfg.max_output_tokens
     }
-    fn synthesis(&self) -> bool {
+    fn synthesis(&self) -> SynthesisPolicy {
         self.synthesis
     }
 

@@ -68,11 +68,12 @@ impl RunManager {
             .system_prompt
             .clone()
             .or_else(|| spec.and_then(|a| a.system_prompt.clone()));
-        // The agent's sampling over the model's, in every call of the run (loop, synthesis,
-        // structured calls, DAG steps on this model).
-        let llm = Sampled::wrap(
+        // The agent's sampling and synthesis policy over the model's, in every call of the
+        // run (loop, synthesis, structured calls, DAG steps on this model).
+        let llm = Sampled::agent(
             ledger.wrap(&model.name, llm),
             spec.map(|a| a.sampling).unwrap_or_default(),
+            spec.and_then(|a| a.synthesis),
         );
         Ok(Binding {
             model: model.name.clone(),

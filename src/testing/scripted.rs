@@ -2,17 +2,25 @@
 //! engine tests. `chat` and `stream_chat` each pop from their own script; an exhausted `chat`
 //! script is an error (so a test that under-scripts fails loudly), an exhausted `stream_chat`
 //! script streams a default answer.
+//!
+//! Its synthesis policy is `always` unless set ([`ScriptedLlm::with_synthesis`]): the engine's
+//! loop then calls `chat` and only the synthesis streams. Under `auto` and `never` the loop
+//! streams too: its turns come from the `stream_chat` script, a [`Turn::Reply`] streamed whole
+//! (reasoning, content, tool calls, finish reason), or, once that script is empty, from the
+//! `chat` script, so that a test of the loop alone scripts its turns the same way whatever the
+//! policy.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::stream;
+use futures::{stream, StreamExt};
 
 use crate::llm::registry::{ModelInfo, ModelRegistry};
 use crate::llm::{
-    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, ToolCall, Usage,
+    Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, StreamEvent, SynthesisPolicy,
+    ToolCall, Usage,
 };
 
 /// One scripted reply.
@@ -24,6 +32,13 @@ pub enum Turn {
     Fail(LlmError),
     /// Streamed reply: these content deltas, then optionally an error instead of the end.
     Stream(Vec<String>, Option<LlmError>),
+    /// A slow stream: each content delta after this wait; `then` ends it (`None`: it ends
+    /// normally; `Some(e)`: with that error). A wait of hours stands for a stream that stalls.
+    Paced {
+        chunks: Vec<String>,
+        every: Duration,
+        then: Option<LlmError>,
+    },
 }
 
 /// Which method a recorded request came through.
@@ -47,7 +62,7 @@ pub struct ScriptedLlm {
     abilities: Abilities,
     context_window: u32,
     max_output_tokens: u32,
-    synthesis: bool,
+    synthesis: SynthesisPolicy,
     script: Mutex<Script>,
 }
 
@@ -62,7 +77,7 @@ impl ScriptedLlm {
             abilities,
             context_window: 128_000,
             max_output_tokens: 4_096,
-            synthesis: true,
+            synthesis: SynthesisPolicy::Always,
             script: Mutex::new(Script {
                 chat: VecDeque::new(),
                 stream: VecDeque::new(),
@@ -112,9 +127,14 @@ impl ScriptedLlm {
         self
     }
 
-    /// A model configured with `synthesis = false`.
-    pub fn without_synthesis(mut self) -> Self {
-        self.synthesis = false;
+    /// A model configured with `synthesis = "never"` (the old `false`).
+    pub fn without_synthesis(self) -> Self {
+        self.with_synthesis(SynthesisPolicy::Never)
+    }
+
+    /// A model configured with this `synthesis` policy.
+    pub fn with_synthesis(mut self, policy: SynthesisPolicy) -> Self {
+        self.synthesis = policy;
         self
     }
 
@@ -152,6 +172,26 @@ impl ScriptedLlm {
         self
     }
 
+    /// Appends a plain-text `stream_chat` reply, streamed in these pieces.
+    pub fn stream_text(&self, pieces: &[&str]) -> &Self {
+        let chunks = pieces.iter().map(|p| p.to_string()).collect();
+        self.push_stream(Turn::Stream(chunks, None))
+    }
+
+    /// Appends a streamed reply with native tool calls `(id, name, arguments JSON)` after
+    /// `text` (may be empty).
+    pub fn stream_tool_calls(&self, text: &str, calls: &[(&str, &str, &str)]) -> &Self {
+        let calls = calls
+            .iter()
+            .map(|(id, name, args)| ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: args.to_string(),
+            })
+            .collect();
+        self.push_stream(Turn::Reply(response(text, calls), Duration::ZERO))
+    }
+
     /// Every request seen so far, in order.
     pub fn requests(&self) -> Vec<(CallKind, ChatRequest)> {
         self.lock().requests.clone()
@@ -177,6 +217,11 @@ impl ScriptedLlm {
     /// `chat` turns not consumed yet.
     pub fn remaining(&self) -> usize {
         self.lock().chat.len()
+    }
+
+    /// `stream_chat` turns not consumed yet.
+    pub fn remaining_streams(&self) -> usize {
+        self.lock().stream.len()
     }
 }
 
@@ -223,7 +268,7 @@ impl Llm for ScriptedLlm {
     fn max_output_tokens(&self) -> u32 {
         self.max_output_tokens
     }
-    fn synthesis(&self) -> bool {
+    fn synthesis(&self) -> SynthesisPolicy {
         self.synthesis
     }
 
@@ -243,7 +288,9 @@ impl Llm for ScriptedLlm {
                 Ok(r)
             }
             Some(Turn::Fail(e)) => Err(e),
-            Some(Turn::Stream(chunks, _)) => Ok(response(&chunks.concat(), vec![])),
+            Some(Turn::Stream(chunks, _) | Turn::Paced { chunks, .. }) => {
+                Ok(response(&chunks.concat(), vec![]))
+            }
             None => Err(LlmError::InvalidResponse(
                 "scripted LLM: chat script exhausted".into(),
             )),
@@ -251,16 +298,30 @@ impl Llm for ScriptedLlm {
     }
 
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let streams_replies = self.synthesis.streams_replies();
         let turn = {
             let mut s = self.lock();
             if s.record {
                 s.requests.push((CallKind::Stream, request));
             }
-            s.stream.pop_front()
+            match s.stream.pop_front() {
+                None if streams_replies => s.chat.pop_front(),
+                turn => turn,
+            }
         };
         let (chunks, tail) = match turn {
             Some(Turn::Stream(chunks, tail)) => (chunks, tail),
-            Some(Turn::Reply(r, _)) => (vec![r.content], None),
+            Some(Turn::Reply(r, delay)) => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                return Ok(Box::pin(stream::iter(reply_events(r))));
+            }
+            Some(Turn::Paced {
+                chunks,
+                every,
+                then,
+            }) => return Ok(paced(chunks, every, then)),
             Some(Turn::Fail(e)) => return Err(e),
             None => (vec!["Scripted ".into(), "answer.".into()], None),
         };
@@ -268,18 +329,54 @@ impl Llm for ScriptedLlm {
             .into_iter()
             .map(|c| Ok(StreamEvent::Content(c)))
             .collect();
-        match tail {
-            Some(e) => items.push(Err(e)),
-            None => {
-                items.push(Ok(StreamEvent::Usage(Usage::call(
-                    SCRIPTED_PROMPT_TOKENS,
-                    SCRIPTED_COMPLETION_TOKENS,
-                ))));
-                items.push(Ok(StreamEvent::Done {
-                    finish_reason: Some("stop".into()),
-                }));
-            }
-        }
+        items.extend(stream_end(tail));
         Ok(Box::pin(stream::iter(items)))
     }
+}
+
+/// The last events of a scripted stream: `tail`'s error, or the usage and `Done`.
+fn stream_end(tail: Option<LlmError>) -> Vec<Result<StreamEvent, LlmError>> {
+    match tail {
+        Some(e) => vec![Err(e)],
+        None => vec![
+            Ok(StreamEvent::Usage(Usage::call(
+                SCRIPTED_PROMPT_TOKENS,
+                SCRIPTED_COMPLETION_TOKENS,
+            ))),
+            Ok(StreamEvent::Done {
+                finish_reason: Some("stop".into()),
+            }),
+        ],
+    }
+}
+
+/// A whole reply as a provider streams it: reasoning, content, tool calls, usage, `Done`.
+fn reply_events(r: ChatResponse) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut items = Vec::new();
+    if let Some(reasoning) = r.reasoning_content.filter(|s| !s.is_empty()) {
+        items.push(Ok(StreamEvent::Reasoning(reasoning)));
+    }
+    if !r.content.is_empty() {
+        items.push(Ok(StreamEvent::Content(r.content)));
+    }
+    if !r.tool_calls.is_empty() {
+        items.push(Ok(StreamEvent::ToolCalls(r.tool_calls)));
+    }
+    if let Some(c) = r.continuity {
+        items.push(Ok(StreamEvent::Continuity(c)));
+    }
+    items.push(Ok(StreamEvent::Usage(r.usage)));
+    items.push(Ok(StreamEvent::Done {
+        finish_reason: r.finish_reason,
+    }));
+    items
+}
+
+/// Content deltas, each after `every`, then [`stream_end`].
+fn paced(chunks: Vec<String>, every: Duration, then: Option<LlmError>) -> ChatStream {
+    let deltas = stream::iter(chunks).then(move |c| async move {
+        tokio::time::sleep(every).await;
+        Ok(StreamEvent::Content(c))
+    });
+    Box::pin(deltas.chain(stream::iter(stream_end(then))))
 }

@@ -14,8 +14,8 @@
 //!
 //! Timeouts in here are 1 s (the smallest `LLM_TIMEOUT_S`); no assertion is about timing.
 //!
-//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`readiness`], [`storage`], [`tools`],
-//! [`usage`].
+//! By topic: [`hooks`], [`llm`], [`llm_replies`], [`readiness`], [`storage`], [`streamed`],
+//! [`tools`], [`usage`].
 
 mod hooks;
 mod llm;
@@ -23,6 +23,7 @@ mod llm_replies;
 mod readiness;
 #[cfg(unix)]
 mod storage;
+mod streamed;
 mod tools;
 mod usage;
 
@@ -47,7 +48,9 @@ use crate::support::tools::{deploy, FakeTool};
 /// Retries allowed per LLM call in these tests (`LLM_MAX_RETRIES`): 3 attempts at most.
 const RETRIES: usize = 2;
 
-/// The app with the configured model pointing at `base_url` (a fake, or a closed port).
+/// The app with the configured model pointing at `base_url` (a fake, or a closed port), with
+/// `synthesis = "always"`: the loop's calls unstreamed, then the streamed synthesis, whose
+/// faults these tests script (`streamed` tests the loop's streamed calls of `"auto"`).
 async fn llm_app(base_url: &str, extra_env: Vec<(&'static str, String)>) -> TestApp {
     let mut env = vec![
         ("LLM_BASE_URL", base_url.to_string()),
@@ -55,6 +58,7 @@ async fn llm_app(base_url: &str, extra_env: Vec<(&'static str, String)>) -> Test
         ("LLM_MODEL", "fake-model".to_string()),
         ("LLM_TIMEOUT_S", "1".to_string()),
         ("LLM_MAX_RETRIES", RETRIES.to_string()),
+        ("LLM_SYNTHESIS", "always".to_string()),
     ];
     env.extend(extra_env);
     TestApp::with(Options {

@@ -38,19 +38,28 @@ const ROUNDS: usize = 25;
 const FINAL: &str = r#"{"type":"final_answer","reasoning":"","answer":"final answer"}"#;
 
 async fn app(db: &str) -> (TestApp, FakeOpenAi) {
+    app_with(db, None).await
+}
+
+/// [`app`] with the model's `synthesis` policy set.
+async fn app_with(db: &str, synthesis: Option<&str>) -> (TestApp, FakeOpenAi) {
     let fake = FakeOpenAi::start().await.unwrap();
     // A short think, so "between two drains" is a real window.
     fake.set_default(FakeReply::text(FINAL).delay(2).chunk_chars(1000));
+    let mut env = vec![
+        ("LLM_BASE_URL", fake.base_url()),
+        ("LLM_API_KEY", "sk-test".into()),
+        ("LLM_TIMEOUT_S", "5".into()),
+        ("LLM_MAX_RETRIES", "0".into()),
+        ("REACT_MAX_ITERATIONS", "20".into()),
+    ];
+    if let Some(policy) = synthesis {
+        env.push(("LLM_SYNTHESIS", policy.to_string()));
+    }
     let app = TestApp::with(Options {
         db_url: Some(db.to_string()),
         config_models: true,
-        env: vec![
-            ("LLM_BASE_URL", fake.base_url()),
-            ("LLM_API_KEY", "sk-test".into()),
-            ("LLM_TIMEOUT_S", "5".into()),
-            ("LLM_MAX_RETRIES", "0".into()),
-            ("REACT_MAX_ITERATIONS", "20".into()),
-        ],
+        env,
         ..Options::default()
     })
     .await;

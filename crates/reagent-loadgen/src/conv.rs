@@ -65,6 +65,7 @@ async fn drive(
                 conversation_id = data["conversation_id"].as_str().map(str::to_string);
             }
             "answer" if data["status"] == "delta" => {
+                out.first_delta_ms.get_or_insert(now_ms);
                 let now = unix_micros();
                 for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
                     out.tokens.push((stamp, (now as f64 - stamp as f64) / 1e3));
@@ -74,6 +75,9 @@ async fn drive(
             "done" => {
                 out.run_ms = Some(now_ms);
                 out.status = data["status"].as_str().map(str::to_string);
+                out.llm_calls = data["usage"]["llm_calls"].as_u64();
+                out.completion_tokens = data["usage"]["completion_tokens"].as_u64();
+                out.synthesis = data["synthesis"].as_bool();
             }
             _ => {}
         }

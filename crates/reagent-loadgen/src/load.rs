@@ -179,6 +179,7 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         ..LoadReport::default()
     };
     let (mut run_ms, mut ttfe, mut tok, mut gaps) = (vec![], vec![], vec![], vec![]);
+    let (mut first, mut first_delta) = (vec![], vec![]);
     for r in &results {
         if !r.errors.is_empty() {
             report.errors += 1;
@@ -200,6 +201,8 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         run_ms.extend(r.run_ms);
         ttfe.extend(r.ttfe_ms);
         tok.extend(r.tokens.iter().map(|t| t.1));
+        first.extend(r.tokens.first().map(|t| t.1));
+        first_delta.extend(r.first_delta_ms);
         for (i, w) in r.tool_end_ms.windows(2).enumerate() {
             gaps.push(w[1] - w[0]);
             report.gaps.push((i + 1, w[1] - w[0]));
@@ -214,6 +217,9 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     report.run_ms = Summary::of(&run_ms);
     report.ttfe_ms = Summary::of(&ttfe);
     report.token_ms = Summary::of(&tok);
+    report.first_token_ms = Summary::of(&first);
+    report.first_delta_ms = Summary::of(&first_delta);
+    per_run_usage(&mut report, &results);
     if let Some((from, to)) = plateau_bounds(&results) {
         report.plateau_token_ms = Summary::of(&plateau(&results, from, to));
         report.plateau_s = (to - from) as f64 / 1e6;
@@ -233,4 +239,35 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     report.samples = samples;
     report.machine_samples = machine_samples;
     report
+}
+
+/// The means of `done.usage` and `done.synthesis` over the runs that reported them.
+fn per_run_usage(report: &mut LoadReport, results: &[ConvResult]) {
+    let mean = |values: Vec<f64>| {
+        if values.is_empty() {
+            0.0
+        } else {
+            values.iter().sum::<f64>() / values.len() as f64
+        }
+    };
+    report.llm_calls_per_run = mean(
+        results
+            .iter()
+            .filter_map(|r| r.llm_calls)
+            .map(|n| n as f64)
+            .collect(),
+    );
+    report.completion_tokens_per_run = mean(
+        results
+            .iter()
+            .filter_map(|r| r.completion_tokens)
+            .map(|n| n as f64)
+            .collect(),
+    );
+    let said: Vec<f64> = results
+        .iter()
+        .filter_map(|r| r.synthesis)
+        .map(|s| f64::from(u8::from(s)))
+        .collect();
+    report.synthesis_share = (!said.is_empty()).then(|| mean(said));
 }

@@ -37,6 +37,12 @@ pub struct ConvResult {
     /// Per stamped token: (the mock's send stamp in µs since the epoch, stamp → SSE event
     /// received in ms).
     pub tokens: Vec<(u64, f64)>,
+    /// Request sent → first `answer` delta.
+    pub first_delta_ms: Option<f64>,
+    /// `done.usage`: the run's LLM calls and completion tokens, and `done.synthesis`.
+    pub llm_calls: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub synthesis: Option<bool>,
     /// Arrival of each `tool_end`, relative to the request.
     pub tool_end_ms: Vec<f64>,
     pub interrupts_accepted: usize,

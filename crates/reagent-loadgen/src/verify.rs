@@ -65,18 +65,21 @@ pub fn verify_with(events: &[Ev], expect: &Expect, takeovers: usize) -> Vec<Stri
 
     let mut open_calls = HashSet::new();
     let mut drained = HashSet::new();
-    let mut answer_started = false;
+    // An answer is open from its `start` (or a delta after a `reset`) to its `reset` or `done`;
+    // steps may come only while none is (a reply's text taken back before its tool calls).
+    let mut answer_open = false;
+    let mut answer_seen = false;
     let mut text = String::new();
     let mut answer_done: Option<String> = None;
     for ev in events {
         if crate::takeover::is_resumed(ev) {
             // The new owner goes on from its checkpoint: a partial answer is discarded.
-            (answer_started, answer_done) = (false, None);
+            (answer_open, answer_seen, answer_done) = (false, false, None);
             text.clear();
         }
         match ev.name.as_str() {
             "step" | "compact" => {
-                if answer_started {
+                if answer_open || answer_done.is_some() {
                     errs.push(format!("{} event {} after answer start", ev.name, ev.id));
                 }
                 let call = ev.data["call_id"].as_str().unwrap_or_default().to_string();
@@ -97,18 +100,22 @@ pub fn verify_with(events: &[Ev], expect: &Expect, takeovers: usize) -> Vec<Stri
             }
             "answer" => match ev.data["status"].as_str() {
                 Some("start") => {
-                    if answer_started {
+                    if answer_open || answer_done.is_some() {
                         errs.push("second answer start".into());
                     }
-                    answer_started = true;
+                    (answer_open, answer_seen) = (true, true);
                 }
                 Some("delta") => {
-                    if !answer_started || answer_done.is_some() {
+                    if !answer_seen || answer_done.is_some() {
                         errs.push(format!("answer delta {} outside start..done", ev.id));
                     }
+                    answer_open = true;
                     text.push_str(ev.data["content"].as_str().unwrap_or_default());
                 }
-                Some("reset") => text.clear(),
+                Some("reset") => {
+                    answer_open = false;
+                    text.clear();
+                }
                 Some("done") => {
                     if answer_done.is_some() {
                         errs.push("second answer done".into());
@@ -295,5 +302,49 @@ mod tests {
         );
 
         assert_eq!(verify(&[], &expect()), ["empty stream"]);
+    }
+
+    #[test]
+    fn steps_may_follow_an_answer_taken_back() {
+        let events = stream(&[
+            ("start", json!({"run_id": "r"})),
+            ("answer", json!({"status": "start", "source": "reply"})),
+            (
+                "answer",
+                json!({"status": "delta", "content": "Let me check."}),
+            ),
+            ("answer", json!({"status": "reset"})),
+            ("step", json!({"type": "tool_start", "call_id": "c1"})),
+            ("step", json!({"type": "tool_end", "call_id": "c1"})),
+            ("answer", json!({"status": "start", "source": "reply"})),
+            ("answer", json!({"status": "delta", "content": "hello"})),
+            (
+                "answer",
+                json!({"status": "done", "content": "hello", "fallback": false}),
+            ),
+            (
+                "done",
+                json!({"status": "completed", "answer": "hello", "unprocessed_interrupts": []}),
+            ),
+        ]);
+        let expect = Expect {
+            statuses: vec!["completed"],
+            ..Expect::default()
+        };
+        assert_eq!(verify(&events, &expect), Vec::<String>::new());
+        let mut open = events.clone();
+        open.remove(3);
+        for (i, e) in open.iter_mut().enumerate() {
+            e.id = (i + 1).to_string();
+        }
+        let errs = verify(&open, &expect);
+        assert!(
+            errs.iter().any(|e| e.contains("after answer start")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter().any(|e| e.contains("second answer start")),
+            "{errs:?}"
+        );
     }
 }

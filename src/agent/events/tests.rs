@@ -52,6 +52,7 @@ fn events_round_trip_through_name_and_data() {
         elapsed_ms: 5,
         mode: Mode::Json,
         answer: "a".into(),
+        synthesis: true,
         error: None,
         unprocessed_interrupts: vec![],
         next_run_id: None,

@@ -12,6 +12,7 @@ impl LoopRun<'_> {
         let contents: Vec<String> = items.iter().map(|i| i.content.clone()).collect();
         self.messages
             .push(Message::user(prompts::interrupt_message(&contents)).pinned());
+        self.replies.heard_user();
         self.emit(StepEvent::Interrupt {
             iteration: self.iterations,
             ids: items.iter().map(|i| i.id.to_string()).collect(),
@@ -37,6 +38,7 @@ impl LoopRun<'_> {
 
     /// Says in a `step` event that a safeguard acted (its message to the model stays internal).
     pub(super) fn safeguard(&mut self, kind: SafeguardKind, tool: Option<String>) {
+        self.replies.prompted(kind);
         match kind {
             SafeguardKind::Reflection => self.next_call = CallKind::Reflection,
             SafeguardKind::CompletionCheck => self.next_call = CallKind::CompletionCheck,

@@ -150,7 +150,7 @@ impl LoopRun<'_> {
         });
     }
 
-    fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
+    pub(super) fn calls_in_content(&self, content: &str) -> Option<Vec<crate::llm::ToolCall>> {
         if self.tool_defs.is_empty() {
             return None;
         }

@@ -66,3 +66,36 @@ async fn tool_names_that_resolve_to_a_tool_are_counted() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn streamed_loop_calls_are_counted_like_unstreamed_ones() {
+    let m = Metrics::new();
+    let scripted = Arc::new(ScriptedLlm::native());
+    scripted
+        .stream_text(&[r#"{"name": "calculator", "#, r#""arguments": {}}"#])
+        .stream_tool_calls("", &[("a", "Calculator", "{}")]);
+    let llm = MeteredLlm {
+        inner: scripted,
+        name: "small".into(),
+        metrics: m.clone(),
+    };
+    let mut with_tools = ChatRequest::new(vec![]);
+    with_tools.tools = Arc::from(vec![ToolDefinition {
+        name: "calculator".into(),
+        description: String::new(),
+        parameters: serde_json::json!({}),
+    }]);
+    for _ in 0..2 {
+        let stream = llm.stream_chat(with_tools.clone()).await.unwrap();
+        crate::llm::collect_stream(stream).await.unwrap();
+    }
+    let text = m.render(0);
+    assert!(
+        text.contains("reagent_llm_content_tool_calls_total{model=\"small\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("reagent_tool_name_resolved_total{model=\"small\"} 1\n"),
+        "{text}"
+    );
+}

@@ -39,6 +39,7 @@ tools = ["http_request", "github__*"]
 engine = "dag"
 max_iterations = 8
 description = "Looks things up"
+synthesis = "never"
 
 [[agents]]
 name = "calc"
@@ -50,9 +51,11 @@ tools = []
     assert_eq!(r.model.as_deref(), Some("fast"));
     assert_eq!(r.engine, Some(crate::domain::Engine::Dag));
     assert_eq!(r.max_iterations, Some(8));
+    assert_eq!(r.synthesis, Some(crate::domain::SynthesisPolicy::Never));
     assert!(r.allows_tool("http_request") && r.allows_tool("github__create_issue"));
     assert!(!r.allows_tool("calculator") && !r.allows_tool("gitlab__x"));
     let calc = c.agent("calc").unwrap();
+    assert_eq!(calc.synthesis, None, "unset: the model's setting holds");
     assert!(calc.selects_tools() && !calc.allows_tool("calculator"));
     assert!(
         c.agent(IMPLICIT_AGENT).is_none(),

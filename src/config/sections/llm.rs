@@ -4,7 +4,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::Secret;
 use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL};
-use crate::domain::{Abilities, Price, Sampling, DEFAULT_LLM_MAX_RESPONSE_BYTES};
+use crate::domain::{Abilities, Price, Sampling, SynthesisPolicy, DEFAULT_LLM_MAX_RESPONSE_BYTES};
 
 /// `[llm]`: settings shared by every model.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -62,11 +62,12 @@ pub struct ModelConfig {
     pub roles: Vec<String>,
     #[serde(default)]
     pub default: bool,
-    /// Runs on this model end with a synthesis call that writes the answer from the trace;
-    /// `false` for a model too small to synthesise (it tends to echo its draft or its calls):
-    /// the answer is then the loop's draft, or the tools' results when the draft is calls.
-    #[serde(default = "default_synthesis")]
-    pub synthesis: bool,
+    /// When runs on this model end with a synthesis call that writes the answer from the trace
+    /// (docs/configuration.md): `auto` (a reply that passes the answer checks is the answer),
+    /// `always`, or `never` (the loop's reply, or the tools' results); `true`/`false` read as
+    /// `always`/`never`. An agent's own setting wins.
+    #[serde(default)]
+    pub synthesis: SynthesisPolicy,
     /// Sent in every request to this model when set, never when unset (the provider's default
     /// then holds); an agent's own values win. 0 to 2.
     #[serde(default)]
@@ -112,7 +113,7 @@ impl ModelConfig {
             hints: Vec::new(),
             roles: Vec::new(),
             default: false,
-            synthesis: true,
+            synthesis: SynthesisPolicy::default(),
             temperature: None,
             top_p: None,
             seed: None,
@@ -159,9 +160,6 @@ fn default_cache() -> bool {
 }
 fn default_base_url() -> String {
     DEFAULT_BASE_URL.into()
-}
-fn default_synthesis() -> bool {
-    true
 }
 fn default_context_window() -> u32 {
     128_000

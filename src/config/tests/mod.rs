@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use super::*;
-use crate::domain::Abilities;
+use crate::domain::{Abilities, SynthesisPolicy};
 
 mod budgets;
 mod docs;

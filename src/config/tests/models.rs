@@ -38,11 +38,16 @@ fn several_models_with_abilities_and_hints() {
         ("gpt-4o", 200_000, 8000)
     );
     assert_eq!(cloud.hints, ["smart", "vision"]);
-    assert!(
+    assert_eq!(
         cloud.synthesis,
-        "synthesis is on unless a model turns it off"
+        SynthesisPolicy::Auto,
+        "synthesis is auto unless a model says otherwise"
     );
-    assert!(!local.synthesis);
+    assert_eq!(
+        local.synthesis,
+        SynthesisPolicy::Never,
+        "false reads as never"
+    );
     assert_eq!(cloud.abilities, Abilities::default());
     assert_eq!(cloud.api_key, Some(Secret::new("ck")));
     assert!(!cloud.default && local.default);
@@ -278,4 +283,35 @@ abilities = { json_schema = true }
     );
     let c = load(None, &[("LLM_JSON_SCHEMA", "true")]).unwrap();
     assert!(default_model(&c).abilities.json_schema);
+}
+
+#[test]
+fn synthesis_takes_a_policy_or_the_old_booleans() {
+    let file = "[[models]]\nname = \"a\"\nsynthesis = \"always\"\n[[models]]\nname = \"b\"\n\
+                synthesis = \"never\"\n[[models]]\nname = \"c\"\nsynthesis = true\n\
+                [[models]]\nname = \"d\"\nsynthesis = \"auto\"\n";
+    let c = load(Some(file), &[]).unwrap();
+    let policies: Vec<SynthesisPolicy> = c.models.iter().map(|m| m.synthesis).collect();
+    use SynthesisPolicy::*;
+    assert_eq!(policies, [Always, Never, Always, Auto]);
+    let e = err(
+        Some("[[models]]\nname = \"a\"\nsynthesis = \"sometimes\"\n"),
+        &[],
+    );
+    assert!(
+        e.contains("sometimes") && e.contains("\"auto\", \"always\" or \"never\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn llm_synthesis_sets_the_default_models_policy() {
+    let c = load(None, &[("LLM_SYNTHESIS", "never")]).unwrap();
+    assert_eq!(default_model(&c).synthesis, SynthesisPolicy::Never);
+    let c = load(None, &[("LLM_SYNTHESIS", "true")]).unwrap();
+    assert_eq!(default_model(&c).synthesis, SynthesisPolicy::Always);
+    assert_eq!(
+        err(None, &[("LLM_SYNTHESIS", "maybe")]),
+        r#"invalid value "maybe" for LLM_SYNTHESIS: expected auto, always or never"#
+    );
 }

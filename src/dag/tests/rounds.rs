@@ -234,3 +234,40 @@ async fn an_unusable_model_is_not_replanned_forever() {
     assert!(!out.answer.is_empty());
     assert_eq!(out.usage.llm_calls as usize, h.calls.all().len());
 }
+
+#[tokio::test]
+async fn a_dag_answer_is_synthesised_under_auto_and_the_results_under_never() {
+    use crate::domain::SynthesisPolicy;
+    use crate::llm::sampling::Sampled;
+    use crate::testing::scripted::CallKind;
+    for policy in [SynthesisPolicy::Auto, SynthesisPolicy::Never] {
+        let calls = Calls::default();
+        let chat: ChatFn = Arc::new(|req: &ChatRequest| match kind(req) {
+            Kind::Plan => ok_json(plan_json(&[("A", "task A", &[], None)])),
+            Kind::Analyse => ok_json(verdict(true, 0.9)),
+            Kind::Step(_) => ok("the step's finding"),
+            other => panic!("unexpected {other:?}"),
+        });
+        let main = Arc::new(RoutedLlm::new("main", &calls, chat)) as Arc<dyn Llm>;
+        let main = Sampled::agent(main, crate::llm::Sampling::default(), Some(policy));
+        let h = Harness::with_models(calls, vec![(Harness::info("main", &[]), main)]);
+        let (_, events) = h.run("q").await;
+        let out = done(&events);
+        let streamed = h
+            .calls
+            .all()
+            .iter()
+            .filter(|c| c.kind == CallKind::Stream)
+            .count();
+        assert_eq!(out.status, crate::agent::RunStatus::Completed, "{policy}");
+        if policy == SynthesisPolicy::Never {
+            assert_eq!(streamed, 0, "no synthesis call");
+            assert!(!out.synthesis);
+            assert!(out.answer.contains("the step's finding"), "{}", out.answer);
+        } else {
+            assert_eq!(streamed, 1, "auto synthesises a DAG run's answer");
+            assert!(out.synthesis);
+            assert_eq!(out.answer, "Final answer.");
+        }
+    }
+}

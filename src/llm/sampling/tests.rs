@@ -25,6 +25,7 @@ seed = 42
 [[models]]
 name = "plain"
 base_url = "{base_url}"
+synthesis = "always"
 
 [[agents]]
 name = "steady"
@@ -35,6 +36,11 @@ seed = 7
 [[agents]]
 name = "bare"
 model = "plain"
+
+[[agents]]
+name = "terse"
+model = "plain"
+synthesis = "never"
 "#
     );
     Config::load_from(Some(&file), &HashMap::new()).expect("the configuration loads")
@@ -97,4 +103,19 @@ async fn unset_sampling_is_never_sent() {
     let raw = fake.raw_requests();
     let body = String::from_utf8_lossy(raw.last().map(|b| &b[..]).unwrap_or_default());
     assert!(!body.contains("temperature") && !body.contains("top_p") && !body.contains("seed"));
+}
+
+#[tokio::test]
+async fn an_agents_synthesis_policy_wins_over_its_models() {
+    let fake = FakeOpenAi::start().await.expect("the fake starts");
+    let config = config(&fake.base_url());
+    let registry = model_registry(&config).expect("the models build");
+    let policy = |agent: &str| {
+        let spec = config.agent(agent).expect("the agent exists");
+        let (_, llm) = registry.resolve(spec.model.as_deref()).expect("its model");
+        Sampled::agent(llm, spec.sampling, spec.synthesis).synthesis()
+    };
+    assert_eq!(policy("bare"), SynthesisPolicy::Always, "the model's");
+    assert_eq!(policy("terse"), SynthesisPolicy::Never, "the agent's");
+    assert_eq!(policy("steady"), SynthesisPolicy::Auto, "the default");
 }

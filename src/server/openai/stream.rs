@@ -248,10 +248,11 @@ impl Progress {
         }
         match serde_json::from_str::<AnswerEvent>(data) {
             Ok(AnswerEvent::Delta { content }) if !content.is_empty() => self.content(&content),
-            // Sent text cannot be taken back: say so, and start the replacement on a new paragraph.
+            // Sent text cannot be taken back (a tool call followed it, or another answer replaces
+            // it): say so, and start what follows on a new paragraph.
             Ok(AnswerEvent::Reset) if !self.sent.is_empty() => {
                 let mut out =
-                    self.reasoning("the answer was interrupted; what follows replaces it");
+                    self.reasoning("the text above is not the answer; the answer follows");
                 out.push_str(&self.content("\n\n"));
                 out
             }

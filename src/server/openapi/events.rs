@@ -244,8 +244,16 @@ pub fn step_types() -> Vec<&'static str> {
 
 /// `answer` events by `status`.
 fn answers() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    let source = json!({"type": "string", "enum": ["reply", "synthesis", "results"],
+        "description": "Where the answer comes from: the model's own reply (streamed as it is \
+            written), a synthesis call, or the tool results; absent on a text that explains a \
+            failure or a stop"});
     vec![
-        ("start", "Synthesis begins", vec![]),
+        (
+            "start",
+            "An answer begins (again after a `reset`)",
+            vec![("source", source, false)],
+        ),
         (
             "delta",
             "More of the answer",
@@ -253,12 +261,12 @@ fn answers() -> Vec<(&'static str, &'static str, Vec<Field>)> {
         ),
         (
             "reset",
-            "Discard the deltas so far (the answer starts over)",
+            "Discard the deltas so far (a tool call came after the text, or another answer replaces it)",
             vec![],
         ),
         (
             "done",
-            "The whole answer; `fallback` when it explains a failure instead",
+            "The whole answer; `fallback` when it is not the model's own answer (it explains a failure or a stop, or was built from the tool results)",
             vec![req("content", string()), req("fallback", boolean())],
         ),
     ]
@@ -310,6 +318,11 @@ fn done() -> Value {
             req("elapsed_ms", integer()),
             req("mode", schema_ref("Mode")),
             req("answer", string()),
+            (
+                "synthesis",
+                json!({"type": "boolean", "description": "Whether a synthesis call ran"}),
+                true,
+            ),
             ("error", string(), false),
             req(
                 "unprocessed_interrupts",
@@ -386,7 +399,7 @@ pub fn events() -> Vec<(&'static str, &'static str, Value)> {
         (
             "answer",
             "AnswerEvent",
-            tagged("Answer synthesis", "status", answers()),
+            tagged("The answer as it is written", "status", answers()),
         ),
         ("done", "DoneEvent", done()),
     ]

@@ -161,6 +161,7 @@ fn outcomes() -> Vec<RunOutcome> {
         }],
         next_run_id: Some(Uuid::new_v4().to_string()),
         error: None,
+        synthesis: true,
         ..failed.clone()
     };
     let dag = RunOutcome {
@@ -215,7 +216,8 @@ fn every_sse_event_matches_its_documented_schema() {
         dag_step: Some("A".into()),
     }));
     for answer in [
-        AnswerEvent::Start,
+        AnswerEvent::start(crate::domain::AnswerSource::Reply),
+        AnswerEvent::Start { source: None },
         AnswerEvent::Delta {
             content: "4".into(),
         },

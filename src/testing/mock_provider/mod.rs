@@ -18,11 +18,14 @@
 //!   checklist and interrupts do not restart the count, so the default configuration makes
 //!   exactly `tool_iterations` tool calls per run; a request that forces one of DAG mode's
 //!   functions gets a canned call to it (`super::mock_structured`);
-//! - a **streamed** request always gets the final text, `answer_tokens` words, one word per
+//! - any other **streamed** request (the synthesis call) gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
 //!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
 //!   `~<send time in µs since the UNIX epoch>`); then the `finish_reason` chunk, a usage chunk
-//!   when `stream_options.include_usage`, and `data: [DONE]`.
+//!   when `stream_options.include_usage`, and `data: [DONE]`. A streamed loop call
+//!   (`synthesis = "auto"`, the default: it offers tools, or its system prompt is JSON mode's)
+//!   gets the same turn as a non-streamed one, streamed, its final text (or a JSON-mode
+//!   `final_answer`'s `answer`) paced word by word the same way (`streamed`).
 //!
 //! Usage is reported on every reply: prompt tokens are request bytes / 4 (the same heuristic as
 //! the context guard); completion tokens are the words of the answer text, or bytes / 4 of what
@@ -34,8 +37,8 @@
 //! Files: this one (configuration, server, the completions handler), `request` (what the mock
 //! reads of a request and how it counts the run's tool results), `reply` (usage, errors and the
 //! streamed answer), `script` (what a
-//! non-streamed request gets), `demo` (the demo model's script), `serve` (the accept loop: HTTP/1.1 and
-//! h2c).
+//! non-streamed request gets), `streamed` (what a streamed one gets), `demo` (the demo model's
+//! script), `serve` (the accept loop: HTTP/1.1 and h2c).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +67,7 @@ mod reply;
 mod request;
 mod script;
 mod serve;
+mod streamed;
 
 /// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
 pub const DEFAULT_TOOL_ARGS: &str = r#"{"expression":"<i>+1"}"#;
@@ -310,32 +314,37 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
     let first_byte = Instant::now() + cfg.latency;
     let prompt_tokens = (body.len() / 4) as u64;
     let model = json!(request.model.as_deref().unwrap_or("mock-model")).to_string();
-    if request.stream == Some(true) {
-        let include_usage = request
-            .stream_options
-            .as_ref()
-            .and_then(|o| o.include_usage)
-            .unwrap_or(false);
-        let tokens = if cfg.demo {
-            literals(&words(&demo::streamed_text(&request.messages)))
-        } else {
-            Arc::clone(&shared.token_literals)
-        };
+    let streamed = request.stream == Some(true);
+    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+    if streamed && !streamed::is_loop_call(&request, native) {
+        let plan = streamed::synthesis(&shared, &request);
+        let include_usage = include_usage(&request);
         return stream_answer(
             shared,
-            tokens,
+            plan,
             model,
             first_byte,
             prompt_tokens,
             include_usage,
         );
     }
-    let native = request.tools.as_ref().is_some_and(|t| !t.is_empty());
     let done = results_since_query(&request.messages, native);
     let first_byte = match cfg.first_call_latency {
         Some(first) if done == 0 => first_byte - cfg.latency + first,
         _ => first_byte,
     };
+    if streamed {
+        let plan = streamed::loop_turn(&shared, &request, native, done);
+        let include_usage = include_usage(&request);
+        return stream_answer(
+            shared,
+            plan,
+            model,
+            first_byte,
+            prompt_tokens,
+            include_usage,
+        );
+    }
     if first_byte > Instant::now() {
         tokio::select! {
             () = tokio::time::sleep_until(first_byte) => {}
@@ -348,6 +357,14 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         usage = usage(prompt_tokens, completion_tokens),
     );
     ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+fn include_usage(request: &MockRequest) -> bool {
+    request
+        .stream_options
+        .as_ref()
+        .and_then(|o| o.include_usage)
+        .unwrap_or(false)
 }
 
 /// The 503 the error rate draws, if this request gets one.

@@ -54,18 +54,56 @@ fn chunk_frame(model: &str, choices: &str, extra: &str) -> Bytes {
     ))
 }
 
-/// The streamed answer: `tokens` (JSON string literals). Frame `0` is the role chunk, frames
-/// `1..=n` the tokens, frame `n + 1` the tail (finish, optional usage, `[DONE]`) in one write.
-/// Token `k` is due at `first_byte + k / rate`; the role chunk and token 0 at `first_byte`.
+/// What one streamed reply sends besides its paced tokens.
+pub(super) struct Streamed {
+    /// Content sent with the role chunk, unstamped (a JSON action's opening).
+    pub head: String,
+    /// The paced content tokens (JSON string literals).
+    pub tokens: Arc<[String]>,
+    /// The delta of the finish chunk (JSON object text): `{}`, the rest of a JSON action's
+    /// text, or the tool calls.
+    pub tail: String,
+    pub finish: &'static str,
+    /// The reply's completion tokens; the token count when `None`.
+    pub completion_tokens: Option<u64>,
+}
+
+impl Streamed {
+    /// A text of `tokens`, nothing else.
+    pub(super) fn text(tokens: Arc<[String]>) -> Self {
+        Self {
+            head: String::new(),
+            tokens,
+            tail: "{}".into(),
+            finish: "stop",
+            completion_tokens: None,
+        }
+    }
+}
+
+/// A streamed reply: `plan.tokens` (JSON string literals). Frame `0` is the role chunk (with
+/// `plan.head`), frames `1..=n` the tokens, frame `n + 1` the tail (finish with `plan.tail`,
+/// optional usage, `[DONE]`) in one write. Token `k` is due at `first_byte + k / rate`; the
+/// role chunk and token 0 at `first_byte`.
 pub(super) fn stream_answer(
     shared: Arc<Shared>,
-    tokens: Arc<[String]>,
+    plan: Streamed,
     model: String,
     first_byte: Instant,
     prompt_tokens: u64,
     include_usage: bool,
 ) -> Response {
+    let Streamed {
+        head,
+        tokens,
+        tail,
+        finish,
+        completion_tokens,
+    } = plan;
     let n = tokens.len();
+    let completion = completion_tokens.unwrap_or(n as u64);
+    let head: Arc<str> = serde_json::to_string(&head).unwrap_or_default().into();
+    let tail: Arc<str> = tail.into();
     let rate = shared.cfg.tokens_per_s;
     // Shared by every frame's future without copying the string each time.
     let model: Arc<str> = model.into();
@@ -73,6 +111,7 @@ pub(super) fn stream_answer(
         let shared = Arc::clone(&shared);
         let tokens = Arc::clone(&tokens);
         let model = Arc::clone(&model);
+        let (head, tail) = (Arc::clone(&head), Arc::clone(&tail));
         async move {
             if frame > n + 1 {
                 return None;
@@ -93,7 +132,9 @@ pub(super) fn stream_answer(
             let bytes = if frame == 0 {
                 chunk_frame(
                     &model,
-                    r#"[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]"#,
+                    &format!(
+                        r#"[{{"index":0,"delta":{{"role":"assistant","content":{head}}},"finish_reason":null}}]"#
+                    ),
                     "",
                 )
             } else if frame <= n {
@@ -111,18 +152,18 @@ pub(super) fn stream_answer(
                 };
                 chunk_frame(&model, &choices, "")
             } else {
-                let mut tail = chunk_frame(
+                let mut out = chunk_frame(
                     &model,
-                    r#"[{"index":0,"delta":{},"finish_reason":"stop"}]"#,
+                    &format!(r#"[{{"index":0,"delta":{tail},"finish_reason":"{finish}"}}]"#),
                     "",
                 )
                 .to_vec();
                 if include_usage {
-                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, n as u64));
-                    tail.extend_from_slice(&chunk_frame(&model, "[]", &extra));
+                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, completion));
+                    out.extend_from_slice(&chunk_frame(&model, "[]", &extra));
                 }
-                tail.extend_from_slice(b"data: [DONE]\n\n");
-                Bytes::from(tail)
+                out.extend_from_slice(b"data: [DONE]\n\n");
+                Bytes::from(out)
             };
             Some((Ok::<_, std::convert::Infallible>(bytes), frame + 1))
         }

@@ -22,11 +22,14 @@ async fn a_model_that_always_answers_10000_tool_calls_costs_bounded_memory_and_e
             .collect()
     };
     // Every loop call (and the synthesis) gets 10,000 calls, new ones each time (the same ones
-    // again would be a cycle, which the cycle stop ends before the tool-call limit).
-    for reply in 1..=10 {
-        llm.push(FakeReply::tool_calls(calls(reply)));
+    // again would be a cycle, which the cycle stop ends before the tool-call limit). The loop's
+    // calls stream (`synthesis = "auto"`): each call's arguments in one piece, so that the SSE
+    // framing stays under the 16 MiB response cap as a provider's larger chunks would.
+    let reply = |n| FakeReply::tool_calls(calls(n)).chunk_chars(1 << 20);
+    for n in 1..=10 {
+        llm.push(reply(n));
     }
-    llm.set_default(FakeReply::tool_calls(calls(0)));
+    llm.set_default(reply(0));
     let server = start(dir.path(), &db_url, &llm).await;
     let before = server.status_bytes("VmHWM");
     let (_, run) = server.start_run("add up everything").await;
@@ -60,7 +63,9 @@ async fn a_tool_call_with_15_mb_of_arguments_costs_bounded_memory() {
     let (dir, db_url) = workdir();
     let llm = FakeOpenAi::start().await.unwrap();
     let args = format!(r#"{{"expression":"{}"}}"#, "1".repeat(15_000_000));
-    llm.push(FakeReply::tool_calls(vec![("c1", "calculator", args)]));
+    // Streamed (`synthesis = "auto"`) in 1 MiB pieces: the framing of tiny chunks would pass the
+    // 16 MiB response cap.
+    llm.push(FakeReply::tool_calls(vec![("c1", "calculator", args)]).chunk_chars(1 << 20));
     llm.set_default(FakeReply::text("done"));
     let server = start(dir.path(), &db_url, &llm).await;
     let before = server.status_bytes("VmHWM");

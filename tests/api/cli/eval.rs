@@ -113,8 +113,8 @@ async fn eval_against_a_running_service_prints_a_table_and_passes_min_accuracy()
         .find(|l| l.starts_with("mul "))
         .expect("a row");
     let cells: Vec<&str> = row.split_whitespace().collect();
-    // Two loop calls and the synthesis.
-    assert_eq!(&cells[1..5], ["yes", "completed", "3", "1"], "{stdout}");
+    // Two loop calls, the second's reply the answer (`synthesis = "auto"`: no third call).
+    assert_eq!(&cells[1..5], ["yes", "completed", "2", "1"], "{stdout}");
     assert!(stdout.contains("accuracy 1/1 = 100.0%"), "{stdout}");
 
     // Sampling cannot be fixed from outside a running service: refused, not ignored.

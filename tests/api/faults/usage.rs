@@ -177,7 +177,8 @@ async fn calls_without_usage_are_charged_an_estimate_and_marked(db_url: String) 
         let d = check_end(&app, &run, &events, "completed").await;
         let usage = &d["usage"];
         let n = usage["llm_calls"].as_u64().unwrap();
-        assert!(n >= 2, "{usage}");
+        // The loop's streamed reply is the answer (`synthesis = "auto"`): one call.
+        assert!(n >= 1, "{usage}");
         assert_eq!(usage["estimated_calls"], n, "{report:?}: {usage}");
         // The query alone is ~300 tokens; the answer about 12.
         let prompt = usage["prompt_tokens"].as_u64().unwrap();

@@ -20,9 +20,11 @@ struct FollowedUp {
 }
 
 /// Starts a run whose answer takes 1.5 s and sends it two follow-ups once the answer started;
-/// each must be accepted with `next_run: true`.
+/// each must be accepted with `next_run: true`. The answer is a synthesis call's
+/// (`synthesis = "always"`): the loop has closed its queue then. (A follow-up that comes while
+/// the loop's own reply streams goes to the loop, as any other: `core: engine::answer_path::`.)
 async fn follow_ups_while_answering(db: &str) -> FollowedUp {
-    let (app, fake) = app(db).await;
+    let (app, fake) = app_with(db, Some("always")).await;
     fake.push(FakeReply::text(FINAL));
     // The answer takes a while: the window in which the follow-ups arrive.
     fake.push(FakeReply::text("first answer").delay(1500));

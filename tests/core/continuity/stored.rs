@@ -72,8 +72,7 @@ async fn the_answers_reasoning_is_stored_and_sent_back_to_the_same_model_only(ur
         .await
         .unwrap();
 
-    // The loop's answer, then the synthesised answer (streamed) with its reasoning.
-    fake.push(FakeReply::text("brief"));
+    // The loop's reply (streamed, `synthesis = "auto"`) is the answer, with its reasoning.
     fake.push(FakeReply::text("The answer.").reasoning("Why it is the answer."));
     run(&runs, conv.id, "first", "thinker").await;
     let stored = store.list_messages(conv.id).await.unwrap();

@@ -50,8 +50,10 @@ fn assert_script(result: &AgentResult, k: usize, mock: &MockProvider, answer: &s
     assert_eq!(observations, expected);
     assert!(result.steps.iter().all(|s| !s.error));
     assert_eq!(result.brief_answer, answer);
-    // K tool iterations + the final-answer iteration + the streamed synthesis.
-    assert_eq!(mock.request_count(), k as u64 + 2);
+    // K tool iterations + the final answer, streamed: no synthesis call (`synthesis = "auto"`).
+    assert_eq!(mock.request_count(), k as u64 + 1);
+    assert_eq!(result.outcome.answer, answer);
+    assert!(!result.outcome.synthesis);
 }
 
 #[tokio::test]

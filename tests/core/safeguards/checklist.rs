@@ -32,8 +32,8 @@ async fn run_with_tools(
 
 #[tokio::test]
 async fn checklist_once_with_three_tools() {
-    let (llm, r) = run_with_tools(3, AgentConfig::default(), &["confirmed final"]).await;
-    assert_eq!(r.brief_answer, "confirmed final");
+    let (llm, r) = run_with_tools(3, AgentConfig::default(), &["the checked final"]).await;
+    assert_eq!(r.brief_answer, "the checked final");
     let reqs = llm.chat_requests();
     assert_eq!(reqs.len(), 5);
     assert!(reqs[4]
@@ -74,4 +74,21 @@ async fn checklist_resumes_the_loop_when_the_llm_calls_a_tool() {
     assert_eq!(r.outcome.tool_calls, 4);
     assert_eq!(llm.chat_requests().len(), 6, "checklist only once");
     assert_eq!(llm.remaining(), 0);
+}
+
+#[tokio::test]
+async fn a_verdict_on_the_checklist_keeps_the_answer_it_checked() {
+    let (llm, r) = run_with_tools(
+        3,
+        AgentConfig::default(),
+        &["Yes, the answer is fully correct and complete."],
+    )
+    .await;
+    assert_eq!(r.brief_answer, "first final");
+    assert_eq!(llm.chat_requests().len(), 5);
+    let trace = &llm.stream_requests()[0].messages[1].content;
+    assert!(
+        trace.contains("first final") && !trace.contains("fully correct"),
+        "the synthesis drafts from the checked answer: {trace}"
+    );
 }

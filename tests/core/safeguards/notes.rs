@@ -172,7 +172,7 @@ async fn the_iteration_cap_is_announced_before_the_answer() {
         .unwrap();
     let answer = ev
         .iter()
-        .position(|e| matches!(e, AgentEvent::Answer(AnswerEvent::Start)))
+        .position(|e| matches!(e, AgentEvent::Answer(AnswerEvent::Start { .. })))
         .unwrap();
     assert!(cap < answer);
     assert!(matches!(ev.last(), Some(AgentEvent::Done(d)) if d.status == RunStatus::MaxIterations));

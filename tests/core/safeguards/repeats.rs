@@ -210,7 +210,9 @@ async fn identical_calls_in_one_reply_run_once_and_each_gets_its_result() {
         result.outcome.tool_calls, 4,
         "every call the model asked for"
     );
-    let results: Vec<_> = llm.chat_requests()[1]
+    // The loop's second call (streamed: `synthesis = "never"`).
+    let results: Vec<_> = llm.requests()[1]
+        .1
         .messages
         .iter()
         .filter(|m| m.role == Role::Tool)

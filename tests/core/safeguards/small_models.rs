@@ -16,7 +16,7 @@ fn answer_events(events: &[AgentEvent]) -> Vec<(&'static str, String)> {
     events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::Answer(AnswerEvent::Start) => Some(("start", String::new())),
+            AgentEvent::Answer(AnswerEvent::Start { .. }) => Some(("start", String::new())),
             AgentEvent::Answer(AnswerEvent::Reset) => Some(("reset", String::new())),
             AgentEvent::Answer(AnswerEvent::Delta { content }) => Some(("delta", content.clone())),
             AgentEvent::Answer(AnswerEvent::Done { content, .. }) => {
@@ -123,9 +123,8 @@ async fn synthesis_that_echoes_tool_calls_gives_the_observations_instead() {
 #[tokio::test]
 async fn without_synthesis_a_clean_draft_is_the_answer() {
     let llm = Arc::new(ScriptedLlm::native().without_synthesis());
-    llm.tool_calls(&[("a", "demo__lookup", "{}")])
-        .text("It is 391.")
-        .text("It is 391.");
+    llm.stream_tool_calls("", &[("a", "demo__lookup", "{}")])
+        .stream_text(&["It is 391."]);
     let h = Harness::new(
         llm.clone(),
         tools(),
@@ -134,20 +133,18 @@ async fn without_synthesis_a_clean_draft_is_the_answer() {
     );
     let (result, _) = h.run("q").await;
     assert_eq!(result.outcome.answer, "It is 391.");
-    assert!(llm.stream_requests().is_empty(), "no synthesis call");
+    assert_eq!(result.outcome.usage.llm_calls, 2, "no synthesis call");
+    assert!(!result.outcome.synthesis);
 }
 
 #[tokio::test]
 async fn without_synthesis_a_draft_that_is_a_call_gives_the_observations() {
     let llm = Arc::new(ScriptedLlm::json().without_synthesis());
     let dump = r#"{\"name\": \"demo__lookup\", \"arguments\": {}}"#;
-    llm.text(r#"{"type": "tool_call", "tool_name": "demo__lookup", "tool_args": {}}"#)
-        .text(&format!(
+    llm.stream_text(&[r#"{"type": "tool_call", "tool_name": "demo__lookup", "tool_args": {}}"#])
+        .stream_text(&[&format!(
             r#"{{"type": "final_answer", "answer": "{dump}"}}"#
-        ))
-        .text(&format!(
-            r#"{{"type": "final_answer", "answer": "{dump}"}}"#
-        ));
+        )]);
     let h = Harness::new(
         llm.clone(),
         tools(),
@@ -159,7 +156,8 @@ async fn without_synthesis_a_draft_that_is_a_call_gives_the_observations() {
         result.outcome.answer,
         "Here is what the tools returned:\n- demo__lookup: 391"
     );
-    assert!(llm.stream_requests().is_empty(), "no synthesis call");
+    assert_eq!(llm.stream_requests().len(), 2, "no synthesis call");
+    assert!(!result.outcome.synthesis);
 }
 
 #[tokio::test]
@@ -226,7 +224,7 @@ async fn the_iteration_cap_answers_with_what_the_tools_returned() {
     // Issue 45's native runs: the right result, then the same call until the cap.
     let llm = Arc::new(ScriptedLlm::native().without_synthesis());
     for i in 0..3 {
-        llm.tool_calls(&[(&format!("c{i}"), "calculator", r#"{"x": "17*23"}"#)]);
+        llm.stream_tool_calls("", &[(&format!("c{i}"), "calculator", r#"{"x": "17*23"}"#)]);
     }
     let cfg = AgentConfig {
         max_iterations: 3,
@@ -251,10 +249,10 @@ async fn a_reply_of_calls_past_the_cycle_warning_ends_the_loop_with_the_values()
     let llm = Arc::new(ScriptedLlm::native().without_synthesis());
     let same = ("calculator", r#"{"x": "6*7"}"#);
     for id in ["a", "b", "c"] {
-        llm.tool_calls(&[(id, same.0, same.1), ("o", "demo__lookup", "{}")]);
+        llm.stream_tool_calls("", &[(id, same.0, same.1), ("o", "demo__lookup", "{}")]);
     }
-    llm.tool_calls(&[("d", same.0, same.1), ("e", same.0, same.1)]);
-    llm.tool_calls(&[("f", same.0, same.1)]);
+    llm.stream_tool_calls("", &[("d", same.0, same.1), ("e", same.0, same.1)]);
+    llm.stream_tool_calls("", &[("f", same.0, same.1)]);
     let h = Harness::new(
         llm.clone(),
         tools(),
@@ -264,7 +262,7 @@ async fn a_reply_of_calls_past_the_cycle_warning_ends_the_loop_with_the_values()
     let (result, events) = h.run("What is 6 * 7?").await;
     assert_eq!(result.outcome.status, RunStatus::Completed);
     assert_eq!(result.outcome.iterations, 4, "ended after the fourth reply");
-    assert_eq!(llm.remaining(), 1);
+    assert_eq!(llm.remaining_streams(), 1);
     let answer = &result.outcome.answer;
     assert!(
         answer.starts_with(
@@ -285,9 +283,9 @@ async fn a_reply_of_calls_past_the_cycle_warning_ends_the_loop_with_the_values()
 async fn polling_whose_results_change_is_never_stopped() {
     let llm = Arc::new(ScriptedLlm::native().without_synthesis());
     for i in 0..6 {
-        llm.tool_calls(&[(&format!("p{i}"), "status", "{}")]);
+        llm.stream_tool_calls("", &[(&format!("p{i}"), "status", "{}")]);
     }
-    llm.text("done").text("done");
+    llm.stream_text(&["done"]).stream_text(&["done"]);
     // A job's status, moving on at every poll (the same status twice in a row ends the loop:
     // tests/core/safeguards/repeats.rs).
     let polls = std::sync::atomic::AtomicUsize::new(0);

@@ -29,6 +29,17 @@ pub struct LoadReport {
     pub run_ms: Summary,
     pub ttfe_ms: Summary,
     pub token_ms: Summary,
+    /// Token → SSE for each run's first answer token: how soon the answer's first word
+    /// follows the provider's.
+    pub first_token_ms: Summary,
+    /// Request sent → the first answer delta at the client: when the user sees the answer begin.
+    pub first_delta_ms: Summary,
+    /// Means over the runs that reported them: LLM calls and completion tokens per run
+    /// (`done.usage`), and the share of runs whose answer a synthesis call wrote.
+    pub llm_calls_per_run: f64,
+    pub completion_tokens_per_run: f64,
+    /// `None` when no run said (a server from before `done.synthesis`).
+    pub synthesis_share: Option<f64>,
     /// Token → SSE for the tokens sent while every conversation of the load was streaming its
     /// answer (between the last first token and the first last token): the figure "at N
     /// concurrent streams", free of start-up and wind-down.
@@ -139,6 +150,19 @@ impl LoadReport {
         row("run duration", &self.run_ms);
         row("time to first event", &self.ttfe_ms);
         row("token -> SSE event", &self.token_ms);
+        row("first token -> SSE", &self.first_token_ms);
+        row("request -> 1st delta", &self.first_delta_ms);
+        if self.llm_calls_per_run > 0.0 {
+            let synthesis = self
+                .synthesis_share
+                .map_or("not reported".to_string(), |s| {
+                    format!("{:.0} % of runs", s * 100.0)
+                });
+            println!(
+                "  per run: {:.2} LLM calls, {:.1} completion tokens; synthesis: {synthesis}",
+                self.llm_calls_per_run, self.completion_tokens_per_run,
+            );
+        }
         if self.plateau_s > 0.0 {
             row(
                 &format!("  all streaming {:.1} s", self.plateau_s),

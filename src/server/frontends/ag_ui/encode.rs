@@ -143,11 +143,12 @@ impl AgUi {
             return self.text_delta(out, &text);
         }
         match serde_json::from_str::<AnswerEvent>(raw) {
-            Ok(AnswerEvent::Start) => {}
+            Ok(AnswerEvent::Start { .. }) => {}
             Ok(AnswerEvent::Delta { content }) => self.text_delta(out, &content),
             // Sent text cannot be taken back: the replacement is a new message.
             Ok(AnswerEvent::Reset) => {
                 self.close_text(out);
+                self.answered = false;
                 self.custom(out, "answer_reset", json!({}));
             }
             Ok(AnswerEvent::Done { content, .. }) => {

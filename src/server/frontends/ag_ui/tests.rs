@@ -226,3 +226,47 @@ fn text_is_read_from_strings_and_text_parts() {
     assert_eq!(text_of(Some(&parts)), "a\nb");
     assert_eq!(text_of(None), "");
 }
+
+#[test]
+fn text_taken_back_before_a_tool_call_is_a_message_of_its_own_then_the_answer() {
+    let (events, ended) = encode(&[
+        ("answer", json!({"status": "start", "source": "reply"})),
+        (
+            "answer",
+            json!({"status": "delta", "content": "Let me check."}),
+        ),
+        ("answer", json!({"status": "reset"})),
+        (
+            "step",
+            json!({"type": "tool_start", "iteration": 1, "call_id": "c1", "tool": "echo", "arguments": {}}),
+        ),
+        ("answer", json!({"status": "start", "source": "reply"})),
+        ("answer", json!({"status": "delta", "content": "It is 42."})),
+        (
+            "answer",
+            json!({"status": "done", "content": "It is 42.", "fallback": false}),
+        ),
+        ("done", done("completed", "It is 42.", None)),
+    ]);
+    assert!(ended);
+    let texts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Let me check.", "It is 42."],
+        "the answer is sent once"
+    );
+    let ids: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_START")
+        .map(|e| e["messageId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "CUSTOM" && e["name"] == "reagent.answer_reset"));
+}

@@ -108,6 +108,7 @@ impl AiSdk {
             // Sent text cannot be taken back: the replacement is a new text part.
             Ok(AnswerEvent::Reset) => {
                 self.close_text(out);
+                self.answered = false;
                 data(
                     out,
                     &json!({"type": "data-reagent-answer_reset", "data": {}}),

@@ -207,3 +207,48 @@ fn a_replay_passes_over_answered_approvals_and_stops_at_an_open_one() {
     );
     assert_eq!(chunks[5]["approvalId"], "a-2");
 }
+
+#[test]
+fn text_taken_back_before_a_tool_call_ends_its_part_and_the_answer_is_a_new_one() {
+    let (chunks, ended) = encode(
+        false,
+        &[
+            ("answer", json!({"status": "start", "source": "reply"})),
+            (
+                "answer",
+                json!({"status": "delta", "content": "Let me check."}),
+            ),
+            ("answer", json!({"status": "reset"})),
+            (
+                "step",
+                json!({"type": "tool_start", "iteration": 1, "call_id": "c1", "tool": "echo", "arguments": {}}),
+            ),
+            ("step", tool_end("c1", false)),
+            ("answer", json!({"status": "start", "source": "reply"})),
+            ("answer", json!({"status": "delta", "content": "It is 42."})),
+            (
+                "answer",
+                json!({"status": "done", "content": "It is 42.", "fallback": false}),
+            ),
+            ("done", done("completed", "It is 42.", None)),
+        ],
+    );
+    assert!(ended);
+    let texts: Vec<&str> = chunks
+        .iter()
+        .filter(|c| c["type"] == "text-delta")
+        .map(|c| c["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Let me check.", "It is 42."],
+        "the answer is sent once"
+    );
+    let kinds = types(&chunks);
+    let reset = kinds
+        .iter()
+        .position(|k| *k == "data-reagent-answer_reset")
+        .unwrap();
+    assert_eq!(kinds[reset - 1], "text-end", "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "text-start").count(), 2);
+}

@@ -206,9 +206,11 @@ impl Encoder {
             Ok(AnswerEvent::Delta { content }) if !content.is_empty() && !self.answered => {
                 self.delta(&content, out)
             }
-            // Sent text cannot be taken back: the replacement starts on a new paragraph.
+            // Sent text cannot be taken back: it stays a message of its own (as a model's text
+            // before its tool calls does), and the answer that follows opens a new one.
             Ok(AnswerEvent::Reset) if self.message.as_ref().is_some_and(|m| !m.text.is_empty()) => {
-                self.delta("\n\n", out)
+                self.close_message(out);
+                self.answered = false;
             }
             Ok(AnswerEvent::Done { content, .. })
                 if !self.answered && (self.message.is_some() || !content.is_empty()) =>

@@ -142,3 +142,42 @@ fn without_include_usage_there_is_no_usage_chunk() {
     assert_eq!(out[0]["choices"][0]["finish_reason"], "stop");
     assert_eq!(out[1], "[DONE]");
 }
+
+#[test]
+fn text_taken_back_before_a_tool_call_is_followed_by_a_note_and_the_answer() {
+    let mut p = progress(false);
+    let mut content = String::new();
+    let mut reasoning = String::new();
+    let events = [
+        AgentEvent::Answer(AnswerEvent::Delta {
+            content: "Let me check.".into(),
+        }),
+        AgentEvent::Answer(AnswerEvent::Reset),
+        AgentEvent::Step(StepEvent::ToolStart {
+            iteration: 1,
+            call_id: "c".into(),
+            tool: "echo".into(),
+            arguments: serde_json::json!({}),
+            dag_step: None,
+        }),
+        AgentEvent::Answer(AnswerEvent::Delta {
+            content: "It is 42.".into(),
+        }),
+        AgentEvent::Done(outcome(RunStatus::Completed, "It is 42.")),
+    ];
+    for ev in events {
+        for chunk in payloads(&p.frames(&logged(ev)).0) {
+            let delta = &chunk["choices"][0]["delta"];
+            content.push_str(delta["content"].as_str().unwrap_or(""));
+            reasoning.push_str(delta["reasoning_content"].as_str().unwrap_or(""));
+        }
+    }
+    assert_eq!(
+        content, "Let me check.\n\nIt is 42.",
+        "the answer is not sent twice"
+    );
+    assert!(
+        reasoning.contains("is not the answer") && reasoning.contains("→ echo"),
+        "{reasoning}"
+    );
+}

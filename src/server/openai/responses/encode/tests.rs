@@ -28,6 +28,7 @@ fn outcome(status: RunStatus, answer: &str) -> RunOutcome {
         elapsed_ms: 2_500,
         mode: Mode::Native,
         answer: answer.into(),
+        synthesis: false,
         error: (status == RunStatus::Failed).then(|| "provider down".into()),
         unprocessed_interrupts: Vec::new(),
         next_run_id: None,
@@ -76,7 +77,7 @@ fn run(status: RunStatus) -> Vec<LoggedEvent> {
             artifacts: Vec::new(),
             dag_step: None,
         }),
-        AgentEvent::Answer(AnswerEvent::Start),
+        AgentEvent::Answer(AnswerEvent::start(crate::domain::AnswerSource::Synthesis)),
         AgentEvent::Answer(AnswerEvent::Delta {
             content: "Hello ".into(),
         }),
@@ -299,4 +300,56 @@ fn caller_tool_calls_are_function_call_items_and_the_response_completes() {
     assert_eq!(r["output"][0]["call_id"], "k1");
     assert_eq!(r["output"][0]["arguments"], r#"{"city":"Oslo"}"#);
     assert_eq!(r["output"][0]["status"], "completed");
+}
+
+#[test]
+fn text_taken_back_before_tool_calls_stays_a_message_of_its_own() {
+    let start = || AgentEvent::Answer(AnswerEvent::start(crate::domain::AnswerSource::Reply));
+    let delta = |s: &str| AgentEvent::Answer(AnswerEvent::Delta { content: s.into() });
+    let mut events = vec![
+        start(),
+        delta("Let me check."),
+        AgentEvent::Answer(AnswerEvent::Reset),
+    ];
+    // The tool call of `run`, then the answer.
+    events.extend(
+        run(RunStatus::Completed)
+            .into_iter()
+            .skip(1)
+            .take(2)
+            .map(|ev| AgentEvent::from_parts(ev.name, &ev.data).unwrap()),
+    );
+    events.extend([
+        start(),
+        delta("It is 42."),
+        AgentEvent::Answer(AnswerEvent::Done {
+            content: "It is 42.".into(),
+            fallback: false,
+        }),
+        AgentEvent::Done(outcome(RunStatus::Completed, "It is 42.")),
+    ]);
+    let logged: Vec<LoggedEvent> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| logged(i as u64 + 1, e))
+        .collect();
+    let (_, encoder) = encode_all(&ctx(), &logged);
+    let r = encoder.response();
+    let output = r["output"].as_array().unwrap();
+    let shape: Vec<(&str, &str)> = output
+        .iter()
+        .map(|item| {
+            let text = item["content"][0]["text"].as_str().unwrap_or("");
+            (item["type"].as_str().unwrap(), text)
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("message", "Let me check."),
+            ("mcp_call", ""),
+            ("message", "It is 42.")
+        ]
+    );
+    assert!(output.iter().all(|i| i["status"] == "completed"), "{r}");
 }
