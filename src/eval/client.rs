@@ -1,5 +1,5 @@
-//! One task against a reagent service: `POST /api/chat` (the answer is the run's SSE stream),
-//! read to `done`, with the tools that ran and the run's counters.
+//! One run against a reagent service: `POST /api/chat` (or a caller tool's outputs, for BFCL's
+//! entries), the run's SSE stream read to `done`, with the tools that ran and the run's counters.
 
 use std::time::{Duration, Instant};
 
@@ -31,15 +31,52 @@ pub struct Outcome {
     pub tokens: u64,
     /// Tools whose call ended without an error, in the order they ended.
     pub tools_ok: Vec<String>,
+    /// What the first tool call that ended without an error returned (its observation), and
+    /// that call as `tool(arguments)`.
+    pub first_result: Option<String>,
+    pub first_call: Option<String>,
+    /// Calls started and not yet ended without an error: call id and `tool(arguments)`.
+    started: Vec<(String, String)>,
     pub elapsed: Duration,
+    pub run_id: Option<String>,
+    pub conversation_id: Option<String>,
+    /// A `requires_action` run's caller-tool calls: `{call_id, name, arguments}` each.
+    pub required_action: Vec<Json>,
 }
 
 /// Runs `query` once; an error when the service refused it or the stream broke off before
 /// `done`.
 pub async fn run(http: &reqwest::Client, target: &Target, query: &str) -> Result<Outcome, String> {
+    post(http, target, "/api/chat", chat_body(target, query)).await
+}
+
+/// The body of `POST /api/chat` for `query`, with the target's agent, model and mode.
+pub fn chat_body(target: &Target, query: &str) -> Json {
+    let mut body = json!({ "query": query });
+    for (key, value) in [
+        ("agent", &target.agent),
+        ("model", &target.model),
+        ("mode", &target.mode),
+    ] {
+        if let Some(v) = value {
+            body[key] = json!(v);
+        }
+    }
+    body
+}
+
+/// Posts `body` to `path` (a route that answers with a run's stream) and reads the run to
+/// `done`; past the target's timeout the run is cancelled and that is the error.
+pub async fn post(
+    http: &reqwest::Client,
+    target: &Target,
+    path: &str,
+    body: Json,
+) -> Result<Outcome, String> {
     let started = Instant::now();
     let mut run_id = None;
-    match tokio::time::timeout(target.timeout, stream(http, target, query, &mut run_id)).await {
+    let streamed = stream(http, target, path, &body, &mut run_id);
+    match tokio::time::timeout(target.timeout, streamed).await {
         Ok(Ok(mut outcome)) => {
             outcome.elapsed = started.elapsed();
             Ok(outcome)
@@ -65,23 +102,14 @@ pub async fn run(http: &reqwest::Client, target: &Target, query: &str) -> Result
 async fn stream(
     http: &reqwest::Client,
     target: &Target,
-    query: &str,
+    path: &str,
+    body: &Json,
     run_id: &mut Option<String>,
 ) -> Result<Outcome, String> {
-    let mut body = json!({ "query": query });
-    for (key, value) in [
-        ("agent", &target.agent),
-        ("model", &target.model),
-        ("mode", &target.mode),
-    ] {
-        if let Some(v) = value {
-            body[key] = json!(v);
-        }
-    }
     let mut req = http
-        .post(format!("{}/api/chat", target.base))
+        .post(format!("{}{path}", target.base))
         .header("Accept", "text/event-stream")
-        .json(&body);
+        .json(body);
     if let Some(key) = &target.api_key {
         req = req.bearer_auth(key);
     }
@@ -99,6 +127,8 @@ async fn stream(
         for (event, data) in frames.push(&chunk) {
             if event == "start" {
                 *run_id = data["run_id"].as_str().map(str::to_string);
+                outcome.run_id.clone_from(run_id);
+                outcome.conversation_id = data["conversation_id"].as_str().map(str::to_string);
             }
             if see(&mut outcome, &event, &data) {
                 return Ok(outcome);
@@ -110,10 +140,23 @@ async fn stream(
 
 /// Takes one event into `outcome`; true at `done`.
 fn see(outcome: &mut Outcome, event: &str, data: &Json) -> bool {
+    let call_id = data["call_id"].as_str().unwrap_or_default().to_string();
     match event {
+        "step" if data["type"] == "tool_start" && outcome.first_result.is_none() => {
+            let tool = data["tool"].as_str().unwrap_or_default();
+            let call = format!("{tool}({})", data["arguments"]);
+            outcome.started.push((call_id, call));
+            false
+        }
         "step" if data["type"] == "tool_end" && data["error"] != true => {
             if let Some(tool) = data["tool"].as_str() {
                 outcome.tools_ok.push(tool.to_string());
+            }
+            if outcome.first_result.is_none() {
+                outcome.first_result = data["observation"].as_str().map(str::to_string);
+                let started = outcome.started.iter().find(|(id, _)| *id == call_id);
+                outcome.first_call = started.map(|(_, call)| call.clone());
+                outcome.started.clear();
             }
             false
         }
@@ -124,6 +167,9 @@ fn see(outcome: &mut Outcome, event: &str, data: &Json) -> bool {
             outcome.tool_calls = count(&data["tool_calls"]);
             outcome.llm_calls = count(&data["usage"]["llm_calls"]);
             outcome.tokens = count(&data["usage"]["total_tokens"]);
+            if let Some(calls) = data["required_action"]["tool_calls"].as_array() {
+                outcome.required_action.clone_from(calls);
+            }
             true
         }
         _ => false,

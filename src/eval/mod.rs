@@ -4,9 +4,13 @@
 //! run's LLM calls, tool calls, tokens and time, then the accuracy and medians — as a table or
 //! as JSON. `--min-accuracy` turns it into a check for CI.
 //!
+//! With `--bfcl CATEGORIES` the tasks are the Berkeley Function Calling Leaderboard's own
+//! entries, scored by its own checkers (`bfcl`).
+//!
 //! Files: `task` (the task file and how an answer is judged), `client` (one task over HTTP),
-//! `local` (the in-process service), `report` (results, summary, table).
+//! `local` (the in-process service), `report` (results, summary, table), `bfcl` (BFCL).
 
+pub mod bfcl;
 pub mod client;
 pub mod local;
 pub mod report;
@@ -30,7 +34,19 @@ use task::Task;
 #[derive(Args, Debug)]
 pub struct EvalArgs {
     /// The JSONL task file: one `{id, query, expect, tools_required?}` per line.
-    pub tasks: PathBuf,
+    #[arg(required_unless_present = "bfcl")]
+    pub tasks: Option<PathBuf>,
+    /// BFCL categories to run instead of a task file (comma-separated): simple_python,
+    /// multiple, parallel, parallel_multiple, multi_turn_base.
+    #[arg(long, value_delimiter = ',', conflicts_with = "tasks")]
+    pub bfcl: Vec<String>,
+    /// The first N entries of each BFCL category (default: all).
+    #[arg(long, requires = "bfcl", value_parser = clap::value_parser!(u64).range(1..))]
+    pub bfcl_limit: Option<u64>,
+    /// The Python with `bfcl-eval` (default: ~/.cache/reagent-bfcl/venv/bin/python, where
+    /// `scripts/bfcl.sh setup` installs it).
+    #[arg(long, requires = "bfcl")]
+    pub bfcl_python: Option<PathBuf>,
     /// A running reagent service (its base URL, e.g. http://127.0.0.1:8080); without it the
     /// service is built in-process from the configuration.
     #[arg(long, conflicts_with = "config")]
@@ -108,10 +124,13 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
                 .into(),
         ));
     }
-    let text = task::read_tasks(&args.tasks)
-        .map_err(|e| EvalError::Usage(format!("{}: {e}", args.tasks.display())))?;
-    let tasks = task::parse_tasks(&text)
-        .map_err(|e| EvalError::Usage(format!("{}: {e}", args.tasks.display())))?;
+    let work = match &args.tasks {
+        Some(path) => Work::Tasks(read_tasks(path)?),
+        None => {
+            let loaded = bfcl::Loaded::start(&bfcl_options(&args)).await;
+            Work::Bfcl(Box::new(loaded.map_err(EvalError::Usage)?))
+        }
+    };
 
     let local = match &args.url {
         Some(_) => None,
@@ -136,8 +155,19 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
         timeout: Duration::from_secs(args.timeout_s),
     };
     let started = Instant::now();
-    let results = run_all(&tasks, &target, args.concurrency.into()).await;
-    let summary = Summary::of(&results, started.elapsed());
+    let (results, summary) = match work {
+        Work::Tasks(tasks) => {
+            let results = run_all(&tasks, &target, args.concurrency.into()).await;
+            let summary = Summary::of_tasks(&results, started.elapsed());
+            (results, summary)
+        }
+        Work::Bfcl(loaded) => {
+            let results = loaded.run_all(&target, args.concurrency.into()).await;
+            loaded.stop();
+            let summary = Summary::of(&results, started.elapsed());
+            (results, summary)
+        }
+    };
     if let Some(l) = local {
         l.stop().await;
     }
@@ -151,6 +181,29 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
             Ok(false)
         }
         _ => Ok(true),
+    }
+}
+
+/// What the eval runs: a task file's tasks or BFCL's entries.
+enum Work {
+    Tasks(Vec<Task>),
+    Bfcl(Box<bfcl::Loaded>),
+}
+
+fn read_tasks(path: &std::path::Path) -> Result<Vec<Task>, EvalError> {
+    let text =
+        task::read_tasks(path).map_err(|e| EvalError::Usage(format!("{}: {e}", path.display())))?;
+    task::parse_tasks(&text).map_err(|e| EvalError::Usage(format!("{}: {e}", path.display())))
+}
+
+fn bfcl_options(args: &EvalArgs) -> bfcl::Options {
+    bfcl::Options {
+        categories: args.bfcl.clone(),
+        limit: args.bfcl_limit.and_then(|n| usize::try_from(n).ok()),
+        python: args
+            .bfcl_python
+            .clone()
+            .unwrap_or_else(bfcl::bridge::default_python),
     }
 }
 
@@ -195,22 +248,15 @@ fn judge(task: &Task, outcome: Result<Outcome, String>) -> TaskResult {
                 tokens: o.tokens,
                 time_s: o.elapsed.as_secs_f64(),
                 missing_tools,
+                first_result_correct: o.first_result.as_deref().map(|r| task.expect.matches(r)),
+                first_call: o.first_call,
                 answer: o.answer,
                 error: None,
+                category: None,
+                checker: None,
             }
         }
-        Err(e) => TaskResult {
-            id: task.id.clone(),
-            correct: false,
-            status: "error".into(),
-            llm_calls: 0,
-            tool_calls: 0,
-            tokens: 0,
-            time_s: 0.0,
-            missing_tools: Vec::new(),
-            answer: String::new(),
-            error: Some(e),
-        },
+        Err(e) => TaskResult::failed(&task.id, e),
     }
 }
 

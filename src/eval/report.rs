@@ -20,6 +20,50 @@ pub struct TaskResult {
     pub answer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Whether the run's first tool result (the first call that ended without an error) meets
+    /// the task's `expect`; `None` when no tool returned or for BFCL entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_result_correct: Option<bool>,
+    /// That first call, as `tool(arguments)`: what the model asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_call: Option<String>,
+    /// A BFCL entry's category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Why BFCL's checker did not accept a BFCL entry's calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checker: Option<String>,
+}
+
+impl TaskResult {
+    /// A task that produced no verdict: wrong, with `error` (when not empty) as the reason.
+    pub fn failed(id: &str, error: String) -> TaskResult {
+        TaskResult {
+            id: id.to_string(),
+            correct: false,
+            status: "error".into(),
+            llm_calls: 0,
+            tool_calls: 0,
+            tokens: 0,
+            time_s: 0.0,
+            missing_tools: Vec::new(),
+            answer: String::new(),
+            error: (!error.is_empty()).then_some(error),
+            first_result_correct: None,
+            first_call: None,
+            category: None,
+            checker: None,
+        }
+    }
+}
+
+/// One BFCL category's score.
+#[derive(Clone, Debug, Serialize)]
+pub struct CategoryScore {
+    pub category: String,
+    pub tasks: usize,
+    pub correct: usize,
+    pub accuracy: f64,
 }
 
 /// Accuracy and medians over every task.
@@ -35,6 +79,18 @@ pub struct Summary {
     pub median_time_s: f64,
     /// Wall time of the whole eval.
     pub wall_s: f64,
+    /// Tasks whose first tool result met `expect`, and how many of those were answered right
+    /// (a task file's runs; absent for BFCL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_result_right: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_result_kept: Option<usize>,
+    /// Answers that are a tool call written as text (the dump guard's shapes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_dumps: Option<usize>,
+    /// Per BFCL category, in the order they ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<CategoryScore>,
 }
 
 /// What `--json` prints.
@@ -60,8 +116,59 @@ impl Summary {
             median_tokens: median_of(&|r| r.tokens as f64),
             median_time_s: median_of(&|r| r.time_s),
             wall_s: wall.as_secs_f64(),
+            first_result_right: None,
+            first_result_kept: None,
+            call_dumps: None,
+            categories: categories(results),
         }
     }
+
+    /// The summary of a task file's run: with the first-result and call-dump counts.
+    pub fn of_tasks(results: &[TaskResult], wall: Duration) -> Summary {
+        let right = || {
+            results
+                .iter()
+                .filter(|r| r.first_result_correct == Some(true))
+        };
+        Summary {
+            first_result_right: Some(right().count()),
+            first_result_kept: Some(right().filter(|r| r.correct).count()),
+            call_dumps: Some(
+                results
+                    .iter()
+                    .filter(|r| crate::agent::synthesis::is_call_dump(&r.answer))
+                    .count(),
+            ),
+            ..Summary::of(results, wall)
+        }
+    }
+}
+
+/// The BFCL categories' scores, in their first appearance's order.
+fn categories(results: &[TaskResult]) -> Vec<CategoryScore> {
+    let mut scores: Vec<CategoryScore> = Vec::new();
+    for r in results {
+        let Some(category) = &r.category else {
+            continue;
+        };
+        let at = match scores.iter().position(|s| &s.category == category) {
+            Some(at) => at,
+            None => {
+                scores.push(CategoryScore {
+                    category: category.clone(),
+                    tasks: 0,
+                    correct: 0,
+                    accuracy: 0.0,
+                });
+                scores.len() - 1
+            }
+        };
+        let s = &mut scores[at];
+        s.tasks += 1;
+        s.correct += usize::from(r.correct);
+        s.accuracy = s.correct as f64 / s.tasks as f64;
+    }
+    scores
 }
 
 /// The middle value (the mean of the two middle ones for an even count); 0 for none.
@@ -121,6 +228,25 @@ pub fn table(results: &[TaskResult], summary: &Summary) -> String {
         summary.median_time_s,
         summary.wall_s,
     ));
+    if let (Some(right), Some(kept), Some(dumps)) = (
+        summary.first_result_right,
+        summary.first_result_kept,
+        summary.call_dumps,
+    ) {
+        out.push_str(&format!(
+            "first tool result right in {right}, answered right in {kept} of those; \
+             answers that are a tool call: {dumps}\n"
+        ));
+    }
+    for c in &summary.categories {
+        out.push_str(&format!(
+            "{:<id_width$}  {}/{} = {:.1}%\n",
+            c.category,
+            c.correct,
+            c.tasks,
+            c.accuracy * 100.0
+        ));
+    }
     out
 }
 

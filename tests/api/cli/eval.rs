@@ -63,6 +63,16 @@ async fn in_process_eval_judges_each_task_fixes_sampling_and_fails_below_min_acc
         "{report}"
     );
     assert_eq!(summary["median_llm_calls"], 1.5, "{report}");
+    // The calculator's result was the value, and the answer kept it; no answer is a call.
+    assert_eq!(
+        (
+            &summary["first_result_right"],
+            &summary["first_result_kept"],
+            &summary["call_dumps"]
+        ),
+        (&Value::from(1), &Value::from(1), &Value::from(0)),
+        "{report}"
+    );
     let (mul, guess) = (&report["tasks"][0], &report["tasks"][1]);
     assert_eq!(mul["id"], "mul");
     assert_eq!(mul["correct"], true, "{mul}");
@@ -72,6 +82,19 @@ async fn in_process_eval_judges_each_task_fixes_sampling_and_fails_below_min_acc
         (&2.into(), &1.into())
     );
     assert_eq!(mul["tokens"], 238, "{mul}");
+    assert_eq!(
+        (&mul["first_call"], &mul["first_result_correct"]),
+        (
+            &r#"calculator({"expression":"17*23"})"#.into(),
+            &true.into()
+        ),
+        "{mul}"
+    );
+    assert_eq!(
+        guess.get("first_result_correct"),
+        None,
+        "no tool ran: {guess}"
+    );
     assert_eq!(
         guess["correct"], false,
         "a right value without the tool: {guess}"
@@ -257,3 +280,5 @@ async fn a_task_past_its_timeout_is_wrong_and_its_run_is_cancelled() {
     })
     .await;
 }
+
+mod bfcl;
