@@ -12,11 +12,10 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { REPO, startBrowser, startReagent } from './support.mjs';
+import { REPO, sendMessage, startBrowser, startReagent } from './support.mjs';
 
 const EXAMPLE = path.join(REPO, 'examples', 'ag-ui');
 const SCREENSHOT = path.join(REPO, 'docs', 'example-ag-ui.png');
-const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
 
 function listen(server) {
   return new Promise((resolve) => {
@@ -61,8 +60,8 @@ function answerOf(text) {
 
 /**
  * An OpenAI-compatible mock: a loop request without a tool result yet calls `deploy`
- * (production or staging, as the question says) or `calculator`; with one it answers briefly;
- * a streamed request (the synthesis) streams the answer.
+ * (production or staging, as the question says) or `calculator`; with one it answers, streamed
+ * or not as the request asks.
  */
 function startLlm() {
   const server = http.createServer((req, res) => {
@@ -73,15 +72,6 @@ function startLlm() {
     req.on('end', () => {
       const request = JSON.parse(body || '{}');
       const messages = request.messages || [];
-      if (request.stream) {
-        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
-        for (const content of answerOf(body)) {
-          res.write(`data: ${JSON.stringify({ id: 's', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] })}\n\n`);
-        }
-        res.write(`data: ${JSON.stringify({ id: 's', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage })}\n\n`);
-        res.end('data: [DONE]\n\n');
-        return;
-      }
       const question = questionOf(messages);
       const asked = messages.findLastIndex((m) => m.role === 'user');
       const ran = messages.slice(asked + 1).some((m) => m.role === 'tool');
@@ -92,17 +82,9 @@ function startLlm() {
           : { name: 'calculator', arguments: '{"expression":"6*7"}' };
         message = { role: 'assistant', content: null, tool_calls: [{ id: `call_${call.name}`, type: 'function', function: call }] };
       } else {
-        message = { role: 'assistant', content: answerOf(body).join('') };
+        message = { role: 'assistant', content: answerOf(body) };
       }
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(
-        JSON.stringify({
-          id: 'm',
-          object: 'chat.completion',
-          model: request.model,
-          choices: [{ index: 0, message, finish_reason: message.tool_calls ? 'tool_calls' : 'stop' }],
-          usage,
-        }),
-      );
+      sendMessage(res, (ms, fn) => setTimeout(fn, ms), request, message, { gap: 0 });
     });
   });
   return listen(server).then((base) => ({ base: `${base}/v1`, close: () => close(server) }));

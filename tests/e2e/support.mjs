@@ -88,8 +88,9 @@ const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
 /**
  * POST /v1/chat/completions. Keyed on the run's query (the last user message that is not an
  * injected interrupt): tool-loop requests (with tools) and no tool result yet → two tool calls;
- * with tool results → a short final text; streamed requests (synthesis) → the answer in chunks.
- * `slow` in the query slows both so a test can act mid-run.
+ * otherwise a streamed request (the loop's reply under synthesis "auto", or the synthesis)
+ * gets the Markdown answer in chunks and a plain one a short final text. Streamed or not as
+ * the request asks. `slow` in the query slows both so a test can act mid-run.
  */
 export function startMockLlm() {
   // Every request body it answered, parsed, for tests that check what reached the model.
@@ -123,28 +124,13 @@ export function startMockLlm() {
       res.on('close', () => timers.forEach(clearTimeout));
       const later = (ms, fn) => timers.push(setTimeout(fn, ms));
 
-      if (request.stream) {
-        const followUp = /Follow-up noted/.test(query);
-        const chunks = answerChunks(query, followUp);
-        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-        const gap = slow ? 300 : /long answer/.test(query) ? 10 : 20;
-        const burst = /long answer/.test(query) ? LONG_BURST : 1;
-        const send = (obj) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-        chunks.forEach((content, i) => {
-          later(gap * (Math.floor(i / burst) + 1), () =>
-            send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] }),
-          );
-        });
-        later(gap * (Math.ceil(chunks.length / burst) + 1), () => {
-          send({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage });
-          res.end('data: [DONE]\n\n');
-        });
-        return;
-      }
+      const gap = slow ? 300 : /long answer/.test(query) ? 10 : 20;
+      const burst = /long answer/.test(query) ? LONG_BURST : 1;
+      const reply = (message) => sendMessage(res, later, request, message, { delay: slow ? 1500 : 0, gap, burst });
 
       const forced = request.tool_choice?.function?.name;
       if (forced) {
-        reply200(res, later, slow, structuredMessage(forced, query), request.model);
+        reply(structuredMessage(forced, query));
         return;
       }
       const hasTools = Array.isArray(request.tools) && request.tools.length > 0;
@@ -152,39 +138,33 @@ export function startMockLlm() {
       // A caller's tool (`confirm`, declared by an API client) is called instead of the agent's.
       const callerTool = (request.tools || []).some((t) => t.function?.name === 'confirm');
       if (callerTool && !sawTool) {
-        reply200(res, later, slow, {
+        reply({
           role: 'assistant',
           content: null,
           tool_calls: [{ id: 'call_confirm', type: 'function', function: { name: 'confirm', arguments: '{"question":"Book the 9:40 train?"}' } }],
-        }, request.model);
+        });
         return;
       }
-      const interrupt = users.find((m) => textOf(m).startsWith('[USER INTERRUPT]'));
-      let message;
       if (hasTools && !sawTool) {
-        message = {
+        reply({
           role: 'assistant',
           content: null,
           tool_calls: [
             { id: 'call_calc', type: 'function', function: { name: 'calculator', arguments: '{"expression":"6*7"}' } },
             { id: 'call_time', type: 'function', function: { name: 'current_time', arguments: '{"timezone":"UTC"}' } },
           ],
-        };
-      } else {
-        const extra = interrupt ? ` Follow-up noted: ${textOf(interrupt).replace(/\s+/g, ' ')}` : '';
-        message = { role: 'assistant', content: `6*7 is 42.${extra}` };
+        });
+        return;
       }
-      const reply = JSON.stringify({
-        id: 'chatcmpl-mock',
-        object: 'chat.completion',
-        model: request.model,
-        choices: [{ index: 0, message, finish_reason: message.tool_calls ? 'tool_calls' : 'stop' }],
-        usage,
-      });
-      later(slow ? 1500 : 0, () => {
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(reply);
-      });
+      const interrupt = users.find((m) => textOf(m).startsWith('[USER INTERRUPT]'));
+      if (request.stream) {
+        // A streamed reply is the answer: the loop's reply (synthesis "auto") or the synthesis.
+        const followUp = Boolean(interrupt) || /Follow-up noted/.test(query);
+        sendMessage(res, later, request, { role: 'assistant', content: answerChunks(query, followUp) }, { gap, burst });
+        return;
+      }
+      const extra = interrupt ? ` Follow-up noted: ${textOf(interrupt).replace(/\s+/g, ' ')}` : '';
+      reply({ role: 'assistant', content: `6*7 is 42.${extra}` });
     });
   });
   return new Promise((resolve) => {
@@ -219,17 +199,38 @@ function structuredMessage(name, query) {
   };
 }
 
-function reply200(res, later, slow, message, model) {
-  const reply = JSON.stringify({
-    id: 'chatcmpl-mock',
-    object: 'chat.completion',
-    model,
-    choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
-    usage,
-  });
-  later(slow ? 1500 : 0, () => {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(reply);
+/**
+ * Sends `message` as the request asked: one JSON body, or (`stream`) chunks `gap` ms apart,
+ * `burst` at a time. `content` may be an array: the chunks of a streamed text.
+ */
+export function sendMessage(res, later, request, message, { delay = 0, gap = 20, burst = 1 } = {}) {
+  const finish = message.tool_calls ? 'tool_calls' : 'stop';
+  const pieces = Array.isArray(message.content) ? message.content : message.content ? [message.content] : [];
+  if (!request.stream) {
+    const body = JSON.stringify({
+      id: 'chatcmpl-mock',
+      object: 'chat.completion',
+      model: request.model,
+      choices: [{ index: 0, message: { ...message, content: message.content === null ? null : pieces.join('') }, finish_reason: finish }],
+      usage,
+    });
+    later(delay, () => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(body);
+    });
+    return;
+  }
+  const send = (delta, extra = {}) =>
+    res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta, ...extra }], ...(extra.finish_reason ? { usage } : {}) })}\n\n`);
+  later(delay, () => res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' }));
+  pieces.forEach((content, i) => later(delay + gap * (Math.floor(i / burst) + 1), () => send({ content })));
+  const end = delay + gap * (Math.ceil(pieces.length / burst) + 1);
+  later(end, () => {
+    if (message.tool_calls) {
+      send({ role: 'assistant', tool_calls: message.tool_calls.map((c, index) => ({ index, ...c })) });
+    }
+    send({}, { finish_reason: finish });
+    res.end('data: [DONE]\n\n');
   });
 }
 
