@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
+use super::request::Started;
 use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::client_tools::{match_outputs, ToolOutput};
 use crate::agent::context::estimate_tokens;
@@ -39,8 +40,23 @@ impl RunManager {
         run_id: Uuid,
         outputs: Vec<ToolOutput>,
     ) -> Result<Arc<LiveRun>, RunError> {
+        Ok(self
+            .continue_timed(owner, run_id, outputs, None)
+            .await?
+            .live)
+    }
+
+    /// [`RunManager::submit_tool_outputs`], with a facade's `record` of the request stored
+    /// with the continuation's row, and the continuation's stored `started_at`.
+    pub(super) async fn continue_timed(
+        self: &Arc<Self>,
+        owner: &str,
+        run_id: Uuid,
+        outputs: Vec<ToolOutput>,
+        record: Option<String>,
+    ) -> Result<Started, RunError> {
         let (me, owner) = (self.clone(), owner.to_string());
-        tokio::spawn(async move { me.continue_now(&owner, run_id, outputs).await })
+        tokio::spawn(async move { me.continue_now(&owner, run_id, outputs, record).await })
             .await
             .map_err(|e| RunError::Internal(format!("the run start task failed: {e}")))?
     }
@@ -50,7 +66,8 @@ impl RunManager {
         owner: &str,
         run_id: Uuid,
         outputs: Vec<ToolOutput>,
-    ) -> Result<Arc<LiveRun>, RunError> {
+        record: Option<String>,
+    ) -> Result<Started, RunError> {
         let run = self
             .store
             .get_run(owner, run_id)
@@ -83,7 +100,9 @@ impl RunManager {
         // A checkpoint names stored images by artifact: their bytes are read back once here.
         let allowance = self.max_run_image_bytes;
         super::images::load_images(&self.store, owner, &mut cp.messages, allowance).await?;
-        self.launch_continuation(owner, &run, cp, &first).await
+        let record = record.as_deref();
+        self.launch_continuation(owner, &run, cp, &first, record)
+            .await
     }
 
     /// The latest run of `owner`'s conversation, when it waits for tool outputs (else 409).
@@ -115,7 +134,8 @@ impl RunManager {
         paused: &RunRow,
         cp: Checkpoint,
         first: &str,
-    ) -> Result<Arc<LiveRun>, RunError> {
+        record: Option<&str>,
+    ) -> Result<Started, RunError> {
         let conv = self.owned(owner, paused.conversation_id).await?;
         if self.shutdown.is_cancelled() {
             return Err(RunError::ShuttingDown);
@@ -159,10 +179,13 @@ impl RunManager {
             model: model.clone(),
             traceparent: trace.traceparent(),
         };
-        if let Err(e) = self.store.create_run_from(new, first).await {
-            self.active.remove(&conv.id);
-            return Err(e.into());
-        }
+        let micros = match self.store.create_run_from(new, first, record).await {
+            Ok(micros) => micros,
+            Err(e) => {
+                self.active.remove(&conv.id);
+                return Err(e.into());
+            }
+        };
         let input = RunInput {
             run_id: run_id.to_string(),
             conversation_id: conv.id.to_string(),
@@ -187,7 +210,7 @@ impl RunManager {
         let engine = RunEngine::React(agent);
         self.spawn_run(live.clone(), engine, input, queue, Some(resume), labels);
         tracing::info!(run_id = %run_id, continues = %paused.id, "continuation started");
-        Ok(live)
+        Ok(Started::at(live, micros))
     }
 
     /// A continuation's span: in the caller's trace when the request names one, else in the

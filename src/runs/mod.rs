@@ -21,6 +21,10 @@
 //!   from their checkpoint, or failed with the same fallback tail;
 //! - `lease` — the lease task: heartbeat, renewals, lost runs stopped, the sweeper (docs/deployment.md);
 //! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
+//! - `session` — the verbs every API's handler calls to map a request onto conversations and
+//!   runs, protocol aside: attach a request to a thread ([`session::Thread`]: a new or stored
+//!   conversation, a client's thread id, or after a run), answer a waiting run, stop and
+//!   wait, delete; a facade's record is stored in the run's start transaction;
 //! - `checks` — the text rules of docs/api.md;
 //! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
 //!   the events of all runs in shared transactions).
@@ -51,6 +55,7 @@ mod recover;
 mod remote;
 pub mod replay;
 mod request;
+pub mod session;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -63,4 +68,4 @@ pub use lease_types::{LeaseCounts, LeaseTimes};
 pub use log::{EventLog, LoggedEvent};
 pub use manager::{EventObserver, LiveRun, RunError, RunManager};
 pub use recover::Recovered;
-pub use request::{title_after, ConversationRef, StartRun};
+pub use request::{title_after, ConversationRef, StartRun, Started};

@@ -1,9 +1,13 @@
 //! What a client asks for when it starts a run ([`StartRun`]), whichever API it came through;
 //! [`RunManager::start`](super::RunManager::start) checks and starts it.
 
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::history::PriorTurn;
+use super::manager::LiveRun;
 use crate::agent::Mode;
 use crate::domain::Engine;
 use crate::llm::ToolDefinition;
@@ -82,6 +86,24 @@ pub struct StartRun {
     /// `previous_response_id`, docs/protocols.md), checked in the start's transaction: else
     /// nothing is stored and the start fails as a busy conversation would.
     pub after_run: Option<Uuid>,
+    /// What the request asked for as the API that took it keeps it (JSON), stored beside the
+    /// run in its start transaction: a run is never seen without it.
+    pub record: Option<String>,
+}
+
+/// A run just started, with its `started_at` as stored (so no caller reads the run back).
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub live: Arc<LiveRun>,
+    pub started_at: DateTime<Utc>,
+}
+
+impl Started {
+    pub(super) fn at(live: Arc<LiveRun>, micros: i64) -> Self {
+        // Infallible: the micros were just produced from the clock.
+        let started_at = DateTime::from_timestamp_micros(micros).unwrap_or_default();
+        Self { live, started_at }
+    }
 }
 
 impl StartRun {
@@ -103,6 +125,7 @@ impl StartRun {
             images: Vec::new(),
             context: None,
             after_run: None,
+            record: None,
         }
     }
 }

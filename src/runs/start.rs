@@ -21,7 +21,7 @@ use super::images::{
 use super::ledger::Ledger;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
-use super::request::{ConversationRef, StartRun};
+use super::request::{ConversationRef, StartRun, Started};
 use crate::agent::checkpoint::Resume;
 use crate::agent::context::estimate_tokens;
 use crate::agent::{InterruptQueue, RunInput};
@@ -44,6 +44,15 @@ impl RunManager {
         owner: &str,
         request: StartRun,
     ) -> Result<Arc<LiveRun>, RunError> {
+        Ok(self.start_timed(owner, request).await?.live)
+    }
+
+    /// [`RunManager::start`], with the run's stored `started_at`.
+    pub(super) async fn start_timed(
+        self: &Arc<Self>,
+        owner: &str,
+        request: StartRun,
+    ) -> Result<Started, RunError> {
         let (me, owner) = (self.clone(), owner.to_string());
         // The caller's trace (an incoming `traceparent`): the run's span is its child.
         let parent = Context::current();
@@ -57,7 +66,7 @@ impl RunManager {
         owner: &str,
         mut request: StartRun,
         parent: Context,
-    ) -> Result<Arc<LiveRun>, RunError> {
+    ) -> Result<Started, RunError> {
         // A query may be its images alone ("what is this?" is often left unsaid).
         match request.images.is_empty() {
             true => check_text("query", &request.query, self.max_query_chars)?,
@@ -119,9 +128,10 @@ impl RunManager {
         };
         match self.prepare(&mut request, &mut starting).await {
             Ok(prepared) => {
+                let micros = prepared.started_at;
                 let live = self.launch(&starting, prepared);
                 tracing::info!(run_id = %live.id, conversation_id = %starting.conv.id, "run started");
-                Ok(live)
+                Ok(Started::at(live, micros))
             }
             Err(e) => {
                 let conv = &starting.conv;
@@ -174,6 +184,7 @@ impl RunManager {
             engine,
             input,
             labels,
+            ..
         } = prepared;
         self.spawn_run(live.clone(), engine, input, queue, None, labels);
         live
@@ -320,7 +331,8 @@ impl RunManager {
         };
         let mut artifacts = seed.artifacts;
         artifacts.extend(images.artifacts);
-        self.store
+        let started_at = self
+            .store
             .start_run(RunStart {
                 conversation: s.is_new.then_some(conv),
                 history: seed.stored,
@@ -328,6 +340,7 @@ impl RunManager {
                 query,
                 artifacts,
                 after_run: req.after_run,
+                record: req.record.take(),
             })
             .await?;
         for id in &req.replaces {
@@ -351,6 +364,7 @@ impl RunManager {
             engine: RunEngine::new(engine, agent, dag),
             input,
             labels,
+            started_at,
         })
     }
 }
@@ -375,6 +389,8 @@ struct Prepared {
     engine: RunEngine,
     input: RunInput,
     labels: RunLabels,
+    /// The run's `started_at` as stored (µs).
+    started_at: i64,
 }
 
 /// The engine a run uses: the request's, else the conversation's, else the agent's, else the

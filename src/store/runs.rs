@@ -225,18 +225,34 @@ impl Store {
 
     /// As [`Store::create_run`], the run stored with the checkpoint it starts from (a
     /// continuation's: the caller's outputs appended), so that once this returns a crash
-    /// cannot lose what the run was started with: recovery resumes it from there.
-    pub async fn create_run_from(&self, new: NewRun, checkpoint: &str) -> Result<(), StoreError> {
+    /// cannot lose what the run was started with: recovery resumes it from there. `record`: a
+    /// facade's record of the request ([`RunStart::record`](start::RunStart)), in the same
+    /// transaction. Returns the run's `started_at` (µs).
+    pub async fn create_run_from(
+        &self,
+        new: NewRun,
+        checkpoint: &str,
+        record: Option<&str>,
+    ) -> Result<i64, StoreError> {
         let _turn = self.write_turn().await;
         let (_, micros) = now();
         with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
             let mut row = run_row(&new, micros, self.lease_holder());
             row.push(Arg::Str(checkpoint));
             bind(sqlx::query(INSERT_RUN_FROM_SQL), row)
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?;
+            if let Some(record) = record {
+                sqlx::query(start::INSERT_RECORD_SQL)
+                    .bind(new.id.to_string())
+                    .bind(record)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
         });
-        Ok(())
+        Ok(micros)
     }
 
     /// Writes the terminal state and `finished_at`, only if the run is still running. `false`

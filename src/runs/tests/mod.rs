@@ -28,6 +28,7 @@ mod commands;
 mod continuation;
 mod lease;
 mod recovery;
+mod session;
 mod start;
 
 struct Fixture {

@@ -1,4 +1,4 @@
-//! `POST /v1/chat/completions`: the request becomes one [`StartRun`] — in a new conversation
+//! `POST /v1/chat/completions`: the request becomes one run — in a new conversation
 //! of the agent's, seeded with the request's earlier messages, or in the stored conversation
 //! named by `X-Reagent-Conversation-Id` — and the run's events become a `chat.completion` (here)
 //! or a chunk stream (`stream`). Either way a client that goes away cancels its run.
@@ -24,7 +24,8 @@ use crate::agent::client_tools::ToolOutput;
 use crate::agent::RunOutcome;
 use crate::config::AgentSpec;
 use crate::domain::EventName;
-use crate::runs::{title_after, ConversationRef, LiveRun, StartRun};
+use crate::runs::session::{Answer, Answered, Ask, Thread};
+use crate::runs::{title_after, LiveRun};
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
 use crate::store::NewConversation;
@@ -55,8 +56,8 @@ pub async fn create(
     let live = match parsed.outputs.clone() {
         Some(outputs) => continue_run(&state, &owner, &headers, outputs).await?,
         None => {
-            let request = start_request(&headers, &agent, &mut parsed)?;
-            state.runs.start(&owner.0, request).await?
+            let (thread, ask) = start_request(&headers, &agent, &mut parsed)?;
+            state.runs.attach(&owner.0, thread, ask).await?.live
         }
     };
     let ids = [
@@ -100,9 +101,9 @@ async fn continue_run(
             o.call_id = call;
         }
     }
-    let run = match (named, conversation_header(headers)?) {
-        (Some(run), _) => run,
-        (None, Some(conversation)) => state.runs.waiting_run(&owner.0, conversation).await?,
+    let thread = match (named, conversation_header(headers)?) {
+        (Some(run), _) => Thread::After(run),
+        (None, Some(conversation)) => Thread::Conversation(conversation),
         (None, None) => {
             return Err(OpenAiError::invalid(
                 Some("messages"),
@@ -111,10 +112,13 @@ async fn continue_run(
             ))
         }
     };
-    Ok(state
-        .runs
-        .submit_tool_outputs(&owner.0, run, outputs)
-        .await?)
+    let answer = Answer::Outputs(outputs);
+    match state.runs.answer(&owner.0, &thread, answer, None).await? {
+        Answered::Continued(started) => Ok(started.live),
+        Answered::Resumed { .. } => {
+            Err(ApiError::Internal("tool outputs resumed no continuation".into()).into())
+        }
+    }
 }
 
 /// The conversation the header names (`None` without the header).
@@ -137,15 +141,20 @@ fn start_request(
     headers: &HeaderMap,
     agent: &AgentSpec,
     parsed: &mut Parsed,
-) -> Result<StartRun, OpenAiError> {
+) -> Result<(Thread, Ask), OpenAiError> {
+    let ask = Ask {
+        query: parsed.query.clone(),
+        client_tools: parsed.tools.clone(),
+        images: std::mem::take(&mut parsed.images),
+        ..Ask::default()
+    };
     if let Some(id) = conversation_header(headers)? {
         // The response names `agent`: the conversation must be one of its.
-        return Ok(StartRun {
+        let ask = Ask {
             agent: Some(agent.name.clone()),
-            client_tools: parsed.tools.clone(),
-            images: std::mem::take(&mut parsed.images),
-            ..StartRun::new(ConversationRef::Existing(id), parsed.query.clone())
-        });
+            ..ask
+        };
+        return Ok((Thread::Conversation(id), ask));
     }
     let prompt: Vec<&str> = agent
         .system_prompt
@@ -161,15 +170,14 @@ fn start_request(
         system_prompt: (!parsed.system.is_empty()).then(|| prompt.join("\n\n")),
         ..NewConversation::default()
     };
-    Ok(StartRun {
+    let ask = Ask {
         history: std::mem::take(&mut parsed.history)
             .into_iter()
             .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
             .collect(),
-        client_tools: parsed.tools.clone(),
-        images: std::mem::take(&mut parsed.images),
-        ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
-    })
+        ..ask
+    };
+    Ok((Thread::New(conversation), ask))
 }
 
 /// Follows the run to its `done` event. If the client goes away first, the dropped future

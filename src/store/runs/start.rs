@@ -23,6 +23,8 @@ pub(crate) struct StartRow {
     artifacts: Vec<NewArtifact>,
     /// The run that must still be the conversation's latest ([`RunStart::after_run`]).
     after_run: Option<Uuid>,
+    /// The facade's record of the request ([`RunStart::record`]).
+    record: Option<String>,
 }
 
 /// A run start as [`Store::start_run`] writes it.
@@ -40,6 +42,9 @@ pub struct RunStart<'a> {
     /// and nothing is written (a response continuing an earlier one that another just
     /// continued, docs/protocols.md).
     pub after_run: Option<Uuid>,
+    /// What the request asked for as the API that took it keeps it (JSON: the Responses API's
+    /// request), stored beside the run in the same transaction.
+    pub record: Option<String>,
 }
 
 /// Inserts an artifact of a run being started; the owner is the run's.
@@ -51,10 +56,15 @@ const INSERT_ARTIFACT_SQL: &str =
 const LATEST_RUN_SQL: &str = "SELECT id FROM runs WHERE conversation_id = $1 \
      ORDER BY started_at DESC, id DESC LIMIT 1";
 
-/// A start waiting in [`Store`]'s queue for the next group commit, with where to report.
+/// Keeps a facade's record of a run's request (`responses`, docs/protocols.md).
+pub(super) const INSERT_RECORD_SQL: &str =
+    "INSERT INTO responses (run_id, request) VALUES ($1, $2)";
+
+/// A start waiting in [`Store`]'s queue for the next group commit, with where to report (the
+/// run's `started_at`, µs, once written).
 pub(crate) type PendingStart = (
     StartRow,
-    tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+    tokio::sync::oneshot::Sender<Result<i64, StoreError>>,
 );
 
 impl Store {
@@ -74,13 +84,16 @@ impl Store {
             query,
             artifacts: Vec::new(),
             after_run: None,
+            record: None,
         })
         .await
+        .map(|_| ())
     }
 
     /// Any run start: the run, its query and their artifacts, with the new conversation and
-    /// its seed history when there is one, in one (group-committed) transaction.
-    pub async fn start_run(&self, start: RunStart<'_>) -> Result<(), StoreError> {
+    /// its seed history when there is one, in one (group-committed) transaction. Returns the
+    /// run's `started_at` as stored (µs), so no one reads the run back for it.
+    pub async fn start_run(&self, start: RunStart<'_>) -> Result<i64, StoreError> {
         self.start_grouped(StartRow {
             conversation: start.conversation.cloned(),
             history: start.history,
@@ -88,6 +101,7 @@ impl Store {
             query: start.query,
             artifacts: start.artifacts,
             after_run: start.after_run,
+            record: start.record,
         })
         .await
     }
@@ -124,8 +138,10 @@ impl Store {
             query,
             artifacts: Vec::new(),
             after_run: None,
+            record: None,
         })
         .await
+        .map(|_| ())
     }
 
     /// Group commit of run starts: the start joins a queue, then waits for its turn to write
@@ -134,7 +150,7 @@ impl Store {
     /// each (the commits' WAL writes); now they are a few. If the shared transaction fails
     /// (one start conflicting, say), each start of it is retried alone, so one start's error
     /// never fails another. On PostgreSQL (no gate) concurrent starts batch opportunistically.
-    async fn start_grouped(&self, row: StartRow) -> Result<(), StoreError> {
+    async fn start_grouped(&self, row: StartRow) -> Result<i64, StoreError> {
         let (reply, done) = tokio::sync::oneshot::channel();
         self.pending_starts().push((row, reply));
         {
@@ -163,7 +179,7 @@ impl Store {
         match self.insert_starts(&all, micros).await {
             Ok(()) => {
                 for reply in replies {
-                    let _ = reply.send(Ok(()));
+                    let _ = reply.send(Ok(micros));
                 }
             }
             Err(e) if rows.len() == 1 => {
@@ -173,7 +189,8 @@ impl Store {
             }
             Err(_) => {
                 for (row, reply) in rows.iter().zip(replies) {
-                    let _ = reply.send(self.insert_starts(&[row], micros).await);
+                    let written = self.insert_starts(&[row], micros).await;
+                    let _ = reply.send(written.map(|()| micros));
                 }
             }
         }
@@ -240,6 +257,15 @@ impl Store {
                         .bind(i64::try_from(a.data.len()).unwrap_or(i64::MAX))
                         .bind(&a.data)
                         .bind(micros)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            for row in rows {
+                if let Some(record) = &row.record {
+                    sqlx::query(INSERT_RECORD_SQL)
+                        .bind(row.run.id.to_string())
+                        .bind(record)
                         .execute(&mut *tx)
                         .await?;
                 }

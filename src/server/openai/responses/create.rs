@@ -21,14 +21,14 @@ use super::encode::Encoder;
 use super::load::context;
 use super::request::{parse, Parsed};
 use crate::config::AgentSpec;
-use crate::domain::RunStatus;
-use crate::runs::{title_after, ConversationRef, LiveRun, RunError, StartRun};
+use crate::runs::session::{Answer, Answered, Ask, Thread};
+use crate::runs::{title_after, LiveRun, RunError, Started};
 use crate::server::openai::completions::{CONVERSATION_HEADER, RUN_HEADER};
 use crate::server::openai::stream::CancelOnDrop;
 use crate::server::openai::OpenAiError;
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
-use crate::store::{NewConversation, StoreError};
+use crate::store::NewConversation;
 
 pub async fn create(
     State(state): State<AppState>,
@@ -47,21 +47,17 @@ pub async fn create(
         .agent(&parsed.echo.model)
         .ok_or_else(|| OpenAiError::model_not_found(&parsed.echo.model))?
         .clone();
-    let live = if parsed.tool_outputs.is_empty() {
-        start(&state, &owner.0, &agent, &mut parsed).await?
-    } else {
-        continue_with_outputs(&state, &owner.0, &parsed).await?
-    };
-    // The run and what the request asked for are stored before anything is sent.
-    let row = state.runs.run(&owner.0, live.id).await?;
-    let echo = parsed.echo.clone();
-    let stored = serde_json::to_string(&echo)
+    // What the request asked for is stored with its run, before anything is sent.
+    let record = serde_json::to_string(&parsed.echo)
         .map_err(|e| ApiError::Internal(format!("response request: {e}")))?;
-    if let Err(e) = state.store.put_response_request(live.id, &stored).await {
-        live.cancel.cancel();
-        return Err(ApiError::from(e).into());
-    }
-    let ctx = context(&row, echo);
+    let started = if parsed.tool_outputs.is_empty() {
+        start(&state, &owner.0, &agent, &mut parsed, record).await?
+    } else {
+        continue_with_outputs(&state, &owner.0, &parsed, record).await?
+    };
+    let live = started.live.clone();
+    let echo = parsed.echo.clone();
+    let ctx = context(live.id, live.conversation_id, started.started_at, echo);
     let ids = [
         (HeaderName::from_static(RUN_HEADER), header_value(live.id)),
         (
@@ -91,62 +87,35 @@ pub async fn create(
     Ok((ids, Json(response)).into_response())
 }
 
-/// Starts the request's run (in a fork made for it, deleted again if the start fails).
-///
-/// Concurrent requests after one finished response are deterministic: the first to start
-/// continues its conversation; one that finds the conversation taken by another run meanwhile
-/// (busy, or moved on past that response) continues in a fork at that response, as it would
-/// have a moment later — never a `409` for a finished response.
+/// Starts the request's run on its thread: a new conversation of the agent's, the stored
+/// `conversation`, or after `previous_response_id` (its conversation while it is the latest
+/// response there, else a fork at it; a `409` only while it still runs).
 async fn start(
     state: &AppState,
     owner: &str,
     agent: &AgentSpec,
     parsed: &mut Parsed,
-) -> Result<Arc<LiveRun>, OpenAiError> {
-    let (request, fork) = start_request(state, owner, agent, parsed).await?;
-    let joined = request.after_run;
-    let first = start_in(state, owner, parsed, request, fork).await;
-    if first.is_ok() {
-        // Kept for a fork only while joining could fail (megabytes each).
-        parsed.images = Vec::new();
-    }
-    let busy = match first {
-        // Taken meanwhile: another run started there, or (its start's transaction says) began
-        // and ended since the previous response was found to be the latest.
-        Err(e @ (RunError::Active | RunError::Store(StoreError::Conflict(_)))) => e,
-        other => return other.map_err(OpenAiError::from),
+    record: String,
+) -> Result<Started, OpenAiError> {
+    let thread = thread_of(state, owner, agent, parsed).await?;
+    let new = matches!(thread, Thread::New(_));
+    let ask = Ask {
+        query: parsed.query.clone(),
+        // The images are taken from `parsed`, not copied (megabytes each).
+        images: std::mem::take(&mut parsed.images),
+        history: match new {
+            true => std::mem::take(&mut parsed.history)
+                .into_iter()
+                .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
+                .collect(),
+            false => Vec::new(),
+        },
+        client_tools: parsed.client_tools.clone(),
+        agent: (!new).then(|| agent.name.clone()),
+        record: Some(record),
+        ..Ask::default()
     };
-    let Some(previous) = joined else {
-        return Err(busy.into());
-    };
-    // The previous response itself still running keeps its conversation busy: a 409.
-    let row = state.runs.run(owner, previous).await?;
-    if row.status == RunStatus::Running {
-        return Err(RunError::Active.into());
-    }
-    let fork = state
-        .runs
-        .fork_conversation(owner, row.conversation_id, Some(previous))
-        .await?;
-    let request = existing_request(agent, parsed, fork.id, None);
-    Ok(start_in(state, owner, parsed, request, Some(fork.id)).await?)
-}
-
-/// Starts `request` with the request's caller tools; `fork`, made for it, is deleted again if
-/// the start fails.
-async fn start_in(
-    state: &AppState,
-    owner: &str,
-    parsed: &Parsed,
-    mut request: StartRun,
-    fork: Option<Uuid>,
-) -> Result<Arc<LiveRun>, RunError> {
-    request.client_tools = parsed.client_tools.clone();
-    let started = state.runs.start(owner, request).await;
-    if let (Err(_), Some(fork)) = (&started, fork) {
-        let _ = state.runs.delete_conversation(owner, fork).await;
-    }
-    started
+    Ok(state.runs.attach(owner, thread, ask).await?)
 }
 
 /// `function_call_output` items answer the caller tool calls of `previous_response_id`: the
@@ -155,17 +124,18 @@ async fn continue_with_outputs(
     state: &AppState,
     owner: &str,
     parsed: &Parsed,
-) -> Result<Arc<LiveRun>, OpenAiError> {
+    record: String,
+) -> Result<Started, OpenAiError> {
     let previous = parsed.previous.ok_or_else(|| {
         OpenAiError::invalid(
             Some("previous_response_id"),
             "function_call_output needs previous_response_id",
         )
     })?;
-    let outputs = parsed.tool_outputs.clone();
-    state
+    let answer = Answer::Outputs(parsed.tool_outputs.clone());
+    let answered = state
         .runs
-        .submit_tool_outputs(owner, previous, outputs)
+        .answer(owner, &Thread::After(previous), answer, Some(record))
         .await
         .map_err(|e| match e {
             RunError::NotFound => OpenAiError::not_found(
@@ -174,7 +144,13 @@ async fn continue_with_outputs(
             ),
             RunError::Invalid(m) | RunError::Conflict(m) => OpenAiError::invalid(Some("input"), m),
             other => other.into(),
-        })
+        })?;
+    match answered {
+        Answered::Continued(started) => Ok(started),
+        Answered::Resumed { .. } => {
+            Err(ApiError::Internal("tool outputs resumed no continuation".into()).into())
+        }
+    }
 }
 
 fn header_value(id: Uuid) -> HeaderValue {
@@ -201,16 +177,23 @@ async fn follow_to_end(
     Err(ApiError::Internal("the run's events ended without done".into()).into())
 }
 
-/// The run to start, and the conversation forked for it (if any). The images are taken from
-/// `parsed`, not copied (megabytes each).
-async fn start_request(
+/// The thread the request's run goes on: after `previous_response_id` (a response of the
+/// caller's), in `conversation`, else a new conversation of the agent's.
+async fn thread_of(
     state: &AppState,
     owner: &str,
     agent: &AgentSpec,
-    parsed: &mut Parsed,
-) -> Result<(StartRun, Option<Uuid>), OpenAiError> {
-    let existing = match (parsed.previous, parsed.conversation) {
-        (Some(previous), _) => Some(continue_at(state, owner, previous, parsed).await?),
+    parsed: &Parsed,
+) -> Result<Thread, OpenAiError> {
+    let thread = match (parsed.previous, parsed.conversation) {
+        (Some(previous), _) => {
+            let found = state.runs.run_with_record(owner, previous).await;
+            match found {
+                Ok((_, Some(_))) => Thread::After(previous),
+                Ok((_, None)) | Err(RunError::NotFound) => return Err(previous_not_found(parsed)),
+                Err(e) => return Err(e.into()),
+            }
+        }
         (None, Some(conversation)) => {
             state
                 .runs
@@ -223,22 +206,22 @@ async fn start_request(
                     ),
                     other => other.into(),
                 })?;
-            Some((conversation, None))
+            Thread::Conversation(conversation)
         }
-        (None, None) => None,
+        (None, None) => return Ok(Thread::New(new_conversation(agent, parsed))),
     };
-    if let Some((conversation, fork)) = existing {
-        if !parsed.history.is_empty() {
-            return Err(OpenAiError::invalid(
-                Some("input"),
-                "With 'previous_response_id' or 'conversation', the input is the new user \
-                 message only: the earlier turns are the stored conversation's",
-            ));
-        }
-        // Joining the conversation of `previous_response_id`: only while it is the latest.
-        let after = parsed.previous.filter(|_| fork.is_none());
-        return Ok((existing_request(agent, parsed, conversation, after), fork));
+    if !parsed.history.is_empty() {
+        return Err(OpenAiError::invalid(
+            Some("input"),
+            "With 'previous_response_id' or 'conversation', the input is the new user \
+             message only: the earlier turns are the stored conversation's",
+        ));
     }
+    Ok(thread)
+}
+
+/// A new conversation of `agent`'s for the request.
+fn new_conversation(agent: &AgentSpec, parsed: &Parsed) -> NewConversation {
     let prompt: Vec<&str> = agent
         .system_prompt
         .iter()
@@ -246,94 +229,25 @@ async fn start_request(
         .map(String::as_str)
         .filter(|p| !p.trim().is_empty())
         .collect();
-    let conversation = NewConversation {
+    NewConversation {
         title: Some(title_after(&parsed.query)),
         agent: Some(agent.name.clone()),
         // The agent's own prompt when the request adds nothing (it is read at run time).
         system_prompt: (!parsed.system.is_empty()).then(|| prompt.join("\n\n")),
         ..NewConversation::default()
-    };
-    let request = StartRun {
-        history: std::mem::take(&mut parsed.history)
-            .into_iter()
-            .filter(|t| !t.content.trim().is_empty() || !t.images.is_empty())
-            .collect(),
-        images: std::mem::take(&mut parsed.images),
-        ..StartRun::new(ConversationRef::New(conversation), parsed.query.clone())
-    };
-    Ok((request, None))
-}
-
-/// The request's run in the existing `conversation` (the agent's, checked at the start), after
-/// the run `after_run` when it must still be the latest. The images are taken from `parsed`,
-/// except when joining after a run: a fork may need them again if that fails.
-fn existing_request(
-    agent: &AgentSpec,
-    parsed: &mut Parsed,
-    conversation: Uuid,
-    after_run: Option<Uuid>,
-) -> StartRun {
-    let images = match after_run {
-        Some(_) => parsed.images.clone(),
-        None => std::mem::take(&mut parsed.images),
-    };
-    StartRun {
-        agent: Some(agent.name.clone()),
-        images,
-        after_run,
-        ..StartRun::new(
-            ConversationRef::Existing(conversation),
-            parsed.query.clone(),
-        )
     }
 }
 
-/// Where a response after `previous` runs: its conversation when `previous` is the latest
-/// run there, else a fork of it at `previous` (the second value names the fork).
-async fn continue_at(
-    state: &AppState,
-    owner: &str,
-    previous: Uuid,
-    parsed: &Parsed,
-) -> Result<(Uuid, Option<Uuid>), OpenAiError> {
-    let not_found = || {
-        OpenAiError::not_found(
-            Some("previous_response_id"),
-            format!(
-                "Previous response with id '{}' not found.",
-                parsed
-                    .echo
-                    .previous_response_id
-                    .as_deref()
-                    .unwrap_or_default()
-            ),
-        )
-    };
-    let row = match state.runs.run(owner, previous).await {
-        Ok(row) => row,
-        Err(RunError::NotFound) => return Err(not_found()),
-        Err(e) => return Err(e.into()),
-    };
-    if state
-        .store
-        .response_request(previous)
-        .await
-        .map_err(ApiError::from)?
-        .is_none()
-    {
-        return Err(not_found());
-    }
-    let latest = state
-        .store
-        .latest_run(row.conversation_id)
-        .await
-        .map_err(ApiError::from)?;
-    if latest.map(|r| r.id) == Some(previous) {
-        return Ok((row.conversation_id, None));
-    }
-    let fork = state
-        .runs
-        .fork_conversation(owner, row.conversation_id, Some(previous))
-        .await?;
-    Ok((fork.id, Some(fork.id)))
+fn previous_not_found(parsed: &Parsed) -> OpenAiError {
+    OpenAiError::not_found(
+        Some("previous_response_id"),
+        format!(
+            "Previous response with id '{}' not found.",
+            parsed
+                .echo
+                .previous_response_id
+                .as_deref()
+                .unwrap_or_default()
+        ),
+    )
 }

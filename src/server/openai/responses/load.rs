@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde_json::Value;
 use uuid::Uuid;
@@ -10,7 +11,7 @@ use uuid::Uuid;
 use super::encode::Encoder;
 use super::object::Context;
 use super::request::{response_run_id, Echo};
-use crate::runs::replay::stored_events;
+use crate::runs::RunError;
 use crate::server::openai::OpenAiError;
 use crate::server::state::AppState;
 use crate::server::ApiError;
@@ -22,11 +23,16 @@ pub fn response_not_found(id: &str) -> OpenAiError {
 }
 
 /// The context every object and event of a response repeats.
-pub fn context(row: &RunRow, echo: Echo) -> Arc<Context> {
+pub fn context(
+    run_id: Uuid,
+    conversation_id: Uuid,
+    started_at: DateTime<Utc>,
+    echo: Echo,
+) -> Arc<Context> {
     Arc::new(Context {
-        run_id: row.id,
-        conversation_id: row.conversation_id,
-        started_ms: row.started_at.timestamp_millis(),
+        run_id,
+        conversation_id,
+        started_ms: started_at.timestamp_millis(),
         echo,
     })
 }
@@ -38,26 +44,21 @@ pub async fn load(
     id: &str,
 ) -> Result<(RunRow, Arc<Context>), OpenAiError> {
     let run_id: Uuid = response_run_id(id).ok_or_else(|| response_not_found(id))?;
-    let row = match state.runs.run(owner, run_id).await {
-        Ok(row) => row,
-        Err(crate::runs::RunError::NotFound) => return Err(response_not_found(id)),
+    let (row, request) = match state.runs.run_with_record(owner, run_id).await {
+        Ok((row, Some(request))) => (row, request),
+        Ok((_, None)) | Err(RunError::NotFound) => return Err(response_not_found(id)),
         Err(e) => return Err(ApiError::from(e).into()),
     };
-    let request = state
-        .store
-        .response_request(run_id)
-        .await
-        .map_err(ApiError::from)?
-        .ok_or_else(|| response_not_found(id))?;
     let echo: Echo = serde_json::from_str(&request)
         .map_err(|e| ApiError::Internal(format!("unreadable response request: {e}")))?;
-    Ok((row.clone(), context(&row, echo)))
+    let ctx = context(row.id, row.conversation_id, row.started_at, echo);
+    Ok((row, ctx))
 }
 
 /// The response object as of the run's stored events.
 pub async fn snapshot(state: &AppState, ctx: &Arc<Context>) -> Value {
     let mut encoder = Encoder::new(ctx.clone());
-    let mut events = stored_events(state.store.clone(), ctx.run_id, 0, u64::MAX);
+    let mut events = state.runs.stored_events(ctx.run_id, 0);
     while let Some(ev) = events.next().await {
         encoder.event(&ev);
     }

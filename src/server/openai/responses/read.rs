@@ -2,8 +2,6 @@
 //! stream replayed after `starting_after` and followed live — never cancelling on
 //! disconnect), `POST …/cancel`, `DELETE …` and `GET …/input_items`.
 
-use std::time::Duration;
-
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -18,10 +16,7 @@ use crate::domain::RunStatus;
 use crate::runs::RunError;
 use crate::server::openai::OpenAiError;
 use crate::server::state::AppState;
-use crate::server::{ApiError, Owner};
-
-/// How long cancel and delete wait for a cancelled run to write its end.
-const STOP_WAIT: Duration = Duration::from_secs(10);
+use crate::server::Owner;
 
 #[derive(Debug, Deserialize)]
 pub struct RetrieveParams {
@@ -82,23 +77,11 @@ async fn stop(state: &AppState, owner: &str, id: &str) -> Result<(), OpenAiError
     if row.status != RunStatus::Running {
         return Ok(());
     }
-    match state.runs.cancel(owner, row.id).await {
-        Ok(()) | Err(RunError::Finished) => {}
-        Err(e) => return Err(not_found_as(e, id)),
-    }
-    let deadline = tokio::time::Instant::now() + STOP_WAIT;
-    while tokio::time::Instant::now() < deadline {
-        let status = state
-            .store
-            .get_run(owner, row.id)
-            .await
-            .map_err(ApiError::from)?;
-        if status.is_none_or(|r| r.status != RunStatus::Running) {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Err(ApiError::Unavailable("the run did not stop in time; try again".into()).into())
+    state
+        .runs
+        .stop_and_wait(owner, row.id)
+        .await
+        .map_err(|e| not_found_as(e, id))
 }
 
 /// `POST /v1/responses/{id}/cancel`: the response once cancelled (a finished one unchanged).
@@ -119,16 +102,12 @@ pub async fn delete(
     Extension(owner): Extension<Owner>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, OpenAiError> {
-    stop(&state, &owner.0, &id).await?;
     let (row, _) = load(&state, &owner.0, &id).await?;
-    if !state
-        .store
+    state
+        .runs
         .delete_run(&owner.0, row.id)
         .await
-        .map_err(ApiError::from)?
-    {
-        return Err(response_not_found(&id));
-    }
+        .map_err(|e| not_found_as(e, &id))?;
     Ok(Json(
         json!({"id": id, "object": "response", "deleted": true}),
     ))

@@ -1,11 +1,11 @@
-use super::*;
+use uuid::Uuid;
 
-fn turn(role: MessageRole, text: &str) -> ClientTurn {
-    ClientTurn {
-        role,
-        text: text.into(),
-        images: Vec::new(),
-    }
+use super::{conversation_of, new_images, new_query};
+use crate::domain::MessageRole;
+use crate::runs::PriorTurn;
+
+fn turn(role: MessageRole, text: &str) -> PriorTurn {
+    PriorTurn::text(role, text)
 }
 
 #[test]
