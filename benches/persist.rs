@@ -32,7 +32,7 @@ use futures::StreamExt;
 use reagent::app::{App, AppOverrides};
 use reagent::config::Config;
 use reagent::server::serve;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use sqlx::Connection;
 use tokio::sync::Semaphore;
 

@@ -9,7 +9,7 @@ use reagent::agent::action::{cut_off, parse_action, Action};
 // The variables the loader knows; the fuzzer picks among them by index.
 use reagent::config::{Config, KNOWN_VARIABLES as ENV_KEYS};
 use reagent::llm::extract_json;
-use reagent::llm::stream::StreamDecoder;
+use reagent::llm::providers::openai::StreamDecoder;
 use reagent::llm::StreamEvent;
 
 /// `extract_json`: never panics; anything returned is an object; an object's own text is found.

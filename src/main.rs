@@ -33,7 +33,7 @@ use reagent::app::{setup, App, AppOverrides};
 use reagent::config::{Config, ConfigError, DEFAULT_CONFIG_FILE, DEMO_NOTICE};
 use reagent::eval::{EvalArgs, EvalError};
 use reagent::server;
-use reagent::testing::mock_provider::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
+use reagent_mock::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
 
 /// jemalloc, not the system allocator: a streamed token costs the server a handful of small

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reagent::llm::anthropic::{AnthropicClient, AnthropicConfig};
-use reagent::llm::openai::{OpenAiClient, OpenAiConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::{self, AnthropicOptions};
 use reagent::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError};
 use reagent::testing::ScriptedLlm;
 use serde_json::json;
@@ -22,13 +22,8 @@ pub enum Protocol {
     Anthropic,
 }
 
-enum Client {
-    OpenAi(OpenAiClient),
-    Anthropic(AnthropicClient),
-}
-
 pub struct Wire {
-    client: Client,
+    client: ModelClient,
     /// The loop's replies in the protocol's bytes, first in first out.
     replies: Mutex<VecDeque<Vec<u8>>>,
     /// Abilities, limits and the streamed synthesis answer (the same for both protocols).
@@ -40,37 +35,29 @@ impl Wire {
     pub fn new(protocol: Protocol, iterations: usize) -> Self {
         let abilities = Abilities::default();
         let timeout = Duration::from_secs(60);
-        // Never contacted: the base URLs only satisfy the constructors.
-        let client = match protocol {
-            Protocol::OpenAi => Client::OpenAi(
-                OpenAiClient::new(OpenAiConfig {
-                    base_url: "http://127.0.0.1:9/v1".into(),
-                    api_key: None,
-                    model: "bench".into(),
-                    abilities,
-                    context_window: 128_000,
-                    max_output_tokens: 4_096,
-                    timeout,
-                    max_retries: 0,
-                })
-                .expect("client"),
-            ),
-            Protocol::Anthropic => Client::Anthropic(
-                AnthropicClient::new(AnthropicConfig {
-                    base_url: "http://127.0.0.1:9".into(),
-                    api_key: None,
-                    model: "bench".into(),
-                    abilities,
-                    context_window: 128_000,
-                    max_output_tokens: 4_096,
-                    timeout,
-                    max_retries: 0,
+        // Never contacted: the base URLs only satisfy the constructor.
+        let (wire, base_url) = match protocol {
+            Protocol::OpenAi => (providers::Protocol::OpenAi, "http://127.0.0.1:9/v1"),
+            Protocol::Anthropic => (
+                providers::Protocol::Anthropic(AnthropicOptions {
                     thinking_budget: None,
                     cache: true,
-                })
-                .expect("client"),
+                }),
+                "http://127.0.0.1:9",
             ),
         };
+        let client = ModelClient::new(ClientConfig {
+            protocol: wire,
+            base_url: base_url.into(),
+            api_key: None,
+            model: "bench".into(),
+            abilities,
+            context_window: 128_000,
+            max_output_tokens: 4_096,
+            timeout,
+            max_retries: 0,
+        })
+        .expect("client");
         let mut replies: VecDeque<Vec<u8>> =
             (0..iterations).map(|i| tool_reply(protocol, i)).collect();
         replies.push_back(text_reply(protocol, "done"));
@@ -82,10 +69,7 @@ impl Wire {
     }
 
     fn encode(&self, request: &ChatRequest, stream: bool) -> Result<(), LlmError> {
-        let body = match &self.client {
-            Client::OpenAi(c) => c.body(request, stream)?,
-            Client::Anthropic(c) => c.body(request, stream)?,
-        };
+        let body = self.client.body(request, stream)?;
         std::hint::black_box(body);
         Ok(())
     }
@@ -153,10 +137,7 @@ impl Llm for Wire {
         drop(request);
         let reply = self.replies.lock().expect("replies").pop_front();
         let reply = reply.ok_or_else(|| LlmError::InvalidResponse("script exhausted".into()))?;
-        match &self.client {
-            Client::OpenAi(c) => c.parse_reply(&reply),
-            Client::Anthropic(c) => c.parse_reply(&reply),
-        }
+        self.client.parse_reply(&reply)
     }
 
     async fn stream_chat(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {

@@ -1,5 +1,5 @@
-//! The service's parts built from the configuration: the model registry (one
-//! OpenAI-compatible client per `[[models]]`), the engine settings, the tool registry
+//! The service's parts built from the configuration: the model registry (one model client
+//! per `[[models]]`), the engine settings, the tool registry
 //! (built-ins plus `[[tools.http]]`) and the hook chain. The only place that reads
 //! configuration sections into the lower layers' own types.
 
@@ -12,8 +12,8 @@ use crate::agent::hooks::config::{build_hooks, HookDeps};
 use crate::agent::hooks::HookRunner;
 use crate::agent::AgentConfig;
 use crate::config::{Api, Config, ConfigError, ModelConfig, ReactConfig};
-use crate::llm::anthropic::{AnthropicClient, AnthropicConfig};
-use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::client::{ClientConfig, ModelClient};
+use crate::llm::providers::{AnthropicOptions, Protocol};
 use crate::llm::registry::{ModelInfo, ModelRegistry};
 use crate::llm::{Llm, LlmError};
 use crate::tools::builtin::builtin_registry;
@@ -55,28 +55,16 @@ pub fn model_registry(config: &Config) -> Result<ModelRegistry, ConfigError> {
                 format!("cannot build its client: {e}"),
             )
         };
-        let llm: Arc<dyn Llm> = match m.api {
-            Api::OpenaiChat => Arc::new(
-                OpenAiClient::new(openai_config(m, config))
-                    .map_err(invalid)?
-                    .with_name(&m.name)
-                    .with_synthesis(m.synthesis)
-                    .with_sampling(m.sampling())
-                    .with_max_response_bytes(config.llm.max_response_bytes)
-                    .with_http2(config.llm.http2)
-                    .map_err(invalid)?,
-            ),
-            Api::AnthropicMessages => Arc::new(
-                AnthropicClient::new(anthropic_config(m, config))
-                    .map_err(invalid)?
-                    .with_name(&m.name)
-                    .with_synthesis(m.synthesis)
-                    .with_sampling(m.sampling())
-                    .with_max_response_bytes(config.llm.max_response_bytes)
-                    .with_http2(config.llm.http2)
-                    .map_err(invalid)?,
-            ),
-        };
+        let llm: Arc<dyn Llm> = Arc::new(
+            ModelClient::new(client_config(m, config))
+                .map_err(invalid)?
+                .with_name(&m.name)
+                .with_synthesis(m.synthesis)
+                .with_sampling(m.sampling())
+                .with_max_response_bytes(config.llm.max_response_bytes)
+                .with_http2(config.llm.http2)
+                .map_err(invalid)?,
+        );
         entries.push((model_info(m), llm));
     }
     ModelRegistry::from_llms(entries, &config.default_model)
@@ -99,9 +87,17 @@ fn model_info(m: &ModelConfig) -> ModelInfo {
     }
 }
 
-/// The client settings of one configured model.
-pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
-    OpenAiConfig {
+/// The client settings of one configured model, of the protocol its `api` names.
+pub fn client_config(model: &ModelConfig, config: &Config) -> ClientConfig {
+    let protocol = match model.api {
+        Api::OpenaiChat => Protocol::OpenAi,
+        Api::AnthropicMessages => Protocol::Anthropic(AnthropicOptions {
+            thinking_budget: model.thinking.map(|t| t.budget_tokens),
+            cache: model.cache,
+        }),
+    };
+    ClientConfig {
+        protocol,
         base_url: model.base_url.clone(),
         api_key: model.api_key.as_ref().map(|k| k.expose().to_string()),
         model: model.model.clone(),
@@ -110,22 +106,6 @@ pub fn openai_config(model: &ModelConfig, config: &Config) -> OpenAiConfig {
         max_output_tokens: model.max_output_tokens,
         timeout: Duration::from_secs(config.llm.timeout_s),
         max_retries: config.llm.max_retries,
-    }
-}
-
-/// The client settings of one `api = "anthropic-messages"` model.
-pub fn anthropic_config(model: &ModelConfig, config: &Config) -> AnthropicConfig {
-    AnthropicConfig {
-        base_url: model.base_url.clone(),
-        api_key: model.api_key.as_ref().map(|k| k.expose().to_string()),
-        model: model.model.clone(),
-        abilities: model.abilities,
-        context_window: model.context_window,
-        max_output_tokens: model.max_output_tokens,
-        timeout: Duration::from_secs(config.llm.timeout_s),
-        max_retries: config.llm.max_retries,
-        thinking_budget: model.thinking.map(|t| t.budget_tokens),
-        cache: model.cache,
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::setup::{key_warning, model_registry, open_bind_warning, openai_config};
+use super::setup::{client_config, key_warning, model_registry, open_bind_warning};
 use crate::config::Config;
 
 #[test]
@@ -20,7 +20,7 @@ fn from_config_builds_one_client_per_model() {
     assert_eq!(a.model(), "gpt-x");
     assert!(!a.abilities().tool_call);
     assert_eq!(reg.default_llm().context_window(), 64_000);
-    let client = openai_config(&config.models[1], &config);
+    let client = client_config(&config.models[1], &config);
     assert_eq!(client.api_key.as_deref(), Some("sk-secret"));
     assert_eq!(client.timeout, Duration::from_secs(120));
 }

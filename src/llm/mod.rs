@@ -1,22 +1,20 @@
 //! LLM layer: our own normalised message types, the [`Llm`] trait every provider implements,
-//! its two implementations (the OpenAI-compatible client and the native Anthropic Messages
-//! client, over one shared HTTP transport), retry policy, `structured_llm_call`,
-//! `extract_json` and the model registry.
+//! its HTTP implementation (one [`ModelClient`](client::ModelClient) over one transport, speaking
+//! the protocol a folder of `providers/` describes: OpenAI-compatible Chat Completions or
+//! Anthropic Messages), retry policy, `structured_llm_call`, `extract_json` and the model
+//! registry.
 //!
-//! Provider JSON never leaves the clients and their `*_wire` modules: everything above this
-//! module speaks [`Message`], [`ChatRequest`] and [`ChatResponse`].
+//! Provider JSON never leaves `providers/`: everything above this module speaks [`Message`],
+//! [`ChatRequest`] and [`ChatResponse`].
 
-pub mod anthropic;
-mod anthropic_wire;
 pub mod body;
-mod builders;
+pub mod client;
 pub mod content_calls;
 pub mod continuity;
 mod image;
 pub mod json;
-pub mod openai;
-mod openai_wire;
 pub mod price;
+pub mod providers;
 pub mod registry;
 pub mod retry;
 pub mod sampling;

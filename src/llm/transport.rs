@@ -1,7 +1,6 @@
-//! The HTTP side every provider client shares: one [`Transport`] per model posts the encoded
-//! request to the provider, retries, bounds the response and decodes it with its protocol's
-//! wire format ([`Protocol`]). The clients (`openai.rs`, `anthropic.rs`) only encode requests
-//! and hold the model's settings.
+//! The HTTP side of the model client: one [`Transport`] per model posts the encoded request to
+//! the provider, retries, bounds the response and decodes it with its protocol's wire format
+//! ([`Wire`]). The client (`client.rs`) only encodes requests and holds the model's settings.
 //!
 //! Failure handling (docs/configuration.md `LLM_TIMEOUT_S`, `LLM_MAX_RETRIES`):
 //! - 429/500/502/503/504/529, connection errors and timeouts are retried up to `max_retries`
@@ -28,11 +27,10 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 
-use super::anthropic_wire::{parse_message, MessageDecoder};
-use super::openai_wire::parse_completion;
+use super::providers::Wire;
 use super::retry::{parse_retry_after, Backoff};
-use super::stream::{excerpt, StreamDecoder};
-use super::{ChatResponse, ChatStream, LlmError, RequestBody, StreamEvent};
+use super::stream::excerpt;
+use super::{ChatResponse, ChatStream, LlmError, RequestBody};
 use streaming::StreamState;
 
 /// A stream may last at most this many times the per-call timeout in total.
@@ -40,79 +38,6 @@ pub const STREAM_TOTAL_FACTOR: u32 = 4;
 
 /// The default cap on one response's size.
 pub use crate::domain::DEFAULT_LLM_MAX_RESPONSE_BYTES as DEFAULT_MAX_RESPONSE_BYTES;
-
-/// The wire protocol a model speaks (`[[models]] api`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Protocol {
-    /// `POST {base_url}/chat/completions`, `Authorization: Bearer`.
-    OpenAiChat,
-    /// `POST {base_url}/v1/messages`, `x-api-key` and `anthropic-version`.
-    AnthropicMessages,
-}
-
-/// The `anthropic-version` header every Messages request carries.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-impl Protocol {
-    fn decoder(self, name: &str) -> Decoder {
-        match self {
-            Protocol::OpenAiChat => Decoder::OpenAi(StreamDecoder::for_model(name)),
-            Protocol::AnthropicMessages => Decoder::Anthropic(MessageDecoder::for_model(name)),
-        }
-    }
-
-    fn parse(self, bytes: &[u8], name: &str) -> Result<ChatResponse, LlmError> {
-        match self {
-            Protocol::OpenAiChat => parse_completion(bytes, name),
-            Protocol::AnthropicMessages => parse_message(bytes, name),
-        }
-    }
-
-    fn authorize(
-        self,
-        builder: reqwest::RequestBuilder,
-        key: Option<&str>,
-    ) -> reqwest::RequestBuilder {
-        match (self, key) {
-            (Protocol::OpenAiChat, Some(key)) => builder.bearer_auth(key),
-            (Protocol::OpenAiChat, None) => builder,
-            (Protocol::AnthropicMessages, key) => {
-                let builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
-                match key {
-                    Some(key) => builder.header("x-api-key", key),
-                    None => builder,
-                }
-            }
-        }
-    }
-}
-
-/// The SSE decoder of a protocol.
-enum Decoder {
-    OpenAi(StreamDecoder),
-    Anthropic(MessageDecoder),
-}
-
-impl Decoder {
-    fn feed(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
-        match self {
-            Decoder::OpenAi(d) => d.feed(data),
-            Decoder::Anthropic(d) => d.feed(data),
-        }
-    }
-    fn end_of_input(&mut self) -> Result<Vec<StreamEvent>, LlmError> {
-        match self {
-            Decoder::OpenAi(d) => d.end_of_input(),
-            Decoder::Anthropic(d) => d.end_of_input(),
-        }
-    }
-    fn is_done(&self) -> bool {
-        match self {
-            Decoder::OpenAi(d) => d.is_done(),
-            Decoder::Anthropic(d) => d.is_done(),
-        }
-    }
-}
 
 /// How the client picks its HTTP version (`LLM_HTTP2`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,7 +75,7 @@ pub(super) struct Transport {
     /// The model's registry name: the [`Continuity`](super::Continuity) of its replies is
     /// stamped with it, and only continuity stamped with it is sent back.
     pub(super) name: String,
-    protocol: Protocol,
+    wire: Arc<dyn Wire>,
     http: reqwest::Client,
     url: String,
     /// The base URL is `http://` (HTTP/2 then means h2c).
@@ -180,7 +105,7 @@ impl From<LlmError> for Failure {
 impl Transport {
     /// A transport posting to `{base_url}{path}`.
     pub(super) fn new(
-        protocol: Protocol,
+        wire: Arc<dyn Wire>,
         base_url: &str,
         path: &str,
         api_key: Option<String>,
@@ -191,7 +116,7 @@ impl Transport {
             .map_err(|e| LlmError::Connect(format!("invalid base URL {base_url:?}: {e}")))?;
         Ok(Self {
             name: String::new(),
-            protocol,
+            wire,
             http: http_client(timeout, Version::Http1)?,
             url: format!("{}{path}", base_url.trim_end_matches('/')),
             plain: parsed.scheme() == "http",
@@ -230,7 +155,7 @@ impl Transport {
 
     /// A non-streamed reply's body decoded as [`Self::chat`] decodes it.
     pub(super) fn parse(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
-        self.protocol.parse(bytes, &self.name)
+        self.wire.parse(bytes, &self.name)
     }
 
     /// One non-streamed call, retried as the module docs say.
@@ -283,7 +208,7 @@ impl Transport {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, accept)
             .body(body.reqwest());
-        let builder = self.protocol.authorize(builder, self.api_key.as_deref());
+        let builder = self.wire.authorize(builder, self.api_key.as_deref());
         let response = crate::telemetry::propagation::inject(builder)
             .send()
             .await
@@ -297,7 +222,7 @@ impl Transport {
         let body = crate::net::read_prefix(response, crate::net::MAX_ERROR_BODY_BYTES).await;
         let text = String::from_utf8_lossy(&body);
         Err(Failure {
-            error: classify_status(self.protocol, status.as_u16(), &text),
+            error: classify_status(&*self.wire, status.as_u16(), &text),
             retry_after,
         })
     }
@@ -373,7 +298,7 @@ fn provider_message(body: &str) -> Option<(Option<String>, String)> {
 }
 
 /// A non-2xx status and its body as a typed error.
-fn classify_status(protocol: Protocol, status: u16, body: &str) -> LlmError {
+fn classify_status(wire: &dyn Wire, status: u16, body: &str) -> LlmError {
     let lower = body.to_lowercase();
     let message = provider_message(body);
     // A 429 talks about tokens per minute, not about the prompt size.
@@ -381,14 +306,9 @@ fn classify_status(protocol: Protocol, status: u16, body: &str) -> LlmError {
         let text = message.map_or_else(|| body.to_string(), |(_, m)| m);
         return LlmError::ContextLengthExceeded(excerpt(&text));
     }
-    let body = match (protocol, message) {
-        // Anthropic's errors are `{type: "error", error: {type, message}}`: its words, not JSON.
-        (Protocol::AnthropicMessages, Some((kind, text))) => match kind {
-            Some(kind) => format!("Anthropic {kind}: {text}"),
-            None => format!("Anthropic: {text}"),
-        },
-        _ => body.to_string(),
-    };
+    let body = message
+        .and_then(|(kind, text)| wire.error_text(kind.as_deref(), &text))
+        .unwrap_or_else(|| body.to_string());
     LlmError::Status {
         status,
         body: excerpt(&body),

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use reagent::agent::RunStatus;
 use reagent::store::Store;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;

@@ -22,7 +22,8 @@ use reagent::agent::checkpoint::{Checkpoint, CheckpointJson};
 use reagent::agent::events::AgentEvent;
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, InterruptQueue, ReActAgent, RunHandles, RunInput};
-use reagent::llm::openai::{OpenAiClient, OpenAiConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::Protocol;
 use reagent::llm::retry::Backoff;
 use reagent::llm::{Abilities, Llm, Message};
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
@@ -58,7 +59,8 @@ async fn thinking() -> FakeOpenAi {
 
 /// A client of the provider's `model`, registered as `name`.
 fn client(fake: &FakeOpenAi, name: &str, model: &str) -> Arc<dyn Llm> {
-    let client = OpenAiClient::new(OpenAiConfig {
+    let client = ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url: fake.base_url(),
         api_key: None,
         model: model.into(),

@@ -15,7 +15,8 @@ mod wire;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use reagent::llm::openai::{OpenAiClient, OpenAiConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::Protocol;
 use reagent::llm::retry::Backoff;
 use reagent::llm::{
     collect_stream, Abilities, ChatRequest, Llm, LlmError, Message, ResponseFormat, StreamEvent,
@@ -28,8 +29,9 @@ async fn fake() -> FakeOpenAi {
     FakeOpenAi::start().await.expect("fake server starts")
 }
 
-fn client(fake: &FakeOpenAi, timeout_ms: u64, max_retries: u32) -> OpenAiClient {
-    OpenAiClient::new(OpenAiConfig {
+fn client(fake: &FakeOpenAi, timeout_ms: u64, max_retries: u32) -> ModelClient {
+    ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url: fake.base_url(),
         api_key: Some("sk-test".into()),
         model: "fake-model".into(),
@@ -48,7 +50,7 @@ fn ask() -> ChatRequest {
 }
 
 /// Every event of a stream, errors included, in order.
-async fn drain(llm: &OpenAiClient) -> Vec<Result<StreamEvent, LlmError>> {
+async fn drain(llm: &ModelClient) -> Vec<Result<StreamEvent, LlmError>> {
     let stream = llm.stream_chat(ask()).await.expect("stream opens");
     stream.collect().await
 }

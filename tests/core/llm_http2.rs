@@ -5,14 +5,16 @@
 use std::time::Duration;
 
 use axum::http::Version;
-use reagent::llm::openai::{OpenAiClient, OpenAiConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::Protocol;
 use reagent::llm::retry::Backoff;
 use reagent::llm::{collect_stream, Abilities, ChatRequest, Llm, LlmError, Message};
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 
-fn client(base_url: String, http2: bool) -> OpenAiClient {
-    OpenAiClient::new(OpenAiConfig {
+fn client(base_url: String, http2: bool) -> ModelClient {
+    ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url,
         api_key: Some("sk-test".into()),
         model: "fake-model".into(),

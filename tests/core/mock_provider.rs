@@ -1,12 +1,13 @@
 //! The mock provider (`reagent mock-provider`, [`MockProvider`]) seen through the real
-//! [`OpenAiClient`]: its tool-call script drives a real [`ReActAgent`] in both modes, streamed
+//! [`ModelClient`]: its tool-call script drives a real [`ReActAgent`] in both modes, streamed
 //! and non-streamed answers agree, the seeded error rate is reproducible, the token rate holds,
 //! and the binary starts, answers and stops on SIGTERM. Everything is in-process on port 0
 //! except the binary test; timing assertions are lower bounds only.
 //!
-//! By topic: [`binary`], [`errors`], [`rates`], [`replies`], [`script`].
+//! By topic: [`binary`], [`engine`], [`errors`], [`rates`], [`replies`], [`script`].
 
 mod binary;
+mod engine;
 mod errors;
 mod rates;
 mod replies;
@@ -21,12 +22,13 @@ use reagent::agent::hooks::HookRunner;
 use reagent::agent::{
     AgentConfig, AgentResult, InterruptQueue, Mode, ReActAgent, RunHandles, RunInput, RunStatus,
 };
-use reagent::llm::openai::{OpenAiClient, OpenAiConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::Protocol;
 use reagent::llm::retry::Backoff;
 use reagent::llm::{Abilities, ChatRequest, Llm, LlmError, Message, StreamEvent, ToolDefinition};
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
 use reagent::tools::builtin::Calculator;
 use reagent::tools::ToolRegistry;
+use reagent_mock::{MockConfig, MockProvider};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::child::Server;
@@ -40,8 +42,9 @@ async fn start(cfg: MockConfig) -> MockProvider {
         .expect("mock provider starts")
 }
 
-fn client(mock: &MockProvider, abilities: Abilities, max_retries: u32) -> OpenAiClient {
-    OpenAiClient::new(OpenAiConfig {
+fn client(mock: &MockProvider, abilities: Abilities, max_retries: u32) -> ModelClient {
+    ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url: mock.base_url(),
         api_key: None,
         model: "mock-model".into(),

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use reagent::agent::action::{parse_action, Action};
 use reagent::config::{Config, KNOWN_VARIABLES};
-use reagent::llm::stream::{StreamDecoder, ToolCallAssembler, ToolCallDelta};
+use reagent::llm::providers::openai::StreamDecoder;
+use reagent::llm::stream::{ToolCallAssembler, ToolCallDelta};
 use serde_json::json;
 
 /// JSON-ish noise: fragments that make parsers take their interesting branches.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::routing::post;
 use axum::{Json, Router};
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 
 use super::eventually;

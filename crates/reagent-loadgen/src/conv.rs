@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reagent::testing::mock_provider::{token_stamps, unix_micros};
+use reagent_mock::{token_stamps, unix_micros};
 use serde_json::{json, Value};
 
 use crate::event::Ev;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::StreamExt;
-use reagent::testing::mock_provider::{token_stamps, unix_micros};
+use reagent_mock::{token_stamps, unix_micros};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 

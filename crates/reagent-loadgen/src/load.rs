@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use crate::conv;
 use crate::plan::{ConvPlan, ConvResult};
 use crate::targets::Targets;
-use reagent::testing::mock_provider::unix_micros;
+use reagent_mock::unix_micros;
 
 use crate::cost::us_per;
 use crate::procinfo::{memory_kib, read_machine_ticks, CpuMeter, MachineMeter};

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 
 use crate::procinfo::memory_kib;

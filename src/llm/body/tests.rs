@@ -1,8 +1,9 @@
 use serde_json::Value;
 
 use super::*;
-use crate::llm::anthropic_wire::{self, Settings};
-use crate::llm::{openai_wire, ChatRequest, ImagePart};
+use crate::llm::providers::anthropic::request::{self as anthropic, Settings};
+use crate::llm::providers::openai::request as openai;
+use crate::llm::{ChatRequest, ImagePart};
 
 /// A `data:` URL of `n` base64 characters.
 fn data_url(n: usize) -> String {
@@ -33,7 +34,7 @@ fn a_large_image_goes_from_the_runs_copy_and_the_body_reads_as_plain_json() {
         artifact: Some("a1".into()),
     };
     let request = request(&image, "what is this?");
-    let wire = openai_wire::request_body("m", "m", &request, false);
+    let wire = openai::request_body("m", "m", &request, false);
     let body = RequestBody::encode(&wire, &request.messages).unwrap();
     let bytes = body.to_vec();
     assert_eq!(body.len(), bytes.len());
@@ -53,7 +54,7 @@ fn a_large_image_goes_from_the_runs_copy_and_the_body_reads_as_plain_json() {
         cache: false,
         stream: false,
     };
-    let wire = anthropic_wire::request_body(settings, &request);
+    let wire = anthropic::request_body(settings, &request);
     let body = RequestBody::encode(&wire, &request.messages).unwrap();
     let sent: Value = serde_json::from_slice(&body.to_vec()).unwrap();
     let source = &sent["messages"][0]["content"][1]["source"];
@@ -75,7 +76,7 @@ fn text_that_looks_like_a_marker_is_sent_as_it_is() {
         marker_prefix()
     );
     let request = request(&image, &forged);
-    let wire = openai_wire::request_body("m", "m", &request, false);
+    let wire = openai::request_body("m", "m", &request, false);
     let body = RequestBody::encode(&wire, &request.messages).unwrap();
     let sent: Value = serde_json::from_slice(&body.to_vec()).unwrap();
     assert_eq!(sent["messages"][0]["content"][0]["text"], forged.as_str());
@@ -92,7 +93,7 @@ fn a_body_without_large_images_is_one_piece() {
         artifact: Some("a1".into()),
     };
     let request = request(&image, "small");
-    let wire = openai_wire::request_body("m", "m", &request, true);
+    let wire = openai::request_body("m", "m", &request, true);
     let body = RequestBody::encode(&wire, &request.messages).unwrap();
     assert_eq!(body.chunks.len(), 1);
     assert_eq!(body.to_vec(), serde_json::to_vec(&wire).unwrap());

@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
+use super::super::providers::Decode;
 use super::super::sse::{NotUtf8, SseData};
+use super::super::StreamEvent;
 use super::*;
 
 /// The response body's chunks (capped at `max_response_bytes`).
@@ -22,7 +24,7 @@ pub(super) struct StreamState {
     sse: Option<BodyStream>,
     /// The SSE events of the body read so far.
     sse_data: SseData,
-    decoder: Decoder,
+    decoder: Box<dyn Decode>,
     pending: VecDeque<StreamEvent>,
     /// Set once an event reached the consumer: from then on, no retry (no duplicates).
     handed_over: bool,
@@ -51,7 +53,7 @@ impl From<LlmError> for StepError {
 impl StreamState {
     pub(super) fn new(shared: Arc<Transport>, body: RequestBody) -> Self {
         let deadline = Instant::now() + shared.timeout * STREAM_TOTAL_FACTOR;
-        let decoder = shared.protocol.decoder(&shared.name);
+        let decoder = shared.wire.decoder(&shared.name);
         Self {
             shared,
             body,
@@ -122,7 +124,7 @@ impl StreamState {
             .await
             .map_err(|_| LlmError::Timeout(ceil_secs(self.shared.timeout)))?
             .map_err(|f| f.error)?;
-        let reply = self.shared.protocol.parse(&bytes, &self.shared.name)?;
+        let reply = self.shared.wire.parse(&bytes, &self.shared.name)?;
         self.pending.extend(response_events(reply));
         self.finished = true;
         Ok(())
@@ -157,7 +159,7 @@ impl StreamState {
                 return Some(Err(failure.error));
             }
             self.retries += 1;
-            self.decoder = self.shared.protocol.decoder(&self.shared.name);
+            self.decoder = self.shared.wire.decoder(&self.shared.name);
             if let Err(error) = self.connect().await {
                 self.finished = true;
                 return Some(Err(error));

@@ -1,9 +1,10 @@
 use super::*;
+use crate::llm::providers::{AnthropicOptions, Protocol};
 
 #[test]
 fn statuses_are_classified() {
     let ctx = classify_status(
-        Protocol::OpenAiChat,
+        &*Protocol::OpenAi.wire(),
         400,
         r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
     );
@@ -15,7 +16,7 @@ fn statuses_are_classified() {
     );
     assert!(matches!(
         classify_status(
-            Protocol::OpenAiChat,
+            &*Protocol::OpenAi.wire(),
             413,
             "Request too large: too many tokens"
         ),
@@ -23,14 +24,14 @@ fn statuses_are_classified() {
     ));
     assert!(matches!(
         classify_status(
-            Protocol::OpenAiChat,
+            &*Protocol::OpenAi.wire(),
             429,
             "Rate limit: too many tokens per minute"
         ),
         LlmError::Status { status: 429, .. }
     ));
     assert_eq!(
-        classify_status(Protocol::OpenAiChat, 404, "no such model"),
+        classify_status(&*Protocol::OpenAi.wire(), 404, "no such model"),
         LlmError::Status {
             status: 404,
             body: "no such model".into()
@@ -63,7 +64,11 @@ fn timeouts_round_up_to_whole_seconds() {
 #[test]
 fn anthropic_errors_are_its_words_and_overloaded_is_retried() {
     let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-    let e = classify_status(Protocol::AnthropicMessages, 529, body);
+    let e = classify_status(
+        &*Protocol::Anthropic(AnthropicOptions::default()).wire(),
+        529,
+        body,
+    );
     assert_eq!(
         e,
         LlmError::Status {
@@ -74,7 +79,11 @@ fn anthropic_errors_are_its_words_and_overloaded_is_retried() {
     assert!(e.is_retryable());
     let long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
     assert_eq!(
-        classify_status(Protocol::AnthropicMessages, 400, long),
+        classify_status(
+            &*Protocol::Anthropic(AnthropicOptions::default()).wire(),
+            400,
+            long
+        ),
         LlmError::ContextLengthExceeded(
             "prompt is too long: 210000 tokens > 200000 maximum".into()
         )

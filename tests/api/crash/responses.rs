@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 
 use super::{kill_and_restart, resume_env, start_with};

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reagent::agent::checkpoint::INTERRUPTED_TOOL;
 use reagent::store::Store;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use uuid::Uuid;
 
 use super::synthesis::{compare, events, watch};

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 
 use super::{kill_and_restart, resume_env, start_with};
 use crate::support::child::Server;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::routing;
 use axum::{Json, Router};
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::{json, Value};
 
 use crate::support::backends::{run_on, Backend};

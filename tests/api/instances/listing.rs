@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use reagent::store::Store;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 use serde_json::Value;
 
 use super::{finished, taken_over, watch};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use reagent::store::Store;
-use reagent::testing::mock_provider::{MockConfig, MockProvider};
+use reagent_mock::{MockConfig, MockProvider};
 
 use super::{
     check_stream, events_until_done, finished, metrics, replay, taken_over, watch, LEASE_ENV, TTL,

@@ -7,7 +7,8 @@
 
 use reagent::agent::checkpoint::Resume;
 use reagent::agent::RunStatus;
-use reagent::llm::anthropic::{AnthropicClient, AnthropicConfig};
+use reagent::llm::client::{ClientConfig, ModelClient};
+use reagent::llm::providers::{AnthropicOptions, Protocol};
 use reagent::llm::{collect_stream, ChatRequest, LlmError, ToolDefinition};
 use reagent::testing::fake_anthropic::{AnthropicReply, FakeAnthropic};
 
@@ -19,7 +20,11 @@ async fn fake() -> FakeAnthropic {
 
 /// A client of the provider's `model`, registered as `name`.
 fn claude(fake: &FakeAnthropic, name: &str, model: &str) -> Arc<dyn Llm> {
-    let client = AnthropicClient::new(AnthropicConfig {
+    let client = ModelClient::new(ClientConfig {
+        protocol: Protocol::Anthropic(AnthropicOptions {
+            thinking_budget: Some(2048),
+            cache: true,
+        }),
         base_url: fake.base_url(),
         api_key: Some("sk-ant-test".into()),
         model: model.into(),
@@ -28,8 +33,6 @@ fn claude(fake: &FakeAnthropic, name: &str, model: &str) -> Arc<dyn Llm> {
         max_output_tokens: 4_096,
         timeout: Duration::from_secs(10),
         max_retries: 2,
-        thinking_budget: Some(2048),
-        cache: true,
     })
     .expect("client builds")
     .with_name(name)

@@ -113,7 +113,8 @@ fn only_appends(bodies: &[axum::body::Bytes], strip: &str) {
 
 #[tokio::test]
 async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_append() {
-    use reagent::llm::anthropic::{AnthropicClient, AnthropicConfig};
+    use reagent::llm::client::{ClientConfig, ModelClient};
+    use reagent::llm::providers::{AnthropicOptions, Protocol};
     use reagent::testing::fake_anthropic::{AnthropicReply, FakeAnthropic};
     let fake = FakeAnthropic::start().await.expect("fake server starts");
     // As above: a cycle warning at the second call, the next two other calls.
@@ -129,7 +130,11 @@ async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_ap
         fake.push(reply.thinking(&format!("thought {n}"), &format!("sig{n}")));
     }
     fake.push(AnthropicReply::text("done"));
-    let llm = AnthropicClient::new(AnthropicConfig {
+    let llm = ModelClient::new(ClientConfig {
+        protocol: Protocol::Anthropic(AnthropicOptions {
+            thinking_budget: Some(1024),
+            cache: true,
+        }),
         base_url: fake.base_url(),
         api_key: None,
         model: "claude-x".into(),
@@ -138,8 +143,6 @@ async fn five_anthropic_loop_calls_with_a_reflection_and_a_cycle_warning_only_ap
         max_output_tokens: 4_096,
         timeout: Duration::from_secs(10),
         max_retries: 0,
-        thinking_budget: Some(1024),
-        cache: true,
     })
     .expect("client builds");
     let config = AgentConfig {

@@ -131,7 +131,8 @@ async fn a_stream_that_stalls_after_some_chunks_times_out() {
         tokio::time::sleep(Duration::from_secs(30)).await;
         drop(sock);
     });
-    let llm = OpenAiClient::new(OpenAiConfig {
+    let llm = ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url: format!("http://{addr}/v1"),
         api_key: None,
         model: "fake-model".into(),

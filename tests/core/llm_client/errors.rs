@@ -47,7 +47,8 @@ async fn an_unreachable_provider_is_a_connect_error() {
     let fake = fake().await;
     let base_url = fake.base_url();
     drop(fake);
-    let llm = OpenAiClient::new(OpenAiConfig {
+    let llm = ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url,
         api_key: None,
         model: "m".into(),

@@ -18,8 +18,9 @@ async fn serve(router: Router) -> String {
     format!("http://{addr}")
 }
 
-fn client_at(base_url: String) -> OpenAiClient {
-    OpenAiClient::new(OpenAiConfig {
+fn client_at(base_url: String) -> ModelClient {
+    ModelClient::new(ClientConfig {
+        protocol: Protocol::OpenAi,
         base_url,
         api_key: Some("sk-redirect-test".into()),
         model: "fake-model".into(),

@@ -60,7 +60,7 @@ async fn streamed_answer_has_n_tokens_matching_the_non_streamed_text_with_usage(
 
 #[tokio::test]
 async fn stamped_tokens_carry_their_send_time_and_parse_back() {
-    use reagent::testing::mock_provider::{token_stamps, unix_micros};
+    use reagent_mock::{token_stamps, unix_micros};
     let n = 5;
     let mock = start(MockConfig {
         answer_tokens: n,

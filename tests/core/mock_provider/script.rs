@@ -5,7 +5,7 @@ use super::*;
 
 /// Runs one query with the calculator only and no LLM-driven safeguards, so every LLM call
 /// the run makes is a loop call or the synthesis.
-async fn run_agent(llm: OpenAiClient, mode: Option<Mode>) -> AgentResult {
+async fn run_agent(llm: ModelClient, mode: Option<Mode>) -> AgentResult {
     let cfg = AgentConfig {
         self_reflection_interval: 0,
         cycle_detection_threshold: 0,

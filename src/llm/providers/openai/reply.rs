@@ -1,16 +1,12 @@
-//! The OpenAI wire format of chat completions: request bodies serialised from our normalised
-//! [`ChatRequest`](super::ChatRequest) in one pass (`request`), and lenient parsing of non-streamed replies (every field optional, `null`
-//! accepted). Streamed chunks are decoded in [`super::stream`]. Provider JSON never leaves these
-//! files.
+//! A non-streamed chat completion, parsed leniently (every field optional, `null` accepted).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::stream::{arguments_text, excerpt, extra_fields, WireUsage};
-use super::{ChatResponse, Continuity, LlmError, ToolCall};
-
-mod request;
-pub(super) use request::request_body;
+use super::stream::{arguments_text, extra_fields};
+use crate::llm::stream::excerpt;
+use crate::llm::usage::WireUsage;
+use crate::llm::{ChatResponse, Continuity, LlmError, ToolCall};
 
 #[derive(Debug, Deserialize)]
 struct Completion {

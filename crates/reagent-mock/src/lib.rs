@@ -1,7 +1,7 @@
 //! [`MockProvider`]: a standalone OpenAI-compatible fake for load tests and benchmarks
 //! (`reagent mock-provider`), cheap enough never to be the bottleneck.
 //!
-//! Unlike [`super::fake_openai::FakeOpenAi`] (a scripted, fault-injecting fake that records every
+//! Unlike reagent's `testing::fake_openai::FakeOpenAi` (a scripted, fault-injecting fake that records every
 //! request for assertions), this one keeps no per-request state beyond two counters: each reply is
 //! a pure function of the request and of a [`MockConfig`], plus one draw of a seeded RNG for the
 //! error rate. That makes it usable from a separate process, at thousands of requests per second.
@@ -17,7 +17,7 @@
 //!   message that the engine did not write: self-reflection, cycle warnings, the completion
 //!   checklist and interrupts do not restart the count, so the default configuration makes
 //!   exactly `tool_iterations` tool calls per run; a request that forces one of DAG mode's
-//!   functions gets a canned call to it (`super::mock_structured`);
+//!   functions gets a canned call to it (`structured`);
 //! - any other **streamed** request (the synthesis call) gets the final text, `answer_tokens` words, one word per
 //!   chunk at `tokens_per_s` (0 = as fast as possible), scheduled with `sleep_until` against the
 //!   first-byte instant so the rate does not drift (with `stamp_tokens`, each word ends with
@@ -38,7 +38,10 @@
 //! reads of a request and how it counts the run's tool results), `reply` (usage, errors and the
 //! streamed answer), `script` (what a
 //! non-streamed request gets), `streamed` (what a streamed one gets), `demo` (the demo model's
-//! script), `serve` (the accept loop: HTTP/1.1 and h2c).
+//! script), `structured` (DAG mode's forced functions), `engine` (the engine's texts the mock
+//! recognises), `serve` (the accept loop: HTTP/1.1 and h2c).
+//!
+//! A crate of its own so that the load generator gets it without compiling the server.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,11 +66,13 @@ use request::{results_since_query, MockRequest};
 use script::reply_message;
 
 pub mod demo;
+pub mod engine;
 mod reply;
 mod request;
 mod script;
 mod serve;
 mod streamed;
+mod structured;
 
 /// The arguments of the default tool call; `<i>` becomes the number of tool results so far.
 pub const DEFAULT_TOOL_ARGS: &str = r#"{"expression":"<i>+1"}"#;
@@ -242,7 +247,7 @@ impl MockProvider {
         cfg.validate()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // Thousands of the server's pooled connections can open at once.
-        let listener = crate::net::listen(cfg.bind)?;
+        let listener = serve::listen(cfg.bind)?;
         let addr = listener.local_addr()?;
         let tokens = answer_tokens(cfg.answer_tokens);
         let shared = Arc::new(Shared {

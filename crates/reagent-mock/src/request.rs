@@ -1,10 +1,10 @@
 //! What the mock provider reads of a chat request, and how it counts the run's tool results
 //! since its query (the engine's own notes do not restart the count).
 
-use std::sync::LazyLock;
-
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::engine::{CONTEXT_NOTES, ENGINE_NOTES};
 
 /// The few request fields the mock looks at; everything else is skipped unparsed.
 #[derive(Deserialize)]
@@ -17,7 +17,7 @@ pub(super) struct MockRequest {
     pub(super) stream_options: Option<StreamOptions>,
     #[serde(default)]
     pub(super) tools: Option<Vec<serde::de::IgnoredAny>>,
-    /// A forced function: DAG mode's structured calls (`crate::testing::mock_structured`).
+    /// A forced function: DAG mode's structured calls (`structured.rs`).
     #[serde(default)]
     pub(super) tool_choice: Option<serde_json::Value>,
     #[serde(default)]
@@ -56,46 +56,10 @@ impl MockMessage {
     fn is_engine_note(&self) -> bool {
         self.role == "user"
             && self.text().is_some_and(|text| {
-                ENGINE_NOTES.iter().any(|p| text.starts_with(p.as_str()))
+                ENGINE_NOTES.iter().any(|p| text.starts_with(p))
                     || CONTEXT_NOTES.iter().any(|p| text.contains(p))
             })
     }
-}
-
-/// How the engine's own user messages begin, taken from the prompt texts themselves (the part
-/// before their first variable), so a wording change cannot silently break the count.
-static ENGINE_NOTES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    use crate::agent::prompts;
-    let fixed = |f: fn(&str) -> String| common_prefix(&f("a"), &f("b"));
-    vec![
-        fixed(prompts::reflection),
-        fixed(|t| prompts::cycle_warning(t, crate::agent::safeguards::Cycle::SameResult(3))),
-        fixed(prompts::observation),
-        common_prefix(
-            &prompts::interrupt_message(&["a".into()]),
-            &prompts::interrupt_message(&["a".into(), "b".into()]),
-        ),
-        prompts::COMPLETION_CHECK.to_string(),
-        common_prefix(
-            &prompts::reformat_request("a", &[]),
-            &prompts::reformat_request("b", &[]),
-        ),
-    ]
-});
-
-/// The notes context compaction leaves in place of what it removed (`agent/context.rs`).
-const CONTEXT_NOTES: [&str; 3] = [
-    "[Context summary of ",
-    " earlier messages were removed to fit the context window]",
-    " long messages were truncated to fit the context window]",
-];
-
-fn common_prefix(a: &str, b: &str) -> String {
-    a.chars()
-        .zip(b.chars())
-        .take_while(|(x, y)| x == y)
-        .map(|(x, _)| x)
-        .collect()
 }
 
 /// The run's tool results so far: `tool` messages (native) or `Observation:` user messages (JSON

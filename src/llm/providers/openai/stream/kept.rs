@@ -38,7 +38,7 @@ impl KeptDeltas {
             }
         }
         if let Some(extra) = delta.extra_content.take().filter(|v| !v.is_null()) {
-            super::merge_value(&mut self.extra_content, extra);
+            crate::llm::stream::merge_value(&mut self.extra_content, extra);
         }
         content.or(reasoning).filter(|r| !r.is_empty())
     }

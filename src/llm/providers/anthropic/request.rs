@@ -1,5 +1,5 @@
 //! The Messages request body, serialised in one pass from the [`ChatRequest`] (borrowed views,
-//! no intermediate `serde_json::Value`), as `openai_wire::request` does for Chat Completions.
+//! no intermediate `serde_json::Value`), as `providers/openai/request.rs` does for Chat Completions.
 //!
 //! The mapping: leading system messages become the top-level `system`; user, tool and later
 //! system messages make `user` turns (consecutive ones merged into one turn: the tool results

@@ -1,9 +1,11 @@
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use super::reply::parse_message;
+use super::request::{request_body, Settings};
 use super::*;
-use crate::llm::{ChatRequest, Message, ToolChoice, ToolDefinition};
+use crate::llm::{ChatRequest, Continuity, Message, ToolCall, ToolChoice, ToolDefinition};
 
 fn settings(stream: bool) -> Settings<'static> {
     Settings {

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 /// The arguments the forced function `name` is called with, if it is one of DAG mode's.
-pub fn forced_arguments(tool_choice: Option<&Value>) -> Option<(String, Value)> {
+pub(super) fn forced_arguments(tool_choice: Option<&Value>) -> Option<(String, Value)> {
     let name = tool_choice?
         .pointer("/function/name")
         .and_then(Value::as_str)?

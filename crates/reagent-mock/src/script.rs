@@ -14,8 +14,7 @@ pub(super) fn reply_message(
     done: usize,
 ) -> (Value, &'static str, u64) {
     let cfg = &shared.cfg;
-    let mut forced =
-        crate::testing::mock_structured::forced_arguments(request.tool_choice.as_ref());
+    let mut forced = super::structured::forced_arguments(request.tool_choice.as_ref());
     if let (true, Some((name, args))) = (cfg.demo, forced.as_mut()) {
         if let Some(own) = demo::structured(name, &request.messages) {
             *args = own;

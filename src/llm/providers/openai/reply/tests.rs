@@ -1,9 +1,8 @@
-use super::super::openai_wire;
 use super::*;
 
 /// Parses as the model registered as `m`.
 fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, LlmError> {
-    openai_wire::parse_completion(bytes, "m")
+    super::parse_completion(bytes, "m")
 }
 
 #[test]
@@ -44,7 +43,7 @@ fn completion_parsing_is_lenient() {
     assert_eq!(r.tool_calls.len(), 1);
     assert_eq!(r.tool_calls[0].id, "call_0");
     assert_eq!(r.tool_calls[0].arguments, r#"{"a":1}"#);
-    assert_eq!(r.usage, super::super::Usage::call(0, 0));
+    assert_eq!(r.usage, crate::llm::Usage::call(0, 0));
 
     let parts = parse_completion(
             br#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}],"usage":null}"#,

@@ -339,3 +339,6 @@ impl Serialize for Choice<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::engine::SYNTHESIS_SYSTEM;
 use super::reply::Streamed;
 use super::request::MockRequest;
 use super::script::reply_message;
 use super::{demo, literals, words, Shared};
-use crate::agent::prompts::SYNTHESIS_SYSTEM;
 
 /// Whether the request is a loop call (see the module docs); `native`: it offers tools.
 pub(super) fn is_loop_call(request: &MockRequest, native: bool) -> bool {
