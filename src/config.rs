@@ -38,7 +38,7 @@ mod summary;
 mod tests;
 mod validate;
 
-pub use agents::{AgentSpec, IMPLICIT_AGENT};
+pub use agents::{check_agent_tools, spec_of, AgentEntry, AgentSpec, IMPLICIT_AGENT};
 pub use budgets::{BudgetSpec, BudgetWindow, EVERY_TENANT};
 pub use dag::DagConfig;
 pub use demo::{DEMO_MODEL_NAME, DEMO_NOTICE};

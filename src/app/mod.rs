@@ -255,7 +255,8 @@ fn run_manager(
     manager.max_query_chars = config.server.max_query_chars;
     manager.max_run_image_bytes = config.server.max_run_image_bytes;
     manager.trace_url = config.server.trace_url.clone();
-    manager.agents = Arc::from(config.agents.clone());
+    let mcp_servers = config.mcp.iter().map(|m| m.name.clone()).collect();
+    manager.set_agents(config.agents.clone(), mcp_servers);
     manager.dag = config.dag.clone();
     manager.tool_pool = ToolPool::new(
         config.tools.max_concurrent,

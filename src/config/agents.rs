@@ -19,21 +19,36 @@ use crate::domain::{Engine, Sampling, SynthesisPolicy};
 /// The agent that exists when the file declares none.
 pub const IMPLICIT_AGENT: &str = "reagent";
 
-/// One `[[agents]]` entry as written.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+/// One `[[agents]]` entry as written, or the body of `POST /api/agents` (docs/api.md): both
+/// are checked by [`spec_of`], so an agent made through the API is valid exactly when the same
+/// entry in the file would be.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct AgentEntry {
-    name: String,
-    model: Option<String>,
-    system_prompt: Option<String>,
-    tools: Option<Vec<String>>,
-    engine: Option<String>,
-    max_iterations: Option<u32>,
-    description: Option<String>,
-    temperature: Option<f32>,
-    top_p: Option<f32>,
-    seed: Option<u64>,
-    synthesis: Option<SynthesisPolicy>,
+pub struct AgentEntry {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis: Option<SynthesisPolicy>,
+    /// Over `[react] completion_check` for this agent's runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_check: Option<bool>,
 }
 
 /// A validated agent.
@@ -55,6 +70,9 @@ pub struct AgentSpec {
     /// Over its model's `synthesis` (docs/configuration.md); the model's when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub synthesis: Option<SynthesisPolicy>,
+    /// Over `[react] completion_check`; the server's setting when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_check: Option<bool>,
     #[serde(skip)]
     matchers: Option<Vec<GlobMatcher>>,
 }
@@ -72,6 +90,7 @@ impl PartialEq for AgentSpec {
             &self.description,
             self.sampling,
             self.synthesis,
+            self.completion_check,
         ) == (
             &other.name,
             &other.model,
@@ -82,6 +101,7 @@ impl PartialEq for AgentSpec {
             &other.description,
             other.sampling,
             other.synthesis,
+            other.completion_check,
         )
     }
 }
@@ -99,6 +119,7 @@ impl AgentSpec {
             description: Some("The default model with every tool".into()),
             sampling: Sampling::default(),
             synthesis: None,
+            completion_check: None,
             matchers: None,
         }
     }
@@ -146,64 +167,73 @@ pub(super) fn resolve(
     let mut names = HashSet::new();
     let mut out = Vec::with_capacity(entries.len());
     for (i, a) in entries.iter().enumerate() {
-        let key = |field: &str| format!("agents[{i}].{field}");
-        agent_name(&key("name"), &a.name)?;
+        let prefix = format!("agents[{i}].");
+        let spec = spec_of(&prefix, a, models)?;
         if !names.insert(a.name.as_str()) {
             return Err(ConfigError::invalid(
-                key("name"),
+                format!("{prefix}name"),
                 format!("duplicate agent name {:?}", a.name),
             ));
         }
-        if let Some(m) = &a.model {
-            if !models.contains(&m.as_str()) {
-                return Err(ConfigError::invalid(
-                    key("model"),
-                    format!("{m:?} is not a configured model"),
-                ));
-            }
-        }
-        let engine = match &a.engine {
-            None => None,
-            Some(e) => Some(e.parse::<Engine>().map_err(|_| {
-                ConfigError::value(key("engine"), e, "expected react, dag or auto")
-            })?),
-        };
-        if let Some(n) = a.max_iterations {
-            at_least(&key("max_iterations"), n, 1)?;
-        }
-        let sampling = Sampling {
-            temperature: a.temperature,
-            top_p: a.top_p,
-            seed: a.seed,
-        };
-        if let Some((field, value, expected)) = sampling.invalid() {
-            return Err(ConfigError::value(key(field), value, expected));
-        }
-        let matchers = a
-            .tools
-            .as_ref()
-            .map(|globs| {
-                globs
-                    .iter()
-                    .enumerate()
-                    .map(|(j, g)| compile(&format!("agents[{i}].tools[{j}]"), g))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .transpose()?;
-        out.push(AgentSpec {
-            name: a.name.clone(),
-            model: a.model.clone(),
-            system_prompt: a.system_prompt.clone().filter(|p| !p.trim().is_empty()),
-            tools: a.tools.clone(),
-            engine,
-            max_iterations: a.max_iterations,
-            description: a.description.clone(),
-            sampling,
-            synthesis: a.synthesis,
-            matchers,
-        });
+        out.push(spec);
     }
     Ok(out)
+}
+
+/// Checks one entry and returns its agent; error keys are the field names after `prefix`
+/// (`agents[0].` in the file, nothing for the API). `models` are the configured model names.
+pub fn spec_of(prefix: &str, a: &AgentEntry, models: &[&str]) -> Result<AgentSpec, ConfigError> {
+    let key = |field: &str| format!("{prefix}{field}");
+    agent_name(&key("name"), &a.name)?;
+    if let Some(m) = &a.model {
+        if !models.contains(&m.as_str()) {
+            let mut message = format!("{m:?} is not a configured model");
+            message.push_str(&nearest(m, models.iter().copied()));
+            return Err(ConfigError::invalid(key("model"), message));
+        }
+    }
+    let engine = match &a.engine {
+        None => None,
+        Some(e) => Some(
+            e.parse::<Engine>()
+                .map_err(|_| ConfigError::value(key("engine"), e, "expected react, dag or auto"))?,
+        ),
+    };
+    if let Some(n) = a.max_iterations {
+        at_least(&key("max_iterations"), n, 1)?;
+    }
+    let sampling = Sampling {
+        temperature: a.temperature,
+        top_p: a.top_p,
+        seed: a.seed,
+    };
+    if let Some((field, value, expected)) = sampling.invalid() {
+        return Err(ConfigError::value(key(field), value, expected));
+    }
+    let matchers = a
+        .tools
+        .as_ref()
+        .map(|globs| {
+            globs
+                .iter()
+                .enumerate()
+                .map(|(j, g)| compile(&key(&format!("tools[{j}]")), g))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(AgentSpec {
+        name: a.name.clone(),
+        model: a.model.clone(),
+        system_prompt: a.system_prompt.clone().filter(|p| !p.trim().is_empty()),
+        tools: a.tools.clone(),
+        engine,
+        max_iterations: a.max_iterations,
+        description: a.description.clone(),
+        sampling,
+        synthesis: a.synthesis,
+        completion_check: a.completion_check,
+        matchers,
+    })
 }
 
 /// Checks every agent's tool entries against the tools the service has (`known`: built-ins and
@@ -216,18 +246,29 @@ pub fn check_tools(
     mcp_servers: &[&str],
 ) -> Result<(), ConfigError> {
     for (i, agent) in agents.iter().enumerate() {
-        let (Some(entries), Some(matchers)) = (&agent.tools, &agent.matchers) else {
+        check_agent_tools(&format!("agents[{i}]."), agent, known, mcp_servers)?;
+    }
+    Ok(())
+}
+
+/// [`check_tools`] for one agent, its error keys after `prefix` (see [`spec_of`]).
+pub fn check_agent_tools(
+    prefix: &str,
+    agent: &AgentSpec,
+    known: &[&str],
+    mcp_servers: &[&str],
+) -> Result<(), ConfigError> {
+    let (Some(entries), Some(matchers)) = (&agent.tools, &agent.matchers) else {
+        return Ok(());
+    };
+    for (j, (entry, glob)) in entries.iter().zip(matchers).enumerate() {
+        if known.iter().any(|t| glob.is_match(t)) || names_mcp_tools(entry, mcp_servers) {
             continue;
-        };
-        for (j, (entry, glob)) in entries.iter().zip(matchers).enumerate() {
-            if known.iter().any(|t| glob.is_match(t)) || names_mcp_tools(entry, mcp_servers) {
-                continue;
-            }
-            return Err(ConfigError::invalid(
-                format!("agents[{i}].tools[{j}]"),
-                unmatched(&agent.name, entry, known, mcp_servers),
-            ));
         }
+        return Err(ConfigError::invalid(
+            format!("{prefix}tools[{j}]"),
+            unmatched(&agent.name, entry, known, mcp_servers),
+        ));
     }
     Ok(())
 }
@@ -245,25 +286,35 @@ fn names_mcp_tools(entry: &str, mcp_servers: &[&str]) -> bool {
 
 /// The error text for a tool entry that matches nothing.
 fn unmatched(agent: &str, entry: &str, known: &[&str], mcp_servers: &[&str]) -> String {
-    let mut candidates: Vec<String> = known.iter().map(|t| t.to_string()).collect();
-    candidates.extend(mcp_servers.iter().map(|s| format!("{s}__*")));
-    let mut ranked: Vec<(usize, &String)> = candidates
+    let servers: Vec<String> = mcp_servers.iter().map(|s| format!("{s}__*")).collect();
+    let candidates = known
         .iter()
-        .map(|c| (strsim::levenshtein(entry, c), c))
-        .collect();
-    ranked.sort();
-    let nearest: Vec<&str> = ranked.iter().take(3).map(|(_, c)| c.as_str()).collect();
+        .copied()
+        .chain(servers.iter().map(String::as_str));
     let mut message = format!("agent {agent:?}: {entry:?} matches no tool");
-    if let Some((distance, best)) = ranked.first() {
-        if *distance <= (entry.len() / 3).max(2) {
-            message.push_str(&format!(" (did you mean {best:?}?)"));
-        }
-    }
-    message.push_str(&format!("; nearest: {}", nearest.join(", ")));
+    message.push_str(&nearest(entry, candidates));
     if mcp_servers.is_empty() {
         message.push_str("; an MCP server's tools are written <server>__<tool>");
     }
     message
+}
+
+/// `" (did you mean …?); nearest: a, b, c"`: the three names closest to `wanted` (edit
+/// distance), the first suggested when it is close enough to be a typo; empty without names.
+fn nearest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> String {
+    let mut ranked: Vec<(usize, &str)> =
+        names.map(|c| (strsim::levenshtein(wanted, c), c)).collect();
+    ranked.sort();
+    let Some((distance, best)) = ranked.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if *distance <= (wanted.len() / 3).max(2) {
+        out.push_str(&format!(" (did you mean {best:?}?)"));
+    }
+    let names: Vec<&str> = ranked.iter().take(3).map(|(_, c)| *c).collect();
+    out.push_str(&format!("; nearest: {}", names.join(", ")));
+    out
 }
 
 fn compile(key: &str, glob: &str) -> Result<GlobMatcher, ConfigError> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::ledger::Ledger;
 use super::manager::{RunError, RunManager};
 use crate::agent::{AgentConfig, Mode, ReActAgent};
+use crate::config::AgentSpec;
 use crate::dag::DagSetup;
 use crate::domain::Engine;
 use crate::llm::sampling::Sampled;
@@ -33,14 +34,15 @@ impl RunManager {
     /// Binds a run of `conv` to the model `asked` for (the agent's, else the default, when
     /// `None`), the conversation's tools and system prompt, its named agent filling in what
     /// those leave unset.
-    pub(super) fn bind(
+    pub(super) async fn bind(
         &self,
         conv: &Conversation,
         asked: Option<&str>,
         max_iterations: Option<u32>,
         ledger: Arc<Ledger>,
     ) -> Result<Binding, RunError> {
-        let spec = conv.agent.as_deref().and_then(|n| self.agent(n));
+        let agent = self.conversation_agent(conv).await?;
+        let spec = agent.as_deref();
         let asked = asked.or(spec.and_then(|a| a.model.as_deref()));
         let (model, llm) = self
             .models
@@ -64,6 +66,9 @@ impl RunManager {
         if let Some(m) = max_iterations.or(spec.and_then(|a| a.max_iterations)) {
             cfg.max_iterations = m;
         }
+        if let Some(check) = spec.and_then(|a| a.completion_check) {
+            cfg.completion_check = check;
+        }
         let system_prompt = conv
             .system_prompt
             .clone()
@@ -84,6 +89,22 @@ impl RunManager {
             engine: spec.and_then(|a| a.engine),
             ledger,
         })
+    }
+
+    /// The agent `conv` runs (its recorded version of an API agent), if it names one that
+    /// still exists.
+    async fn conversation_agent(
+        &self,
+        conv: &Conversation,
+    ) -> Result<Option<Arc<AgentSpec>>, RunError> {
+        let Some(name) = conv.agent.as_deref() else {
+            return Ok(None);
+        };
+        let found = self
+            .catalog
+            .pinned(&conv.owner, name, conv.agent_version)
+            .await?;
+        Ok(found.map(|a| a.spec))
     }
 
     /// The ReAct agent of a bound run.
@@ -128,7 +149,7 @@ impl RunManager {
 
     /// The ReAct agent of a run of `conv` and its model's registry name (recovery resumes
     /// with it).
-    pub(super) fn agent_for(
+    pub(super) async fn agent_for(
         &self,
         conv: &Conversation,
         asked: Option<&str>,
@@ -136,7 +157,7 @@ impl RunManager {
         max_iterations: Option<u32>,
         ledger: Arc<Ledger>,
     ) -> Result<(String, ReActAgent), RunError> {
-        let bound = self.bind(conv, asked, max_iterations, ledger)?;
+        let bound = self.bind(conv, asked, max_iterations, ledger).await?;
         let agent = self.react_agent(&bound, mode);
         Ok((bound.model, agent))
     }

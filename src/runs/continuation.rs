@@ -144,13 +144,15 @@ impl RunManager {
         self.admit(owner).await?;
         let run_id = Uuid::new_v4();
         let ledger = self.ledger_for(owner, run_id, &conv);
-        let (model, agent) = self.agent_for(
-            &conv,
-            Some(&paused.model),
-            Some(cp.mode),
-            Some(cp.max_iterations),
-            ledger.clone(),
-        )?;
+        let (model, agent) = self
+            .agent_for(
+                &conv,
+                Some(&paused.model),
+                Some(cp.mode),
+                Some(cp.max_iterations),
+                ledger.clone(),
+            )
+            .await?;
         // Refused (the run still waits) when the budget cannot take the continuation's next call.
         if let Some((_, llm)) = self.models.resolve(Some(&model)) {
             let prompt = estimate_tokens(&cp.messages, &[]) as u64;

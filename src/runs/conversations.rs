@@ -53,7 +53,7 @@ impl RunManager {
         owner: &str,
         new: NewConversation,
     ) -> Result<Conversation, RunError> {
-        self.check_conversation(&new)?;
+        let new = self.check_conversation(owner, new).await?;
         Ok(self.store.create_conversation(owner, new).await?)
     }
 
@@ -63,17 +63,22 @@ impl RunManager {
     }
 
     /// A checked new conversation of `owner`'s, not stored yet (a run stores it with itself).
-    pub(super) fn draft_conversation(
+    pub(super) async fn draft_conversation(
         &self,
         owner: &str,
         new: NewConversation,
     ) -> Result<Conversation, RunError> {
-        self.check_conversation(&new)?;
+        let new = self.check_conversation(owner, new).await?;
         Ok(Store::draft_conversation(owner, new))
     }
 
-    /// A new conversation's text must be storable and bounded, its model and tools configured.
-    fn check_conversation(&self, new: &NewConversation) -> Result<(), RunError> {
+    /// A new conversation's text must be storable and bounded, its agent one of `owner`'s,
+    /// its model and tools configured. Returned with its API agent's version recorded.
+    async fn check_conversation(
+        &self,
+        owner: &str,
+        mut new: NewConversation,
+    ) -> Result<NewConversation, RunError> {
         let title = new.title.as_deref().unwrap_or_default();
         check_at_most("title", title, MAX_TITLE_CHARS)?;
         // Every run sends it in full and it is pinned: one as large as the query limit is
@@ -83,11 +88,7 @@ impl RunManager {
             new.system_prompt.as_deref().unwrap_or_default(),
             self.max_query_chars,
         )?;
-        if let Some(agent) = &new.agent {
-            if self.agent(agent).is_none() {
-                return Err(RunError::UnknownAgent(agent.clone()));
-            }
-        }
+        new.agent_version = self.agent_version_of(owner, &new).await?;
         if let Some(model) = &new.model {
             if self.models.get(model).is_none() {
                 return Err(RunError::UnknownModel(model.clone()));
@@ -99,7 +100,35 @@ impl RunManager {
                 return Err(RunError::Invalid(format!("unknown tool '{bad}'")));
             }
         }
-        Ok(())
+        Ok(new)
+    }
+
+    /// The version of its agent a new conversation records: the one asked for, else an API
+    /// agent's latest (`None` for a configured agent).
+    async fn agent_version_of(
+        &self,
+        owner: &str,
+        new: &NewConversation,
+    ) -> Result<Option<u32>, RunError> {
+        let Some(agent) = &new.agent else {
+            return match new.agent_version {
+                Some(_) => Err(RunError::Invalid(
+                    "agent_version: name the agent it is a version of".into(),
+                )),
+                None => Ok(None),
+            };
+        };
+        if let Some(found) = self.catalog.get(owner, agent, new.agent_version).await? {
+            return Ok(found.version);
+        }
+        match new.agent_version {
+            Some(v) if self.catalog.get(owner, agent, None).await?.is_some() => {
+                Err(RunError::Invalid(format!(
+                    "agent_version: the agent '{agent}' has no version {v}"
+                )))
+            }
+            _ => Err(RunError::UnknownAgent(agent.clone())),
+        }
     }
 
     /// `owner`'s conversation with its messages, oldest first.

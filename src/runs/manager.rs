@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::budget_types::Budgets;
+use super::catalog::{Catalog, CatalogError};
 use super::follow_up::FollowUps;
 use super::lease_types::{LeaseStats, LeaseTimes};
 use super::ledger::Ledger;
@@ -138,6 +139,18 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
+impl From<CatalogError> for RunError {
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::Invalid(m) => Self::Invalid(m),
+            CatalogError::Conflict(m) => Self::Conflict(m),
+            CatalogError::NotFound => Self::NotFound,
+            CatalogError::Corrupt(m) => Self::Internal(m),
+            CatalogError::Store(e) => Self::Store(e),
+        }
+    }
+}
+
 /// Owns every running agent.
 pub struct RunManager {
     pub(super) store: Store,
@@ -149,6 +162,8 @@ pub struct RunManager {
     pub(super) compact_llm: Option<Arc<dyn Llm>>,
     /// The configured agents (docs/protocols.md); the implicit one unless set.
     pub agents: Arc<[AgentSpec]>,
+    /// Where runs and `/api/agents` find agents: these configured ones and each tenant's own.
+    pub(super) catalog: Catalog,
     pub(super) live: DashMap<Uuid, Arc<LiveRun>>,
     /// conversation → its active run.
     pub(super) active: DashMap<Uuid, Uuid>,
@@ -233,14 +248,16 @@ impl RunManager {
         base: AgentConfig,
         compact_llm: Option<Arc<dyn Llm>>,
     ) -> Self {
+        let implicit: Arc<[AgentSpec]> = Arc::from(vec![AgentSpec::implicit()]);
         Self {
+            catalog: Catalog::new(&implicit, store.clone(), Vec::new()),
             store,
             models,
             tools: std::sync::RwLock::new(tools),
             hooks,
             base,
             compact_llm,
-            agents: Arc::from(vec![AgentSpec::implicit()]),
+            agents: implicit,
             live: DashMap::new(),
             active: DashMap::new(),
             deleting: DashMap::new(),
@@ -303,7 +320,19 @@ impl RunManager {
         *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
     }
 
-    /// The agent called `name`.
+    /// Sets the configured agents, and the configured MCP servers whose tools API agents may
+    /// name before the servers connect.
+    pub fn set_agents(&mut self, agents: Vec<AgentSpec>, mcp_servers: Vec<String>) {
+        self.agents = Arc::from(agents);
+        self.catalog = Catalog::new(&self.agents, self.store.clone(), mcp_servers);
+    }
+
+    /// The agent catalog: configured agents and each tenant's own (docs/api.md "Agents").
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The configured agent called `name`.
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.name == name)
     }

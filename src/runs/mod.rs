@@ -20,6 +20,8 @@
 //! - `recover` — runs taken over (a crash left them `running`, or their lease lapsed): resumed
 //!   from their checkpoint, or failed with the same fallback tail;
 //! - `lease` — the lease task: heartbeat, renewals, lost runs stopped, the sweeper (docs/deployment.md);
+//! - `catalog` — the agents a run can be asked for: the configured ones and each tenant's own,
+//!   versioned in the store; `agents` — making, changing and deleting a tenant's agents;
 //! - `conversations` — creating (model and tools checked) and deleting (run stopped first);
 //! - `session` — the verbs every API's handler calls to map a request onto conversations and
 //!   runs, protocol aside: attach a request to a thread ([`session::Thread`]: a new or stored
@@ -29,9 +31,11 @@
 //! - `log` (the per-run event log) and `persist` (the one [`persist::EventWriter`] that writes
 //!   the events of all runs in shared transactions).
 
+mod agents;
 mod binding;
 pub mod budget;
 pub mod budget_types;
+pub mod catalog;
 pub mod checks;
 mod commands;
 mod continuation;
@@ -61,6 +65,7 @@ mod start;
 mod tests;
 
 pub use budget_types::{Budgets, Clock};
+pub use catalog::{AgentSource, Catalog, CatalogAgent, CatalogError};
 pub use continuation::check_client_tools;
 pub use control::Accepted;
 pub use history::PriorTurn;

@@ -149,13 +149,15 @@ impl RunManager {
         let allowance = self.max_run_image_bytes;
         super::images::load_images(&self.store, &run.owner, &mut cp.messages, allowance).await?;
         let ledger = self.ledger_for(&run.owner, run.id, &conv);
-        let (model, agent) = self.agent_for(
-            &conv,
-            Some(&run.model),
-            Some(cp.mode),
-            Some(cp.max_iterations),
-            ledger.clone(),
-        )?;
+        let (model, agent) = self
+            .agent_for(
+                &conv,
+                Some(&run.model),
+                Some(cp.mode),
+                Some(cp.max_iterations),
+                ledger.clone(),
+            )
+            .await?;
         // Ids go on above every id the previous process could have sent, reserved first.
         let events = self.store.list_events(run.id, 0).await?;
         let stored = events.last().map(|e| e.seq).unwrap_or(0);

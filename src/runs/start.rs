@@ -84,7 +84,7 @@ impl RunManager {
         let (conv, is_new) = match &request.conversation {
             ConversationRef::Existing(id) => (self.owned(owner, *id).await?, false),
             ConversationRef::New(new) => {
-                let mut conv = self.draft_conversation(owner, new.clone())?;
+                let mut conv = self.draft_conversation(owner, new.clone()).await?;
                 conv.id = request.conversation_id.unwrap_or(conv.id);
                 (conv, true)
             }
@@ -256,7 +256,9 @@ impl RunManager {
     ) -> Result<Prepared, RunError> {
         let conv = &s.conv;
         let asked = req.model.as_deref().or(conv.model.as_deref());
-        let mut bound = self.bind(conv, asked, req.max_iterations, s.ledger.clone())?;
+        let mut bound = self
+            .bind(conv, asked, req.max_iterations, s.ledger.clone())
+            .await?;
         if let Some(context) = &req.context {
             bound.system_prompt = Some(with_context(bound.system_prompt.as_deref(), context));
         }

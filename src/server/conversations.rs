@@ -36,6 +36,10 @@ pub struct CreateConversation {
     /// A configured agent (`GET /api/agents`): its model, system prompt, tools and iteration
     /// cap apply to the conversation's runs where the fields above leave them unset.
     pub agent: Option<String>,
+    /// A version of the API agent `agent` (`GET /api/agents/{name}/versions`); its latest when
+    /// absent. The conversation keeps running on it.
+    #[schema(minimum = 1)]
+    pub agent_version: Option<u32>,
     /// `react`, `dag` or `auto`; `REAGENT_DEFAULT_ENGINE` when absent.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
@@ -101,6 +105,7 @@ impl From<CreateConversation> for NewConversation {
             system_prompt: body.system_prompt,
             tools: body.tools,
             agent: body.agent,
+            agent_version: body.agent_version,
             engine: body.engine,
         }
     }

@@ -125,6 +125,13 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The agent catalog's refusals answer as the run layer's do.
+impl From<crate::runs::CatalogError> for ApiError {
+    fn from(e: crate::runs::CatalogError) -> Self {
+        RunError::from(e).into()
+    }
+}
+
 impl From<RunError> for ApiError {
     fn from(e: RunError) -> Self {
         match e {

@@ -7,7 +7,7 @@
 //! reach; [`crate::app`] builds it), `error` (ApiError and JSON rejections), `auth` (keys,
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
-//! sink), `agents` (`GET /api/agents`), `openai/` (the OpenAI-compatible `/v1` API,
+//! sink), `agents` (`/api/agents`: configured and API agents), `openai/` (the OpenAI-compatible `/v1` API,
 //! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md).
 
 mod access;
@@ -82,7 +82,13 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/tools", get(ops::tools))
         .route("/mcp", get(mcp::list))
         .route("/models", get(ops::models))
-        .route("/agents", get(agents::list))
+        .route("/agents", get(agents::list).post(agents::create))
+        .route(
+            "/agents/{name}",
+            get(agents::show).put(agents::update).delete(agents::remove),
+        )
+        .route("/agents/{name}/versions", get(agents::versions))
+        .route("/agents/{name}/versions/{version}", get(agents::version))
         .route("/artifacts/{id}", get(ops::artifact))
         .route("/openapi.json", get(openapi::document))
         .method_not_allowed_fallback(error::method_not_allowed)

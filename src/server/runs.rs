@@ -77,10 +77,14 @@ pub struct ChatBody {
     /// `react`, `dag` or `auto`; also the engine of the conversation it creates.
     #[schema(value_type = Option<String>)]
     pub engine: Option<Engine>,
-    /// A configured agent (`GET /api/agents`) for the conversation this request creates: its
+    /// An agent (`GET /api/agents`) for the conversation this request creates: its
     /// model, system prompt, tools and iteration cap apply. Not with `conversation_id` (a
     /// conversation keeps the agent it was created with).
     pub agent: Option<String>,
+    /// A version of the API agent `agent` for the conversation this request creates; its
+    /// latest when absent. Not with `conversation_id` (a conversation keeps its version).
+    #[schema(minimum = 1)]
+    pub agent_version: Option<u32>,
     /// Tools the caller executes (docs/api.md "Caller tools").
     #[serde(default)]
     pub client_tools: Vec<ClientTool>,
@@ -213,6 +217,11 @@ pub async fn chat(
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     // A new conversation is stored with its first run, in one transaction.
+    if body.conversation_id.is_some() && body.agent_version.is_some() {
+        return Err(ApiError::invalid(
+            "agent_version: a conversation keeps the agent version it was created with",
+        ));
+    }
     let conversation = match (body.conversation_id, body.agent) {
         (Some(id), Some(agent)) => {
             same_agent(&state, &owner, id, &agent).await?;
@@ -223,6 +232,7 @@ pub async fn chat(
             ConversationRef::New(mut new) => {
                 new.engine = body.engine;
                 new.agent = agent;
+                new.agent_version = body.agent_version;
                 ConversationRef::New(new)
             }
             existing => existing,

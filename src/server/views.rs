@@ -76,6 +76,10 @@ pub struct Conversation {
     /// The agent whose settings apply (docs/protocols.md); `null` for none.
     #[schema(required)]
     pub agent: Option<String>,
+    /// The version of its API agent it runs on (`GET /api/agents/{name}/versions`); `null`
+    /// for a configured agent or none.
+    #[schema(required)]
+    pub agent_version: Option<u32>,
     /// The engine of its runs; `REAGENT_DEFAULT_ENGINE` when null.
     #[schema(required)]
     pub engine: Option<Engine>,
@@ -108,6 +112,7 @@ impl From<store::Conversation> for Conversation {
             system_prompt: c.system_prompt,
             tools: c.tools,
             agent: c.agent,
+            agent_version: c.agent_version,
             engine: c.engine,
             created_at: c.created_at,
             updated_at: c.updated_at,

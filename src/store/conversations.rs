@@ -30,6 +30,7 @@ struct ConversationRecord {
     system_prompt: Option<String>,
     tools: Option<String>,
     agent: Option<String>,
+    agent_version: Option<i64>,
     engine: Option<String>,
     created_at: i64,
     updated_at: i64,
@@ -55,6 +56,11 @@ impl ConversationRecord {
             system_prompt: self.system_prompt,
             tools,
             agent: self.agent,
+            agent_version: self
+                .agent_version
+                .map(u32::try_from)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("conversation agent_version: {e}")))?,
             engine: self
                 .engine
                 .as_deref()
@@ -80,7 +86,8 @@ impl ConversationRecord {
 macro_rules! select_conversations {
     ($rest:literal) => {
         concat!(
-            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, c.engine, ",
+            "SELECT c.id, c.owner, c.title, c.model, c.system_prompt, c.tools, c.agent, ",
+            "c.agent_version, c.engine, ",
             "c.created_at, c.forked_from_conversation, c.forked_from_run, ",
             "c.updated_at, (SELECT r.id FROM runs r WHERE r.conversation_id = c.id ",
             "AND r.status = 'running' LIMIT 1) AS active_run_id FROM conversations c ",
@@ -129,12 +136,12 @@ pub(super) const TOUCH_CONVERSATION_SQL: &str =
     "UPDATE conversations SET updated_at = $1 WHERE id = $2";
 
 /// Inserts a conversation. Binds: id, owner, title, model, system_prompt, tools, agent,
-/// created_at, updated_at, engine, forked_from_conversation, forked_from_run (see
-/// [`conversation_row`]).
+/// created_at, updated_at, engine, forked_from_conversation, forked_from_run, agent_version
+/// (see [`conversation_row`]).
 pub(super) const INSERT_CONVERSATION_SQL: &str =
     "INSERT INTO conversations (id, owner, title, model, system_prompt, tools, agent, \
-     created_at, updated_at, engine, forked_from_conversation, forked_from_run) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     created_at, updated_at, engine, forked_from_conversation, forked_from_run, agent_version) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 /// The values of [`INSERT_CONVERSATION_SQL`] for `c`, last updated at `updated_micros`.
 pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg<'_>> {
@@ -156,6 +163,7 @@ pub(super) fn conversation_row(c: &Conversation, updated_micros: i64) -> Vec<Arg
         Arg::OptStr(c.engine.map(|e| e.as_str())),
         Arg::OptString(c.forked_from.map(|f| f.conversation_id.to_string())),
         Arg::OptString(c.forked_from.and_then(|f| f.run_id).map(|r| r.to_string())),
+        Arg::OptInt(c.agent_version.map(i64::from)),
     ]
 }
 
@@ -173,6 +181,7 @@ impl Store {
             system_prompt: new.system_prompt,
             tools: new.tools,
             agent: new.agent,
+            agent_version: new.agent_version,
             engine: new.engine,
             created_at: at,
             updated_at: at,

@@ -11,12 +11,14 @@
 //! and messages), `runs`, `events` (event log and tool audit; the event writer's batches,
 //! fenced by lease epoch), `leases` (run leases, the takeover sweep and the `instances`
 //! heartbeat, docs/deployment.md), `artifacts` (which also implements the engine's `ArtifactSink`),
-//! and `health` (whether writes commit, and the readiness check of `/readyz`).
+//! `health` (whether writes commit, and the readiness check of `/readyz`), and `agents` (the
+//! agents managed at run time and their versions).
 //!
 //! Tenancy: every read, update and delete by id that a client can reach is scoped by `owner`
 //! (the API-key name, `""` when auth is off) and answers `None`/`false` for another owner's
 //! rows, so handlers turn both "missing" and "not yours" into the same 404.
 
+mod agents;
 mod approvals;
 mod artifacts;
 mod binds;
@@ -42,6 +44,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use agents::StoredAgent;
 pub use approvals::{ApprovalRecord, RowDecision};
 pub use budget::{
     Booked, CallUsage, Hold, Reservation, Settlement, UsageGroup, UsageRow, WindowLimit,

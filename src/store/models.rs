@@ -26,6 +26,9 @@ pub struct Conversation {
     pub tools: Option<Vec<String>>,
     /// The agent (docs/protocols.md) whose settings its runs use.
     pub agent: Option<String>,
+    /// The version of its API agent it runs on (docs/api.md "Agents"); `None` for a configured
+    /// agent or none.
+    pub agent_version: Option<u32>,
     /// The engine of its runs; `REAGENT_DEFAULT_ENGINE` when absent.
     pub engine: Option<Engine>,
     pub created_at: DateTime<Utc>,
@@ -51,6 +54,8 @@ pub struct NewConversation {
     pub system_prompt: Option<String>,
     pub tools: Option<Vec<String>>,
     pub agent: Option<String>,
+    /// An API agent's version; its latest at creation when absent.
+    pub agent_version: Option<u32>,
     pub engine: Option<Engine>,
 }
 

@@ -7,8 +7,9 @@
 //! `REAGENT_SKIP_PG=1` skips them). The other tests check storage-independent behaviour and run
 //! on SQLite only.
 //!
-//! By topic: [`approvals`], [`budgets`], [`conversations`], [`forks`], [`ops`], [`runs`], [`turns`].
+//! By topic: [`agents`], [`approvals`], [`budgets`], [`conversations`], [`forks`], [`ops`], [`runs`], [`turns`].
 
+mod agents;
 mod approvals;
 mod budgets;
 mod client_tools;

@@ -12,12 +12,15 @@
 //!   unless the tool is `idempotent = true`.
 //! - [`at_most_once`]: kill -9 or SIGSTOP of the caller as a non-idempotent call arrives at
 //!   the tool: the call is never made twice, on PostgreSQL (takeover) and SQLite (restart).
+//! - [`agents`]: an agent made and changed through one instance is what the other's next run
+//!   uses, no restart (docs/api.md "Agents").
 //! - [`listing`]: `GET /api/instances` lists the live instances with the runs each owns; a
 //!   SIGTERMed instance leaves the list and hands its runs over at once (not after the TTL).
 //!
 //! Leases here: `REAGENT_LEASE_TTL_S=2`, `REAGENT_LEASE_RENEW_S=1` (whole seconds; the smallest
 //! the settings allow).
 
+mod agents;
 mod at_most_once;
 mod commands;
 mod listing;

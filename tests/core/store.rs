@@ -5,13 +5,15 @@
 //! fails). When PostgreSQL is unreachable the test FAILS, unless `REAGENT_SKIP_PG=1` is set in
 //! the environment (for machines without it).
 //!
-//! By topic: [`conversations`], [`events`], [`runs`], [`schema`].
+//! By topic: [`agents`], [`conversations`], [`events`], [`runs`], [`schema`].
 
+mod agents;
 mod conversations;
 mod events;
 mod runs;
 mod schema;
 
+use agents::agents_versions_and_isolation;
 use conversations::{
     conversations_crud_and_isolation, conversations_pagination, conversations_search,
     messages_order_and_recall,
@@ -147,6 +149,7 @@ async fn suite(store: &Store) {
     audit_rows(store).await;
     artifacts_round_trip(store).await;
     delete_cascades(store).await;
+    agents_versions_and_isolation(store).await;
 }
 
 #[tokio::test]

@@ -227,6 +227,13 @@ impl TestApp {
             .unwrap()
     }
 
+    pub async fn put(&self, path: &str, body: Value, key: Option<&str>) -> reqwest::Response {
+        self.auth(self.client.put(self.url(path)).json(&body), key)
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub async fn delete(&self, path: &str, key: Option<&str>) -> reqwest::Response {
         self.auth(self.client.delete(self.url(path)), key)
             .send()

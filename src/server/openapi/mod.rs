@@ -4,7 +4,7 @@
 //! listed, schemathesis that every response matches its schema).
 //!
 //! The document is assembled from one utoipa document per area of the API ([`areas`]:
-//! conversations, runs, approvals, catalog, operations); a new area (its own routes file)
+//! conversations, runs, approvals, catalog, agents, operations); a new area (its own routes file)
 //! adds its `#[derive(OpenApi)]` struct and one line there (`GET /api/mcp` is added as JSON by
 //! `server::mcp::add_openapi`). [`document_for`] then adds what the
 //! attributes cannot say (`refine`): the bearer security scheme (public operations opt out), the
@@ -26,7 +26,7 @@ use utoipa::OpenApi;
 
 use super::state::AppState;
 use super::views::ErrorBody;
-use super::{approvals, client_tools, conversations, images, ops, runs};
+use super::{agents, approvals, client_tools, conversations, images, ops, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -90,6 +90,15 @@ struct Catalog;
 
 #[derive(OpenApi)]
 #[openapi(
+    paths(agents::list, agents::create, agents::show, agents::update, agents::remove,
+        agents::versions, agents::version),
+    components(schemas(agents::AgentBody, agents::AgentInfo)),
+    tags((name = "agents", description = "Configured agents and each tenant's own, versioned (docs/api.md)"))
+)]
+struct Agents;
+
+#[derive(OpenApi)]
+#[openapi(
     paths(ops::healthz, ops::readyz, ops::metrics, ops::instances, document, super::usage::usage),
     components(schemas(super::views::Instance, super::usage::UsageReport, super::usage::UsageGroupRow, super::usage::BudgetUsage)),
     tags((name = "operations", description = "Health, metrics and this document (docs/api.md)"))
@@ -103,6 +112,7 @@ fn areas() -> Vec<utoipa::openapi::OpenApi> {
         Runs::openapi(),
         Approvals::openapi(),
         Catalog::openapi(),
+        Agents::openapi(),
         Operations::openapi(),
     ]
 }
@@ -128,7 +138,12 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
     let max_chars = state.config.server.max_query_chars;
     let mut doc = document_for(max_chars, &models, &tools);
     let agents: Vec<String> = state.runs.agents.iter().map(|a| a.name.clone()).collect();
+    // `/api/agents` is generated here now; the `/v1` extension still writes its older entry.
+    let catalog = doc.pointer("/paths/~1api~1agents").cloned();
     super::openai::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
+    if let (Some(item), Some(paths)) = (catalog, doc["paths"].as_object_mut()) {
+        paths.insert("/api/agents".into(), item);
+    }
     super::frontends::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
     Json(doc)
 }

@@ -280,6 +280,7 @@ fn sample_views() -> Vec<(&'static str, Value)> {
         system_prompt: None,
         tools: Some(vec!["calculator".into()]),
         agent: Some("reagent".into()),
+        agent_version: Some(2),
         engine: Some(crate::domain::Engine::Dag),
         created_at: now,
         updated_at: now,

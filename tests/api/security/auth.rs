@@ -121,6 +121,8 @@ async fn every_api_route_refuses_missing_and_wrong_keys() {
         ("run_id", uuid::Uuid::new_v4().to_string()),
         ("interrupt_id", uuid::Uuid::new_v4().to_string()),
         ("agent", "reagent".to_string()),
+        ("name", "some-agent".to_string()),
+        ("version", "1".to_string()),
     ]
     .into();
     let wrong = [

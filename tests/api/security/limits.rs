@@ -119,6 +119,8 @@ async fn bodies_over_the_limit_are_413_on_every_body_route_sized_or_chunked() {
         ("run_id", uuid::Uuid::new_v4().to_string()),
         ("interrupt_id", uuid::Uuid::new_v4().to_string()),
         ("agent", "reagent".to_string()),
+        ("name", "some-agent".to_string()),
+        ("version", "1".to_string()),
     ]
     .into();
     let mut checked = 0;

@@ -69,8 +69,20 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         .unwrap()
         .to_string();
 
+    // An agent of alice's own.
+    let r = app
+        .post(
+            "/api/agents",
+            json!({"name": "alices-agent", "system_prompt": "alice-agent-secret"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+
     let doc = openapi(&app).await;
     let secrets = [
+        "alice-agent-secret".to_string(),
+        "alices-agent".to_string(),
         conv.clone(),
         conv_done.clone(),
         conv_approval.clone(),
@@ -99,6 +111,8 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
             ("interrupt_id", interrupt_id.clone()),
             // An agent is not a tenant's: the front-end threads' tenancy is in tests/api/frontends.
             ("agent", "nobody".to_string()),
+            ("name", "alices-agent".to_string()),
+            ("version", "1".to_string()),
         ]
         .into();
         let path = fill(&op.path, &ids);
@@ -133,6 +147,8 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     assert!(checked >= 16, "only {checked} operations checked");
 
     // Nothing bob did changed alice's state.
+    let agent: Value = app.get_json("/api/agents/alices-agent", None).await;
+    assert_eq!(agent["version"], 1, "bob changed alice's agent");
     let detail: Value = app
         .get_json(&format!("/api/conversations/{conv}"), None)
         .await;
@@ -210,10 +226,11 @@ async fn malformed_ids_are_400_or_404_on_every_route() {
     let mut checked = 0;
     for op in operations(&doc).into_iter().filter(Op::has_path_params) {
         for value in bad.iter().copied().chain([long.as_str()]) {
-            let ids: BTreeMap<&str, String> = ["id", "run_id", "interrupt_id", "agent"]
-                .into_iter()
-                .map(|k| (k, value.to_string()))
-                .collect();
+            let ids: BTreeMap<&str, String> =
+                ["id", "run_id", "interrupt_id", "agent", "name", "version"]
+                    .into_iter()
+                    .map(|k| (k, value.to_string()))
+                    .collect();
             let path = fill(&op.path, &ids);
             let body = op.has_body.then(|| op.valid_body());
             let r = send(&app, &op.method, &path, body, None).await;

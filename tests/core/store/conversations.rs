@@ -11,6 +11,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
         system_prompt: Some("be brief".into()),
         tools: Some(vec!["calculator".into(), "http_get".into()]),
         agent: Some("helper".into()),
+        agent_version: Some(4),
         engine: Some(reagent::domain::Engine::Dag),
     };
     let created = store.create_conversation(&alice, new).await.unwrap();
@@ -26,6 +27,7 @@ pub(super) async fn conversations_crud_and_isolation(store: &Store) {
         [
             "active_run_id",
             "agent",
+            "agent_version",
             "created_at",
             "engine",
             "forked_from",

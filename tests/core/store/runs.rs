@@ -114,6 +114,7 @@ pub(super) async fn conversation_with_first_run(store: &Store) {
             system_prompt: Some("be brief".into()),
             tools: Some(vec!["echo".into()]),
             agent: None,
+            agent_version: None,
             engine: None,
         },
     );
