@@ -8,7 +8,8 @@
 //! tenancy, rate limit), `sse` (the event-stream adapter), `listen` (the accept loop and its
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
 //! sink), `agents` (`/api/agents`: configured and API agents), `openai/` (the OpenAI-compatible `/v1` API,
-//! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md).
+//! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md),
+//! `mcp_server/` (the agents as MCP tools at `/mcp`, docs/protocols.md).
 
 mod access;
 pub mod agents;
@@ -24,6 +25,7 @@ pub mod images;
 pub mod listen;
 pub mod long_uri;
 pub mod mcp;
+pub mod mcp_server;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
@@ -102,6 +104,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api", api_routes(&state))
         .nest("/v1", openai::routes(&state))
         .merge(frontends::routes(&state))
+        .merge(mcp_server::routes(&state))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

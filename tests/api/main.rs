@@ -42,6 +42,7 @@ mod http;
 #[cfg(unix)]
 mod instances;
 mod mcp;
+mod mcp_server;
 mod openai;
 mod otel;
 mod races;
