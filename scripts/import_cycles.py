@@ -75,6 +75,8 @@ def check(root):
                         continue
                     pats = [r"\bcrate::" + "::".join(mp + [other]) + r"\b"]
                     pats.append(r"\b" + "super::" * (depth + 1) + other + r"\b")
+                    # `use super::{a, other}` names it too.
+                    pats.append(r"\b" + "super::" * (depth + 1) + r"\{[^}]*\b" + other + r"\b")
                     if d == root:
                         pats = [r"\bcrate::" + other + r"\b"]
                     if any(re.search(pt, text) for pt in pats):

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::client_tools::{ClientCall, NOT_ANSWERED};
+use super::caller_tools::{CallerCall, NOT_ANSWERED};
 use super::events::Mode;
 use super::interrupts::Interrupt;
 use super::prompts;
@@ -63,7 +63,7 @@ pub struct Checkpoint {
     /// Calls of caller tools waiting for the caller's outputs: the run ended
     /// `requires_action` with this checkpoint.
     #[serde(default)]
-    pub awaiting: Vec<ClientCall>,
+    pub awaiting: Vec<CallerCall>,
     /// The paused run a continuation goes on from, in the checkpoint the continuation is
     /// stored with (the loop's own checkpoints leave it out): a continuation resumed before its
     /// first event was stored still begins with `start {continues}`.
@@ -192,7 +192,7 @@ pub struct CheckpointHead<'a> {
     pub checklist_done: bool,
     pub last_parse_failed: bool,
     pub executions: u32,
-    pub awaiting: &'a [ClientCall],
+    pub awaiting: &'a [CallerCall],
 }
 
 /// What a checkpoint's own head usually takes (it is grown when not).

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::client_tools::{ClientCall, RequiredAction};
+use super::caller_tools::{CallerCall, RequiredAction};
 use super::interrupts::Interrupt;
 pub use crate::domain::{AnswerSource, ArtifactRef, Engine, EventName, Mode, RunStatus};
 use crate::llm::Usage;
@@ -129,9 +129,10 @@ pub enum StepEvent {
     /// The run goes on from its last checkpoint after its instance stopped (docs/deployment.md).
     Resumed { iteration: u32, instance: String },
     /// The model called caller tools: the run ends `requires_action` with these calls.
-    ClientToolCalls {
+    #[serde(rename = "client_tool_calls")]
+    CallerToolCalls {
         iteration: u32,
-        calls: Vec<ClientCall>,
+        calls: Vec<CallerCall>,
     },
     /// A DAG round's plan.
     Plan {
@@ -396,3 +397,6 @@ impl AgentEvent {
 mod dag;
 #[cfg(test)]
 mod tests;
+mod view;
+
+pub use view::EventView;

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use super::action::{action_problem, parse_action, response_format, Action};
 use super::answer::AnswerStream;
 use super::call_ids::CallIds;
+use super::caller_tools::{CallerCall, RequiredAction};
 use super::checkpoint::{JsonList, STEPS_KEEP_FROM};
-use super::client_tools::{ClientCall, RequiredAction};
 use super::context::{estimate_tool_tokens, ContextGuard, History};
 use super::events::{AgentEvent, EventSink, Mode, RunOutcome, RunStatus, SafeguardKind, StepEvent};
 use super::executor::{Executed, Executor, PendingCall};
@@ -33,7 +33,7 @@ use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
 use replies::Replies;
 
-mod client;
+mod caller;
 mod guard;
 mod interventions;
 mod json_format;
@@ -117,7 +117,7 @@ pub(super) struct LoopRun<'a> {
     /// The caller's tools (docs/api.md "Caller tools"), offered beside the run's own.
     client_tools: Arc<[ToolDefinition]>,
     /// Caller tool calls the run ends waiting for (`requires_action`).
-    awaiting: Vec<ClientCall>,
+    awaiting: Vec<CallerCall>,
     /// The response being handled calls caller tools: the safeguards' messages wait, since the
     /// caller's results must follow the run's own right after the assistant's calls.
     pausing: bool,

@@ -31,16 +31,11 @@ where
     };
     match raw.parse::<T>() {
         Ok(v) if v >= min => Ok(Some(v)),
-        _ => Err(ConfigError::value(key, raw, integer_expectation(min))),
-    }
-}
-
-/// The wording used for every integer setting, file or environment.
-pub(super) fn integer_expectation<T: PartialOrd + From<u8>>(min: T) -> &'static str {
-    if min >= T::from(1) {
-        "expected a positive integer"
-    } else {
-        "expected a non-negative integer"
+        _ => Err(ConfigError::value(
+            key,
+            raw,
+            validate::integer_expectation(min),
+        )),
     }
 }
 

@@ -6,8 +6,16 @@
 use std::collections::HashSet;
 use std::fmt::Debug;
 
-use super::env::integer_expectation;
 use super::{Config, ConfigError, FileConfig};
+
+/// The wording used for every integer setting, file or environment.
+pub(super) fn integer_expectation<T: PartialOrd + From<u8>>(min: T) -> &'static str {
+    if min >= T::from(1) {
+        "expected a positive integer"
+    } else {
+        "expected a non-negative integer"
+    }
+}
 
 /// Names taken by the built-in tools (docs/configuration.md); an HTTP tool cannot shadow them.
 const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "http_request"];

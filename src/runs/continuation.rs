@@ -2,7 +2,7 @@
 //! `requires_action` keeps its checkpoint and nothing else. [`RunManager::submit_tool_outputs`]
 //! starts its continuation — a new run of the conversation going on from that checkpoint with
 //! the outputs as tool results — on whichever instance takes the request; a new query instead
-//! answers the pending calls with [`NOT_ANSWERED`](crate::agent::client_tools::NOT_ANSWERED)
+//! answers the pending calls with [`NOT_ANSWERED`](crate::agent::caller_tools::NOT_ANSWERED)
 //! ([`RunManager::unanswered_turn`]).
 
 use std::sync::Arc;
@@ -14,8 +14,8 @@ use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunError, RunLabels, RunManager};
 use super::request::Started;
+use crate::agent::caller_tools::{match_outputs, ToolOutput};
 use crate::agent::checkpoint::{Checkpoint, Resume};
-use crate::agent::client_tools::{match_outputs, ToolOutput};
 use crate::agent::context::estimate_tokens;
 use crate::agent::{InterruptQueue, RunInput};
 use crate::config::IMPLICIT_AGENT;
@@ -247,7 +247,7 @@ impl RunManager {
 
     /// When the conversation's latest run waits for caller tools: its turn after its query
     /// (the assistant's calls, the run's own results) with each pending call answered
-    /// [`NOT_ANSWERED`](crate::agent::client_tools::NOT_ANSWERED), for a new query's history.
+    /// [`NOT_ANSWERED`](crate::agent::caller_tools::NOT_ANSWERED), for a new query's history.
     pub(super) async fn unanswered_turn(
         &self,
         conversation_id: Uuid,
@@ -287,7 +287,7 @@ impl RunManager {
 
 /// Caller tools a run may take: functions with a usable, unique name that is none of the
 /// run's own tools (`own`).
-pub fn check_client_tools(defs: &[ToolDefinition], own: &[String]) -> Result<(), RunError> {
+pub fn check_caller_tools(defs: &[ToolDefinition], own: &[String]) -> Result<(), RunError> {
     for (i, d) in defs.iter().enumerate() {
         let valid = !d.name.is_empty()
             && d.name.len() <= MAX_TOOL_NAME

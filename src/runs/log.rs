@@ -44,6 +44,11 @@ impl LoggedEvent {
             data: data.into_boxed_str(),
         }
     }
+
+    /// The event as an encoder reads it: answer deltas borrowed, the rest typed.
+    pub fn view(&self) -> crate::agent::events::EventView<'_> {
+        crate::agent::events::EventView::read(self.name, &self.data)
+    }
 }
 
 #[derive(Default)]

@@ -66,7 +66,7 @@ mod tests;
 
 pub use budget_types::{Budgets, Clock};
 pub use catalog::{AgentSource, Catalog, CatalogAgent, CatalogError};
-pub use continuation::check_client_tools;
+pub use continuation::check_caller_tools;
 pub use control::Accepted;
 pub use history::PriorTurn;
 pub use lease_types::{LeaseCounts, LeaseTimes};

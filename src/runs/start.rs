@@ -11,7 +11,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::checks::{check_at_most, check_text};
-use super::continuation::check_client_tools;
+use super::continuation::check_caller_tools;
 use super::engines::RunEngine;
 use super::follow_up::FollowUps;
 use super::history::{seed, Seed};
@@ -266,7 +266,7 @@ impl RunManager {
         if has_images && !bound.llm.abilities().vision {
             return Err(RunError::ModelWithoutVision(bound.model.clone()));
         }
-        check_client_tools(&req.client_tools, &bound.tools.names())?;
+        check_caller_tools(&req.client_tools, &bound.tools.names())?;
         let engine = run_engine(req, conv, bound.engine, self.dag.default_engine)?;
         let agent = self.react_agent(&bound, req.mode);
         let model = bound.model.clone();

@@ -164,3 +164,29 @@ pub fn event_stream<E: Encoder>(
     )
         .into_response()
 }
+
+/// The cost per answer delta of an encoder: `encode` is called on 100,000 deltas (one in ten
+/// with an escape, which misses the borrowed path), five times; the median in nanoseconds.
+#[cfg(test)]
+pub(crate) fn time_deltas(mut encode: impl FnMut(&LoggedEvent)) -> f64 {
+    let deltas: Vec<LoggedEvent> = (0..100_000u64)
+        .map(|id| {
+            let text = if id % 10 == 0 {
+                "a \\\"quoted\\\" word"
+            } else {
+                " word"
+            };
+            let data = format!("{{\"status\":\"delta\",\"content\":\"{text}\"}}");
+            LoggedEvent::stored(id + 1, "answer", data)
+        })
+        .collect();
+    let mut times: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            deltas.iter().for_each(&mut encode);
+            start.elapsed().as_nanos() as f64 / deltas.len() as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[2]
+}

@@ -16,7 +16,7 @@ pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
-pub mod client_tools;
+pub mod caller_tools;
 pub mod conversations;
 pub mod error;
 pub mod event_body;
@@ -24,7 +24,7 @@ pub mod frontends;
 pub mod images;
 pub mod listen;
 pub mod long_uri;
-pub mod mcp;
+pub mod mcp_clients;
 pub mod mcp_server;
 pub mod metrics;
 pub mod openai;
@@ -82,7 +82,7 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", post(approvals::decide))
         .route("/tools", get(ops::tools))
-        .route("/mcp", get(mcp::list))
+        .route("/mcp", get(mcp_clients::list))
         .route("/models", get(ops::models))
         .route("/agents", get(agents::list).post(agents::create))
         .route(

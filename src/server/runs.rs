@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Owner;
-use super::client_tools::{definitions, ClientTool, ToolOutputsBody};
+use super::caller_tools::{definitions, CallerTool, ToolOutputsBody};
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use super::images::{urls, ImageInput};
 use super::sse::{resume_point, sse_response, wants_event_stream};
@@ -39,7 +39,7 @@ pub struct StartRunBody {
     /// Tools the caller executes (docs/api.md "Caller tools"); a call of one ends the run
     /// `requires_action`.
     #[serde(default)]
-    pub client_tools: Vec<ClientTool>,
+    pub client_tools: Vec<CallerTool>,
     /// Images of the query (docs/api.md "Images"); at most 8.
     #[serde(default)]
     #[schema(max_items = 8)]
@@ -87,7 +87,7 @@ pub struct ChatBody {
     pub agent_version: Option<u32>,
     /// Tools the caller executes (docs/api.md "Caller tools").
     #[serde(default)]
-    pub client_tools: Vec<ClientTool>,
+    pub client_tools: Vec<CallerTool>,
     /// Images of the query (docs/api.md "Images"); at most 8.
     #[serde(default)]
     #[schema(max_items = 8)]

@@ -12,7 +12,7 @@
 mod agents;
 mod approvals;
 mod budgets;
-mod client_tools;
+mod caller_tools;
 mod conversations;
 mod forks;
 mod image_history;

@@ -51,7 +51,7 @@ fn checkpoint() -> Checkpoint {
             description: "Ask the user".into(),
             parameters: json!({"type": "object"}),
         }],
-        awaiting: vec![ClientCall {
+        awaiting: vec![CallerCall {
             call_id: "c3".into(),
             name: "confirm".into(),
             arguments: "{\"q\":\"ok?\"}".into(),

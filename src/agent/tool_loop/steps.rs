@@ -2,7 +2,7 @@
 //! written in the content), and the JSON protocol's one action per response.
 
 use super::*;
-use crate::agent::client_tools::is_client_tool;
+use crate::agent::caller_tools::is_caller_tool;
 
 impl LoopRun<'_> {
     pub(super) async fn native_step(&mut self, r: ChatResponse) -> Next {
@@ -43,14 +43,14 @@ impl LoopRun<'_> {
         calls.truncate(self.calls_allowed());
         let ran = calls.len();
         self.call_ids.assign(self.iterations, &mut calls);
-        let client = self.client_calls(&calls);
+        let client = self.caller_calls(&calls);
         self.pausing = !client.is_empty();
         // The pending calls read the arguments; the reply's calls then move into the history
         // uncopied (a reply's arguments may be megabytes).
         let max_args = self.config.max_tool_arguments_bytes;
         let pending = calls
             .iter_mut()
-            .filter(|c| !is_client_tool(&self.client_tools, &c.name))
+            .filter(|c| !is_caller_tool(&self.client_tools, &c.name))
             .map(|c| PendingCall {
                 call_id: c.id.clone(),
                 tool: c.name.clone(),
@@ -193,7 +193,7 @@ impl LoopRun<'_> {
                 tool_args,
             } => {
                 if self.is_client(&tool_name) {
-                    let call = ClientCall {
+                    let call = CallerCall {
                         call_id: self.call_ids.next(self.iterations),
                         name: tool_name,
                         arguments: tool_args.to_string(),

@@ -10,8 +10,7 @@ use uuid::Uuid;
 
 use super::super::manager::{RunError, RunManager};
 use super::{Answer, Answered, Decision, Thread};
-use crate::agent::events::StepEvent;
-use crate::domain::EventName;
+use crate::agent::events::{AgentEvent, EventView, StepEvent};
 
 impl RunManager {
     /// Answers the run `thread` waits on: [`Thread::After`] names the run; a conversation's or
@@ -75,7 +74,7 @@ impl RunManager {
         self: &Arc<Self>,
         owner: &str,
         run: Uuid,
-        outputs: Vec<crate::agent::client_tools::ToolOutput>,
+        outputs: Vec<crate::agent::caller_tools::ToolOutput>,
         record: Option<String>,
     ) -> Result<Answered, RunError> {
         let started = self.continue_timed(owner, run, outputs, record).await?;
@@ -143,11 +142,10 @@ impl RunManager {
                     "the run ended before its approvals".into(),
                 ));
             };
-            if EventName::from_stored(ev.name) != EventName::Step {
-                continue;
-            }
-            if let Ok(StepEvent::ApprovalRequired { approval_id, .. }) =
-                serde_json::from_str::<StepEvent>(&ev.data)
+            if let EventView::Agent(AgentEvent::Step(StepEvent::ApprovalRequired {
+                approval_id,
+                ..
+            })) = ev.view()
             {
                 if wanted.contains(approval_id.as_str()) {
                     left -= 1;

@@ -26,7 +26,7 @@ mod tests;
 use uuid::Uuid;
 
 use super::history::PriorTurn;
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::llm::ToolDefinition;
 use crate::store::NewConversation;
 

@@ -3,7 +3,7 @@
 //! (before its writer's first tick) leaves a run that the next process resumes with them.
 
 use super::*;
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::llm::{Message, ToolDefinition};
 use crate::testing::Turn;
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::body::{data, encoded_response};
 use super::images::ag_ui_images;
 use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::server::error::{ApiJson, ApiPath};

@@ -1,7 +1,7 @@
 //! `POST /ai-sdk/{agent}` (docs/protocols.md): the AI SDK's `useChat` request in, its UI message
 //! stream out. The chat id is the conversation; the last user message is the query (the rest of
 //! the resent history is already stored); an assistant message last, carrying answered tool
-//! approvals (`addToolApprovalResponse`) or client tool outputs (`addToolOutput`), answers what
+//! approvals (`addToolApprovalResponse`) or caller tool outputs (`addToolOutput`), answers what
 //! its run waits on and the stream goes on. Files: `encode` (the chunk mapping), `reconnect`
 //! (`GET …/{id}/stream`, the transport's resume).
 
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::body::{data, encoded_response};
 use super::images::ai_sdk_images;
 use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::server::error::{ApiJson, ApiPath};
@@ -36,7 +36,7 @@ pub const STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
 pub struct ChatRequest {
     pub id: String,
     pub messages: Vec<UiMessage>,
-    /// Client tools, sent in the transport's `body`: `{name, description?, parameters?}` or
+    /// Caller tools, sent in the transport's `body`: `{name, description?, parameters?}` or
     /// OpenAI's `{type: "function", function: {…}}`.
     #[serde(default)]
     pub tools: Vec<Value>,
@@ -61,7 +61,7 @@ impl UiMessage {
             .join("\n")
     }
 
-    /// The outputs of client tool calls this message's parts carry (`addToolOutput`); reagent's
+    /// The outputs of caller tool calls this message's parts carry (`addToolOutput`); reagent's
     /// own tool parts are provider-executed.
     fn outputs(&self) -> Vec<ToolOutput> {
         self.parts
@@ -133,7 +133,7 @@ fn front_request(agent: String, chat: &ChatRequest) -> FrontRequest {
     }
 }
 
-/// A client tool's definition, in either accepted shape.
+/// A caller tool's definition, in either accepted shape.
 fn tool_definition(tool: &Value) -> Option<ToolDefinition> {
     let f = tool.get("function").unwrap_or(tool);
     Some(ToolDefinition {

@@ -26,6 +26,11 @@ pub fn data(out: &mut String, value: &impl Serialize) {
     out.push_str("\n\n");
 }
 
+/// An event's data as stored (null if it is not JSON), for the events passed on as they are.
+pub fn stored(ev: &LoggedEvent) -> serde_json::Value {
+    serde_json::from_str(&ev.data).unwrap_or(serde_json::Value::Null)
+}
+
 /// The event-stream response: `first` (what precedes the run's events), then the encoded events.
 pub fn encoded_response<E: Encoder>(
     state: &AppState,

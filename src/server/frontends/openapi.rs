@@ -88,7 +88,7 @@ fn ag_ui_path(agents: &[String], text: &str, max_chars: usize) -> Value {
 fn ai_sdk_path(agents: &[String], text: &str, max_chars: usize) -> Value {
     let request = json!({
         "type": "object", "required": ["id", "messages"],
-        "description": "The AI SDK `useChat` body (`DefaultChatTransport`). `id` is the conversation (created when unknown); the last message is the new user message, or an assistant message whose tool parts answer approvals (`approval-responded`) or client tool calls (`output-available`). `tools` (`[{name, description, parameters}]`) declares client tools.",
+        "description": "The AI SDK `useChat` body (`DefaultChatTransport`). `id` is the conversation (created when unknown); the last message is the new user message, or an assistant message whose tool parts answer approvals (`approval-responded`) or caller tool calls (`output-available`). `tools` (`[{name, description, parameters}]`) declares caller tools.",
         "properties": {
             "id": {"type": "string", "description": "The chat id: a conversation id, or any other id (the caller's own conversation derived from it)"},
             "messages": {"type": "array", "minItems": 1, "items": user_message(text, max_chars, "parts")},

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 use uuid::Uuid;
 
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::runs::session::{Answer, Answered, Ask, Decision, Thread};

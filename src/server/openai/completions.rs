@@ -20,7 +20,7 @@ use super::reply::{finish_reason, parse_wire_call_id, tool_calls_json, usage_jso
 use super::stream::{chunk_stream, CancelOnDrop};
 use super::unix_now;
 use super::wire::{parse, Parsed};
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::agent::RunOutcome;
 use crate::config::AgentSpec;
 use crate::domain::EventName;

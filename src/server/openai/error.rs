@@ -94,6 +94,23 @@ impl OpenAiError {
     }
 }
 
+impl OpenAiError {
+    /// A request body read as `T`: JSON, an object, then its fields; each failure a 400.
+    pub fn read_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, OpenAiError> {
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            OpenAiError::invalid(None, format!("The request body is not valid JSON: {e}"))
+        })?;
+        if !value.is_object() {
+            return Err(OpenAiError::invalid(
+                None,
+                "The request body must be a JSON object",
+            ));
+        }
+        serde_json::from_value(value)
+            .map_err(|e| OpenAiError::invalid(None, format!("Invalid request: {e}")))
+    }
+}
+
 impl From<ApiError> for OpenAiError {
     fn from(e: ApiError) -> Self {
         let (status, _) = e.status_and_code();

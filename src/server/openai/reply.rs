@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::agent::client_tools::ClientCall;
+use crate::agent::caller_tools::CallerCall;
 use crate::domain::RunStatus;
 use crate::llm::Usage;
 
@@ -57,7 +57,7 @@ pub fn parse_wire_call_id(id: &str) -> Option<(Uuid, String)> {
 }
 
 /// `message.tool_calls` (with `index` for `delta.tool_calls` when `indexed`).
-pub fn tool_calls_json(run_id: Uuid, calls: &[ClientCall], indexed: bool) -> Value {
+pub fn tool_calls_json(run_id: Uuid, calls: &[CallerCall], indexed: bool) -> Value {
     let calls: Vec<Value> = calls
         .iter()
         .enumerate()

@@ -12,7 +12,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::reply::{finish_reason, tool_calls_json, usage_json, Meta};
-use crate::agent::events::{AnswerEvent, SafeguardKind, StepEvent};
+use crate::agent::events::{AgentEvent, AnswerEvent, EventView, SafeguardKind, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
 use crate::runs::{LiveRun, LoggedEvent};
@@ -46,15 +46,6 @@ impl Drop for CancelOnDrop {
             self.live.cancel.cancel();
         }
     }
-}
-
-/// An `answer` event's data, borrowed where it has no escapes.
-#[derive(serde::Deserialize)]
-struct AnswerDelta<'a> {
-    #[serde(borrow)]
-    status: &'a str,
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// What the stream has sent so far.
@@ -189,29 +180,29 @@ impl Progress {
 
     /// The lines for one run event, and whether the stream is complete.
     fn frames(&mut self, ev: &LoggedEvent) -> (String, bool) {
-        match EventName::from_stored(ev.name) {
-            EventName::Step => (self.step(&ev.data), false),
-            EventName::Answer => (self.answer(&ev.data), false),
-            EventName::Done => match serde_json::from_str::<RunOutcome>(&ev.data) {
-                Ok(outcome) => (self.done(&outcome), true),
-                Err(_) => (DONE.to_string(), true),
-            },
-            EventName::Start | EventName::Compact => (String::new(), false),
+        match ev.view() {
+            EventView::AnswerDelta(text) if text.is_empty() => (String::new(), false),
+            EventView::AnswerDelta(text) => (self.content(&text), false),
+            EventView::Agent(AgentEvent::Step(step)) => (self.step(step), false),
+            EventView::Agent(AgentEvent::Answer(answer)) => (self.answer(answer), false),
+            EventView::Agent(AgentEvent::Done(outcome)) => (self.done(&outcome), true),
+            EventView::Unreadable(EventName::Done, _) => (DONE.to_string(), true),
+            _ => (String::new(), false),
         }
     }
 
-    fn step(&self, data: &str) -> String {
-        match serde_json::from_str::<StepEvent>(data) {
-            Ok(StepEvent::ToolStart {
+    fn step(&self, step: StepEvent) -> String {
+        match step {
+            StepEvent::ToolStart {
                 tool, arguments, ..
-            }) => self.reasoning(&format!("→ {tool} {arguments}")),
-            Ok(StepEvent::ToolEnd {
+            } => self.reasoning(&format!("→ {tool} {arguments}")),
+            StepEvent::ToolEnd {
                 tool,
                 observation,
                 error,
                 blocked,
                 ..
-            }) => {
+            } => {
                 let what = if blocked {
                     " (blocked)"
                 } else if error {
@@ -221,36 +212,24 @@ impl Progress {
                 };
                 self.reasoning(&format!("← {tool}{what}: {observation}"))
             }
-            Ok(StepEvent::ApprovalRequired {
+            StepEvent::ApprovalRequired {
                 tool, approval_id, ..
-            }) => self.reasoning(&format!(
+            } => self.reasoning(&format!(
                 "waiting for approval of {tool} (approval {approval_id})"
             )),
-            Ok(StepEvent::Safeguard { kind, tool, .. }) => {
+            StepEvent::Safeguard { kind, tool, .. } => {
                 self.reasoning(&safeguard_line(kind, tool.as_deref()))
             }
             _ => String::new(),
         }
     }
 
-    fn answer(&mut self, data: &str) -> String {
-        // The common case, a delta, read without building the enum.
-        if let Ok(AnswerDelta {
-            status: "delta",
-            content: Some(text),
-        }) = serde_json::from_str::<AnswerDelta>(data)
-        {
-            return if text.is_empty() {
-                String::new()
-            } else {
-                self.content(&text)
-            };
-        }
-        match serde_json::from_str::<AnswerEvent>(data) {
-            Ok(AnswerEvent::Delta { content }) if !content.is_empty() => self.content(&content),
+    /// An answer event other than a delta.
+    fn answer(&mut self, answer: AnswerEvent) -> String {
+        match answer {
             // Sent text cannot be taken back (a tool call followed it, or another answer replaces
             // it): say so, and start what follows on a new paragraph.
-            Ok(AnswerEvent::Reset) if !self.sent.is_empty() => {
+            AnswerEvent::Reset if !self.sent.is_empty() => {
                 let mut out =
                     self.reasoning("the text above is not the answer; the answer follows");
                 out.push_str(&self.content("\n\n"));

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::OpenAiError;
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::runs::PriorTurn;
@@ -53,17 +53,7 @@ pub struct Parsed {
 
 /// Parses the body; every failure is a 400 in OpenAI's shape.
 pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        OpenAiError::invalid(None, format!("The request body is not valid JSON: {e}"))
-    })?;
-    if !value.is_object() {
-        return Err(OpenAiError::invalid(
-            None,
-            "The request body must be a JSON object",
-        ));
-    }
-    let req: Request = serde_json::from_value(value)
-        .map_err(|e| OpenAiError::invalid(None, format!("Invalid request: {e}")))?;
+    let req: Request = OpenAiError::read_body(body)?;
     let model = req
         .model
         .filter(|m| !m.trim().is_empty())
@@ -89,20 +79,7 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
             ))
         }
     };
-    let mut history = Vec::new();
-    let mut system = Vec::new();
-    for (role, content) in turns {
-        match role {
-            Role::System => system.push(content.text),
-            Role::User => history.push(PriorTurn {
-                images: content.images,
-                ..PriorTurn::text(MessageRole::User, content.text)
-            }),
-            Role::Assistant => history.push(PriorTurn::text(MessageRole::Assistant, content.text)),
-            // Results of earlier round trips: the stored run has them, a new one cannot.
-            Role::Tool(_) => {}
-        }
-    }
+    let (history, system) = split_history(turns);
     let stream = req.stream.unwrap_or(false);
     let include_usage = req
         .stream_options
@@ -119,6 +96,25 @@ pub fn parse(body: &[u8]) -> Result<Parsed, OpenAiError> {
         tools,
         outputs,
     })
+}
+
+/// The turns before the query: the conversation's, and the system texts.
+fn split_history(turns: Vec<(Role, Content)>) -> (Vec<PriorTurn>, Vec<String>) {
+    let mut history = Vec::new();
+    let mut system = Vec::new();
+    for (role, content) in turns {
+        match role {
+            Role::System => system.push(content.text),
+            Role::User => history.push(PriorTurn {
+                images: content.images,
+                ..PriorTurn::text(MessageRole::User, content.text)
+            }),
+            Role::Assistant => history.push(PriorTurn::text(MessageRole::Assistant, content.text)),
+            // Results of earlier round trips: the stored run has them, a new one cannot.
+            Role::Tool(_) => {}
+        }
+    }
+    (history, system)
 }
 
 /// The `tool` messages that end the request (in order), taken off `turns`; `None` when the

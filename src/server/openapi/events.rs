@@ -218,13 +218,13 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             "client_tool_calls",
             "The model called caller tools (`client_tools`): the run ends `requires_action` \
              with these calls; answer them with `POST /api/runs/{run_id}/tool_outputs`",
-            vec![req("iteration", integer()), req("calls", client_calls())],
+            vec![req("iteration", integer()), req("calls", caller_calls())],
         ),
     ]
 }
 
 /// Calls of caller tools, as `client_tool_calls` and `done.required_action` list them.
-fn client_calls() -> Value {
+fn caller_calls() -> Value {
     let call = object(
         "A caller tool call; `arguments` is the JSON text the model wrote",
         vec![
@@ -337,7 +337,7 @@ fn done() -> Value {
                 "required_action",
                 object(
                     "`requires_action` only: the caller tool calls the run waits for",
-                    vec![req("tool_calls", client_calls())],
+                    vec![req("tool_calls", caller_calls())],
                 ),
                 false,
             ),

@@ -6,7 +6,7 @@
 //! The document is assembled from one utoipa document per area of the API ([`areas`]:
 //! conversations, runs, approvals, catalog, agents, operations); a new area (its own routes file)
 //! adds its `#[derive(OpenApi)]` struct and one line there (`GET /api/mcp` is added as JSON by
-//! `server::mcp::add_openapi`). [`document_for`] then adds what the
+//! `server::mcp_clients::add_openapi`). [`document_for`] then adds what the
 //! attributes cannot say (`refine`): the bearer security scheme (public operations opt out), the
 //! errors every `/api` operation can answer (401, 429, 500; 400 and 413 where a body or query is
 //! read; 404 where an id is in the path), the text limits of `query`/`content` from the
@@ -26,7 +26,7 @@ use utoipa::OpenApi;
 
 use super::state::AppState;
 use super::views::ErrorBody;
-use super::{agents, approvals, client_tools, conversations, images, ops, runs};
+use super::{agents, approvals, caller_tools, conversations, images, ops, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -66,8 +66,8 @@ struct Conversations;
         runs::tool_outputs,
     ),
     components(schemas(runs::StartRunBody, runs::ChatBody, runs::InterruptBody,
-        client_tools::ClientTool, client_tools::ClientFunction,
-        client_tools::ToolOutputsBody, client_tools::ToolOutputBody, images::ImageInput,
+        caller_tools::CallerTool, caller_tools::CallerFunction,
+        caller_tools::ToolOutputsBody, caller_tools::ToolOutputBody, images::ImageInput,
         images::MessageImageView)),
     tags((name = "runs", description = "Runs, their SSE events and follow-ups (docs/api.md)"))
 )]
@@ -166,7 +166,7 @@ fn each_operation(doc: &mut Value, mut f: impl FnMut(&str, &mut serde_json::Map<
 /// The generated document completed with what the attributes cannot express (module doc).
 pub fn document_for(max_query_chars: usize, models: &[String], tools: &[String]) -> Value {
     let mut doc = serde_json::to_value(generated()).unwrap_or_else(|_| json!({}));
-    super::mcp::add_openapi(&mut doc);
+    super::mcp_clients::add_openapi(&mut doc);
     refine::operations(&mut doc);
     refine::inputs(&mut doc, max_query_chars, models, tools);
     events::describe(&mut doc);

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::*;
-use crate::agent::client_tools::{ClientCall, RequiredAction};
+use crate::agent::caller_tools::{CallerCall, RequiredAction};
 use crate::agent::events::{AnswerEvent, CompactEvent, StartEvent, StepEvent};
 use crate::agent::{AgentEvent, Interrupt, Mode, RunOutcome, RunStatus};
 use crate::domain::{ArtifactRef, MessageKind, MessageRole};
@@ -38,7 +38,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Analysis { .. } => "analysis",
         StepEvent::Replan { .. } => "replan",
         StepEvent::Limit { .. } => "limit",
-        StepEvent::ClientToolCalls { .. } => "client_tool_calls",
+        StepEvent::CallerToolCalls { .. } => "client_tool_calls",
         StepEvent::Safeguard { .. } => "safeguard",
     }
 }
@@ -140,9 +140,9 @@ fn steps() -> Vec<StepEvent> {
             tool: Some("calculator".into()),
             dag_step: Some("A".into()),
         },
-        StepEvent::ClientToolCalls {
+        StepEvent::CallerToolCalls {
             iteration: 1,
-            calls: vec![ClientCall {
+            calls: vec![CallerCall {
                 call_id: "c2".into(),
                 name: "confirm".into(),
                 arguments: "{\"question\":\"ok?\"}".into(),
@@ -180,7 +180,7 @@ fn outcomes() -> Vec<RunOutcome> {
         answer: String::new(),
         error: None,
         required_action: Some(RequiredAction {
-            tool_calls: vec![ClientCall {
+            tool_calls: vec![CallerCall {
                 call_id: "c2".into(),
                 name: "confirm".into(),
                 arguments: "{}".into(),

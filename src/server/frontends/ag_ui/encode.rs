@@ -10,21 +10,12 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::agent::client_tools::ClientCall;
-use crate::agent::events::{AnswerEvent, StepEvent};
+use crate::agent::caller_tools::CallerCall;
+use crate::agent::events::{AgentEvent, AnswerEvent, EventView, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::{EventName, RunStatus};
 use crate::runs::LoggedEvent;
-use crate::server::frontends::body::{data, Encoder};
-
-/// An `answer` event's data, borrowed where it has no escapes (one per token).
-#[derive(serde::Deserialize)]
-struct AnswerDelta<'a> {
-    #[serde(borrow)]
-    status: &'a str,
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-}
+use crate::server::frontends::body::{data, stored, Encoder};
 
 pub struct AgUi {
     thread_id: String,
@@ -67,7 +58,7 @@ impl AgUi {
     }
 
     /// Caller tool calls: started and ended like any call; `done` turns them into interrupts.
-    fn client_calls(&mut self, out: &mut String, calls: Vec<ClientCall>) {
+    fn caller_calls(&mut self, out: &mut String, calls: Vec<CallerCall>) {
         for c in calls {
             data(
                 out,
@@ -134,30 +125,22 @@ impl AgUi {
         }
     }
 
-    fn answer(&mut self, out: &mut String, raw: &str) {
-        if let Ok(AnswerDelta {
-            status: "delta",
-            content: Some(text),
-        }) = serde_json::from_str::<AnswerDelta>(raw)
-        {
-            return self.text_delta(out, &text);
-        }
-        match serde_json::from_str::<AnswerEvent>(raw) {
-            Ok(AnswerEvent::Start { .. }) => {}
-            Ok(AnswerEvent::Delta { content }) => self.text_delta(out, &content),
+    /// An answer event other than a delta.
+    fn answer(&mut self, out: &mut String, answer: AnswerEvent) {
+        match answer {
+            AnswerEvent::Start { .. } | AnswerEvent::Delta { .. } => {}
             // Sent text cannot be taken back: the replacement is a new message.
-            Ok(AnswerEvent::Reset) => {
+            AnswerEvent::Reset => {
                 self.close_text(out);
                 self.answered = false;
                 self.custom(out, "answer_reset", json!({}));
             }
-            Ok(AnswerEvent::Done { content, .. }) => {
+            AnswerEvent::Done { content, .. } => {
                 if !self.answered {
                     self.text_delta(out, &content);
                 }
                 self.close_text(out);
             }
-            Err(_) => {}
         }
     }
 
@@ -180,10 +163,7 @@ impl AgUi {
     }
 
     /// The lines of one `step` event; true when it ends the stream (an approval).
-    fn step(&mut self, out: &mut String, ev: &LoggedEvent) -> bool {
-        let Ok(step) = serde_json::from_str::<StepEvent>(&ev.data) else {
-            return false;
-        };
+    fn step(&mut self, out: &mut String, ev: &LoggedEvent, step: StepEvent) -> bool {
         match step {
             StepEvent::Thinking { reasoning, .. } if !reasoning.trim().is_empty() => {
                 self.reasoning(out, ev.id, &reasoning)
@@ -194,35 +174,12 @@ impl AgUi {
                 tool,
                 arguments,
                 ..
-            } => {
-                let call_id = self.call_id(&call_id);
-                data(
-                    out,
-                    &json!({"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool}),
-                );
-                data(
-                    out,
-                    &json!({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments.to_string()}),
-                );
-                data(
-                    out,
-                    &json!({"type": "TOOL_CALL_END", "toolCallId": call_id}),
-                );
-                self.calls.push((call_id, tool));
-            }
+            } => self.tool_start(out, &call_id, tool, &arguments),
             StepEvent::ToolEnd {
                 call_id,
                 observation,
                 ..
-            } => {
-                let call_id = self.call_id(&call_id);
-                self.calls.retain(|(c, _)| *c != call_id);
-                data(
-                    out,
-                    &json!({"type": "TOOL_CALL_RESULT", "messageId": format!("{call_id}-result"),
-                            "toolCallId": call_id, "content": observation, "role": "tool"}),
-                );
-            }
+            } => self.tool_end(out, &call_id, observation),
             StepEvent::ApprovalRequired {
                 approval_id,
                 tool,
@@ -232,7 +189,7 @@ impl AgUi {
                 self.interrupt(out, approval_id, &tool, &arguments);
                 return true;
             }
-            StepEvent::ClientToolCalls { calls, .. } => self.client_calls(out, calls),
+            StepEvent::CallerToolCalls { calls, .. } => self.caller_calls(out, calls),
             StepEvent::Plan { round, steps } => {
                 let steps: Vec<Value> = steps
                     .iter()
@@ -249,12 +206,39 @@ impl AgUi {
                 ..
             } => self.dag_step(out, &step_id, status, result, error),
             _ => {
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                let value = stored(ev);
                 let name = value["type"].as_str().unwrap_or("step").to_string();
                 self.custom(out, &name, value);
             }
         }
         false
+    }
+
+    fn tool_start(&mut self, out: &mut String, call_id: &str, tool: String, arguments: &Value) {
+        let call_id = self.call_id(call_id);
+        data(
+            out,
+            &json!({"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool}),
+        );
+        data(
+            out,
+            &json!({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments.to_string()}),
+        );
+        data(
+            out,
+            &json!({"type": "TOOL_CALL_END", "toolCallId": call_id}),
+        );
+        self.calls.push((call_id, tool));
+    }
+
+    fn tool_end(&mut self, out: &mut String, call_id: &str, observation: String) {
+        let call_id = self.call_id(call_id);
+        self.calls.retain(|(c, _)| *c != call_id);
+        data(
+            out,
+            &json!({"type": "TOOL_CALL_RESULT", "messageId": format!("{call_id}-result"),
+                    "toolCallId": call_id, "content": observation, "role": "tool"}),
+        );
     }
 
     fn snapshot(&self, out: &mut String) {
@@ -324,11 +308,7 @@ impl AgUi {
         );
     }
 
-    fn done(&mut self, out: &mut String, raw: &str) {
-        let outcome = match serde_json::from_str::<RunOutcome>(raw) {
-            Ok(o) => o,
-            Err(e) => return self.error(out, &format!("unreadable done event: {e}")),
-        };
+    fn done(&mut self, out: &mut String, outcome: RunOutcome) {
         if outcome.status == RunStatus::Failed {
             let message = outcome.error.as_deref().unwrap_or(&outcome.answer);
             return self.error(out, message);
@@ -392,21 +372,27 @@ pub fn is_own_call(id: &str) -> bool {
 
 impl Encoder for AgUi {
     fn event(&mut self, ev: &LoggedEvent, out: &mut String) -> bool {
-        match EventName::from_stored(ev.name) {
-            EventName::Answer => self.answer(out, &ev.data),
-            EventName::Step => return self.step(out, ev),
-            EventName::Start => {
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
-                self.custom(out, "start", value);
-            }
-            EventName::Compact => {
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
-                self.custom(out, "compact", value);
-            }
-            EventName::Done => {
-                self.done(out, &ev.data);
+        match ev.view() {
+            EventView::AnswerDelta(text) => self.text_delta(out, &text),
+            EventView::Agent(AgentEvent::Answer(answer)) => self.answer(out, answer),
+            EventView::Agent(AgentEvent::Step(step)) => return self.step(out, ev, step),
+            EventView::Agent(AgentEvent::Done(outcome)) => {
+                self.done(out, outcome);
                 return true;
             }
+            EventView::Unreadable(EventName::Done, e) => {
+                self.error(out, &format!("unreadable done event: {e}"));
+                return true;
+            }
+            // Passed on as stored, whether or not it reads.
+            EventView::Agent(AgentEvent::Start(_)) | EventView::Unreadable(EventName::Start, _) => {
+                self.custom(out, "start", stored(ev))
+            }
+            EventView::Agent(AgentEvent::Compact(_))
+            | EventView::Unreadable(EventName::Compact, _) => {
+                self.custom(out, "compact", stored(ev))
+            }
+            EventView::Unreadable(..) => {}
         }
         false
     }

@@ -270,3 +270,16 @@ fn text_taken_back_before_a_tool_call_is_a_message_of_its_own_then_the_answer() 
         .iter()
         .any(|e| e["type"] == "CUSTOM" && e["name"] == "reagent.answer_reset"));
 }
+
+/// `cargo test --lib per_delta_cost -- --ignored --nocapture`: the encoder's cost per token.
+#[test]
+#[ignore]
+fn per_delta_cost() {
+    let mut enc = AgUi::new("t".into(), "r".into(), Uuid::nil());
+    let mut out = String::new();
+    let ns = crate::server::event_body::time_deltas(|ev| {
+        out.clear();
+        enc.event(ev, &mut out);
+    });
+    println!("AG-UI: {ns:.0} ns per delta");
+}

@@ -10,22 +10,14 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::agent::events::{AnswerEvent, StepEvent};
+use crate::agent::caller_tools::CallerCall;
+use crate::agent::events::{AgentEvent, AnswerEvent, EventView, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::{EventName, RunStatus};
 use crate::runs::LoggedEvent;
-use crate::server::frontends::body::{data, Encoder};
+use crate::server::frontends::body::{data, stored, Encoder};
 
 const DONE: &str = "data: [DONE]\n\n";
-
-/// An `answer` event's data, borrowed where it has no escapes (one per token).
-#[derive(serde::Deserialize)]
-struct AnswerDelta<'a> {
-    #[serde(borrow)]
-    status: &'a str,
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-}
 
 pub struct AiSdk {
     run: Uuid,
@@ -95,18 +87,11 @@ impl AiSdk {
         }
     }
 
-    fn answer(&mut self, out: &mut String, raw: &str) {
-        if let Ok(AnswerDelta {
-            status: "delta",
-            content: Some(text),
-        }) = serde_json::from_str::<AnswerDelta>(raw)
-        {
-            return self.text_delta(out, &text);
-        }
-        match serde_json::from_str::<AnswerEvent>(raw) {
-            Ok(AnswerEvent::Delta { content }) => self.text_delta(out, &content),
+    /// An answer event other than a delta.
+    fn answer(&mut self, out: &mut String, answer: AnswerEvent) {
+        match answer {
             // Sent text cannot be taken back: the replacement is a new text part.
-            Ok(AnswerEvent::Reset) => {
+            AnswerEvent::Reset => {
                 self.close_text(out);
                 self.answered = false;
                 data(
@@ -114,13 +99,13 @@ impl AiSdk {
                     &json!({"type": "data-reagent-answer_reset", "data": {}}),
                 );
             }
-            Ok(AnswerEvent::Done { content, .. }) => {
+            AnswerEvent::Done { content, .. } => {
                 if !self.answered {
                     self.text_delta(out, &content);
                 }
                 self.close_text(out);
             }
-            _ => {}
+            AnswerEvent::Start { .. } | AnswerEvent::Delta { .. } => {}
         }
     }
 
@@ -129,10 +114,7 @@ impl AiSdk {
     }
 
     /// The chunks of one `step` event; true when it ends the stream (an approval).
-    fn step(&mut self, out: &mut String, ev: &LoggedEvent) -> bool {
-        let Ok(step) = serde_json::from_str::<StepEvent>(&ev.data) else {
-            return false;
-        };
+    fn step(&mut self, out: &mut String, ev: &LoggedEvent, step: StepEvent) -> bool {
         match step {
             StepEvent::Thinking { reasoning, .. } if !reasoning.trim().is_empty() => {
                 let id = format!("reasoning-{}", ev.id);
@@ -149,37 +131,14 @@ impl AiSdk {
                 tool,
                 arguments,
                 ..
-            } => {
-                let mut start = self.tool("tool-input-start", &call_id);
-                start["toolName"] = json!(tool);
-                data(out, &start);
-                let mut available = self.tool("tool-input-available", &call_id);
-                available["toolName"] = json!(tool);
-                available["input"] = arguments;
-                data(out, &available);
-                self.calls.push((call_id, tool));
-            }
+            } => self.tool_start(out, call_id, tool, arguments),
             StepEvent::ToolEnd {
                 call_id,
                 observation,
                 error,
                 blocked,
                 ..
-            } => {
-                self.calls.retain(|(c, _)| *c != call_id);
-                let chunk = if blocked && (self.resumed || self.asked.contains(&call_id)) {
-                    json!({"type": "tool-output-denied", "toolCallId": call_id})
-                } else if error || blocked {
-                    let mut c = self.tool("tool-output-error", &call_id);
-                    c["errorText"] = json!(observation);
-                    c
-                } else {
-                    let mut c = self.tool("tool-output-available", &call_id);
-                    c["output"] = json!(observation);
-                    c
-                };
-                data(out, &chunk);
-            }
+            } => self.tool_end(out, &call_id, observation, error, blocked),
             StepEvent::ApprovalRequired { approval_id, .. }
                 if self
                     .open
@@ -188,46 +147,20 @@ impl AiSdk {
             StepEvent::ApprovalRequired {
                 approval_id, tool, ..
             } => {
-                let call = self.calls.iter().rev().find(|(_, t)| *t == tool);
-                let call_id = call.map_or_else(|| approval_id.clone(), |(c, _)| c.clone());
-                self.asked.insert(call_id.clone());
-                self.close_text(out);
-                data(
-                    out,
-                    &json!({"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}),
-                );
-                data(out, &json!({"type": "finish-step"}));
-                data(out, &json!({"type": "finish"}));
-                out.push_str(DONE);
+                self.approval(out, approval_id, &tool);
                 return true;
             }
-            // Client tools: not provider-executed, so the client runs them (`onToolCall`).
-            StepEvent::ClientToolCalls { calls, .. } => {
-                for c in calls {
-                    let input: Value =
-                        serde_json::from_str(&c.arguments).unwrap_or(Value::String(c.arguments));
-                    data(
-                        out,
-                        &json!({"type": "tool-input-start", "toolCallId": c.call_id,
-                                "toolName": c.name, "dynamic": true}),
-                    );
-                    data(
-                        out,
-                        &json!({"type": "tool-input-available", "toolCallId": c.call_id,
-                                "toolName": c.name, "input": input, "dynamic": true}),
-                    );
-                }
-            }
+            StepEvent::CallerToolCalls { calls, .. } => caller_calls(out, calls),
             StepEvent::DagStep { ref step_id, .. } => {
                 let id = step_id.clone();
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                let value = stored(ev);
                 data(
                     out,
                     &json!({"type": "data-reagent-dag_step", "id": id, "data": value}),
                 );
             }
             _ => {
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
+                let value = stored(ev);
                 let name = value["type"].as_str().unwrap_or("step").to_string();
                 data(
                     out,
@@ -238,8 +171,57 @@ impl AiSdk {
         false
     }
 
-    fn done(&mut self, out: &mut String, raw: &str) {
-        let (reason, status) = match serde_json::from_str::<RunOutcome>(raw) {
+    fn tool_start(&mut self, out: &mut String, call_id: String, tool: String, arguments: Value) {
+        let mut start = self.tool("tool-input-start", &call_id);
+        start["toolName"] = json!(tool);
+        data(out, &start);
+        let mut available = self.tool("tool-input-available", &call_id);
+        available["toolName"] = json!(tool);
+        available["input"] = arguments;
+        data(out, &available);
+        self.calls.push((call_id, tool));
+    }
+
+    fn tool_end(
+        &mut self,
+        out: &mut String,
+        call_id: &str,
+        observation: String,
+        error: bool,
+        blocked: bool,
+    ) {
+        self.calls.retain(|(c, _)| c != call_id);
+        let chunk = if blocked && (self.resumed || self.asked.contains(call_id)) {
+            json!({"type": "tool-output-denied", "toolCallId": call_id})
+        } else if error || blocked {
+            let mut c = self.tool("tool-output-error", call_id);
+            c["errorText"] = json!(observation);
+            c
+        } else {
+            let mut c = self.tool("tool-output-available", call_id);
+            c["output"] = json!(observation);
+            c
+        };
+        data(out, &chunk);
+    }
+
+    /// A pending approval ends the stream: the client answers it in its next request.
+    fn approval(&mut self, out: &mut String, approval_id: String, tool: &str) {
+        let call = self.calls.iter().rev().find(|(_, t)| t == tool);
+        let call_id = call.map_or_else(|| approval_id.clone(), |(c, _)| c.clone());
+        self.asked.insert(call_id.clone());
+        self.close_text(out);
+        data(
+            out,
+            &json!({"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}),
+        );
+        data(out, &json!({"type": "finish-step"}));
+        data(out, &json!({"type": "finish"}));
+        out.push_str(DONE);
+    }
+
+    fn done(&mut self, out: &mut String, outcome: Result<RunOutcome, serde_json::Error>) {
+        let (reason, status) = match outcome {
             Ok(outcome) if outcome.status == RunStatus::Failed => {
                 self.close_text(out);
                 let text = outcome.error.unwrap_or(outcome.answer);
@@ -277,20 +259,46 @@ impl AiSdk {
     }
 }
 
+/// Caller tool calls: not provider-executed, so the client runs them (`onToolCall`).
+fn caller_calls(out: &mut String, calls: Vec<CallerCall>) {
+    for c in calls {
+        let input: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::String(c.arguments));
+        data(
+            out,
+            &json!({"type": "tool-input-start", "toolCallId": c.call_id,
+                    "toolName": c.name, "dynamic": true}),
+        );
+        data(
+            out,
+            &json!({"type": "tool-input-available", "toolCallId": c.call_id,
+                    "toolName": c.name, "input": input, "dynamic": true}),
+        );
+    }
+}
+
 impl Encoder for AiSdk {
     fn event(&mut self, ev: &LoggedEvent, out: &mut String) -> bool {
-        match EventName::from_stored(ev.name) {
-            EventName::Answer => self.answer(out, &ev.data),
-            EventName::Step => return self.step(out, ev),
-            EventName::Start => {}
-            EventName::Compact => {
-                let value: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
-                data(out, &json!({"type": "data-reagent-compact", "data": value}));
-            }
-            EventName::Done => {
-                self.done(out, &ev.data);
+        match ev.view() {
+            EventView::AnswerDelta(text) => self.text_delta(out, &text),
+            EventView::Agent(AgentEvent::Answer(answer)) => self.answer(out, answer),
+            EventView::Agent(AgentEvent::Step(step)) => return self.step(out, ev, step),
+            EventView::Agent(AgentEvent::Done(outcome)) => {
+                self.done(out, Ok(outcome));
                 return true;
             }
+            EventView::Unreadable(EventName::Done, e) => {
+                self.done(out, Err(e));
+                return true;
+            }
+            // Passed on as stored, whether or not it reads.
+            EventView::Agent(AgentEvent::Compact(_))
+            | EventView::Unreadable(EventName::Compact, _) => {
+                data(
+                    out,
+                    &json!({"type": "data-reagent-compact", "data": stored(ev)}),
+                );
+            }
+            EventView::Agent(AgentEvent::Start(_)) | EventView::Unreadable(..) => {}
         }
         false
     }

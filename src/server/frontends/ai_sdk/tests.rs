@@ -252,3 +252,16 @@ fn text_taken_back_before_a_tool_call_ends_its_part_and_the_answer_is_a_new_one(
     assert_eq!(kinds[reset - 1], "text-end", "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "text-start").count(), 2);
 }
+
+/// `cargo test --lib per_delta_cost -- --ignored --nocapture`: the encoder's cost per token.
+#[test]
+#[ignore]
+fn per_delta_cost() {
+    let mut enc = AiSdk::new(Uuid::nil(), false);
+    let mut out = String::new();
+    let ns = crate::server::event_body::time_deltas(|ev| {
+        out.clear();
+        enc.event(ev, &mut out);
+    });
+    println!("AI SDK: {ns:.0} ns per delta");
+}

@@ -18,7 +18,7 @@ use super::object::{
     arguments_text, end_tool_item, ending, in_progress, message_item, response, text_part,
     tool_item, Context, Ending,
 };
-use crate::agent::events::{AnswerEvent, StepEvent};
+use crate::agent::events::{AgentEvent, AnswerEvent, EventView, StepEvent};
 use crate::agent::RunOutcome;
 use crate::domain::EventName;
 use crate::runs::LoggedEvent;
@@ -126,39 +126,41 @@ impl Encoder {
             frames: Vec::new(),
         };
         if self.ending.is_none() {
-            match EventName::from_stored(ev.name) {
-                EventName::Step => self.step(&ev.data, &mut out),
-                EventName::Answer => self.answer(&ev.data, &mut out),
-                EventName::Done => self.done(&ev.data, &mut out),
-                EventName::Start | EventName::Compact => {}
+            match ev.view() {
+                EventView::AnswerDelta(text) => self.answer_delta(&text, &mut out),
+                EventView::Agent(AgentEvent::Step(step)) => self.step(step, &mut out),
+                EventView::Agent(AgentEvent::Answer(answer)) => self.answer(answer, &mut out),
+                EventView::Agent(AgentEvent::Done(outcome)) => self.done(Some(outcome), &mut out),
+                EventView::Unreadable(EventName::Done, _) => self.done(None, &mut out),
+                _ => {}
             }
         }
         self.next_seq = out.next;
         out.frames
     }
 
-    fn step(&mut self, data: &str, out: &mut Frames) {
-        match serde_json::from_str::<StepEvent>(data) {
-            Ok(StepEvent::ToolStart {
+    fn step(&mut self, step: StepEvent, out: &mut Frames) {
+        match step {
+            StepEvent::ToolStart {
                 call_id,
                 tool,
                 arguments,
                 ..
-            }) => {
+            } => {
                 let item = tool_item(&call_id, &tool, &arguments);
                 let index = self.output.len();
                 self.output.push(item.clone());
                 self.tools.insert(call_id, index);
                 out.item_added(index, item);
             }
-            Ok(StepEvent::ToolEnd {
+            StepEvent::ToolEnd {
                 call_id,
                 tool,
                 observation,
                 error,
                 blocked,
                 ..
-            }) => {
+            } => {
                 let index = match self.tools.remove(&call_id) {
                     Some(index) => index,
                     None => {
@@ -172,17 +174,17 @@ impl Encoder {
                 end_tool_item(item, observation, error || blocked);
                 out.item_done(index, item.clone());
             }
-            Ok(StepEvent::ClientToolCalls { calls, .. }) => {
+            StepEvent::CallerToolCalls { calls, .. } => {
                 for call in calls {
                     self.caller_call(&call.call_id, &call.name, &call.arguments, out);
                 }
             }
-            Ok(StepEvent::ApprovalRequired {
+            StepEvent::ApprovalRequired {
                 approval_id,
                 tool,
                 arguments,
                 ..
-            }) => {
+            } => {
                 let item = json!({
                     "type": "reagent:approval_request",
                     "id": format!("apr_{approval_id}"),
@@ -201,18 +203,22 @@ impl Encoder {
         }
     }
 
-    fn answer(&mut self, data: &str, out: &mut Frames) {
-        match serde_json::from_str::<AnswerEvent>(data) {
-            Ok(AnswerEvent::Delta { content }) if !content.is_empty() && !self.answered => {
-                self.delta(&content, out)
-            }
+    fn answer_delta(&mut self, content: &str, out: &mut Frames) {
+        if !content.is_empty() && !self.answered {
+            self.delta(content, out)
+        }
+    }
+
+    /// An answer event other than a delta.
+    fn answer(&mut self, answer: AnswerEvent, out: &mut Frames) {
+        match answer {
             // Sent text cannot be taken back: it stays a message of its own (as a model's text
             // before its tool calls does), and the answer that follows opens a new one.
-            Ok(AnswerEvent::Reset) if self.message.as_ref().is_some_and(|m| !m.text.is_empty()) => {
+            AnswerEvent::Reset if self.message.as_ref().is_some_and(|m| !m.text.is_empty()) => {
                 self.close_message(out);
                 self.answered = false;
             }
-            Ok(AnswerEvent::Done { content, .. })
+            AnswerEvent::Done { content, .. }
                 if !self.answered && (self.message.is_some() || !content.is_empty()) =>
             {
                 self.finish_text(&content, out);
@@ -222,8 +228,7 @@ impl Encoder {
         }
     }
 
-    fn done(&mut self, data: &str, out: &mut Frames) {
-        let outcome: Option<RunOutcome> = serde_json::from_str(data).ok();
+    fn done(&mut self, outcome: Option<RunOutcome>, out: &mut Frames) {
         if let Some(o) = &outcome {
             if !self.answered && (self.message.is_some() || !o.answer.is_empty()) {
                 self.finish_text(&o.answer, out);

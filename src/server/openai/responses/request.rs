@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::tools::{caller_tools, tool_output};
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
 use crate::runs::PriorTurn;
@@ -123,66 +123,17 @@ pub fn response_run_id(id: &str) -> Option<Uuid> {
 
 /// Parses the body; every failure is a 400 in OpenAI's shape.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        OpenAiError::invalid(None, format!("The request body is not valid JSON: {e}"))
-    })?;
-    if !value.is_object() {
-        return Err(OpenAiError::invalid(
-            None,
-            "The request body must be a JSON object",
-        ));
-    }
-    let body: Body = serde_json::from_value(value)
-        .map_err(|e| OpenAiError::invalid(None, format!("Invalid request: {e}")))?;
+    let body: Body = OpenAiError::read_body(bytes)?;
     let model = text(&body.model, "model")?
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| invalid("model", "'model' is required (an agent, GET /v1/models)"))?;
     let tools = caller_tools(given(&body.tools), given(&body.tool_choice))?;
     let instructions = text(&body.instructions, "instructions")?;
     let (items, input, tool_outputs) = input_items(given(&body.input))?;
-    let mut system: Vec<String> = instructions.iter().cloned().collect();
-    let mut turns = Vec::new();
-    for (role, content) in items {
-        match role {
-            Role::System => system.push(content.text),
-            Role::User => turns.push(PriorTurn {
-                images: content.images,
-                ..PriorTurn::text(MessageRole::User, content.text)
-            }),
-            Role::Assistant => turns.push(PriorTurn::text(MessageRole::Assistant, content.text)),
-        }
-    }
-    let (query, images) = match turns.pop() {
-        None if !tool_outputs.is_empty() => Default::default(),
-        Some(_) if !tool_outputs.is_empty() => {
-            return Err(invalid(
-                "input",
-                "With function_call_output items the input holds no messages: the outputs \
-                 continue the previous response",
-            ))
-        }
-        Some(PriorTurn {
-            role: MessageRole::User,
-            content,
-            images,
-        }) => (content, images),
-        _ => {
-            return Err(invalid(
-                "input",
-                "The input must end with a 'user' message (it is the agent's query)",
-            ))
-        }
-    };
+    let (system, mut turns) = split_turns(&instructions, items);
+    let (query, images) = query_of(&mut turns, !tool_outputs.is_empty())?;
     let previous_response_id = text(&body.previous_response_id, "previous_response_id")?;
-    let previous = match &previous_response_id {
-        None => None,
-        Some(id) => Some(response_run_id(id).ok_or_else(|| {
-            OpenAiError::not_found(
-                Some("previous_response_id"),
-                format!("Previous response with id '{id}' not found."),
-            )
-        })?),
-    };
+    let previous = previous_run(previous_response_id.as_deref())?;
     let conversation = conversation_id(given(&body.conversation))?;
     if !tool_outputs.is_empty() && previous.is_none() {
         return Err(invalid(
@@ -196,15 +147,6 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
             "'previous_response_id' and 'conversation' cannot be used together",
         ));
     }
-    let max_output_tokens = match given(&body.max_output_tokens) {
-        None => None,
-        Some(v) => Some(v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
-            invalid(
-                "max_output_tokens",
-                "'max_output_tokens' must be a positive integer",
-            )
-        })?),
-    };
     let echo = Echo {
         model,
         instructions,
@@ -212,7 +154,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
         previous_response_id,
         tool_choice: tools.tool_choice,
         tools: tools.echoed,
-        max_output_tokens,
+        max_output_tokens: max_output_tokens(given(&body.max_output_tokens))?,
         metadata: metadata(given(&body.metadata))?,
         store: given(&body.store).is_none() || flag(&body.store, "store")?,
         background: flag(&body.background, "background")?,
@@ -232,6 +174,78 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, OpenAiError> {
         client_tools: tools.definitions,
         tool_outputs,
     })
+}
+
+/// The system text (`instructions` first) and the conversation's turns, in order.
+fn split_turns(
+    instructions: &Option<String>,
+    items: Vec<(Role, Content)>,
+) -> (Vec<String>, Vec<PriorTurn>) {
+    let mut system: Vec<String> = instructions.iter().cloned().collect();
+    let mut turns = Vec::new();
+    for (role, content) in items {
+        match role {
+            Role::System => system.push(content.text),
+            Role::User => turns.push(PriorTurn {
+                images: content.images,
+                ..PriorTurn::text(MessageRole::User, content.text)
+            }),
+            Role::Assistant => turns.push(PriorTurn::text(MessageRole::Assistant, content.text)),
+        }
+    }
+    (system, turns)
+}
+
+/// The query, taken off the turns: the last, a user message; none when the input is tool
+/// outputs (which carry no messages).
+fn query_of(
+    turns: &mut Vec<PriorTurn>,
+    outputs: bool,
+) -> Result<(String, Vec<String>), OpenAiError> {
+    match turns.pop() {
+        None if outputs => Ok(Default::default()),
+        Some(_) if outputs => Err(invalid(
+            "input",
+            "With function_call_output items the input holds no messages: the outputs \
+             continue the previous response",
+        )),
+        Some(PriorTurn {
+            role: MessageRole::User,
+            content,
+            images,
+        }) => Ok((content, images)),
+        _ => Err(invalid(
+            "input",
+            "The input must end with a 'user' message (it is the agent's query)",
+        )),
+    }
+}
+
+/// The run behind `previous_response_id`; an id that names none is a 404.
+fn previous_run(id: Option<&str>) -> Result<Option<Uuid>, OpenAiError> {
+    let Some(id) = id else {
+        return Ok(None);
+    };
+    let run = response_run_id(id).ok_or_else(|| {
+        OpenAiError::not_found(
+            Some("previous_response_id"),
+            format!("Previous response with id '{id}' not found."),
+        )
+    })?;
+    Ok(Some(run))
+}
+
+fn max_output_tokens(v: Option<&Value>) -> Result<Option<u64>, OpenAiError> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    let n = v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+        invalid(
+            "max_output_tokens",
+            "'max_output_tokens' must be a positive integer",
+        )
+    })?;
+    Ok(Some(n))
 }
 
 /// `conversation`: a reagent conversation id, as a string or `{id}`.

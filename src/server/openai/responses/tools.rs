@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::llm::ToolDefinition;
 use crate::server::openai::OpenAiError;
 

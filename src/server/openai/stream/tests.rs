@@ -181,3 +181,14 @@ fn text_taken_back_before_a_tool_call_is_followed_by_a_note_and_the_answer() {
         "{reasoning}"
     );
 }
+
+/// `cargo test --lib per_delta_cost -- --ignored --nocapture`: the encoder's cost per token.
+#[test]
+#[ignore]
+fn per_delta_cost() {
+    let mut p = progress(false);
+    let ns = crate::server::event_body::time_deltas(|ev| {
+        std::hint::black_box(p.frames(ev));
+    });
+    println!("Chat Completions: {ns:.0} ns per delta");
+}

@@ -268,14 +268,14 @@ fn an_unfinished_log_snapshots_as_in_progress() {
 
 #[test]
 fn caller_tool_calls_are_function_call_items_and_the_response_completes() {
-    use crate::agent::client_tools::ClientCall;
+    use crate::agent::caller_tools::CallerCall;
     let mut encoder = Encoder::new(ctx());
-    let call = ClientCall {
+    let call = CallerCall {
         call_id: "k1".into(),
         name: "get_weather".into(),
         arguments: r#"{"city":"Oslo"}"#.into(),
     };
-    let step = AgentEvent::Step(StepEvent::ClientToolCalls {
+    let step = AgentEvent::Step(StepEvent::CallerToolCalls {
         iteration: 1,
         calls: vec![call],
     });
@@ -352,4 +352,15 @@ fn text_taken_back_before_tool_calls_stays_a_message_of_its_own() {
         ]
     );
     assert!(output.iter().all(|i| i["status"] == "completed"), "{r}");
+}
+
+/// `cargo test --lib per_delta_cost -- --ignored --nocapture`: the encoder's cost per token.
+#[test]
+#[ignore]
+fn per_delta_cost() {
+    let mut encoder = Encoder::new(ctx());
+    let ns = crate::server::event_body::time_deltas(|ev| {
+        std::hint::black_box(encoder.event(ev));
+    });
+    println!("Responses: {ns:.0} ns per delta");
 }

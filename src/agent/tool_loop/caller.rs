@@ -2,20 +2,20 @@
 //! the pause that ends the run `requires_action` once the run's own calls have their results.
 
 use super::*;
-use crate::agent::client_tools::is_client_tool;
+use crate::agent::caller_tools::is_caller_tool;
 
 impl LoopRun<'_> {
     /// Whether `name` is one of the caller's tools.
     pub(super) fn is_client(&self, name: &str) -> bool {
-        is_client_tool(&self.client_tools, name)
+        is_caller_tool(&self.client_tools, name)
     }
 
     /// The calls of caller tools in `calls` (in order), as the caller receives them.
-    pub(super) fn client_calls(&self, calls: &[crate::llm::ToolCall]) -> Vec<ClientCall> {
+    pub(super) fn caller_calls(&self, calls: &[crate::llm::ToolCall]) -> Vec<CallerCall> {
         calls
             .iter()
             .filter(|c| self.is_client(&c.name))
-            .map(|c| ClientCall {
+            .map(|c| CallerCall {
                 call_id: c.id.clone(),
                 name: c.name.clone(),
                 arguments: if c.arguments.trim().is_empty() {
@@ -29,7 +29,7 @@ impl LoopRun<'_> {
 
     /// Ends the loop waiting for the caller's outputs: the checkpoint naming the calls is made
     /// durable first (it is what the continuation starts from), then `client_tool_calls`.
-    pub(super) async fn pause(&mut self, calls: Vec<ClientCall>) -> Next {
+    pub(super) async fn pause(&mut self, calls: Vec<CallerCall>) -> Next {
         self.pausing = false;
         self.awaiting = calls;
         if let Err(e) = self.save_durably(&[]).await {
@@ -43,7 +43,7 @@ impl LoopRun<'_> {
                     .to_string();
             return Next::Stop;
         }
-        self.emit(StepEvent::ClientToolCalls {
+        self.emit(StepEvent::CallerToolCalls {
             iteration: self.iterations,
             calls: self.awaiting.clone(),
         });

@@ -1,7 +1,7 @@
 use super::*;
 
-fn call(id: &str) -> ClientCall {
-    ClientCall {
+fn call(id: &str) -> CallerCall {
+    CallerCall {
         call_id: id.into(),
         name: "confirm".into(),
         arguments: "{}".into(),

@@ -1,7 +1,7 @@
 //! Caller tools (docs/api.md "Caller tools"): tools a run's caller declares and executes itself.
 //! The loop offers them to the model beside the run's own tools; when a response calls one, the
 //! run's own calls from that response run, the checkpoint records the calls left for the caller
-//! ([`ClientCall`]) and the run ends `requires_action`. A continuation goes on from that
+//! ([`CallerCall`]) and the run ends `requires_action`. A continuation goes on from that
 //! checkpoint with the caller's outputs appended as tool results
 //! ([`Checkpoint::answer_pending`](super::checkpoint::Checkpoint::answer_pending)); nothing waits
 //! in memory meanwhile.
@@ -15,7 +15,7 @@ pub const NOT_ANSWERED: &str = "[not answered: the user sent a new message]";
 
 /// One call of a caller tool the model made, waiting for the caller's output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientCall {
+pub struct CallerCall {
     pub call_id: String,
     pub name: String,
     /// The arguments as the model wrote them (a JSON object's text).
@@ -25,7 +25,7 @@ pub struct ClientCall {
 /// `done.required_action` of a run that waits for its caller.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequiredAction {
-    pub tool_calls: Vec<ClientCall>,
+    pub tool_calls: Vec<CallerCall>,
 }
 
 /// The caller's output for one pending call.
@@ -47,13 +47,13 @@ pub enum OutputsError {
 }
 
 /// Whether `name` is one of the caller tools `defs`.
-pub fn is_client_tool(defs: &[ToolDefinition], name: &str) -> bool {
+pub fn is_caller_tool(defs: &[ToolDefinition], name: &str) -> bool {
     defs.iter().any(|d| d.name == name)
 }
 
 /// Orders `outputs` as the checkpoint's pending calls, checking each call is answered once.
 pub fn match_outputs(
-    pending: &[ClientCall],
+    pending: &[CallerCall],
     outputs: &[ToolOutput],
 ) -> Result<Vec<String>, OutputsError> {
     for (i, o) in outputs.iter().enumerate() {

@@ -1,3 +1,4 @@
+//! The status of the MCP servers reagent is a client of (not an MCP server of its own).
 //! `GET /api/mcp` (docs/protocols.md): each MCP server's name, transport, state, tools, the
 //! listed tools it skipped with the reason, last error and since when it is in that state.
 //! Never env, headers or anything else that may hold a

@@ -7,21 +7,21 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::agent::client_tools::ToolOutput;
+use crate::agent::caller_tools::ToolOutput;
 use crate::llm::ToolDefinition;
 
 /// A tool the caller executes, in OpenAI's function-tool shape.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
-pub struct ClientTool {
+pub struct CallerTool {
     /// Only `function`.
     #[serde(rename = "type")]
     #[schema(pattern = "^function$")]
     pub kind: String,
-    pub function: ClientFunction,
+    pub function: CallerFunction,
 }
 
 #[derive(Clone, Debug, Deserialize, ToSchema)]
-pub struct ClientFunction {
+pub struct CallerFunction {
     /// Letters, digits, `_` or `-` (at most 64); none of the run's own tools' names.
     #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
@@ -33,7 +33,7 @@ pub struct ClientFunction {
 }
 
 /// The definitions the model sees; `type` other than `function` is 400.
-pub fn definitions(tools: Vec<ClientTool>) -> Result<Vec<ToolDefinition>, ApiError> {
+pub fn definitions(tools: Vec<CallerTool>) -> Result<Vec<ToolDefinition>, ApiError> {
     tools
         .into_iter()
         .map(|t| {

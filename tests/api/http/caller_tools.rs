@@ -3,7 +3,7 @@
 //! across a restart too; a new query answers the pending calls with the placeholder.
 
 use super::*;
-use reagent::agent::client_tools::NOT_ANSWERED;
+use reagent::agent::caller_tools::NOT_ANSWERED;
 use reagent::testing::scripted::{response, Turn};
 
 on_both_backends!(
