@@ -57,6 +57,9 @@ pub struct Executed {
 /// Everything needed to execute calls for one run.
 pub struct Executor {
     pub tools: ToolRegistry,
+    /// The names of the caller's tools, which an unknown name's error lists beside the agent's:
+    /// the caller runs them, but the model may call them like any other.
+    pub caller_tools: Vec<String>,
     pub hooks: Arc<HookRunner>,
     pub default_timeout: Duration,
     pub events: EventSink,
@@ -103,6 +106,13 @@ fn shown_args(args: &Result<Value, String>) -> Value {
 }
 
 impl Executor {
+    /// Every name the model may call: the agent's tools, then the caller's.
+    fn tool_names(&self) -> Vec<String> {
+        let mut names = self.tools.names();
+        names.extend(self.caller_tools.iter().cloned());
+        names
+    }
+
     fn emit(&self, step: StepEvent) {
         self.events.send(AgentEvent::Step(step));
     }
@@ -201,7 +211,7 @@ impl Executor {
                 call_id: call.call_id.clone(),
                 tool: call.tool.clone(),
                 arguments,
-                observation: prompts::unknown_tool(&call.tool, &self.tools.names()),
+                observation: prompts::unknown_tool(&call.tool, &self.tool_names()),
                 error: true,
                 blocked: false,
                 duration_ms: started.elapsed().as_millis() as u64,

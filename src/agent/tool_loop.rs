@@ -184,6 +184,7 @@ impl<'a> LoopRun<'a> {
             call_ids: CallIds::default(),
             executor: Executor {
                 tools,
+                caller_tools: client_tools.iter().map(|d| d.name.clone()).collect(),
                 hooks,
                 default_timeout: Duration::from_secs(cfg.tool_timeout_s),
                 events: handles.events.clone(),

@@ -7,7 +7,7 @@ use reagent::agent::artifacts::MemoryArtifacts;
 use reagent::agent::events::{AgentEvent, AnswerEvent, StepEvent};
 use reagent::agent::hooks::HookRunner;
 use reagent::agent::{AgentConfig, AgentResult, InterruptQueue, ReActAgent, RunHandles, RunInput};
-use reagent::llm::Llm;
+use reagent::llm::{Llm, ToolDefinition};
 use reagent::tools::ToolRegistry;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -38,6 +38,15 @@ impl Harness {
     }
 
     pub async fn run(&self, query: &str) -> (AgentResult, Vec<AgentEvent>) {
+        self.run_with_caller_tools(query, Vec::new()).await
+    }
+
+    /// A run whose caller declared `caller_tools` (it runs them itself).
+    pub async fn run_with_caller_tools(
+        &self,
+        query: &str,
+        caller_tools: Vec<ToolDefinition>,
+    ) -> (AgentResult, Vec<AgentEvent>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let handles = RunHandles {
             checkpoints: None,
@@ -53,7 +62,7 @@ impl Harness {
             query: query.into(),
             history: vec![],
             model_name: None,
-            client_tools: Vec::new(),
+            client_tools: caller_tools,
             images: Vec::new(),
         };
         let result = self.agent.run(input, handles).await;

@@ -71,6 +71,28 @@ async fn an_ambiguous_bare_name_is_unknown_and_lists_the_valid_names() {
 }
 
 #[tokio::test]
+async fn an_unknown_tool_error_lists_the_callers_tools_too() {
+    let llm = Arc::new(ScriptedLlm::native());
+    llm.tool_calls(&[("a", "confrim", "{}")])
+        .text("?")
+        .text("?");
+    let one = registry(vec![FakeTool::new("lookup", "1")]);
+    let h = Harness::new(llm.clone(), one, Default::default(), AgentConfig::default());
+    let confirm = reagent::llm::ToolDefinition {
+        name: "confirm".into(),
+        description: "Asks the user".into(),
+        parameters: serde_json::json!({"type": "object"}),
+    };
+    let (result, _) = h.run_with_caller_tools("q", vec![confirm]).await;
+    let step = &result.steps[0];
+    assert!(step.error);
+    assert_eq!(
+        step.observation,
+        "Error: Unknown tool 'confrim'. Available tools: lookup, confirm"
+    );
+}
+
+#[tokio::test]
 async fn an_unknown_tool_called_again_and_again_gets_the_cycle_warning() {
     let llm = Arc::new(ScriptedLlm::native());
     for id in ["a", "b", "c"] {
