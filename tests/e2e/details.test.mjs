@@ -223,8 +223,15 @@ describe('reagent UI details', () => {
     const item = page.locator('#conv-list .conv.current.working');
     await item.waitFor();
     assert.match(await item.locator('.conv-time').textContent(), /\d{1,2}:\d{2}/);
-    const dot = await item.locator('.working-dot').boundingBox();
-    const button = await item.boundingBox();
+    // The list re-renders as the run goes on (replaceChildren): a box read while its row is
+    // being replaced is null, so read both again until they come from one row.
+    let dot;
+    let button;
+    for (let tries = 0; tries < 50 && !(dot && button); tries += 1) {
+      dot = await item.locator('.working-dot').boundingBox();
+      button = await item.boundingBox();
+      if (!(dot && button)) await page.waitForTimeout(50);
+    }
     assert.ok(dot && dot.width > 0 && dot.x + dot.width <= button.x + button.width, 'the dot is inside the row, visible');
     await footer(page, 'completed');
     await page.close();
