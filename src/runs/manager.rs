@@ -332,11 +332,6 @@ impl RunManager {
         &self.catalog
     }
 
-    /// The configured agent called `name`.
-    pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
-        self.agents.iter().find(|a| a.name == name)
-    }
-
     /// Runs that have not emitted `done` yet.
     pub fn active_runs(&self) -> usize {
         self.active.len()

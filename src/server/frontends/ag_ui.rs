@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::body::{data, encoded_response};
 use super::images::ag_ui_images;
-use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
+use super::threads::{begin, require_agent, ApprovalAnswer, ClientTurn, FrontRequest};
 use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
@@ -227,9 +227,7 @@ pub async fn run(
     ApiPath(agent): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response, ApiError> {
-    if state.runs.agent(&agent).is_none() {
-        return Err(ApiError::NotFound);
-    }
+    require_agent(&state, &owner.0, &agent).await?;
     let input: RunAgentInput = serde_json::from_value(body.clone())
         .map_err(|e| ApiError::invalid(format!("not a RunAgentInput: {e}")))?;
     let request = front_request(agent, &input)?;

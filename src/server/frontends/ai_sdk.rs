@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::body::{data, encoded_response};
 use super::images::ai_sdk_images;
-use super::threads::{begin, ApprovalAnswer, ClientTurn, FrontRequest};
+use super::threads::{begin, require_agent, ApprovalAnswer, ClientTurn, FrontRequest};
 use crate::agent::caller_tools::ToolOutput;
 use crate::domain::MessageRole;
 use crate::llm::ToolDefinition;
@@ -152,9 +152,7 @@ pub async fn chat(
     ApiPath(agent): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response, ApiError> {
-    if state.runs.agent(&agent).is_none() {
-        return Err(ApiError::NotFound);
-    }
+    require_agent(&state, &owner.0, &agent).await?;
     let chat: ChatRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::invalid(format!("not a useChat request: {e}")))?;
     let request = front_request(agent, &chat);

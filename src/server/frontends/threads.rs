@@ -18,6 +18,15 @@ use crate::server::ApiError;
 
 pub use crate::runs::session::conversation_of;
 
+/// `Ok` when `agent` is one of `owner`'s agents: a configured one or its tenant's own; any
+/// other name (another tenant's agent included) is `404`.
+pub async fn require_agent(state: &AppState, owner: &str, agent: &str) -> Result<(), ApiError> {
+    match state.runs.catalog().get(owner, agent, None).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::NotFound),
+    }
+}
+
 /// One turn of the client's history, as far as reagent reads it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientTurn {

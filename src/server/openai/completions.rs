@@ -15,6 +15,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::caller_agent;
 use super::error::OpenAiError;
 use super::reply::{finish_reason, parse_wire_call_id, tool_calls_json, usage_json, Meta};
 use super::stream::{chunk_stream, CancelOnDrop};
@@ -48,11 +49,7 @@ pub async fn create(
     let mut parsed = parse(&body)?;
     // The request's images now live in `parsed` (taken by the run): not twice for its length.
     drop(body);
-    let agent = state
-        .runs
-        .agent(&parsed.model)
-        .ok_or_else(|| OpenAiError::model_not_found(&parsed.model))?
-        .clone();
+    let agent = caller_agent(&state, &owner, &parsed.model).await?;
     let live = match parsed.outputs.clone() {
         Some(outputs) => continue_run(&state, &owner, &headers, outputs).await?,
         None => {

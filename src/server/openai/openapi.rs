@@ -1,11 +1,11 @@
-//! The OpenAI-compatible routes and `GET /api/agents` in the OpenAPI document, kept apart from
-//! the generated `/api` part so each can change on its own: [`extend`] adds them.
+//! The OpenAI-compatible routes in the OpenAPI document, kept apart from the generated `/api`
+//! part so each can change on its own: [`extend`] adds them.
 
 use serde_json::{json, Value};
 
-/// Adds `/v1/models`, `/v1/chat/completions`, the `/v1/responses` routes and `/api/agents` to
-/// `doc`. `agents` are the
-/// model names; `text` is the pattern of a query (not blank, no NUL), at most `max_chars` long.
+/// Adds `/v1/models`, `/v1/chat/completions` and the `/v1/responses` routes to `doc`. `agents`
+/// are the configured agents' names (the models every tenant has); `text` is the pattern of a
+/// query (not blank, no NUL), at most `max_chars` long.
 ///
 /// The request schema is what is surely accepted — user messages with text — so that a client
 /// generated from it (or a fuzzer) never meets a 400; the description names what else is read
@@ -20,7 +20,6 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
         "/v1/chat/completions".into(),
         completions_path(agents, text, max_chars),
     );
-    paths.insert("/api/agents".into(), agents_path());
     for (path, item) in super::responses::openapi::paths(agents, text, max_chars) {
         paths.insert(path, item);
     }
@@ -50,7 +49,7 @@ fn error(description: &str) -> Value {
 fn models_path() -> Value {
     json!({"get": {
         "tags": ["openai"], "operationId": "openai_models",
-        "summary": "The agents, as OpenAI models",
+        "summary": "The caller's agents (configured and its own), as OpenAI models",
         "responses": {
             "200": {"description": "`{object: \"list\", data: [{id, object: \"model\", created, owned_by}]}`",
                     "content": {"application/json": {"schema": {"type": "object"}}}},
@@ -110,19 +109,6 @@ fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value
             "functions": {"type": ["array", "null"], "maxItems": 0},
         }
     })
-}
-
-fn agents_path() -> Value {
-    json!({"get": {
-        "tags": ["catalog"], "operationId": "agents",
-        "summary": "The configured agents (docs/protocols.md)",
-        "responses": {
-            "200": {"description": "`[{name, description, model, tools, engine, max_iterations, has_system_prompt}]`",
-                    "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object"}}}}},
-            "401": {"description": "`unauthorized`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-            "429": {"description": "`rate_limited`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-        }
-    }})
 }
 
 fn openai_error_schema() -> Value {

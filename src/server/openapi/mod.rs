@@ -138,12 +138,7 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
     let max_chars = state.config.server.max_query_chars;
     let mut doc = document_for(max_chars, &models, &tools);
     let agents: Vec<String> = state.runs.agents.iter().map(|a| a.name.clone()).collect();
-    // `/api/agents` is generated here now; the `/v1` extension still writes its older entry.
-    let catalog = doc.pointer("/paths/~1api~1agents").cloned();
     super::openai::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
-    if let (Some(item), Some(paths)) = (catalog, doc["paths"].as_object_mut()) {
-        paths.insert("/api/agents".into(), item);
-    }
     super::frontends::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
     Json(doc)
 }

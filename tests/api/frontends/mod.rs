@@ -3,7 +3,8 @@
 //! on any protocol violation), `ai_sdk` with the `ai` package's own chat and transport
 //! (`tests/peers/ai_sdk_chat.mjs`), `resume` with its `reconnectToStream`; `edges` covers
 //! tenancy, bad input and partial resumes with plain HTTP, `cors` the opt-in CORS of these
-//! routes, `races` concurrent first requests on a new thread.
+//! routes, `races` concurrent first requests on a new thread, `tenant_agents` a tenant's own
+//! agent on both routes.
 
 mod ag_ui;
 mod ai_sdk;
@@ -13,6 +14,7 @@ mod edges;
 mod images;
 mod races;
 mod resume;
+mod tenant_agents;
 
 use serde_json::{json, Value};
 

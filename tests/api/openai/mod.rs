@@ -3,7 +3,7 @@
 //! a dropped stream, another tenant's conversation and bad input with plain HTTP; `responses` the
 //! Responses API with the Python SDK and plain HTTP, `responses_npm` with the npm package;
 //! `agents_sdk` the OpenAI Agents SDK with a reagent agent as its model; `previous` concurrent
-//! responses after one `previous_response_id`.
+//! responses after one `previous_response_id`; `tenant_agents` a tenant's own agents as models.
 
 mod agents_sdk;
 mod clients;
@@ -12,6 +12,7 @@ mod images;
 mod previous;
 mod responses;
 mod responses_npm;
+mod tenant_agents;
 mod tools;
 
 use serde_json::Value;

@@ -18,7 +18,7 @@ use crate::config::IMPLICIT_AGENT;
 use crate::runs::RunError;
 use crate::server::error::ApiPath;
 use crate::server::frontends::body::{data, encoded_response};
-use crate::server::frontends::threads::conversation_of;
+use crate::server::frontends::threads::{conversation_of, require_agent};
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
 
@@ -27,9 +27,7 @@ pub async fn stream(
     Extension(owner): Extension<Owner>,
     ApiPath((agent, chat)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
-    if state.runs.agent(&agent).is_none() {
-        return Err(ApiError::NotFound);
-    }
+    require_agent(&state, &owner.0, &agent).await?;
     let id = conversation_of(&owner.0, &chat);
     let conv = match state.runs.owned(&owner.0, id).await {
         Ok(conv) => conv,

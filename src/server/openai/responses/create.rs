@@ -25,7 +25,7 @@ use crate::runs::session::{Answer, Answered, Ask, Thread};
 use crate::runs::{title_after, LiveRun, RunError, Started};
 use crate::server::openai::completions::{CONVERSATION_HEADER, RUN_HEADER};
 use crate::server::openai::stream::CancelOnDrop;
-use crate::server::openai::OpenAiError;
+use crate::server::openai::{caller_agent, OpenAiError};
 use crate::server::state::AppState;
 use crate::server::{ApiError, Owner};
 use crate::store::NewConversation;
@@ -42,11 +42,7 @@ pub async fn create(
     let mut parsed = parse(&body)?;
     // The request's images now live in `parsed` (taken by the run): not twice for its length.
     drop(body);
-    let agent = state
-        .runs
-        .agent(&parsed.echo.model)
-        .ok_or_else(|| OpenAiError::model_not_found(&parsed.echo.model))?
-        .clone();
+    let agent = caller_agent(&state, &owner, &parsed.echo.model).await?;
     // What the request asked for is stored with its run, before anything is sent.
     let record = serde_json::to_string(&parsed.echo)
         .map_err(|e| ApiError::Internal(format!("response request: {e}")))?;
