@@ -46,6 +46,11 @@ impl RunManager {
         entry: AgentEntry,
     ) -> Result<CatalogAgent, RunError> {
         self.catalog.writable(name)?;
+        // An agent that does not exist is not found, whatever the body says (a path that is no
+        // agent name included).
+        if self.catalog.get(owner, name, None).await?.is_none() {
+            return Err(RunError::NotFound);
+        }
         if entry.name != name {
             return Err(RunError::Invalid(format!(
                 "name: '{}' is not the agent's name '{name}' (an agent cannot be renamed)",

@@ -64,6 +64,7 @@ mod start;
 #[cfg(test)]
 mod tests;
 
+pub use agents::{MAX_AGENT_FIELD_CHARS, MAX_AGENT_TOOLS};
 pub use budget_types::{Budgets, Clock};
 pub use catalog::{AgentSource, Catalog, CatalogAgent, CatalogError};
 pub use continuation::check_caller_tools;

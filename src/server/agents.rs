@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath};
+use super::runs::whole_number;
 use super::state::AppState;
 use super::views::ErrorBody;
 use crate::config::AgentEntry;
@@ -96,9 +97,11 @@ pub struct AgentBody {
     /// `react`, `dag` or `auto`.
     pub engine: Option<String>,
     #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_iterations: Option<u32>,
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
+    #[serde(default, deserialize_with = "whole_number")]
     pub seed: Option<u64>,
     /// `auto`, `always` or `never`.
     #[schema(value_type = Option<String>)]

@@ -47,24 +47,27 @@ pub struct StartRunBody {
 }
 
 /// A JSON integer, also written as a float with no fraction (`5.0`): JSON Schema counts both as
-/// integers, and clients (JavaScript among them) may send either.
-fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+/// integers, and clients (JavaScript among them) may send either (a float below 2^64 is whole
+/// when it has no fraction, and then fits a `u64`).
+pub(crate) fn whole_number<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
     let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
         return Ok(None);
     };
     let whole = match (n.as_u64(), n.as_f64()) {
         (Some(u), _) => Some(u),
-        (None, Some(f)) if f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f) => {
+        (None, Some(f)) if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) => {
             Some(f as u64)
         }
         _ => None,
     };
     whole
-        .and_then(|u| u32::try_from(u).ok())
+        .and_then(|u| T::try_from(u).ok())
         .map(Some)
-        .ok_or_else(|| {
-            serde::de::Error::custom(format!("{n} is not a whole number in 0..=4294967295"))
-        })
+        .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number in range")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -35,7 +35,7 @@ fn operation(
         "tags": ["frontends"], "operationId": id, "summary": summary,
         "parameters": [{"name": "agent", "in": "path", "required": true,
                         "description": "An agent name (GET /api/agents)",
-                        "schema": {"type": "string", "enum": agents}}],
+                        "schema": {"type": "string", "examples": agents}}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": request}}},
         "responses": {
             "200": {"description": ok, "headers": headers,
@@ -116,7 +116,7 @@ fn reconnect_path(agents: &[String]) -> Value {
         "parameters": [
             {"name": "agent", "in": "path", "required": true,
              "description": "An agent name (GET /api/agents)",
-             "schema": {"type": "string", "enum": agents}},
+             "schema": {"type": "string", "examples": agents}},
             {"name": "id", "in": "path", "required": true,
              "description": "The chat id, as in `POST /ai-sdk/{agent}`",
              "schema": {"type": "string"}},

@@ -23,13 +23,18 @@ pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) 
     for (path, item) in super::responses::openapi::paths(agents, text, max_chars) {
         paths.insert(path, item);
     }
-    // `agent` of a new conversation names a configured agent (else 400).
+    // The schema lists the configured agents only (the names every tenant has), so that a
+    // generated client or a fuzzer never meets a 400; a tenant's own agents are accepted too.
     let mut names: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
     names.push(Value::Null);
     for body in ["CreateConversation", "ChatBody"] {
         if let Some(props) = doc.pointer_mut(&format!("/components/schemas/{body}/properties")) {
             props["agent"] = json!({"type": ["string", "null"], "enum": names,
-                                    "description": "A configured agent (GET /api/agents)"});
+                                    "description": "An agent of GET /api/agents (the schema lists the configured ones; the tenant's own are accepted too, and `agent_version` picks one of their versions)"});
+            // Only an API agent has versions, and none is in the enum: left out, like them.
+            if let Some(props) = props.as_object_mut() {
+                props.remove("agent_version");
+            }
         }
     }
     if let Some(schemas) = doc
@@ -91,7 +96,7 @@ fn completions_request(agents: &[String], text: &str, max_chars: usize) -> Value
         "type": "object", "required": ["model", "messages"],
         "description": "Also read: earlier `system`/`developer` messages (added to the agent's prompt) and `assistant` messages (history) before the last message, which must be `user`; content as an array of `{type: \"text\", text}` parts and, in `user` messages, `{type: \"image_url\", image_url: {url, detail?}}` parts (a `data:` image is stored as an artifact, an `http(s)` URL passed on; docs/api.md \"Images\"). `tools` (type `function`) are caller tools: a call of one ends the response with `finish_reason: \"tool_calls\"`; a request whose last messages are `tool` results (their `tool_call_id`s as returned) continues that run. Other fields are ignored; `functions` and `n > 1` are refused.",
         "properties": {
-            "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
+            "model": {"type": "string", "minLength": 1, "examples": agents, "description": "An agent name (GET /v1/models)"},
             "messages": {"type": "array", "minItems": 1, "items": {"type": "object",
                 "required": ["role", "content"],
                 "properties": {"role": {"type": "string", "enum": ["user"]},

@@ -13,6 +13,7 @@
 //! configuration, and the configured model and tool names as enums; and the SSE event payloads
 //! of docs/api.md (`events`), and the links between operations (`links`).
 
+mod agent_bodies;
 mod events;
 mod links;
 mod refine;
@@ -164,6 +165,7 @@ pub fn document_for(max_query_chars: usize, models: &[String], tools: &[String])
     super::mcp_clients::add_openapi(&mut doc);
     refine::operations(&mut doc);
     refine::inputs(&mut doc, max_query_chars, models, tools);
+    agent_bodies::refine(&mut doc, max_query_chars, models, tools);
     events::describe(&mut doc);
     links::add(&mut doc);
     refine::security(&mut doc);

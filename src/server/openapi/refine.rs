@@ -8,6 +8,11 @@ use serde_json::{json, Map, Value};
 const NOT_NUL: &str = r"[^\u0000]";
 /// Neither NUL nor whitespace as Rust's `str::trim` sees it (spelled out: `\s` differs
 /// between regex dialects, e.g. on U+0085 and U+001C).
+/// [`NOT_NUL`] for the other refinements.
+pub(super) fn no_nul() -> &'static str {
+    NOT_NUL
+}
+
 /// The pattern of a query: not blank, no NUL.
 pub(super) fn query_pattern() -> String {
     format!("^{NOT_NUL}*{NOT_BLANK}{NOT_NUL}*$")

@@ -418,3 +418,26 @@ fn links_name_existing_operations() {
     }
     assert_eq!(links, links::LINKS.len());
 }
+
+#[test]
+fn agent_bodies_say_what_is_accepted_and_put_takes_no_name() {
+    let doc = doc();
+    let body = &doc["components"]["schemas"]["AgentBody"];
+    assert_eq!(body["required"], json!(["name"]), "{body}");
+    assert_eq!(body["properties"]["model"]["enum"], json!(["mock", null]));
+    assert_eq!(
+        body["properties"]["tools"]["items"]["enum"],
+        json!(["calculator"])
+    );
+    let synthesis = &body["properties"]["synthesis"]["enum"];
+    assert_eq!(
+        synthesis,
+        &json!(["auto", "always", "never", true, false, null])
+    );
+    let put = &doc["paths"]["/api/agents/{name}"]["put"]["requestBody"]["content"]
+        ["application/json"]["schema"];
+    assert_eq!(put["$ref"], "#/components/schemas/AgentUpdateBody", "{put}");
+    let update = &doc["components"]["schemas"]["AgentUpdateBody"];
+    assert!(update["properties"].get("name").is_none(), "{update}");
+    assert_eq!(update["properties"]["synthesis"]["enum"], *synthesis);
+}

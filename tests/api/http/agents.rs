@@ -278,6 +278,13 @@ async fn bad_agents_are_refused_and_change_nothing(db: String) {
         .put("/api/agents/writer", json!({"name": "other"}), Some(ALICE))
         .await;
     assert_eq!(r.status(), 400, "no renames");
+    // No such agent is not found, whatever the body (a path that is no agent name included).
+    for path in ["/api/agents/nobody", "/api/agents/a%20b"] {
+        let r = app
+            .put(path, json!({"name": "other", "seed": 1.0}), Some(ALICE))
+            .await;
+        assert_eq!(r.status(), 404, "{path}");
+    }
     let kept = app.get_json("/api/agents/writer", Some(ALICE)).await;
     assert_eq!(
         (kept["version"].clone(), kept["system_prompt"].clone()),

@@ -101,7 +101,7 @@ fn request(agents: &[String], text: &str, max_chars: usize) -> Value {
         "type": "object", "required": ["model", "input"],
         "description": "Also read: `input` as items (`message` with roles user, assistant, system, developer and text parts; the last must be `user`), `instructions`, `previous_response_id`, `conversation`, `tool_choice` (`auto` or `none`), `max_output_tokens`, `metadata`, `store` (changes nothing: runs are always stored), `background`, `tools` of type `function` (caller tools) and `function_call_output` input items. Other fields are ignored.",
         "properties": {
-            "model": {"type": "string", "enum": agents, "description": "An agent name (GET /v1/models)"},
+            "model": {"type": "string", "minLength": 1, "examples": agents, "description": "An agent name (GET /v1/models)"},
             "input": {"type": "string", "pattern": text, "maxLength": max_chars},
             "stream": {"type": ["boolean", "null"]},
             "background": {"type": ["boolean", "null"]},
