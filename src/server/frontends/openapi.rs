@@ -4,7 +4,8 @@
 
 use serde_json::{json, Value};
 
-/// Adds both routes to `doc`. `agents` are the agent names; `text` is the pattern of a query,
+/// Adds both routes to `doc`. `agents` are the configured agents' names (examples: a tenant's
+/// own agents are valid too); `text` is the pattern of a query,
 /// at most `max_chars` long.
 pub fn extend(doc: &mut Value, agents: &[String], text: &str, max_chars: usize) {
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {

@@ -4,8 +4,9 @@
 use serde_json::{json, Value};
 
 /// Adds `/v1/models`, `/v1/chat/completions` and the `/v1/responses` routes to `doc`. `agents`
-/// are the configured agents' names (the models every tenant has); `text` is the pattern of a
-/// query (not blank, no NUL), at most `max_chars` long.
+/// are the configured agents' names (the models every tenant has), given as examples of
+/// `model` — a tenant's own agents are models too, so no list is complete; `text` is the
+/// pattern of a query (not blank, no NUL), at most `max_chars` long.
 ///
 /// The request schema is what is surely accepted — user messages with text — so that a client
 /// generated from it (or a fuzzer) never meets a 400; the description names what else is read
