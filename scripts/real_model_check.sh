@@ -151,7 +151,10 @@ database_url = "sqlite://$WORK/reagent.db"
 data_dir = "$WORK/data"
 [llm]
 timeout_s = 300
-max_retries = 0
+# One retry, as deployments have (default 3): llama-server now and then closes a kept-alive
+# connection just as the next call is written on it ("connection closed before message
+# completed"), which says nothing about the model.
+max_retries = 1
 [[models]]
 name = "qwen-local"
 base_url = "http://127.0.0.1:$LLAMA_PORT/v1"
