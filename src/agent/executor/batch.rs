@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::{display_args, Executed, Executor, PendingCall, CANCELLED_RESULT};
+use super::{Executed, Executor, PendingCall, CANCELLED_RESULT};
 use crate::agent::record::StepRecord;
 use crate::agent::safeguards::call_key;
 
@@ -164,21 +164,6 @@ impl Executor {
     }
 
     fn cancelled_result(&self, iteration: u32, c: &PendingCall) -> Executed {
-        let record = StepRecord {
-            iteration,
-            call_id: c.call_id.clone(),
-            tool: c.tool.clone(),
-            arguments: display_args(&c.arguments),
-            observation: CANCELLED_RESULT.to_string(),
-            error: true,
-            blocked: false,
-            duration_ms: 0,
-        };
-        self.emit_end(&record, Vec::new());
-        Executed {
-            record,
-            ran: false,
-            copy: false,
-        }
+        self.answered(iteration, c, CANCELLED_RESULT)
     }
 }
