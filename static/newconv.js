@@ -3,10 +3,12 @@
 // and the engine. These are fixed when the conversation is created (docs/api.md
 // `POST /api/conversations`), so they are asked here, once, and not beside the message box.
 // Sending a first message with no conversation open creates one with the last agent chosen
-// (kept in this browser); the engine and instructions are asked afresh each time.
+// (kept in this browser); the engine and instructions are asked afresh each time. Manage agents…
+// beside the picker opens the agent editor (agents.js); the picker is redrawn when it closes.
 
 import { api } from './api.js';
 import { modal } from './dialogs.js';
+import { openAgentEditor } from './agents.js';
 
 const ENGINES = [['', 'the agent’s default'], ['react', 'ReAct (tool loop)'], ['dag', 'plan (DAG)'], ['auto', 'auto (the model picks)']];
 
@@ -54,6 +56,8 @@ function agentChoices() {
   const set = el('fieldset', { className: 'agent-choices' }, el('legend', {}, 'Agent'));
   for (const agent of agents) {
     const radio = el('input', { type: 'radio', name: 'new-agent', value: agent.name, checked: agent.name === last.agent });
+    // The dialog opens on the agent chosen (Manage agents… comes before it in the tab order).
+    radio.autofocus = radio.checked;
     const descId = `new-agent-desc-${agent.name.replace(/[^\w-]/g, '_')}`;
     radio.setAttribute('aria-describedby', descId);
     const text = el('span', { className: 'agent-choice-text' },
@@ -80,15 +84,36 @@ function promptField() {
   return el('label', { className: 'field' }, 'Extra instructions (optional)', area, hint);
 }
 
+/** The agents to choose from (or the only one), as the dialog shows them now. */
+function pickerContent() {
+  if (agents.length > 1) return [agentChoices()];
+  if (agents.length === 1) return [el('p', { className: 'muted agent-only' }, `Agent: ${agents[0].name}${agents[0].description ? ` — ${agents[0].description}` : ''}`)];
+  return [];
+}
+
+/** The picker and Manage agents…, which redraws the picker after a change (the one saved chosen). */
+function agentPicker() {
+  const choices = el('div', { className: 'agent-picker-choices' }, ...pickerContent());
+  const manage = el('button', { type: 'button', id: 'manage-agents', className: 'manage-agents' }, 'Manage agents…');
+  manage.addEventListener('click', async () => {
+    const { changed, picked } = await openAgentEditor();
+    if (!changed) return;
+    await loadAgents();
+    if (picked && agents.some((a) => a.name === picked)) last.agent = picked;
+    choices.replaceChildren(...pickerContent());
+  });
+  return el('div', { className: 'agent-picker' }, el('div', { className: 'agent-picker-bar' }, manage), choices);
+}
+
 /**
  * Asks for the new conversation's options; resolves with the `POST /api/conversations` body,
  * or null when cancelled.
  */
 export async function askNewConversation() {
-  const body = [];
-  if (agents.length > 1) body.push(agentChoices());
-  else if (agents.length === 1) body.push(el('p', { className: 'muted agent-only' }, `Agent: ${agents[0].name}${agents[0].description ? ` — ${agents[0].description}` : ''}`));
-  body.push(promptField(), engineChoice());
+  const prompt = promptField();
+  // Without agents to choose, the dialog opens on the instructions, as before Manage agents….
+  prompt.querySelector('textarea').autofocus = agents.length < 2;
+  const body = [agentPicker(), prompt, engineChoice()];
   const dialog = modal('New conversation', body, [['Cancel', ''], ['Create', 'ok']], 'new-conversation');
   const form = document.querySelector('dialog.new-conversation form');
   const answer = await dialog;

@@ -1,8 +1,9 @@
 // Accessibility (issue 44): axe-core (pinned in package.json) finds no serious or critical
 // violation on the main views — the chat with a finished run (tool cards, highlighted code,
 // maths), the conversation list with its search, the Tools drawer, the settings dialog, the
-// rename dialog, the new-conversation dialog and images attached to the composer — in the light
-// and the dark theme, on a desktop and at phone width. Every button is on one of them (issue 51:
+// rename dialog, the new-conversation dialog, its agent editor (the list of agents and the form
+// of one) and images attached to the composer — in the light and the dark theme, on a desktop
+// and at phone width. Every button is on one of them (issue 51:
 // the delete confirmation's Delete was red on blue, 1.25:1): the delete dialog, the Usage
 // drawer, and a run waiting for an approval (Approve, Reject, Stop) too.
 //
@@ -136,6 +137,15 @@ for (const scheme of ['light', 'dark']) {
         await page.click('#new-conv');
         await page.waitForSelector('dialog.new-conversation[open]');
         report.newConversation = await violations(page);
+        // The agent editor beside its picker: the list, then the form of a new agent.
+        await page.click('#manage-agents');
+        await page.waitForSelector('dialog.agents-editor[open] .agent-row');
+        report.agentList = await violations(page);
+        await page.click('#agents-new');
+        await page.waitForSelector('#agent-name');
+        report.agentForm = await violations(page);
+        await page.keyboard.press('Escape');
+        await page.waitForSelector('dialog.agents-editor', { state: 'detached' });
         await page.keyboard.press('Escape');
 
         // On a phone the conversations drawer may still cover the header.

@@ -39,7 +39,7 @@ async fn drive(
     let resp = http
         .post(format!("{base}/api/chat"))
         .header("accept", "text/event-stream")
-        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode, "engine": plan.engine}))
+        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode, "engine": plan.engine, "agent": plan.agent}))
         .send()
         .await?;
     if resp.status() != reqwest::StatusCode::OK {

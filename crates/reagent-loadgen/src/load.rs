@@ -35,6 +35,8 @@ pub struct Load {
     pub mode: String,
     /// `react`, `dag` or `auto`; the server's default when `None`.
     pub engine: Option<String>,
+    /// The agent each conversation runs (`agent` of `POST /api/chat`); the default when `None`.
+    pub agent: Option<String>,
     pub interrupt_rate: f64,
     pub cancel_rate: f64,
     pub also_ok: Vec<&'static str>,
@@ -54,6 +56,7 @@ impl Default for Load {
             concurrency: 10,
             mode: "native".into(),
             engine: None,
+            agent: None,
             interrupt_rate: 0.0,
             cancel_rate: 0.0,
             also_ok: vec![],
@@ -93,6 +96,7 @@ fn plans(load: &Load) -> Vec<ConvPlan> {
                 _ => "native",
             },
             engine: load.engine.clone(),
+            agent: load.agent.clone(),
             interrupt: rng.random::<f64>() < load.interrupt_rate,
             cancel: rng.random::<f64>() < load.cancel_rate,
             also_ok: load.also_ok.clone(),

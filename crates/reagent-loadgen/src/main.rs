@@ -25,10 +25,13 @@
 //! - `responses`: background responses dropped mid-stream and resumed by `starting_after`.
 //! - `tracing` / `budgets`: tracing off, on with the collector down and on with it up; budgets
 //!   off and on: the server's CPU per run and per token and runs/s in alternating blocks.
+//! - `agents`: a configured agent and one made through `/api/agents` with the same settings, on
+//!   one server in alternating blocks: each one's runs/s and CPU per run, and their ratio.
 //! - `memory`: where a held run's bytes are (RSS deltas as its parts are added one by one).
 //!
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
+mod agentcost;
 mod chaos;
 mod check;
 mod conv;
@@ -117,6 +120,9 @@ enum Cmd {
     /// Budgets off and on (a budget that never refuses): short-run throughput and CPU per run
     /// in alternating blocks.
     Budgets(variants::VariantArgs),
+    /// The same short runs of a configured agent and of one made through /api/agents with the
+    /// same settings, on one server in alternating blocks: runs/s and CPU per run of each.
+    Agents(variants::VariantArgs),
     /// Where a held run's bytes are: RSS deltas as the parts of N runs are added one by one.
     Memory {
         #[arg(long, short = 'n', default_value_t = 1000)]
@@ -222,6 +228,9 @@ struct RunArgs {
     /// The runs' engine: react, dag or auto; the server's default when absent.
     #[arg(long)]
     engine: Option<String>,
+    /// The agent the conversations run (a configured one or one made through /api/agents).
+    #[arg(long)]
+    agent: Option<String>,
     #[arg(long, default_value_t = 0.0)]
     interrupt_rate: f64,
     #[arg(long, default_value_t = 0.0)]
@@ -325,6 +334,7 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::Responses(a) => responses::responses(&http_client()?, a).await,
         Cmd::Tracing(a) => variants::tracing(&http_client()?, a).await,
         Cmd::Budgets(a) => variants::budgets(&http_client()?, a).await,
+        Cmd::Agents(a) => agentcost::agents(&http_client()?, a).await,
         Cmd::Floor(a) => {
             let http = http_client()?;
             let shape = floor::Shape {
@@ -366,6 +376,7 @@ async fn run(a: RunArgs) -> anyhow::Result<bool> {
         concurrency: a.concurrency.unwrap_or(a.conversations),
         mode: a.mode.clone(),
         engine: a.engine.clone(),
+        agent: a.agent.clone(),
         interrupt_rate: a.interrupt_rate,
         cancel_rate: a.cancel_rate,
         also_ok: if a.error_rate > 0.0 {

@@ -47,7 +47,8 @@ async fn start(
     n: usize,
 ) -> anyhow::Result<(String, String, String)> {
     let (r, _) = send_any(targets, None, |b| {
-        http.post(format!("{b}/api/conversations")).json(&json!({}))
+        http.post(format!("{b}/api/conversations"))
+            .json(&json!({"agent": plan.agent}))
     })
     .await?;
     let conv: Value = r.error_for_status()?.json().await?;

@@ -13,6 +13,8 @@ pub struct ConvPlan {
     pub mode: &'static str,
     /// The run's engine; the server's default when `None`.
     pub engine: Option<String>,
+    /// The agent to run; the server's default when `None`.
+    pub agent: Option<String>,
     /// Send one interrupt after the first `step` event.
     pub interrupt: bool,
     /// Cancel after the first `step` event (or `start` if the run has no steps).

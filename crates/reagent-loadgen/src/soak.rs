@@ -148,6 +148,7 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
             concurrency,
             mode: "mixed".into(),
             engine: None,
+            agent: None,
             interrupt_rate: 0.2,
             cancel_rate: 0.1,
             also_ok: vec!["failed"],

@@ -30,28 +30,43 @@ pub struct Variant {
 pub struct VariantArgs {
     /// Runs per block (each variant gets one block per round).
     #[arg(long, short = 'n', default_value_t = 300)]
-    runs: usize,
+    pub runs: usize,
     /// Runs in flight at once.
     #[arg(long, short = 'c', default_value_t = 64)]
-    concurrency: usize,
+    pub concurrency: usize,
     /// Rounds (blocks per variant, order reversed every other round).
     #[arg(long, default_value_t = 6)]
-    blocks: usize,
+    pub blocks: usize,
     /// Tokens of each run's answer.
     #[arg(long, default_value_t = 20)]
-    tokens: usize,
-    /// `budgets` only: each server on its own fresh PostgreSQL database (at the admin URL of
-    /// `instances`) instead of SQLite.
+    pub tokens: usize,
+    /// `budgets` and `agents` only: the servers on fresh PostgreSQL databases (at the admin URL
+    /// of `instances`) instead of SQLite.
     #[arg(long)]
-    pg: bool,
+    pub pg: bool,
 }
 
 /// What one block measured on one variant.
 #[derive(Clone, Copy, Default)]
-struct Sample {
-    runs_per_s: f64,
-    cpu_us_per_run: f64,
-    cpu_us_per_token: f64,
+pub struct Sample {
+    pub runs_per_s: f64,
+    pub cpu_us_per_run: f64,
+    pub cpu_us_per_token: f64,
+    /// Busy share of all the machine's cores during the block, percent.
+    pub machine_busy_pct: f64,
+}
+
+impl Sample {
+    /// The block's figures from its load report; `tokens` per answer.
+    pub fn of(r: &load::LoadReport, tokens: usize) -> Sample {
+        Sample {
+            runs_per_s: r.runs_per_s,
+            cpu_us_per_run: r.cpu_us_per_run.unwrap_or(f64::NAN),
+            // The run's start and tool call included, as `facade` counts a token.
+            cpu_us_per_token: r.cpu_us_per_run.unwrap_or(f64::NAN) / tokens.max(1) as f64,
+            machine_busy_pct: r.machine_busy_pct,
+        }
+    }
 }
 
 /// The processes of a comparison, left running for the caller's checks.
@@ -128,13 +143,7 @@ pub async fn compare(
                 r.errors,
                 r.error_samples
             );
-            samples[i].push(Sample {
-                runs_per_s: r.runs_per_s,
-                cpu_us_per_run: r.cpu_us_per_run.unwrap_or(f64::NAN),
-                // The run's start and tool call included, as `facade` counts a token.
-                cpu_us_per_token: r.cpu_us_per_run.unwrap_or(f64::NAN)
-                    / flags.answer_tokens.max(1) as f64,
-            });
+            samples[i].push(Sample::of(&r, flags.answer_tokens));
         }
     }
     print_table(title, flags, variants, block, &samples);
@@ -144,11 +153,11 @@ pub async fn compare(
     })
 }
 
-fn median_of(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
+pub fn median_of(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
     Summary::of(&samples.iter().map(f).collect::<Vec<_>>()).p50
 }
 
-fn print_table(
+pub fn print_table(
     title: &str,
     flags: &MockFlags,
     variants: &[Variant],
@@ -175,8 +184,9 @@ fn print_table(
             .iter()
             .map(|x| format!("{:.1}", x.cpu_us_per_token))
             .collect();
+        let busy = median_of(s, |s| s.machine_busy_pct);
         println!(
-            "  {:<22} {rps:8.1} runs/s ({:+5.1} %)   server CPU {run:8.1} µs/run ({:+5.1} %), {tok:6.2} µs/token ({:+5.1} %)   per block µs/token [{}]",
+            "  {:<22} {rps:8.1} runs/s ({:+5.1} %)   server CPU {run:8.1} µs/run ({:+5.1} %), {tok:6.2} µs/token ({:+5.1} %)   machine {busy:3.0} % busy   per block µs/token [{}]",
             v.name,
             pct(rps, b_rps),
             pct(run, b_run),
@@ -186,7 +196,7 @@ fn print_table(
     }
 }
 
-fn pct(x: f64, base: f64) -> f64 {
+pub fn pct(x: f64, base: f64) -> f64 {
     100.0 * (x - base) / base.max(1e-9)
 }
 
