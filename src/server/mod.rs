@@ -9,8 +9,10 @@
 //! connection limits), `metrics` (the Prometheus recorder), `audit` (the audit hook's store
 //! sink), `agents` (`/api/agents`: configured and API agents), `openai/` (the OpenAI-compatible `/v1` API,
 //! docs/protocols.md), `frontends/` (AG-UI and the AI SDK stream, docs/protocols.md),
-//! `mcp_server/` (the agents as MCP tools at `/mcp`, docs/protocols.md).
+//! `mcp_server/` (the agents as MCP tools at `/mcp`, docs/protocols.md), `a2a/` (each agent as
+//! an A2A agent at `/a2a/{agent}`, docs/protocols.md).
 
+pub mod a2a;
 mod access;
 pub mod agents;
 pub mod approvals;
@@ -105,6 +107,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", openai::routes(&state))
         .merge(frontends::routes(&state))
         .merge(mcp_server::routes(&state))
+        .merge(a2a::routes(&state))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -14,6 +14,8 @@
 //!   `/api/instances`, SIGTERM hand-over (docs/deployment.md);
 //! - [`openai`]: the OpenAI-compatible API with the official clients, drops, tenancy, bad input;
 //! - [`frontends`]: AG-UI and the AI SDK stream with their official clients, tenancy, resumes;
+//! - [`a2a`]: each agent as an A2A agent, with the official `a2a-sdk` and `@a2a-js/sdk` clients,
+//!   both wire versions, tenancy, input-required, resubscribe;
 //! - [`otel`]: OpenTelemetry traces to an in-process OTLP receiver, `traceparent` in and out;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
@@ -28,6 +30,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a2a;
 #[cfg(unix)]
 mod binary;
 mod cli;

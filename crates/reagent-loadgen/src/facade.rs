@@ -1,7 +1,8 @@
 //! `facade`: the protocol facades' own cost. The same short run (one tool call and an answer of
 //! `--tokens` tokens from a zero-latency mock) through `POST /api/chat` and through
 //! `POST /v1/chat/completions` and `POST /v1/responses` (streamed), `POST /ag-ui/reagent` and
-//! `POST /ai-sdk/reagent` (the implicit `reagent` agent, a new thread each), one run at a time,
+//! `POST /ai-sdk/reagent` (the implicit `reagent` agent, a new thread each) and A2A's
+//! `SendStreamingMessage` at `POST /a2a/reagent` (a new task each), one run at a time,
 //! in alternating blocks so that drift on a shared machine hits all alike. Reports per run: wall
 //! time from request to the stream's end, and the server's CPU time.
 
@@ -25,14 +26,16 @@ enum Api {
     Responses,
     AgUi,
     AiSdk,
+    A2a,
 }
 
-const APIS: [(Api, &str); 5] = [
+const APIS: [(Api, &str); 6] = [
     (Api::Native, "/api/chat"),
     (Api::OpenAi, "/v1/chat/completions"),
     (Api::Responses, "/v1/responses"),
     (Api::AgUi, "/ag-ui/reagent"),
     (Api::AiSdk, "/ai-sdk/reagent"),
+    (Api::A2a, "/a2a/reagent"),
 ];
 
 #[derive(Default)]
@@ -145,6 +148,11 @@ async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::
             "messages": [{"id": "u1", "role": "user",
                           "parts": [{"type": "text", "text": "Look it up and answer."}]}],
         })),
+        Api::A2a => http.post(format!("{base}/a2a/reagent")).json(&json!({
+            "jsonrpc": "2.0", "id": n, "method": "SendStreamingMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": format!("m{n}"),
+                                   "parts": [{"text": "Look it up and answer."}]}},
+        })),
     };
     let response = request.send().await.context("request")?;
     anyhow::ensure!(response.status().is_success(), "HTTP {}", response.status());
@@ -156,6 +164,7 @@ async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::
             body.contains("event: response.completed") && body.ends_with("data: [DONE]\n\n")
         }
         Api::AgUi => body.contains("\"type\":\"RUN_FINISHED\""),
+        Api::A2a => body.contains("\"TASK_STATE_COMPLETED\""),
     };
     anyhow::ensure!(complete, "the stream ended early: {body}");
     Ok(t0.elapsed().as_secs_f64() * 1000.0)

@@ -20,8 +20,8 @@
 //!   a minimal relay (`relay`, a child process), with both CPU costs per token and their ratio.
 //!
 //! - `facade [--runs N] [--tokens T]`: the same short run through `/api/chat`,
-//!   `/v1/chat/completions`, `/v1/responses`, `/ag-ui/reagent` and `/ai-sdk/reagent`, side by
-//!   side: each facade's own cost per run and per token.
+//!   `/v1/chat/completions`, `/v1/responses`, `/ag-ui/reagent`, `/ai-sdk/reagent` and A2A at
+//!   `/a2a/reagent`, side by side: each facade's own cost per run and per token.
 //! - `responses`: background responses dropped mid-stream and resumed by `starting_after`.
 //! - `tracing` / `budgets`: tracing off, on with the collector down and on with it up; budgets
 //!   off and on: the server's CPU per run and per token and runs/s in alternating blocks.
@@ -109,8 +109,8 @@ enum Cmd {
     Soak(SoakArgs),
     /// The harness's own token latency: N streams straight from the mock, no reagent.
     Floor(FloorArgs),
-    /// The same short run through /api/chat, /v1/chat/completions, /v1/responses, /ag-ui and
-    /// /ai-sdk: the facades' own cost.
+    /// The same short run through /api/chat, /v1/chat/completions, /v1/responses, /ag-ui,
+    /// /ai-sdk and /a2a: the facades' own cost.
     Facade(FacadeArgs),
     /// Background responses dropped mid-stream and resumed by `starting_after`, under load.
     Responses(responses::ResponsesArgs),
