@@ -5,11 +5,13 @@
 //!
 //! Another tenant's agent is simply absent. A stored spec is checked again when read (the
 //! model it names may have left the configuration since: the run then fails as for any
-//! unknown model).
+//! unknown model). A version never changes once written, so each is parsed and checked once
+//! per process: a conversation's runs find their pinned version in memory.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use dashmap::DashMap;
 
 use crate::config::{spec_of, AgentEntry, AgentSpec};
 use crate::store::{Store, StoreError, StoredAgent};
@@ -78,6 +80,13 @@ impl CatalogAgent {
     }
 }
 
+/// Parsed versions kept at most; past it the memory starts again empty (a version is only
+/// ever re-read, never wrong).
+const PARSED_VERSIONS_KEPT: usize = 4096;
+
+/// An API agent's version: owner, name, version.
+type VersionKey = (String, String, u32);
+
 /// The configured agents plus every tenant's stored ones.
 #[derive(Clone, Debug)]
 pub struct Catalog {
@@ -86,6 +95,8 @@ pub struct Catalog {
     store: Store,
     /// Configured MCP servers: an API agent's `<server>__…` pattern passes before they connect.
     mcp_servers: Vec<String>,
+    /// Versions already parsed and checked (immutable once written).
+    parsed: Arc<DashMap<VersionKey, CatalogAgent>>,
 }
 
 impl Catalog {
@@ -94,7 +105,22 @@ impl Catalog {
             configured: configured.iter().cloned().map(Arc::new).collect(),
             store,
             mcp_servers,
+            parsed: Arc::default(),
         }
+    }
+
+    /// `row` of `owner` as an agent, parsed once per process.
+    fn parse(&self, owner: &str, row: StoredAgent) -> Result<CatalogAgent, CatalogError> {
+        let key = (owner.to_string(), row.name.clone(), row.version);
+        if let Some(hit) = self.parsed.get(&key) {
+            return Ok(hit.clone());
+        }
+        let agent = CatalogAgent::stored(row)?;
+        if self.parsed.len() >= PARSED_VERSIONS_KEPT {
+            self.parsed.clear();
+        }
+        self.parsed.insert(key, agent.clone());
+        Ok(agent)
     }
 
     pub fn mcp_servers(&self) -> Vec<&str> {
@@ -130,7 +156,7 @@ impl Catalog {
                 None => None,
             },
         };
-        row.map(CatalogAgent::stored).transpose()
+        row.map(|r| self.parse(owner, r)).transpose()
     }
 
     /// The agent a conversation of `owner`'s runs: its recorded `version` even when the agent
@@ -142,12 +168,14 @@ impl Catalog {
         version: Option<u32>,
     ) -> Result<Option<CatalogAgent>, CatalogError> {
         match version {
-            Some(v) if self.configured(name).is_none() => self
-                .store
-                .agent_version(owner, name, v)
-                .await?
-                .map(CatalogAgent::stored)
-                .transpose(),
+            Some(v) if self.configured(name).is_none() => {
+                let key = (owner.to_string(), name.to_string(), v);
+                if let Some(hit) = self.parsed.get(&key) {
+                    return Ok(Some(hit.clone()));
+                }
+                let row = self.store.agent_version(owner, name, v).await?;
+                row.map(|r| self.parse(owner, r)).transpose()
+            }
             _ => self.get(owner, name, None).await,
         }
     }
@@ -162,7 +190,7 @@ impl Catalog {
         for row in self.store.list_agents(owner).await? {
             // A configured name added after the agent was made hides it: never shadowed.
             if self.configured(&row.name).is_none() {
-                out.push(CatalogAgent::stored(row)?);
+                out.push(self.parse(owner, row)?);
             }
         }
         Ok(out)
@@ -180,7 +208,7 @@ impl Catalog {
         if rows.is_empty() {
             return Err(CatalogError::NotFound);
         }
-        rows.into_iter().map(CatalogAgent::stored).collect()
+        rows.into_iter().map(|r| self.parse(owner, r)).collect()
     }
 
     /// `Conflict` for the name of a configured agent, which the API may not change.
