@@ -21,8 +21,9 @@
 //! `[section]`, as TOML requires) or `default = true` on one `[[models]]` entry picks the default
 //! model; otherwise the first entry is the default. Sections: `[server]`, `[auth]`, `[llm]`,
 //! `[[models]]`, `[react]`, `[dag]`, `[tools]` (with `[[tools.http]]`), `[[hooks]]`, `[[agents]]`,
-//! `[[mcp]]` and `[[budgets]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
+//! `[[mcp]]`, `[[a2a]]` and `[[budgets]]`. Unknown keys are errors, so typos fail loudly instead of being silently ignored.
 
+mod a2a;
 pub mod agents;
 pub mod budgets;
 mod dag;
@@ -38,6 +39,7 @@ mod summary;
 mod tests;
 mod validate;
 
+pub use a2a::A2aAgentConfig;
 pub use agents::{check_agent_tools, spec_of, AgentEntry, AgentSpec, IMPLICIT_AGENT};
 pub use budgets::{BudgetSpec, BudgetWindow, EVERY_TENANT};
 pub use dag::DagConfig;
@@ -142,6 +144,8 @@ pub struct Config {
     pub agents: Vec<AgentSpec>,
     /// `[[mcp]]` (docs/protocols.md), `env`/`headers` expanded.
     pub mcp: Vec<McpServerConfig>,
+    /// `[[a2a]]` (docs/protocols.md): remote A2A agents as tools, `headers` expanded.
+    pub a2a: Vec<A2aAgentConfig>,
     /// `[[budgets]]` (docs/configuration.md).
     pub budgets: Vec<BudgetSpec>,
     /// What loading noticed and accepted, such as a misspelt variable: start-up logs each as a
@@ -164,6 +168,7 @@ struct FileConfig {
     hooks: Vec<HookSpec>,
     agents: Vec<agents::AgentEntry>,
     mcp: Vec<McpServerConfig>,
+    a2a: Vec<A2aAgentConfig>,
     budgets: Vec<BudgetSpec>,
 }
 
@@ -218,6 +223,7 @@ impl Config {
         hooks::plan_hooks(&file.hooks)?;
         dag::check(&file.dag, "dag.")?;
         mcp::validate(&file.mcp)?;
+        a2a::validate(&file.a2a)?;
         budgets::validate(&file.budgets)?;
         env::apply(&mut file, env)?;
         dag::apply(&mut file.dag, env)?;
@@ -241,6 +247,7 @@ impl Config {
             hooks: file.hooks,
             agents,
             mcp: file.mcp,
+            a2a: file.a2a,
             budgets: file.budgets,
             warnings,
         };
@@ -267,7 +274,7 @@ impl Config {
 }
 
 /// `${VAR}` in the values that may carry secrets (docs/configuration.md): `[[tools.http]]` headers,
-/// `[[hooks]]` URLs, `[[mcp]]` env and headers.
+/// `[[hooks]]` URLs, `[[mcp]]` env and headers, `[[a2a]]` headers.
 fn expand_secrets(file: &mut FileConfig, env: &HashMap<String, String>) -> Result<(), ConfigError> {
     for (i, t) in file.tools.http.iter_mut().enumerate() {
         expand::expand_map(&format!("tools.http[{i}].headers"), &mut t.headers, env)?;
@@ -280,5 +287,6 @@ fn expand_secrets(file: &mut FileConfig, env: &HashMap<String, String>) -> Resul
             h.url = Some(expanded);
         }
     }
-    mcp::expand(&mut file.mcp, env)
+    mcp::expand(&mut file.mcp, env)?;
+    a2a::expand(&mut file.a2a, env)
 }

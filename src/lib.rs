@@ -14,7 +14,8 @@
 //! - [`llm`] — the `Llm` trait, the provider clients (OpenAI-compatible chat completions and
 //!   Anthropic's native Messages API), structured output, `extract_json`, the model registry
 //!   (filled by [`app`]).
-//! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, the SSRF guard.
+//! - [`tools`] — the `Tool` trait, registry, built-in and HTTP tools, MCP tools, remote A2A
+//!   agents as tools, the SSRF guard.
 //! - [`config`] — typed configuration, loaded once from `config.toml` then the environment;
 //!   imports only `domain`.
 //! - [`domain`] — the values every layer shares (run status, mode, message role and kind, SSE

@@ -106,6 +106,16 @@ pub enum StepEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dag_step: Option<String>,
     },
+    /// A running tool reported what it is doing (a remote A2A agent's status update).
+    ToolProgress {
+        iteration: u32,
+        call_id: String,
+        tool: String,
+        message: String,
+        /// The DAG step this event belongs to; absent in a ReAct run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag_step: Option<String>,
+    },
     Selection {
         iteration: u32,
         total_tools: usize,

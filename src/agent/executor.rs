@@ -20,7 +20,7 @@ use super::record::StepRecord;
 use super::slots::ToolSlots;
 use super::synthesis::{json_prefix, truncate_chars};
 use crate::telemetry::{self, Context, ToolSpan};
-use crate::tools::{ToolError, ToolOutput, ToolRegistry};
+use crate::tools::{Progress, ToolError, ToolOutput, ToolRegistry};
 
 /// What the LLM sees for a call the cancellation interrupted.
 pub const CANCELLED_RESULT: &str = "[cancelled: tool execution did not complete]";
@@ -115,6 +115,21 @@ impl Executor {
 
     fn emit(&self, step: StepEvent) {
         self.events.send(AgentEvent::Step(step));
+    }
+
+    /// Where the call reports progress: `tool_progress` steps, each note cut for display.
+    fn progress(&self, iteration: u32, call: &PendingCall) -> Progress {
+        let events = self.events.clone();
+        let (call_id, tool) = (call.call_id.clone(), call.tool.clone());
+        Progress::new(move |note| {
+            events.send(AgentEvent::Step(StepEvent::ToolProgress {
+                iteration,
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                message: truncate_chars(&note, DISPLAY_OBSERVATION_CHARS),
+                dag_step: None,
+            }))
+        })
     }
 
     /// The calls with each name that means one tool of the run, but is not its name, replaced
@@ -259,7 +274,9 @@ impl Executor {
                     let timeout = tool.timeout().unwrap_or(self.default_timeout);
                     let slot = self.slots.acquire().await;
                     let span = tool_span(tool.as_ref(), &call.call_id, &args);
-                    let result = span.scope(run_tool(tool.clone(), args, timeout)).await;
+                    let progress = self.progress(iteration, call);
+                    let call = run_tool(tool.clone(), args, timeout, progress);
+                    let result = span.scope(call).await;
                     drop(slot);
                     let (observation, error) = match result {
                         Ok(output) => (self.observe(output, &mut artifacts).await, false),
@@ -335,9 +352,10 @@ async fn run_tool(
     tool: Arc<dyn crate::tools::Tool>,
     args: Value,
     timeout: Duration,
+    progress: Progress,
 ) -> Result<ToolOutput, String> {
     let name = tool.name().to_string();
-    let call = async move { tool.call(args).await };
+    let call = async move { tool.call_reporting(args, progress).await };
     // The tool's own task runs in the call's span, so an HTTP tool's request carries it.
     let task = match telemetry::enabled() {
         true => tokio::spawn(call.with_context(Context::current())),

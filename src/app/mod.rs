@@ -106,10 +106,16 @@ impl App {
             false => models,
         };
         let http = setup::http_client()?;
+        let a2a = setup::a2a_tools(&config, &http)?;
         let base_tools = match overrides.tools {
             Some(t) => t,
-            None => tool_registry(&config, &http)?,
+            None => tool_registry(&config, &http, &a2a)?,
         };
+        // In the background, bounded by the card timeout: a remote that is down is logged and
+        // its calls fail until it answers; reagent serves regardless.
+        for agent in a2a {
+            tokio::spawn(async move { agent.warm_up().await });
+        }
         check_agent_tools(&config, &base_tools)?;
         let mcp = McpManager::spawn(
             &config.mcp,

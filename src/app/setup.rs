@@ -1,6 +1,6 @@
 //! The service's parts built from the configuration: the model registry (one model client
 //! per `[[models]]`), the engine settings, the tool registry
-//! (built-ins plus `[[tools.http]]`) and the hook chain. The only place that reads
+//! (built-ins plus `[[tools.http]]` and `[[a2a]]`) and the hook chain. The only place that reads
 //! configuration sections into the lower layers' own types.
 
 use std::sync::Arc;
@@ -16,12 +16,13 @@ use crate::llm::client::{ClientConfig, ModelClient};
 use crate::llm::providers::{AnthropicOptions, Protocol};
 use crate::llm::registry::{ModelInfo, ModelRegistry};
 use crate::llm::{Llm, LlmError};
+use crate::tools::a2a::A2aTool;
 use crate::tools::builtin::builtin_registry;
 use crate::tools::http_request::HttpRequestOptions;
 use crate::tools::http_tool::HttpTool;
 use crate::tools::mcp::{collision, McpManager};
 use crate::tools::ssrf::SsrfPolicy;
-use crate::tools::ToolRegistry;
+use crate::tools::{Tool, ToolRegistry};
 
 /// Why the run machinery could not be assembled (start-up fails with this message).
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +33,8 @@ pub enum SetupError {
     Hooks(String),
     #[error("mcp: {0}")]
     Mcp(String),
+    #[error("a2a: {0}")]
+    A2a(String),
 }
 
 /// The client of tools, hooks and MCP servers: HTTP/1.1 as before reqwest's `http2` feature
@@ -114,17 +117,24 @@ pub fn agent_config(react: &ReactConfig) -> AgentConfig {
     react.clone()
 }
 
-/// Built-in tools plus the configured HTTP tools.
+/// The address policy of `http_request`, which also judges the URL an A2A agent's card names.
+fn ssrf_policy(config: &Config) -> SsrfPolicy {
+    SsrfPolicy {
+        allow_private: config.tools.allow_private_http,
+        ..SsrfPolicy::default()
+    }
+}
+
+/// Built-in tools plus the configured HTTP tools and A2A agents; a name two of them share is
+/// an error naming both.
 pub fn tool_registry(
     config: &Config,
     client: &reqwest::Client,
+    a2a: &[Arc<A2aTool>],
 ) -> Result<ToolRegistry, SetupError> {
     let tools = &config.tools;
     let mut registry = builtin_registry(HttpRequestOptions {
-        policy: SsrfPolicy {
-            allow_private: tools.allow_private_http,
-            ..SsrfPolicy::default()
-        },
+        policy: ssrf_policy(config),
         max_response_bytes: tools.http_max_response_bytes,
         ..HttpRequestOptions::default()
     });
@@ -135,7 +145,34 @@ pub fn tool_registry(
         })?;
         registry.register(Arc::new(tool));
     }
+    for tool in a2a {
+        if let Some(other) = registry.get(tool.name()) {
+            let source = format!("{:?}", other.source()).to_lowercase();
+            return Err(SetupError::A2a(format!(
+                "the A2A agent '{}' has the name of the {source} tool '{}'; rename one",
+                tool.name(),
+                other.name()
+            )));
+        }
+        registry.register(tool.clone());
+    }
     Ok(registry)
+}
+
+/// One tool per `[[a2a]]` agent (their cards are read later, see [`A2aTool::warm_up`]).
+pub fn a2a_tools(
+    config: &Config,
+    client: &reqwest::Client,
+) -> Result<Vec<Arc<A2aTool>>, SetupError> {
+    config
+        .a2a
+        .iter()
+        .map(|cfg| {
+            A2aTool::new(cfg.clone(), client.clone(), ssrf_policy(config))
+                .map(Arc::new)
+                .map_err(|e| SetupError::A2a(e.to_string()))
+        })
+        .collect()
 }
 
 /// The agents' tool entries checked against `tools` (built-ins and HTTP tools; MCP tools by
@@ -155,7 +192,8 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
         other => ConfigError::invalid("tools", other.to_string()),
     };
     let client = http_client().map_err(unbuilt)?;
-    let tools = tool_registry(config, &client).map_err(unbuilt)?;
+    let a2a = a2a_tools(config, &client).map_err(unbuilt)?;
+    let tools = tool_registry(config, &client, &a2a).map_err(unbuilt)?;
     check_agent_tools(config, &tools)
 }
 

@@ -232,5 +232,17 @@ impl Config {
             })
             .collect();
         let _ = writeln!(*out, "mcp: [{}]", mcp.join(", "));
+        // Names and origins only: header values and URL queries may be secrets.
+        let a2a: Vec<String> = self
+            .a2a
+            .iter()
+            .map(|a| {
+                let origin = url::Url::parse(&a.url)
+                    .map(|u| u.origin().ascii_serialization())
+                    .unwrap_or_default();
+                format!("{} ({origin})", a.name)
+            })
+            .collect();
+        let _ = writeln!(*out, "a2a: [{}]", a2a.join(", "));
     }
 }

@@ -186,6 +186,9 @@ fn tagged(parent: EventSink, ids: Arc<CallIds>, round: u32, step: String) -> Eve
                 }
                 | StepEvent::ToolEnd {
                     call_id, dag_step, ..
+                }
+                | StepEvent::ToolProgress {
+                    call_id, dag_step, ..
                 },
             ) => {
                 *call_id = ids.assign(round, &step, call_id);

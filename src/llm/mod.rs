@@ -18,7 +18,7 @@ pub mod providers;
 pub mod registry;
 pub mod retry;
 pub mod sampling;
-mod sse;
+pub(crate) mod sse;
 pub mod stream;
 pub mod structured;
 pub mod traced;

@@ -42,7 +42,7 @@ text_schema! {
     Engine => Engine::ALL.iter().map(|v| v.as_str());
     MessageRole => MessageRole::ALL.iter().map(|v| v.as_str());
     MessageKind => MessageKind::ALL.iter().map(|v| v.as_str());
-    ToolSource => ["builtin", "http", "mcp"];
+    ToolSource => ["builtin", "http", "mcp", "a2a"];
 }
 
 /// `{"error": {code, message}}`, every failure's body (docs/api.md).

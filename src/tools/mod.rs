@@ -1,8 +1,10 @@
 //! Tools the agent can call: the [`Tool`] trait, a [`ToolRegistry`] that keeps registration
 //! order and can be filtered (tool selection), the built-ins (`calculator`,
-//! `current_time`, `http_request`), HTTP tools declared in `[[tools.http]]` (docs/configuration.md) and the
-//! tools of MCP servers declared in `[[mcp]]` ([`mcp`], docs/protocols.md).
+//! `current_time`, `http_request`), HTTP tools declared in `[[tools.http]]` (docs/configuration.md), the
+//! tools of MCP servers declared in `[[mcp]]` ([`mcp`], docs/protocols.md) and the remote A2A
+//! agents declared in `[[a2a]]` ([`a2a`]). A tool that works for long may report [`Progress`].
 
+pub mod a2a;
 pub mod builtin;
 pub mod http_request;
 pub mod http_tool;
@@ -27,6 +29,7 @@ pub enum ToolSource {
     Builtin,
     Http,
     Mcp,
+    A2a,
 }
 
 /// A document a tool produced (HTML, Markdown, a file). The LLM never sees its content, only
@@ -66,6 +69,30 @@ pub enum ToolError {
     Refused(String),
 }
 
+/// Where a running call reports what it is doing: each note becomes a
+/// `step {type:"tool_progress"}` event of the calling run (docs/api.md). Reporting never
+/// blocks; a call made outside a run reports into nothing.
+#[derive(Clone, Default)]
+pub struct Progress(Option<Arc<dyn Fn(String) + Send + Sync>>);
+
+impl Progress {
+    pub fn new(report: impl Fn(String) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(report)))
+    }
+
+    pub fn report(&self, note: impl Into<String>) {
+        if let Some(report) = &self.0 {
+            report(note.into())
+        }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
@@ -98,6 +125,15 @@ pub trait Tool: Send + Sync {
         false
     }
     async fn call(&self, args: Value) -> Result<ToolOutput, ToolError>;
+    /// The call as the engine makes it, with where to report progress; most tools have
+    /// nothing to report and are just called.
+    async fn call_reporting(
+        &self,
+        args: Value,
+        _progress: Progress,
+    ) -> Result<ToolOutput, ToolError> {
+        self.call(args).await
+    }
 
     fn definition(&self) -> ToolDefinition {
         ToolDefinition {

@@ -18,6 +18,7 @@
 //!   both wire versions, tenancy, input-required, resubscribe;
 //! - [`otel`]: OpenTelemetry traces to an in-process OTLP receiver, `traceparent` in and out;
 //! - [`dag`]: DAG mode: its SSE sequence, resume mid-execution, replay after restart;
+//! - [`a2a_client`]: remote A2A agents as tools, against an agent built on the official `a2a-sdk`;
 //! - [`cli`]: start-up configuration errors, `check-config`, `serve` and SIGTERM;
 //! - [`instances`]: several instances on one PostgreSQL database (docs/deployment.md).
 //!
@@ -31,6 +32,7 @@
 mod support;
 
 mod a2a;
+mod a2a_client;
 #[cfg(unix)]
 mod binary;
 mod cli;

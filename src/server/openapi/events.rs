@@ -89,6 +89,17 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             ],
         ),
         (
+            "tool_progress",
+            "A running tool reported what it is doing (a remote A2A agent's status update)",
+            vec![
+                iteration(),
+                req("call_id", string()),
+                req("tool", string()),
+                req("message", string()),
+                dag_tag(),
+            ],
+        ),
+        (
             "selection",
             "The tools offered to the model this run",
             vec![

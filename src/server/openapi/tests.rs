@@ -29,6 +29,7 @@ fn step_type(step: &StepEvent) -> &'static str {
         StepEvent::Thinking { .. } => "thinking",
         StepEvent::ToolStart { .. } => "tool_start",
         StepEvent::ToolEnd { .. } => "tool_end",
+        StepEvent::ToolProgress { .. } => "tool_progress",
         StepEvent::Selection { .. } => "selection",
         StepEvent::Interrupt { .. } => "interrupt",
         StepEvent::ApprovalRequired { .. } => "approval_required",
@@ -73,6 +74,13 @@ fn steps() -> Vec<StepEvent> {
             blocked: false,
             duration_ms: 3,
             artifacts: vec![artifact],
+            dag_step: Some("A".into()),
+        },
+        StepEvent::ToolProgress {
+            iteration: 1,
+            call_id: "c1".into(),
+            tool: "travel".into(),
+            message: "looking up flights".into(),
             dag_step: Some("A".into()),
         },
         StepEvent::Selection {
