@@ -1,5 +1,5 @@
 //! The budget reservation's cost per LLM call (docs/configuration.md `[[budgets]]`,
-//! `src/runs/ledger/`) on SQLite and PostgreSQL. Three ways to make the same call to a
+//! `src/runs/budget/ledger/`) on SQLite and PostgreSQL. Three ways to make the same call to a
 //! zero-latency scripted model, alternated in blocks on one fresh database so that drift hits
 //! all alike:
 //!

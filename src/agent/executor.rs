@@ -221,22 +221,7 @@ impl Executor {
         let mut blocked = false;
         let arguments = display_args(&call.arguments);
         let Some(tool) = self.tools.get(&call.tool).cloned() else {
-            let record = StepRecord {
-                iteration,
-                call_id: call.call_id.clone(),
-                tool: call.tool.clone(),
-                arguments,
-                observation: prompts::unknown_tool(&call.tool, &self.tool_names()),
-                error: true,
-                blocked: false,
-                duration_ms: started.elapsed().as_millis() as u64,
-            };
-            self.emit_end(&record, artifacts);
-            return Executed {
-                record,
-                ran,
-                copy: false,
-            };
+            return self.unknown_tool(iteration, call, arguments, started);
         };
         let mut ctx = HookContext {
             run_id: self.run_id.clone(),
@@ -250,17 +235,7 @@ impl Executor {
             events: Some(self.events.clone()),
         };
         let (observation, error) = match &call.arguments {
-            Err(kept) if kept.starts_with(prompts::ARGUMENTS_OMITTED) => {
-                (prompts::arguments_too_large(&call.tool, kept), true)
-            }
-            Err(raw) => (
-                format!(
-                    "Error: the arguments for '{}' are not valid JSON ({}). Send a JSON object.",
-                    call.tool,
-                    truncate_chars(raw, 200)
-                ),
-                true,
-            ),
+            Err(kept) => unusable_arguments(&call.tool, kept),
             Ok(_) => match self.hooks.pre_tool_use(&mut ctx).await {
                 PreOutcome::Blocked(reason) => {
                     blocked = true;
@@ -271,19 +246,9 @@ impl Executor {
                 }
                 PreOutcome::Allowed(args) => {
                     ran = true;
-                    let timeout = tool.timeout().unwrap_or(self.default_timeout);
-                    let slot = self.slots.acquire().await;
-                    let span = tool_span(tool.as_ref(), &call.call_id, &args);
                     let progress = self.progress(iteration, call);
-                    let call = run_tool(tool.clone(), args, timeout, progress);
-                    let result = span.scope(call).await;
-                    drop(slot);
-                    let (observation, error) = match result {
-                        Ok(output) => (self.observe(output, &mut artifacts).await, false),
-                        Err(message) => (format!("Error: {message}"), true),
-                    };
-                    span.end(&observation, error);
-                    (observation, error)
+                    self.invoke(&tool, &call.call_id, args, progress, &mut artifacts)
+                        .await
                 }
             },
         };
@@ -314,6 +279,57 @@ impl Executor {
         }
     }
 
+    /// A call of a tool the run does not have: an error observation naming the ones it has.
+    fn unknown_tool(
+        &self,
+        iteration: u32,
+        call: &PendingCall,
+        arguments: Value,
+        started: Instant,
+    ) -> Executed {
+        let record = StepRecord {
+            iteration,
+            call_id: call.call_id.clone(),
+            tool: call.tool.clone(),
+            arguments,
+            observation: prompts::unknown_tool(&call.tool, &self.tool_names()),
+            error: true,
+            blocked: false,
+            duration_ms: started.elapsed().as_millis() as u64,
+        };
+        self.emit_end(&record, Vec::new());
+        Executed {
+            record,
+            ran: false,
+            copy: false,
+        }
+    }
+
+    /// Runs the allowed call in one of the run's tool slots, within its span: the observation
+    /// and whether it is an error (its artifacts go to `artifacts`).
+    async fn invoke(
+        &self,
+        tool: &Arc<dyn crate::tools::Tool>,
+        call_id: &str,
+        args: Value,
+        progress: Progress,
+        artifacts: &mut Vec<ArtifactRef>,
+    ) -> (String, bool) {
+        let timeout = tool.timeout().unwrap_or(self.default_timeout);
+        let slot = self.slots.acquire().await;
+        let span = tool_span(tool.as_ref(), call_id, &args);
+        let result = span
+            .scope(run_tool(tool.clone(), args, timeout, progress))
+            .await;
+        drop(slot);
+        let (observation, error) = match result {
+            Ok(output) => (self.observe(output, artifacts).await, false),
+            Err(message) => (format!("Error: {message}"), true),
+        };
+        span.end(&observation, error);
+        (observation, error)
+    }
+
     /// The LLM-visible observation: artifacts are stored and replaced by the fixed notice.
     async fn observe(&self, output: ToolOutput, refs: &mut Vec<ArtifactRef>) -> String {
         if output.artifacts.is_empty() {
@@ -337,6 +353,19 @@ impl Executor {
 }
 
 /// The call's `execute_tool` span (arguments on it only with content capture on).
+/// The error observation of a call whose arguments cannot be used: cut for being too large
+/// (`kept` is what was kept), or not valid JSON (`kept` is the raw text).
+fn unusable_arguments(tool: &str, kept: &str) -> (String, bool) {
+    let observation = match kept.starts_with(prompts::ARGUMENTS_OMITTED) {
+        true => prompts::arguments_too_large(tool, kept),
+        false => format!(
+            "Error: the arguments for '{tool}' are not valid JSON ({}). Send a JSON object.",
+            truncate_chars(kept, 200)
+        ),
+    };
+    (observation, true)
+}
+
 fn tool_span(tool: &dyn crate::tools::Tool, call_id: &str, args: &Value) -> ToolSpan {
     let arguments = telemetry::capture_content().then(|| args.to_string());
     ToolSpan::start(

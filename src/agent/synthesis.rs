@@ -183,33 +183,13 @@ async fn synthesise(
         Message::system(prompts::SYNTHESIS_SYSTEM),
         Message::user(user),
     ]);
-    let mut answer = String::new();
-    let mut usage = Usage::default();
-    let mut continuity = None;
-    let outcome: Result<(), LlmError> = async {
-        let mut stream = tokio::select! {
-            _ = cancel.cancelled() => return Err(LlmError::Cancelled),
-            s = with_call_kind(CallKind::Synthesis, llm.stream_chat(request)) => s?,
-        };
-        loop {
-            let next = tokio::select! {
-                _ = cancel.cancelled() => return Err(LlmError::Cancelled),
-                n = stream.next() => n,
-            };
-            match next {
-                None => return Ok(()),
-                Some(Err(e)) => return Err(e),
-                Some(Ok(StreamEvent::Content(delta))) if !delta.is_empty() => {
-                    answer.push_str(&delta);
-                    emit(events, AnswerEvent::Delta { content: delta });
-                }
-                Some(Ok(StreamEvent::Usage(u))) => usage = u,
-                Some(Ok(StreamEvent::Continuity(c))) => continuity = Some(c),
-                Some(Ok(_)) => {}
-            }
-        }
-    }
-    .await;
+    let mut streamed = Streamed::default();
+    let outcome = stream_synthesised(llm, request, events, cancel, &mut streamed).await;
+    let Streamed {
+        answer,
+        mut usage,
+        continuity,
+    } = streamed;
     if usage.llm_calls == 0 && !matches!(outcome, Err(LlmError::BudgetExceeded(_))) {
         // The call was made even if it reported nothing (or failed); a refused one was not.
         usage.llm_calls = 1;
@@ -256,6 +236,46 @@ async fn synthesise(
                 usage,
                 continuity: None,
             }
+        }
+    }
+}
+
+/// What a synthesis call streamed so far.
+#[derive(Default)]
+struct Streamed {
+    answer: String,
+    usage: Usage,
+    continuity: Option<Continuity>,
+}
+
+/// Streams the synthesis call's answer as `answer` deltas into `so_far` until the call ends,
+/// fails or the run is cancelled ([`LlmError::Cancelled`]).
+async fn stream_synthesised(
+    llm: &dyn Llm,
+    request: ChatRequest,
+    events: &EventSink,
+    cancel: &CancellationToken,
+    so_far: &mut Streamed,
+) -> Result<(), LlmError> {
+    let mut stream = tokio::select! {
+        _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+        s = with_call_kind(CallKind::Synthesis, llm.stream_chat(request)) => s?,
+    };
+    loop {
+        let next = tokio::select! {
+            _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+            n = stream.next() => n,
+        };
+        match next {
+            None => return Ok(()),
+            Some(Err(e)) => return Err(e),
+            Some(Ok(StreamEvent::Content(delta))) if !delta.is_empty() => {
+                so_far.answer.push_str(&delta);
+                emit(events, AnswerEvent::Delta { content: delta });
+            }
+            Some(Ok(StreamEvent::Usage(u))) => so_far.usage = u,
+            Some(Ok(StreamEvent::Continuity(c))) => so_far.continuity = Some(c),
+            Some(Ok(_)) => {}
         }
     }
 }

@@ -31,6 +31,7 @@ use crate::llm::{
 };
 use crate::telemetry::{with_call_kind, CallKind};
 use crate::tools::ToolRegistry;
+use offer::{first_messages, Offered};
 use replies::Replies;
 
 mod caller;
@@ -38,6 +39,7 @@ mod guard;
 mod interventions;
 mod json_format;
 mod limits;
+mod offer;
 mod repeat;
 mod replies;
 mod resume;
@@ -146,27 +148,19 @@ impl<'a> LoopRun<'a> {
         let own = tools.definitions();
         let tool_names = own.iter().map(|d| d.name.clone()).collect();
         let client_tools: Arc<[ToolDefinition]> = input.client_tools.clone().into();
-        let defs: Arc<[ToolDefinition]> = if client_tools.is_empty() {
-            own
-        } else {
-            own.iter().chain(client_tools.iter()).cloned().collect()
+        let offered = Offered::new(own, &client_tools, mode, role);
+        let (tool_defs, json_tools) = (offered.native, offered.json);
+        let executor = Executor {
+            tools,
+            caller_tools: client_tools.iter().map(|d| d.name.clone()).collect(),
+            hooks,
+            default_timeout: Duration::from_secs(cfg.tool_timeout_s),
+            events: handles.events.clone(),
+            run_id: input.run_id.clone(),
+            conversation_id: input.conversation_id.clone(),
+            artifacts: handles.artifacts.clone(),
+            slots: handles.tool_slots.clone(),
         };
-        let (system, tool_defs, json_tools) = match mode {
-            Mode::Native => (prompts::native_system_prompt(role), defs, Arc::default()),
-            Mode::Json => (
-                prompts::json_system_prompt(role, &defs),
-                Arc::default(),
-                defs,
-            ),
-        };
-        let mut messages = Vec::with_capacity(input.history.len() + 8);
-        messages.push(Message::system(system));
-        messages.extend(input.history.iter().cloned());
-        messages.push(
-            Message::user(input.query.clone())
-                .with_images(input.images.clone())
-                .pinned(),
-        );
         Self {
             config: cfg,
             llm,
@@ -182,19 +176,9 @@ impl<'a> LoopRun<'a> {
             },
             json_tools,
             call_ids: CallIds::default(),
-            executor: Executor {
-                tools,
-                caller_tools: client_tools.iter().map(|d| d.name.clone()).collect(),
-                hooks,
-                default_timeout: Duration::from_secs(cfg.tool_timeout_s),
-                events: handles.events.clone(),
-                run_id: input.run_id.clone(),
-                conversation_id: input.conversation_id.clone(),
-                artifacts: handles.artifacts.clone(),
-                slots: handles.tool_slots.clone(),
-            },
+            executor,
             guard: ContextGuard::new(budget),
-            messages: History::new(messages),
+            messages: History::new(first_messages(offered.system, input)),
             steps: Vec::new(),
             steps_json: JsonList::keeping_from(STEPS_KEEP_FROM),
             iterations: 0,

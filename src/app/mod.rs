@@ -22,11 +22,10 @@ use tokio::net::TcpListener;
 
 use crate::agent::hooks::approval::ApprovalBroker;
 use crate::agent::hooks::builtin::AuditSink;
-use crate::agent::hooks::HookRunner;
 use crate::agent::ToolPool;
 use crate::config::{Config, ConfigError};
 use crate::llm::registry::ModelRegistry;
-use crate::runs::{Budgets, LeaseTimes, RunError, RunManager};
+use crate::runs::{Budgets, Catalog, LeaseTimes, RunError, RunManager, RunParts, RunSettings};
 use crate::server::audit::StoreAudit;
 use crate::server::{self, sse, AppState, Auth, Metrics};
 use crate::store::{LeaseHolder, Store, StoreError};
@@ -128,17 +127,22 @@ impl App {
         let approvals = Arc::new(ApprovalBroker::new());
         let audit = Arc::new(StoreAudit(store.clone())) as Arc<dyn AuditSink>;
         let hooks = hook_runner(&config, &tools, approvals.clone(), Some(audit), &http)?;
-        let mut manager = run_manager(&config, &store, &models, tools, hooks);
+        let parts = RunParts {
+            tools,
+            hooks,
+            approvals,
+            observer: Some(metrics::run_observer(&metrics)),
+            ..run_parts(&config, &store, &models)
+        };
+        let mut settings = run_settings(&config);
         if let Some(interval) = overrides.flush_interval {
-            manager.flush_interval = interval;
+            settings.flush_interval = interval;
         }
-        manager.approvals = approvals;
-        manager.observer = Some(metrics::run_observer(&metrics));
         store.hold_leases_as(LeaseHolder {
-            instance: manager.instance_id.clone(),
-            ttl: manager.lease.ttl,
+            instance: settings.instance_id.clone(),
+            ttl: settings.lease.ttl,
         });
-        let runs = Arc::new(manager);
+        let runs = Arc::new(RunManager::new(parts, settings));
         follow_mcp_tools(&mcp, mcp_changes, base_tools, &runs);
         take_over(&runs).await?;
         let auth = auth(&config);
@@ -237,56 +241,54 @@ async fn with_mcp(
     }
 }
 
-/// The run manager with the configuration's settings.
-fn run_manager(
-    config: &Config,
-    store: &Store,
-    models: &ModelRegistry,
-    tools: ToolRegistry,
-    hooks: HookRunner,
-) -> RunManager {
+/// The run manager's parts the configuration decides: the models, the base agent settings
+/// and compaction model, the agent catalog, budgets and the tool pool.
+fn run_parts(config: &Config, store: &Store, models: &ModelRegistry) -> RunParts {
     let compact = config
         .react
         .compact_model
         .as_deref()
         .and_then(|name| models.get(name));
-    let mut manager = RunManager::new(
-        store.clone(),
-        models.clone(),
-        tools,
-        hooks,
-        agent_config(&config.react),
-        compact,
-    );
-    manager.max_query_chars = config.server.max_query_chars;
-    manager.max_run_image_bytes = config.server.max_run_image_bytes;
-    manager.trace_url = config.server.trace_url.clone();
     let mcp_servers = config.mcp.iter().map(|m| m.name.clone()).collect();
-    manager.set_agents(config.agents.clone(), mcp_servers);
-    manager.dag = config.dag.clone();
-    manager.tool_pool = ToolPool::new(
-        config.tools.max_concurrent,
-        config.tools.max_concurrent_per_run,
-    );
-    manager.resume_on_restart = config.server.resume_on_restart;
-    if let Some(id) = &config.server.instance_id {
-        manager.instance_id = id.clone();
+    RunParts {
+        base: agent_config(&config.react),
+        compact_llm: compact,
+        catalog: Catalog::new(&config.agents, store.clone(), mcp_servers),
+        budgets: Budgets {
+            rules: config.budgets.clone(),
+            prices: config
+                .models
+                .iter()
+                .filter_map(|m| Some((m.name.clone(), m.price?)))
+                .collect(),
+            max_active_runs_per_tenant: config.server.max_active_runs_per_tenant,
+            ..Budgets::default()
+        },
+        tool_pool: ToolPool::new(
+            config.tools.max_concurrent,
+            config.tools.max_concurrent_per_run,
+        ),
+        ..RunParts::new(store.clone(), models.clone())
     }
-    manager.lease = LeaseTimes {
-        ttl: Duration::from_secs(config.server.lease_ttl_s),
-        renew: Duration::from_secs(config.server.lease_renew_s),
-    };
-    manager.budgets = Arc::new(Budgets {
-        rules: config.budgets.clone(),
-        prices: config
-            .models
-            .iter()
-            .filter_map(|m| Some((m.name.clone(), m.price?)))
-            .collect(),
-        max_active_runs_per_tenant: config.server.max_active_runs_per_tenant,
-        ..Budgets::default()
-    });
-    manager
+}
+
+/// The run manager's settings from the configuration.
+fn run_settings(config: &Config) -> RunSettings {
+    let server = &config.server;
+    let defaults = RunSettings::default();
+    RunSettings {
+        max_query_chars: server.max_query_chars,
+        max_run_image_bytes: server.max_run_image_bytes,
+        trace_url: server.trace_url.clone(),
+        resume_on_restart: server.resume_on_restart,
+        instance_id: server.instance_id.clone().unwrap_or(defaults.instance_id),
+        lease: LeaseTimes {
+            ttl: Duration::from_secs(server.lease_ttl_s),
+            renew: Duration::from_secs(server.lease_renew_s),
+        },
+        dag: config.dag.clone(),
+        flush_interval: defaults.flush_interval,
+    }
 }
 
 /// Takes over the runs a previous process (or a lapsed lease) left running, then keeps this

@@ -108,22 +108,7 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
         top_p: args.top_p,
         seed: args.seed,
     };
-    if let Some((field, value, expected)) = sampling.invalid() {
-        return Err(EvalError::Usage(format!("--{field} {value}: {expected}")));
-    }
-    if let Some(min) = args.min_accuracy.filter(|m| !(0.0..=1.0).contains(m)) {
-        return Err(EvalError::Usage(format!(
-            "--min-accuracy {min}: expected a number from 0 to 1"
-        )));
-    }
-    if args.url.is_some() && !sampling.is_empty() {
-        return Err(EvalError::Usage(
-            "--temperature, --top-p and --seed apply to the in-process service only: a running \
-             service samples as its configuration says; set temperature, top_p and seed on an \
-             [[agents]] entry (or its model) there and pass --agent"
-                .into(),
-        ));
-    }
+    check_flags(&args, &sampling)?;
     let work = match &args.tasks {
         Some(path) => Work::Tasks(read_tasks(path)?),
         None => {
@@ -182,6 +167,27 @@ pub async fn run(args: EvalArgs) -> Result<bool, EvalError> {
         }
         _ => Ok(true),
     }
+}
+
+/// The flags' values and combinations that cannot run (exit status 2).
+fn check_flags(args: &EvalArgs, sampling: &Sampling) -> Result<(), EvalError> {
+    if let Some((field, value, expected)) = sampling.invalid() {
+        return Err(EvalError::Usage(format!("--{field} {value}: {expected}")));
+    }
+    if let Some(min) = args.min_accuracy.filter(|m| !(0.0..=1.0).contains(m)) {
+        return Err(EvalError::Usage(format!(
+            "--min-accuracy {min}: expected a number from 0 to 1"
+        )));
+    }
+    if args.url.is_some() && !sampling.is_empty() {
+        return Err(EvalError::Usage(
+            "--temperature, --top-p and --seed apply to the in-process service only: a running \
+             service samples as its configuration says; set temperature, top_p and seed on an \
+             [[agents]] entry (or its model) there and pass --agent"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// What the eval runs: a task file's tasks or BFCL's entries.

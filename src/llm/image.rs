@@ -13,7 +13,7 @@ use crate::domain::MessageImage;
 ///
 /// A stored image serialises as its artifact id alone, so a checkpoint never carries the
 /// bytes; one read back has an empty `url` until the run manager loads the artifact again
-/// (`runs::images::load_images`).
+/// (`runs::core::images::load_images`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct ImagePart {
     #[serde(default)]

@@ -3,8 +3,8 @@
 //! and tools this instance has.
 
 use super::catalog::CatalogAgent;
-use super::checks::{check_at_most, check_storable};
-use super::manager::{RunError, RunManager};
+use super::core::checks::{check_at_most, check_storable};
+use super::core::manager::{RunError, RunManager};
 use crate::config::{check_agent_tools, spec_of, AgentEntry, ConfigError};
 
 /// Most tool patterns an API agent may list.
@@ -91,7 +91,7 @@ impl RunManager {
 
     /// The `[[agents]]` checks (models and tools of this instance) and the API's bounds.
     fn check_agent(&self, entry: &AgentEntry) -> Result<crate::config::AgentSpec, RunError> {
-        check_entry(entry, self.max_query_chars)?;
+        check_entry(entry, self.settings.max_query_chars)?;
         let spec = spec_of("", entry, &self.models.names()).map_err(invalid)?;
         let tools = self.tools().names();
         let known: Vec<&str> = tools.iter().map(String::as_str).collect();

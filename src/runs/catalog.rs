@@ -127,6 +127,11 @@ impl Catalog {
         self.mcp_servers.iter().map(String::as_str).collect()
     }
 
+    /// The configured agents' names, in configuration order.
+    pub fn configured_names(&self) -> impl Iterator<Item = &str> {
+        self.configured.iter().map(|a| a.name.as_str())
+    }
+
     /// The configured agent called `name`.
     pub fn configured(&self, name: &str) -> Option<&Arc<AgentSpec>> {
         self.configured.iter().find(|a| a.name == name)

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::checks::{check_at_most, MAX_TITLE_CHARS};
-use super::manager::{RunError, RunManager};
+use super::core::checks::{check_at_most, MAX_TITLE_CHARS};
+use super::core::manager::{RunError, RunManager};
 use crate::domain::RunStatus;
 use crate::store::{Conversation, NewConversation, Store, StoredMessage};
 
@@ -86,7 +86,7 @@ impl RunManager {
         check_at_most(
             "system_prompt",
             new.system_prompt.as_deref().unwrap_or_default(),
-            self.max_query_chars,
+            self.settings.max_query_chars,
         )?;
         new.agent_version = self.agent_version_of(owner, &new).await?;
         if let Some(model) = &new.model {

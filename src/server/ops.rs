@@ -84,7 +84,7 @@ pub async fn instances(State(state): State<AppState>, headers: HeaderMap) -> Res
     if let Err(e) = state.auth.check_metrics(&headers) {
         return e.into_response();
     }
-    match state.store.instances(state.runs.lease.ttl).await {
+    match state.store.instances(state.runs.settings().lease.ttl).await {
         Ok(rows) => Json(rows.into_iter().map(Instance::from).collect::<Vec<_>>()).into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "could not list the instances");

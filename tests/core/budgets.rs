@@ -12,18 +12,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use reagent::agent::hooks::HookRunner;
-use reagent::agent::{AgentConfig, RunStatus};
+use reagent::agent::RunStatus;
 use reagent::config::{BudgetSpec, BudgetWindow};
 use reagent::domain::{Mode, Price};
 use reagent::llm::{
     Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError, Message, StreamEvent, Usage,
 };
 use reagent::runs::ledger::{Ledger, SETTLE_AFTER};
-use reagent::runs::{Budgets, ConversationRef, RunError, RunManager, StartRun};
+use reagent::runs::{
+    Budgets, ConversationRef, RunError, RunManager, RunParts, RunSettings, StartRun,
+};
 use reagent::store::{CallUsage, NewConversation, NewRun, Store, UsageGroup, WindowLimit};
 use reagent::testing::scripted::single_model;
-use reagent::tools::ToolRegistry;
 use uuid::Uuid;
 
 /// Prompt and completion tokens of every call: far below any call's reserved worst case.
@@ -79,16 +79,11 @@ fn clock(offset: &Arc<AtomicI64>) -> reagent::runs::Clock {
 }
 
 fn manager(store: &Store, limit: u64, offset: &Arc<AtomicI64>) -> Arc<RunManager> {
-    let mut m = RunManager::new(
-        store.clone(),
-        single_model(Arc::new(Answering)),
-        ToolRegistry::default(),
-        HookRunner::default(),
-        AgentConfig::default(),
-        None,
-    );
-    m.budgets = Arc::new(budgets(limit, offset));
-    Arc::new(m)
+    let parts = RunParts {
+        budgets: budgets(limit, offset),
+        ..RunParts::new(store.clone(), single_model(Arc::new(Answering)))
+    };
+    Arc::new(RunManager::new(parts, RunSettings::default()))
 }
 
 /// A day budget of `limit` tokens for alice, the `default` model priced.

@@ -13,13 +13,14 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use reagent::agent::events::AgentEvent;
-use reagent::agent::hooks::HookRunner;
-use reagent::agent::{AgentConfig, RunStatus};
+use reagent::agent::RunStatus;
 use reagent::domain::{MessageKind, Mode};
 use reagent::llm::Llm;
 use reagent::runs::manager::LiveRun;
 use reagent::runs::manager::RESTART_ERROR;
-use reagent::runs::{ConversationRef, EventObserver, RunError, RunManager, StartRun};
+use reagent::runs::{
+    ConversationRef, EventObserver, RunError, RunManager, RunParts, RunSettings, StartRun,
+};
 use reagent::store::{Conversation, NewConversation, NewRun, Store, StoredEvent, EVENT_ID_BLOCK};
 use reagent::testing::scripted::single_model;
 use reagent::testing::{ScriptedLlm, Turn};
@@ -56,16 +57,12 @@ async fn fixture_observed(
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = Store::connect(&url).await.unwrap();
     let models = single_model(model);
-    let mut manager = RunManager::new(
-        store.clone(),
-        models,
+    let parts = RunParts {
         tools,
-        HookRunner::default(),
-        AgentConfig::default(),
-        None,
-    );
-    manager.observer = observer;
-    let runs = Arc::new(manager);
+        observer,
+        ..RunParts::new(store.clone(), models)
+    };
+    let runs = Arc::new(RunManager::new(parts, RunSettings::default()));
     Fixture {
         _dir: dir,
         store,

@@ -17,16 +17,7 @@ impl LoopRun<'_> {
             None
         };
         if r.tool_calls.is_empty() && written.is_none() {
-            let answer = reasoning;
-            self.messages
-                .push(Message::assistant(answer.clone()).with_continuity(r.continuity));
-            if self.drain_interrupts() {
-                return Next::Continue;
-            }
-            if self.check_completion() {
-                return Next::Continue;
-            }
-            return Next::Final(answer);
+            return self.native_answer(reasoning, r.continuity);
         }
         // Calls recovered from the content are stored in the normal form, without the text
         // they were written in, so the history reads to the provider as its own tool calls.
@@ -45,18 +36,7 @@ impl LoopRun<'_> {
         self.call_ids.assign(self.iterations, &mut calls);
         let client = self.caller_calls(&calls);
         self.pausing = !client.is_empty();
-        // The pending calls read the arguments; the reply's calls then move into the history
-        // uncopied (a reply's arguments may be megabytes).
-        let max_args = self.config.max_tool_arguments_bytes;
-        let pending = calls
-            .iter_mut()
-            .filter(|c| !is_caller_tool(&self.client_tools, &c.name))
-            .map(|c| PendingCall {
-                call_id: c.id.clone(),
-                tool: c.name.clone(),
-                arguments: parse_arguments(&mut c.arguments, max_args),
-            })
-            .collect();
+        let pending = self.pending_calls(&mut calls);
         // The caller's calls stay in the assistant message: their results come with the
         // continuation, right after the run's own.
         self.messages
@@ -87,6 +67,40 @@ impl LoopRun<'_> {
         self.calls_dropped(asked, ran);
         self.drain_interrupts();
         Next::Continue
+    }
+
+    /// A reply without tool calls: the final answer, unless interrupts or the completion
+    /// check send the loop round again.
+    fn native_answer(
+        &mut self,
+        answer: String,
+        continuity: Option<crate::llm::Continuity>,
+    ) -> Next {
+        self.messages
+            .push(Message::assistant(answer.clone()).with_continuity(continuity));
+        if self.drain_interrupts() {
+            return Next::Continue;
+        }
+        if self.check_completion() {
+            return Next::Continue;
+        }
+        Next::Final(answer)
+    }
+
+    /// The run's own calls of a reply, to execute (the caller's wait for the caller). They
+    /// read the arguments; the reply's calls then move into the history uncopied (a reply's
+    /// arguments may be megabytes).
+    fn pending_calls(&self, calls: &mut [crate::llm::ToolCall]) -> Vec<PendingCall> {
+        let max_args = self.config.max_tool_arguments_bytes;
+        calls
+            .iter_mut()
+            .filter(|c| !is_caller_tool(&self.client_tools, &c.name))
+            .map(|c| PendingCall {
+                call_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: parse_arguments(&mut c.arguments, max_args),
+            })
+            .collect()
     }
 
     /// Records executed calls and appends the safeguards' messages (after all tool results).

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::super::manager::{RunError, RunManager};
 use super::{Answer, Answered, Decision, Thread};
 use crate::agent::events::{AgentEvent, EventView, StepEvent};
+use crate::runs::core::manager::{RunError, RunManager};
 
 impl RunManager {
     /// Answers the run `thread` waits on: [`Thread::After`] names the run; a conversation's or

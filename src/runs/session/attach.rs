@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::super::manager::{RunError, RunManager};
-use super::super::request::{title_after, ConversationRef, StartRun, Started};
 use super::{new_images, new_query, Ask, Thread};
 use crate::domain::{MessageKind, MessageRole, RunStatus};
+use crate::runs::core::manager::{RunError, RunManager};
+use crate::runs::core::request::{title_after, ConversationRef, StartRun, Started};
 use crate::store::{NewConversation, StoreError};
 
 impl RunManager {

@@ -4,10 +4,10 @@
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::super::history::PriorTurn;
-use super::super::manager::{RunError, RunManager};
 use crate::config::IMPLICIT_AGENT;
 use crate::domain::MessageRole;
+use crate::runs::core::history::PriorTurn;
+use crate::runs::core::manager::{RunError, RunManager};
 use crate::store::{Conversation, StoredMessage};
 
 /// A client thread's conversation as stored, with its messages (`None`: not stored yet).

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::super::manager::{RunError, RunManager};
+use crate::runs::core::manager::{RunError, RunManager};
 
 impl RunManager {
     /// Deletes `owner`'s run `run_id` (a running one stopped first, [`RunManager::stop_and_wait`])

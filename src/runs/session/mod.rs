@@ -25,7 +25,7 @@ mod tests;
 
 use uuid::Uuid;
 
-use super::history::PriorTurn;
+use super::core::history::PriorTurn;
 use crate::agent::caller_tools::ToolOutput;
 use crate::llm::ToolDefinition;
 use crate::store::NewConversation;

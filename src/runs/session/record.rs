@@ -6,9 +6,9 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 use uuid::Uuid;
 
-use super::super::log::LoggedEvent;
-use super::super::manager::{RunError, RunManager};
-use super::super::replay::stored_events;
+use crate::runs::core::log::LoggedEvent;
+use crate::runs::core::manager::{RunError, RunManager};
+use crate::runs::core::replay::stored_events;
 use crate::store::RunRow;
 
 impl RunManager {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::super::manager::{RunError, RunManager};
 use crate::domain::RunStatus;
+use crate::runs::core::manager::{RunError, RunManager};
 
 /// How long a stop waits for a cancelled run to write its end.
 pub const STOP_WAIT: Duration = Duration::from_secs(10);

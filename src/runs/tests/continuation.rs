@@ -20,16 +20,14 @@ fn confirm_tool() -> ToolDefinition {
 
 /// A second process on the same database: its own instance name and model.
 fn restarted(store: &Store, llm: Arc<ScriptedLlm>) -> Arc<RunManager> {
-    let mut manager = RunManager::new(
-        store.clone(),
-        single_model(llm),
-        ToolRegistry::new(),
-        HookRunner::default(),
-        AgentConfig::default(),
-        None,
-    );
-    manager.flush_interval = Duration::from_millis(1);
-    Arc::new(manager)
+    let settings = RunSettings {
+        flush_interval: Duration::from_millis(1),
+        ..RunSettings::default()
+    };
+    Arc::new(RunManager::new(
+        RunParts::new(store.clone(), single_model(llm)),
+        settings,
+    ))
 }
 
 #[tokio::test]
@@ -40,8 +38,8 @@ async fn outputs_acknowledged_before_a_crash_reach_the_resumed_continuation() {
     // continuation's own events and checkpoints would make durable never is, as when the
     // process dies in its first moments.
     let runs = Arc::get_mut(&mut f.runs).unwrap();
-    runs.flush_interval = Duration::from_secs(3600);
-    runs.max_query_chars = 100;
+    runs.settings.flush_interval = Duration::from_secs(3600);
+    runs.settings.max_query_chars = 100;
     llm.tool_calls(&[("call_c1", "confirm", "{}")]);
     let conv = f.conversation("").await;
     let request = StartRun {

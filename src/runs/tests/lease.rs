@@ -12,8 +12,8 @@ async fn a_run_whose_lease_was_taken_stops_without_writing() {
     let ttl = Duration::from_secs(20);
     {
         let runs = Arc::get_mut(&mut f.runs).expect("the fixture's only handle");
-        runs.instance_id = "a".into();
-        runs.lease = LeaseTimes {
+        runs.settings.instance_id = "a".into();
+        runs.settings.lease = LeaseTimes {
             ttl,
             renew: Duration::from_millis(50),
         };

@@ -12,12 +12,11 @@ use futures::StreamExt;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::drive::final_state;
-use super::manager::RESTART_ERROR;
-use super::{ConversationRef, LiveRun, RunError, RunManager, StartRun};
+use super::core::drive::final_state;
+use super::core::manager::RESTART_ERROR;
+use super::{ConversationRef, LiveRun, RunError, RunManager, RunParts, RunSettings, StartRun};
 use crate::agent::hooks::approval::ApprovalInfo;
-use crate::agent::hooks::HookRunner;
-use crate::agent::{AgentConfig, AgentEvent, RunOutcome, RunStatus};
+use crate::agent::{AgentEvent, RunOutcome, RunStatus};
 use crate::llm::{Abilities, ChatRequest, ChatResponse, ChatStream, Llm, LlmError};
 use crate::store::{NewConversation, NewRun, Store, StoredEvent};
 use crate::testing::scripted::{response, single_model};
@@ -47,16 +46,17 @@ async fn fixture_with(llm: Arc<ScriptedLlm>, model: Arc<dyn Llm>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
     let store = Store::connect(&url).await.unwrap();
-    let mut manager = RunManager::new(
-        store.clone(),
-        single_model(model),
-        ToolRegistry::new(),
-        HookRunner::default(),
-        AgentConfig::default(),
-        None,
+    let manager = RunManager::new(
+        RunParts {
+            tools: ToolRegistry::new(),
+            ..RunParts::new(store.clone(), single_model(model))
+        },
+        RunSettings {
+            flush_interval: Duration::from_millis(1),
+            max_query_chars: 20,
+            ..RunSettings::default()
+        },
     );
-    manager.flush_interval = Duration::from_millis(1);
-    manager.max_query_chars = 20;
     Fixture {
         _dir: dir,
         store,

@@ -132,6 +132,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
     ]
     .into_iter()
     .chain(dag_steps())
+    .chain(course_steps())
     .collect()
 }
 
@@ -188,6 +189,13 @@ fn dag_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
             "A new round (`round`) is planned, and why",
             vec![round(), req("reason", string())],
         ),
+    ]
+}
+
+/// The `step` events of the loop's guards and the run's course: resumed after a restart, a
+/// tool-call limit, a safeguard, the caller's tools called.
+fn course_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    vec![
         (
             "resumed",
             "The run goes on after a restart from its last checkpoint (docs/deployment.md)",

@@ -138,7 +138,12 @@ pub async fn document(State(state): State<AppState>) -> Json<Value> {
         .collect();
     let max_chars = state.config.server.max_query_chars;
     let mut doc = document_for(max_chars, &models, &tools);
-    let agents: Vec<String> = state.runs.agents.iter().map(|a| a.name.clone()).collect();
+    let agents: Vec<String> = state
+        .runs
+        .catalog()
+        .configured_names()
+        .map(String::from)
+        .collect();
     super::openai::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
     super::frontends::openapi::extend(&mut doc, &agents, &refine::query_pattern(), max_chars);
     Json(doc)

@@ -17,8 +17,10 @@ mod report;
 mod tests;
 mod windows;
 
+use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
+use super::binds::{bind, Arg};
 use super::models::now;
 use super::{with_writer, Store, StoreError};
 use windows::{encode_windows, window_ops, Released, BOOK_SQL, USAGE_INSERT};
@@ -202,32 +204,11 @@ impl Store {
         let booked = with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             if !settle.is_empty() {
-                let mut q = sqlx::QueryBuilder::new(USAGE_INSERT);
-                q.push_values(settle, |mut row, s| {
-                    let u = &s.usage;
-                    row.push_bind(&u.tenant)
-                        .push_bind(s.at)
-                        .push_bind(u.run_id.to_string())
-                        .push_bind(&u.model)
-                        .push_bind(&u.agent)
-                        .push_bind(u.prompt_tokens)
-                        .push_bind(u.completion_tokens)
-                        .push_bind(u.cost_nanos)
-                        .push_bind(i64::from(u.unpriced))
-                        .push_bind(u.cache_read_tokens)
-                        .push_bind(u.cache_write_tokens)
-                        .push_bind(i64::from(u.estimated));
-                });
-                q.build().execute(&mut *tx).await?;
+                usage_insert(settle).build().execute(&mut *tx).await?;
             }
             let mut held: Vec<String> = Vec::new();
             if !holds.is_empty() {
-                let mut q = sqlx::QueryBuilder::new("DELETE FROM budget_holds WHERE id IN (");
-                let mut ids = q.separated(", ");
-                for id in &holds {
-                    ids.push_bind(id);
-                }
-                q.push(") RETURNING id");
+                let mut q = holds_delete(&holds);
                 held = q.build_query_scalar().fetch_all(&mut *tx).await?;
             }
             let mut released: Vec<Released> = Vec::new();
@@ -241,19 +222,8 @@ impl Store {
                 .await?;
             }
             if let Some((r, h)) = reserve {
-                sqlx::query(
-                    "INSERT INTO budget_holds (id, run_id, tenant, windows, tokens, nanos, \
-                     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(h.id.to_string())
-                .bind(r.run_id.to_string())
-                .bind(r.tenant)
-                .bind(encode_windows(&h.windows))
-                .bind(r.tokens)
-                .bind(r.nanos)
-                .bind(micros)
-                .execute(&mut *tx)
-                .await?;
+                let q = bind(sqlx::query(HOLD_INSERT), hold_row(&r, h, micros));
+                q.execute(&mut *tx).await?;
             }
             let ops = window_ops(settle, &held, &released, reserve.map(|(r, _)| r).as_ref());
             let mut totals = Vec::with_capacity(ops.len());
@@ -314,4 +284,63 @@ impl Store {
         });
         Ok(n == 1)
     }
+}
+
+/// The usage records of `settle`, one row each.
+fn usage_insert<'a, DB>(settle: &'a [Settlement]) -> QueryBuilder<DB>
+where
+    DB: Database,
+    &'a String: Encode<'a, DB> + Type<DB>,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new(USAGE_INSERT);
+    q.push_values(settle, |mut row, s| {
+        let u = &s.usage;
+        row.push_bind(&u.tenant)
+            .push_bind(s.at)
+            .push_bind(u.run_id.to_string())
+            .push_bind(&u.model)
+            .push_bind(&u.agent)
+            .push_bind(u.prompt_tokens)
+            .push_bind(u.completion_tokens)
+            .push_bind(u.cost_nanos)
+            .push_bind(i64::from(u.unpriced))
+            .push_bind(u.cache_read_tokens)
+            .push_bind(u.cache_write_tokens)
+            .push_bind(i64::from(u.estimated));
+    });
+    q
+}
+
+/// Takes a reservation: its hold's row.
+const HOLD_INSERT: &str = "INSERT INTO budget_holds (id, run_id, tenant, windows, tokens, nanos, \
+     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// The values of [`HOLD_INSERT`] for reservation `r` held as `h` at `micros`.
+fn hold_row<'a>(r: &Reservation<'a>, h: &Hold, micros: i64) -> Vec<Arg<'a>> {
+    vec![
+        Arg::String(h.id.to_string()),
+        Arg::String(r.run_id.to_string()),
+        Arg::Str(r.tenant),
+        Arg::String(encode_windows(&h.windows)),
+        Arg::Int(r.tokens),
+        Arg::Int(r.nanos),
+        Arg::Int(micros),
+    ]
+}
+
+/// Deletes the holds `ids`, returning the ids that were still there (settled once).
+fn holds_delete<'a, DB>(ids: &'a [String]) -> QueryBuilder<DB>
+where
+    DB: Database,
+    &'a String: Encode<'a, DB> + Type<DB>,
+{
+    let mut q = QueryBuilder::new("DELETE FROM budget_holds WHERE id IN (");
+    let mut list = q.separated(", ");
+    for id in ids {
+        list.push_bind(id);
+    }
+    q.push(") RETURNING id");
+    q
 }

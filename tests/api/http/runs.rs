@@ -237,7 +237,7 @@ async fn restart_replays_old_runs_and_fails_the_killed_one(db: String) {
         .unwrap();
     // Its process is gone and its lease lapsed (created through this store, the run is leased
     // to this instance; the next one has another name and takes only lapsed leases).
-    let me = app.app.state.runs.instance_id.clone();
+    let me = app.app.state.runs.settings().instance_id.clone();
     store.release_leases(&me, &[(killed, 1)]).await.unwrap();
     let db_url = app.db_url.clone();
     let dir = app.stop().await;

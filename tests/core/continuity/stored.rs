@@ -4,7 +4,7 @@
 
 use futures::StreamExt;
 use reagent::llm::registry::{ModelInfo, ModelRegistry};
-use reagent::runs::{ConversationRef, RunManager, StartRun};
+use reagent::runs::{ConversationRef, RunManager, RunParts, RunSettings, StartRun};
 use reagent::store::{NewConversation, Store};
 
 use super::*;
@@ -59,14 +59,12 @@ async fn the_answers_reasoning_is_stored_and_sent_back_to_the_same_model_only(ur
         completion_check: false,
         ..AgentConfig::default()
     };
-    let runs = Arc::new(RunManager::new(
-        store.clone(),
-        models,
-        tools(),
-        HookRunner::default(),
-        config,
-        None,
-    ));
+    let parts = RunParts {
+        tools: tools(),
+        base: config,
+        ..RunParts::new(store.clone(), models)
+    };
+    let runs = Arc::new(RunManager::new(parts, RunSettings::default()));
     let conv = store
         .create_conversation("alice", NewConversation::default())
         .await

@@ -5,8 +5,8 @@ use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
 use crate::agent::{EventSink, Mode, RunOutcome};
 use crate::domain::RunStatus;
 use crate::llm::traced::tokens;
-use crate::runs::manager::LiveRun;
-use crate::runs::persist::Broken;
+use crate::runs::core::manager::LiveRun;
+use crate::runs::core::persist::Broken;
 use crate::telemetry::spans::RunEnd;
 use crate::telemetry::RunTrace;
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::budget_types::Budgets;
+use super::rules::Budgets;
 use crate::domain::Cost;
 use crate::llm::registry::ModelRegistry;
 use crate::llm::{Llm, LlmError, Usage};

@@ -8,20 +8,14 @@
 
 use std::sync::Arc;
 
-use super::drive::final_state;
-use super::engines::RunEngine;
-use super::log::EventLog;
-use super::manager::{RunError, RunLabels, RunManager, RESTART_ERROR};
-use super::progress::Progress;
-use crate::agent::checkpoint::{Checkpoint, Resume};
 use crate::agent::events::{AnswerEvent, DagSummary, StartEvent, StepEvent};
 use crate::agent::synthesis::{fallback_tail, AnswerSoFar};
-use crate::agent::{AgentEvent, InterruptQueue, RunInput, RunOutcome};
-use crate::config::IMPLICIT_AGENT;
-use crate::domain::{Engine, EventName, MessageKind};
-use crate::store::{RunBatch, RunRow, StoredEvent, TakenRun, Written, EVENT_ID_BLOCK};
-use crate::telemetry::spans::AgentAttrs;
-use crate::telemetry::RunTrace;
+use crate::agent::{AgentEvent, RunOutcome};
+use crate::domain::{Engine, EventName};
+use crate::runs::core::drive::final_state;
+use crate::runs::core::manager::{RunError, RunManager, RESTART_ERROR};
+use crate::runs::core::progress::Progress;
+use crate::store::{RunBatch, RunRow, StoredEvent, TakenRun};
 
 /// Most runs one sweep takes: a dead instance's runs spread over the sweeping instances.
 const SWEEP_BATCH: i64 = 32;
@@ -50,7 +44,7 @@ impl RunManager {
     pub async fn recover(self: &Arc<Self>) -> Result<Recovered, RunError> {
         if self.store.backend() == "postgres" {
             let mut recovered = Recovered::default();
-            let (me, ttl) = (self.instance_id.clone(), self.lease.ttl);
+            let (me, ttl) = (self.settings.instance_id.clone(), self.settings.lease.ttl);
             loop {
                 let own = self.store.take_own(&me, ttl, SWEEP_BATCH).await?;
                 let r = self.take_over(&own).await?;
@@ -69,7 +63,7 @@ impl RunManager {
                 }
             }
         }
-        let (me, ttl) = (self.instance_id.clone(), self.lease.ttl);
+        let (me, ttl) = (self.settings.instance_id.clone(), self.settings.lease.ttl);
         let mut taken = Vec::new();
         for run in self.store.running_runs().await? {
             if self.live.contains_key(&run.id) {
@@ -84,10 +78,14 @@ impl RunManager {
 
     /// One sweep (PostgreSQL): takes up to [`SWEEP_BATCH`] runs whose lease lapsed, with a new
     /// epoch, and resumes (or fails) them.
-    pub(super) async fn sweep(self: &Arc<Self>) -> Result<Recovered, RunError> {
+    pub(in crate::runs) async fn sweep(self: &Arc<Self>) -> Result<Recovered, RunError> {
         let taken = self
             .store
-            .take_lapsed(&self.instance_id, self.lease.ttl, SWEEP_BATCH)
+            .take_lapsed(
+                &self.settings.instance_id,
+                self.settings.lease.ttl,
+                SWEEP_BATCH,
+            )
             .await?;
         self.take_over(&taken).await
     }
@@ -119,7 +117,7 @@ impl RunManager {
                     tracing::warn!(run_id = %run.id, error = %e, "cannot release the run's budget reservations")
                 }
             }
-            if self.resume_on_restart {
+            if self.settings.resume_on_restart {
                 match self.resume_one(&run, t.epoch).await {
                     Ok(true) => {
                         recovered.resumed += 1;
@@ -135,117 +133,6 @@ impl RunManager {
             recovered.failed += 1;
         }
         Ok(recovered)
-    }
-
-    /// Resumes `run` from its stored checkpoint under lease `epoch`; `false` when it has none.
-    async fn resume_one(self: &Arc<Self>, run: &RunRow, epoch: i64) -> Result<bool, RunError> {
-        let Some(raw) = self.store.run_checkpoint(run.id).await? else {
-            return Ok(false);
-        };
-        let mut cp: Checkpoint = serde_json::from_str(&raw)
-            .map_err(|e| RunError::Internal(format!("unreadable checkpoint: {e}")))?;
-        let conv = self.owned(&run.owner, run.conversation_id).await?;
-        // A checkpoint names stored images by artifact: their bytes are read back once here.
-        let allowance = self.max_run_image_bytes;
-        super::images::load_images(&self.store, &run.owner, &mut cp.messages, allowance).await?;
-        let ledger = self.ledger_for(&run.owner, run.id, &conv);
-        let (model, agent) = self
-            .agent_for(
-                &conv,
-                Some(&run.model),
-                Some(cp.mode),
-                Some(cp.max_iterations),
-                ledger.clone(),
-            )
-            .await?;
-        // Ids go on above every id the previous process could have sent, reserved first.
-        let events = self.store.list_events(run.id, 0).await?;
-        let stored = events.last().map(|e| e.seq).unwrap_or(0);
-        let base = stored.max(self.store.event_ceiling(run.id).await?);
-        // Unstored events may have been an answer's deltas, as the stored ones may be.
-        let reset_answer = base > stored
-            || events
-                .iter()
-                .any(|e| EventName::from_stored(&e.name) == EventName::Answer);
-        let ceiling = base.saturating_add(EVENT_ID_BLOCK);
-        let raised = self
-            .store
-            .write_batches(&[RunBatch {
-                run_id: run.id,
-                ceiling: Some(ceiling),
-                epoch: Some(epoch),
-                ..RunBatch::default()
-            }])
-            .await?;
-        if raised.first() == Some(&Written::Fenced) {
-            return Err(RunError::Internal(
-                "another instance took the run over meanwhile".into(),
-            ));
-        }
-        let log = EventLog::resumed(base as u64, ceiling as u64);
-        // Interrupts answered 202 that the loop had not taken yet are queued again.
-        let queue = Arc::new(InterruptQueue::new());
-        for m in self.store.list_messages(conv.id).await? {
-            let pending = m.kind == MessageKind::Interrupt
-                && m.run_id == Some(run.id)
-                && !cp.processed.iter().any(|i| i.id == m.id);
-            if pending {
-                let _ = queue.push_with_id(m.id, m.content);
-            }
-        }
-        self.active.insert(conv.id, run.id);
-        let mut live = self.live_run_of(&run.owner, conv.id, run.id, epoch, log, ledger);
-        // Its counters so far come from its stored events, as for a run that is failed.
-        if let Some(l) = Arc::get_mut(&mut live) {
-            l.progress = Arc::new(Progress::of_stored(&events));
-        }
-        let input = RunInput {
-            run_id: run.id.to_string(),
-            conversation_id: conv.id.to_string(),
-            query: cp.query.clone(),
-            history: Vec::new(),
-            model_name: Some(model),
-            client_tools: Vec::new(),
-            images: Vec::new(),
-        };
-        tracing::info!(run_id = %run.id, iteration = cp.iterations, in_flight = cp.in_flight.len(), "resuming the run from its checkpoint");
-        // A continuation that died before its first event was stored begins as it would have.
-        let continues = match events.is_empty() {
-            true => cp.continues.clone(),
-            false => None,
-        };
-        let resume = Resume {
-            checkpoint: cp,
-            reset_answer,
-            continues,
-        };
-        // The same trace as before the restart (or takeover), when tracing was on then.
-        let traceparent = match crate::telemetry::enabled() {
-            true => self.store.run_traceparent(run.id).await.unwrap_or_default(),
-            false => None,
-        };
-        let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
-        let trace = RunTrace::resume(
-            traceparent.as_deref(),
-            &AgentAttrs {
-                agent: agent_name,
-                run_id: &run.id.to_string(),
-                conversation_id: &conv.id.to_string(),
-                tenant: &run.owner,
-                model: &run.model,
-            },
-        );
-        let engine = RunEngine::React(agent);
-        let labels = RunLabels {
-            agent: agent_name.to_string(),
-            trace,
-        };
-        self.spawn_run(live, engine, input, queue, Some(resume), labels);
-        // The run is live now: a failed read must not fail it (the owner's tick retries).
-        if let Err(e) = self.apply_pending_commands(run.id).await {
-            tracing::warn!(run_id = %run.id, error = %e, "cannot read the resumed run's pending commands");
-        }
-        Ok(true)
     }
 
     /// Fails `run` under lease `epoch` (nothing is written if another instance took it since).

@@ -10,9 +10,10 @@ use std::time::Duration;
 use futures::stream::{self, BoxStream, StreamExt};
 use uuid::Uuid;
 
-use super::log::LoggedEvent;
-use super::replay::REPLAY_PAGE;
 use crate::domain::{EventName, RunStatus};
+use crate::runs::core::log::LoggedEvent;
+use crate::runs::core::manager::RunManager;
+use crate::runs::core::replay::REPLAY_PAGE;
 use crate::store::notify::{Hint, Subscription, EVENTS_CHANNEL};
 use crate::store::Store;
 
@@ -108,8 +109,21 @@ impl Follower {
     }
 }
 
+impl RunManager {
+    /// The events after `after` of a run another instance runs, from the database, followed
+    /// until its end; `None` when this process hears no other instances (SQLite: one process).
+    pub(in crate::runs) fn followed(
+        &self,
+        run_id: Uuid,
+        after: u64,
+    ) -> Option<BoxStream<'static, Arc<LoggedEvent>>> {
+        let hints = self.notifier.get()?.subscribe();
+        Some(followed_events(self.store.clone(), run_id, after, hints))
+    }
+}
+
 /// The run's events after `after`, from the database, followed until its end.
-pub fn followed_events(
+fn followed_events(
     store: Store,
     run_id: Uuid,
     after: u64,

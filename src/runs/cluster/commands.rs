@@ -11,19 +11,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::manager::{LiveRun, RunError, RunManager};
 use crate::agent::hooks::approval::{ApprovalInfo, ApprovalLedger, Decision};
 use crate::agent::interrupts::Recall;
+use crate::runs::core::control::{NOT_PENDING, RECALLED};
+use crate::runs::core::manager::{LiveRun, RunError, RunManager};
 use crate::store::notify::{Hint, COMMANDS_CHANNEL, EVENTS_CHANNEL};
 use crate::store::{CommandKind, RowDecision, RunCommand, Store, StoreError};
 
 /// How often the owner re-reads pending commands and decisions without being told to.
 pub const COMMAND_TICK: Duration = Duration::from_secs(2);
 
-/// Recall results as stored in `run_commands.result`.
-pub(super) const RECALLED: &str = "recalled";
-pub(super) const NOT_PENDING: &str = "not_pending";
-pub(super) const NOT_FOUND: &str = "not_found";
+/// Recall results as stored in `run_commands.result`, beside [`RECALLED`] and [`NOT_PENDING`]
+/// (the answers of a local recall too).
+const NOT_FOUND: &str = "not_found";
 
 /// The approval rows as the broker's ledger.
 struct StoreLedger(Store);
@@ -217,7 +217,7 @@ impl RunManager {
 
     /// Recalls interrupt `id` of the conversation from `live`'s queue or follow-ups: the
     /// stored result (`recalled`, `not_pending` or `not_found`).
-    pub(super) async fn recall_in(
+    pub(in crate::runs) async fn recall_in(
         &self,
         live: Option<&LiveRun>,
         conversation_id: Uuid,
@@ -242,7 +242,7 @@ impl RunManager {
     /// commands not done yet are taken. Their interrupts are returned, to join the next run's
     /// query or `done.unprocessed_interrupts`; recalls are answered against them and the run's
     /// follow-ups.
-    pub(super) async fn settle_commands(&self, live: &LiveRun) -> Vec<(Uuid, String)> {
+    pub(in crate::runs) async fn settle_commands(&self, live: &LiveRun) -> Vec<(Uuid, String)> {
         if !self.store.is_shared() {
             return Vec::new();
         }

@@ -33,7 +33,7 @@ impl PriorTurn {
 /// A new conversation's seed: the messages stored with it, the artifacts of their images, and
 /// the history the run reads.
 #[derive(Debug, Default)]
-pub(super) struct Seed {
+pub(in crate::runs) struct Seed {
     pub stored: Vec<NewMessage>,
     pub artifacts: Vec<NewArtifact>,
     pub history: Vec<Message>,
@@ -41,7 +41,10 @@ pub(super) struct Seed {
 
 /// Checks and stages the turns of a new conversation `conversation_id` (each user turn's
 /// images as the query's: 400 naming the turn; taken, as a query's are).
-pub(super) fn seed(turns: Vec<PriorTurn>, conversation_id: Uuid) -> Result<Seed, RunError> {
+pub(in crate::runs) fn seed(
+    turns: Vec<PriorTurn>,
+    conversation_id: Uuid,
+) -> Result<Seed, RunError> {
     let mut seed = Seed::default();
     for (i, turn) in turns.into_iter().enumerate() {
         let images = check_images(turn.images).map_err(|e| match e {
@@ -74,7 +77,7 @@ pub(super) fn seed(turns: Vec<PriorTurn>, conversation_id: Uuid) -> Result<Seed,
 impl RunManager {
     /// The conversation's earlier turns as the model reads them; stored images still to be
     /// loaded ([`super::images::load_images`]).
-    pub(super) async fn history(
+    pub(in crate::runs) async fn history(
         &self,
         conversation_id: Uuid,
         leave_out: &[Uuid],

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use dashmap::mapref::entry::Entry;
 use uuid::Uuid;
 
 use super::engines::RunEngine;
@@ -25,6 +24,25 @@ use crate::store::{NewRun, RunRow, EVENT_ID_BLOCK};
 use crate::telemetry::spans::AgentAttrs;
 use crate::telemetry::{Context, RunTrace};
 use opentelemetry::trace::TraceContextExt;
+
+/// The input of a run that goes on from a checkpoint (a continuation, or a run resumed after
+/// a restart): the checkpoint carries the history, the tools and the images.
+pub(in crate::runs) fn resumed_input(
+    run_id: Uuid,
+    conversation: Uuid,
+    query: String,
+    model: String,
+) -> RunInput {
+    RunInput {
+        run_id: run_id.to_string(),
+        conversation_id: conversation.to_string(),
+        query,
+        history: Vec::new(),
+        model_name: Some(model),
+        client_tools: Vec::new(),
+        images: Vec::new(),
+    }
+}
 
 /// Longest name of a caller tool (OpenAI's limit for function names).
 const MAX_TOOL_NAME: usize = 64;
@@ -48,7 +66,7 @@ impl RunManager {
 
     /// [`RunManager::submit_tool_outputs`], with a facade's `record` of the request stored
     /// with the continuation's row, and the continuation's stored `started_at`.
-    pub(super) async fn continue_timed(
+    pub(in crate::runs) async fn continue_timed(
         self: &Arc<Self>,
         owner: &str,
         run_id: Uuid,
@@ -87,7 +105,7 @@ impl RunManager {
         }
         let mut cp = self.paused_checkpoint(run.id).await?;
         for o in &outputs {
-            super::checks::check_at_most("output", &o.output, self.max_query_chars)?;
+            super::checks::check_at_most("output", &o.output, self.settings.max_query_chars)?;
         }
         let answers =
             match_outputs(&cp.awaiting, &outputs).map_err(|e| RunError::Invalid(e.to_string()))?;
@@ -98,7 +116,7 @@ impl RunManager {
         let first = serde_json::to_string(&cp)
             .map_err(|e| RunError::Internal(format!("the continuation's checkpoint: {e}")))?;
         // A checkpoint names stored images by artifact: their bytes are read back once here.
-        let allowance = self.max_run_image_bytes;
+        let allowance = self.settings.max_run_image_bytes;
         super::images::load_images(&self.store, owner, &mut cp.messages, allowance).await?;
         let record = record.as_deref();
         self.launch_continuation(owner, &run, cp, &first, record)
@@ -153,22 +171,8 @@ impl RunManager {
                 ledger.clone(),
             )
             .await?;
-        // Refused (the run still waits) when the budget cannot take the continuation's next call.
-        if let Some((_, llm)) = self.models.resolve(Some(&model)) {
-            let prompt = estimate_tokens(&cp.messages, &[]) as u64;
-            let floor = self.call_floor(&model, llm.as_ref(), prompt);
-            self.admit_call(owner, floor).await?;
-        }
-        match self.active.entry(conv.id) {
-            Entry::Occupied(_) => return Err(RunError::Active),
-            Entry::Vacant(v) => {
-                v.insert(run_id);
-            }
-        }
-        if self.deleting.contains_key(&conv.id) {
-            self.active.remove(&conv.id);
-            return Err(RunError::NotFound);
-        }
+        self.admit_next_call(owner, &model, &cp).await?;
+        self.take_slot(conv.id, run_id)?;
         let agent_name = conv.agent.as_deref().unwrap_or(IMPLICIT_AGENT);
         let trace = self
             .continuation_trace(paused, agent_name, &run_id, &model)
@@ -181,22 +185,14 @@ impl RunManager {
             model: model.clone(),
             traceparent: trace.traceparent(),
         };
-        let micros = match self.store.create_run_from(new, first, record).await {
-            Ok(micros) => micros,
-            Err(e) => {
+        let micros = self
+            .store
+            .create_run_from(new, first, record)
+            .await
+            .inspect_err(|_| {
                 self.active.remove(&conv.id);
-                return Err(e.into());
-            }
-        };
-        let input = RunInput {
-            run_id: run_id.to_string(),
-            conversation_id: conv.id.to_string(),
-            query: cp.query.clone(),
-            history: Vec::new(),
-            model_name: Some(model),
-            client_tools: Vec::new(),
-            images: Vec::new(),
-        };
+            })?;
+        let input = resumed_input(run_id, conv.id, cp.query.clone(), model);
         let log = EventLog::with_ceiling(EVENT_ID_BLOCK as u64);
         let live = self.live_run_of(owner, conv.id, run_id, 1, log, ledger);
         let resume = Resume {
@@ -213,6 +209,22 @@ impl RunManager {
         self.spawn_run(live.clone(), engine, input, queue, Some(resume), labels);
         tracing::info!(run_id = %run_id, continues = %paused.id, "continuation started");
         Ok(Started::at(live, micros))
+    }
+
+    /// Refused (the run still waits) when the budget cannot take the continuation's next call,
+    /// its prompt the checkpoint's messages.
+    async fn admit_next_call(
+        &self,
+        owner: &str,
+        model: &str,
+        cp: &Checkpoint,
+    ) -> Result<(), RunError> {
+        if let Some((_, llm)) = self.models.resolve(Some(model)) {
+            let prompt = estimate_tokens(&cp.messages, &[]) as u64;
+            let floor = self.call_floor(model, llm.as_ref(), prompt);
+            self.admit_call(owner, floor).await?;
+        }
+        Ok(())
     }
 
     /// A continuation's span: in the caller's trace when the request names one, else in the
@@ -248,7 +260,7 @@ impl RunManager {
     /// When the conversation's latest run waits for caller tools: its turn after its query
     /// (the assistant's calls, the run's own results) with each pending call answered
     /// [`NOT_ANSWERED`](crate::agent::caller_tools::NOT_ANSWERED), for a new query's history.
-    pub(super) async fn unanswered_turn(
+    pub(in crate::runs) async fn unanswered_turn(
         &self,
         conversation_id: Uuid,
     ) -> Result<Vec<Message>, RunError> {

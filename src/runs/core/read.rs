@@ -8,7 +8,6 @@ use std::sync::Arc;
 use futures::stream::{self, BoxStream, StreamExt};
 use uuid::Uuid;
 
-use super::follow::followed_events;
 use super::log::LoggedEvent;
 use super::manager::{LiveRun, RunError, RunManager};
 use super::replay::{stored_events, stored_events_until};
@@ -49,9 +48,10 @@ impl RunManager {
             .await?
             .ok_or(RunError::NotFound)?;
         // Running on another instance (docs/deployment.md): followed from the database.
-        if let (RunStatus::Running, Some(n)) = (row.status, self.notifier.get()) {
-            let hints = n.subscribe();
-            return Ok(followed_events(self.store.clone(), run_id, after, hints));
+        if row.status == RunStatus::Running {
+            if let Some(events) = self.followed(run_id, after) {
+                return Ok(events);
+            }
         }
         Ok(stored_events(self.store.clone(), run_id, after, u64::MAX))
     }

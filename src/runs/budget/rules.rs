@@ -1,6 +1,6 @@
 //! The budget settings a run manager holds (docs/configuration.md `[[budgets]]`): the rules,
 //! the prices, the per-tenant run cap and the clock, and which budgets apply to a tenant now.
-//! What the manager does with them is `budget.rs`; the reservation before each call is the
+//! The admission that uses them is `admission.rs`; the reservation before each call is the
 //! run's [`Ledger`](super::ledger::Ledger).
 
 use std::collections::HashMap;

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::commands::{NOT_PENDING, RECALLED};
-use super::control::Accepted;
-use super::manager::{RunError, RunManager};
 use crate::domain::{MessageKind, MessageRole, RunStatus};
+use crate::runs::core::control::{Accepted, NOT_PENDING, RECALLED};
+use crate::runs::core::manager::{RunError, RunManager};
 use crate::store::{CommandKind, NewMessage};
 
 /// How long a recall waits for the owner's answer before giving up with 503.
@@ -21,7 +20,7 @@ const POLL: Duration = Duration::from_millis(25);
 
 impl RunManager {
     /// The conversation's run if it is running on another instance.
-    pub(super) async fn running_elsewhere(
+    pub(in crate::runs) async fn running_elsewhere(
         &self,
         conversation_id: Uuid,
     ) -> Result<Option<Uuid>, RunError> {
@@ -33,7 +32,7 @@ impl RunManager {
     }
 
     /// Cancels a run that is `running` in the database and not live here.
-    pub(super) async fn cancel_elsewhere(&self, run_id: Uuid) -> Result<(), RunError> {
+    pub(in crate::runs) async fn cancel_elsewhere(&self, run_id: Uuid) -> Result<(), RunError> {
         match self
             .store
             .send_command(run_id, CommandKind::Cancel, None)
@@ -48,7 +47,7 @@ impl RunManager {
     }
 
     /// Stores the interrupt with its command for the owner of `run_id`: accepted once stored.
-    pub(super) async fn interrupt_elsewhere(
+    pub(in crate::runs) async fn interrupt_elsewhere(
         &self,
         conversation_id: Uuid,
         run_id: Uuid,
@@ -78,7 +77,7 @@ impl RunManager {
 
     /// Asks the owner of `run_id` to recall interrupt `id` and waits for its answer. `None`
     /// when the run is not running any more (the caller answers from the stored messages).
-    pub(super) async fn recall_elsewhere(
+    pub(in crate::runs) async fn recall_elsewhere(
         &self,
         run_id: Uuid,
         id: Uuid,
@@ -114,7 +113,7 @@ impl RunManager {
 
     /// Cancels the conversation's run on another instance and waits (up to `wait`) for it to
     /// end; `false` when it did not.
-    pub(super) async fn stop_run_elsewhere(
+    pub(in crate::runs) async fn stop_run_elsewhere(
         &self,
         conversation_id: Uuid,
         wait: Duration,

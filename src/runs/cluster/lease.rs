@@ -11,8 +11,17 @@ use std::sync::{Arc, Weak};
 
 use uuid::Uuid;
 
-use super::lease_types::LeaseCounts;
-use super::manager::RunManager;
+use crate::runs::core::manager::RunManager;
+
+/// What `/metrics` shows about leases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeaseCounts {
+    /// Runs this instance executes (each under its lease).
+    pub owned: u64,
+    pub takeovers: u64,
+    pub fenced_writes: u64,
+    pub renewal_failures: u64,
+}
 
 impl RunManager {
     /// The lease counters as `/metrics` shows them.
@@ -29,7 +38,7 @@ impl RunManager {
     pub fn start_leases(self: &Arc<Self>) {
         let stop = self.lease_stop.clone();
         let me: Weak<Self> = Arc::downgrade(self);
-        let every = self.lease.renew;
+        let every = self.settings.lease.renew;
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -50,7 +59,7 @@ impl RunManager {
 
     /// One renewal: heartbeat, renew, stop what was lost, then sweep (PostgreSQL).
     async fn lease_tick(self: &Arc<Self>) {
-        let me = self.instance_id.as_str();
+        let me = self.settings.instance_id.as_str();
         if let Err(e) = self.store.heartbeat(me, self.started_at).await {
             tracing::warn!(error = %e, "could not record this instance's heartbeat");
         }
@@ -60,7 +69,11 @@ impl RunManager {
             .filter(|l| !l.lost.is_cancelled())
             .map(|l| (l.id, l.epoch))
             .collect();
-        match self.store.renew_leases(me, &held, self.lease.ttl).await {
+        match self
+            .store
+            .renew_leases(me, &held, self.settings.lease.ttl)
+            .await
+        {
             Ok(renewed) if renewed.len() < held.len() => self.find_lost(&held, &renewed).await,
             Ok(_) => {}
             Err(e) => {
@@ -102,7 +115,7 @@ impl RunManager {
         };
         for (id, owner, epoch) in states {
             let mine = held.iter().any(|(h, ep)| *h == id && *ep == epoch)
-                && owner.as_deref() == Some(self.instance_id.as_str());
+                && owner.as_deref() == Some(self.settings.instance_id.as_str());
             if !mine {
                 if let Some(live) = self.live.get(&id).map(|l| l.clone()) {
                     tracing::warn!(run_id = %id, new_owner = ?owner, epoch, "this instance lost the run's lease (another instance took it over): stopping the run here without writing (fenced)");
@@ -114,7 +127,7 @@ impl RunManager {
 
     /// The leases of runs stopped by the shutdown hand-over lapse now, and this instance
     /// leaves `instances`: called after the event writer's last write.
-    pub(super) async fn release_leases(&self) {
+    pub(in crate::runs) async fn release_leases(&self) {
         self.lease_stop.cancel();
         let task = self
             .lease_task
@@ -126,7 +139,7 @@ impl RunManager {
         }
         let handed: Vec<(Uuid, i64)> =
             std::mem::take(&mut *self.handed_over.lock().unwrap_or_else(|p| p.into_inner()));
-        let me = self.instance_id.as_str();
+        let me = self.settings.instance_id.as_str();
         if !handed.is_empty() {
             match self.store.release_leases(me, &handed).await {
                 Ok(()) => tracing::info!(

@@ -36,10 +36,21 @@ struct Done {
     seq: u64,
 }
 
+/// What the run's end reports besides `done`: its labels and model for the last log line and
+/// the trace, the answer's continuity for the stored answer.
+struct Ended {
+    labels: RunLabels,
+    model: String,
+    answer_continuity: Option<Continuity>,
+}
+
 /// The stored final state of a run that ended with `outcome`. With `answer_in` (conversation,
 /// run) the answer is kept as the conversation's next message; a recovered run keeps none, so
 /// the apology does not become history.
-pub(super) fn final_state(outcome: &RunOutcome, answer_in: Option<(Uuid, Uuid)>) -> FinalState {
+pub(in crate::runs) fn final_state(
+    outcome: &RunOutcome,
+    answer_in: Option<(Uuid, Uuid)>,
+) -> FinalState {
     let answer =
         answer_in
             .filter(|_| !outcome.answer.is_empty())
@@ -100,7 +111,7 @@ fn checkpoints(live: &LiveRun, writer: &Arc<EventWriter>) -> CheckpointSink {
 impl RunManager {
     /// Runs the agent, persists, and cleans up. `done` is held back by the sink: it is
     /// persisted with the run's final state first, then appended and the log closed.
-    pub(super) async fn drive(
+    pub(in crate::runs) async fn drive(
         self: Arc<Self>,
         live: Arc<LiveRun>,
         agent: RunEngine,
@@ -116,12 +127,7 @@ impl RunManager {
             lost: live.lost.clone(),
         };
         let broken = writer.register_fenced(live.id, live.log.clone(), Some(fence));
-        let trace_id = labels.trace.trace_id();
-        let trace_url = trace_id
-            .as_deref()
-            .zip(self.trace_url.as_deref())
-            .map(|(id, template)| template.replace("{trace_id}", id));
-        let (sink, done_rx) = self.sink(&live, &writer, trace_id, trace_url);
+        let (sink, done_rx) = self.sink(&live, &writer, labels.trace.trace_id());
         let handles = RunHandles {
             events: sink.clone(),
             interrupts: queue,
@@ -133,7 +139,7 @@ impl RunManager {
         // The outcome reaches the manager through `done`, as it reaches clients; the trace the
         // engine returns is not kept. A panic inside the engine must still end the stream
         // truthfully.
-        let instance = self.instance_id.clone();
+        let instance = self.settings.instance_id.clone();
         // A run whose progress cannot be stored is stopped (its engine dropped, like a run
         // handed over at shutdown) and ends failed, saying why.
         let stopped = broken.clone();
@@ -161,13 +167,31 @@ impl RunManager {
             Err(panic) => end_panicked(&sink, panic.as_ref()),
         }
         drop(sink);
+        let ended = Ended {
+            labels,
+            model,
+            answer_continuity,
+        };
+        self.end(&writer, &live, done_rx, ended).await;
+    }
+
+    /// After the engine: the run's spend settled, then `done` and its final state stored (see
+    /// [`Self::finish`]), the run no longer live.
+    async fn end(
+        self: &Arc<Self>,
+        writer: &EventWriter,
+        live: &Arc<LiveRun>,
+        done_rx: oneshot::Receiver<Done>,
+        ended: Ended,
+    ) {
         // Before `done` is stored: whoever reads it finds the run's spend settled.
         live.ledger.finish().await;
         match done_rx.await {
             Ok(done) => {
-                log_finished(&live, &labels.agent, &model, &done.outcome);
-                finish_trace(&labels.trace, &done.outcome);
-                self.finish(&writer, &live, done, answer_continuity).await;
+                log_finished(live, &ended.labels.agent, &ended.model, &done.outcome);
+                finish_trace(&ended.labels.trace, &done.outcome);
+                self.finish(writer, live, done, ended.answer_continuity)
+                    .await;
             }
             Err(_) => {
                 // Cannot happen (a `done` is always sent above); still flush what there is
@@ -176,7 +200,7 @@ impl RunManager {
                     tracing::error!(error = %e, "could not persist the run's last events");
                 }
                 live.log.close();
-                self.release(&live);
+                self.release(live);
             }
         }
         self.live.remove(&live.id);
@@ -186,14 +210,17 @@ impl RunManager {
     /// The run's event sink: every event but `done` goes into the log (and to the observer);
     /// the first `done` seals the log and is handed to [`RunManager::drive`], nothing after it
     /// is kept.
-    /// `trace_id` goes into `start` and `done`, `trace_url` into `done`.
+    /// `trace_id` goes into `start` and `done`, with the trace's URL (`trace_url`) into `done`.
     fn sink(
         &self,
         live: &LiveRun,
         writer: &Arc<EventWriter>,
         trace_id: Option<String>,
-        trace_url: Option<String>,
     ) -> (EventSink, oneshot::Receiver<Done>) {
+        let trace_url = trace_id
+            .as_deref()
+            .zip(self.settings.trace_url.as_deref())
+            .map(|(id, template)| template.replace("{trace_id}", id));
         let (done_tx, done_rx) = oneshot::channel::<Done>();
         let done_tx = Mutex::new(Some(done_tx));
         let log = live.log.clone();
@@ -342,7 +369,7 @@ impl RunManager {
 
     /// The run's task was dropped at shutdown (see `RunManager::shutdown`): its row stays
     /// `running` with its last checkpoint, which the writer still stores, for the next start.
-    pub(super) fn handed_over(&self, live: &LiveRun) {
+    pub(in crate::runs) fn handed_over(&self, live: &LiveRun) {
         tracing::info!(run_id = %live.id, "run handed over to the next start");
         self.handed_over
             .lock()
@@ -356,7 +383,7 @@ impl RunManager {
     /// Another instance took the run over (its lease was not renewed in time): its task was
     /// dropped without writing anything more; its local streams end without `done` and their
     /// clients resume by `Last-Event-ID` on any instance.
-    pub(super) fn lost(&self, live: &LiveRun) {
+    pub(in crate::runs) fn lost(&self, live: &LiveRun) {
         tracing::warn!(run_id = %live.id, epoch = live.epoch, "run stopped here: its lease is held by another instance now");
         if let Some(w) = self.writer.get() {
             w.forget(live.id);

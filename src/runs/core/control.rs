@@ -1,16 +1,19 @@
 //! Commands to live runs: cancel, interrupts (queue and recall) and approval decisions. For a
 //! run live here each checks the caller owns the run against the live state, which a pending
 //! interrupt or approval implies exists; a run running on another instance (docs/deployment.md) is
-//! checked against its rows and commanded through them (`remote`).
+//! checked against its rows and commanded through them (`cluster/remote.rs`).
 
 use uuid::Uuid;
 
 use super::checks::{check_storable, check_text};
-use super::commands::{NOT_PENDING, RECALLED};
 use super::manager::{RunError, RunManager};
 use crate::agent::hooks::approval::ApprovalInfo;
 use crate::domain::{MessageKind, MessageRole, RunStatus};
 use crate::store::{NewMessage, RowDecision};
+
+/// The answers to a recall, as a command row stores them for a run another instance owns.
+pub(in crate::runs) const RECALLED: &str = "recalled";
+pub(in crate::runs) const NOT_PENDING: &str = "not_pending";
 
 /// An accepted follow-up: `next_run` when it came after the loop closed and will be the query
 /// of the run started when this one ends.
@@ -53,7 +56,7 @@ impl RunManager {
         conversation_id: Uuid,
         content: String,
     ) -> Result<Accepted, RunError> {
-        check_text("content", &content, self.max_query_chars)?;
+        check_text("content", &content, self.settings.max_query_chars)?;
         self.owned(owner, conversation_id).await?;
         let (Some(queue), Some(run_id)) = (
             self.queues.get(&conversation_id).map(|q| q.clone()),

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::is_image_type;
 use crate::llm::{ImagePart, Message};
-use crate::runs::manager::RunError;
+use crate::runs::core::manager::RunError;
 use crate::store::Store;
 
 /// Most images of earlier messages a run sends again as images (the newest first); older ones

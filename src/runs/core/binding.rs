@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use super::ledger::Ledger;
 use super::manager::{RunError, RunManager};
 use crate::agent::{AgentConfig, Mode, ReActAgent};
 use crate::config::AgentSpec;
@@ -13,11 +12,12 @@ use crate::dag::DagSetup;
 use crate::domain::Engine;
 use crate::llm::sampling::Sampled;
 use crate::llm::Llm;
+use crate::runs::budget::ledger::Ledger;
 use crate::store::Conversation;
 use crate::tools::ToolRegistry;
 
 /// A run's model, tools, settings and prompt, settled once at its start.
-pub(super) struct Binding {
+pub(in crate::runs) struct Binding {
     /// The model's registry name.
     pub model: String,
     pub llm: Arc<dyn Llm>,
@@ -34,7 +34,7 @@ impl RunManager {
     /// Binds a run of `conv` to the model `asked` for (the agent's, else the default, when
     /// `None`), the conversation's tools and system prompt, its named agent filling in what
     /// those leave unset.
-    pub(super) async fn bind(
+    pub(in crate::runs) async fn bind(
         &self,
         conv: &Conversation,
         asked: Option<&str>,
@@ -108,7 +108,7 @@ impl RunManager {
     }
 
     /// The ReAct agent of a bound run.
-    pub(super) fn react_agent(&self, b: &Binding, mode: Option<Mode>) -> ReActAgent {
+    pub(in crate::runs) fn react_agent(&self, b: &Binding, mode: Option<Mode>) -> ReActAgent {
         let agent = ReActAgent::new(
             b.llm.clone(),
             b.tools.clone(),
@@ -131,7 +131,7 @@ impl RunManager {
     }
 
     /// The DAG setup of a bound run.
-    pub(super) fn dag_setup(&self, b: Binding, mode: Option<Mode>) -> DagSetup {
+    pub(in crate::runs) fn dag_setup(&self, b: Binding, mode: Option<Mode>) -> DagSetup {
         let compact_llm = self.compact_for(&b);
         DagSetup {
             models: b.ledger.wrap_registry(&self.models),
@@ -140,7 +140,7 @@ impl RunManager {
             tools: b.tools,
             hooks: self.hooks.clone(),
             react: b.cfg,
-            dag: self.dag.clone(),
+            dag: self.settings.dag.clone(),
             mode,
             system_prompt: b.system_prompt,
             compact_llm,
@@ -149,7 +149,7 @@ impl RunManager {
 
     /// The ReAct agent of a run of `conv` and its model's registry name (recovery resumes
     /// with it).
-    pub(super) async fn agent_for(
+    pub(in crate::runs) async fn agent_for(
         &self,
         conv: &Conversation,
         asked: Option<&str>,

@@ -12,7 +12,7 @@ use crate::domain::Engine;
 use crate::llm::{Continuity, Llm, Usage};
 
 /// A run's engine, ready to go.
-pub(super) enum RunEngine {
+pub(in crate::runs) enum RunEngine {
     React(ReActAgent),
     Dag(Box<DagEngine>),
     /// Both prepared; the router picks one.
@@ -25,7 +25,7 @@ pub(super) enum RunEngine {
 
 impl RunEngine {
     /// Builds the engine `engine` names from the run's agent and the DAG setup.
-    pub(super) fn new(engine: Engine, react: ReActAgent, dag: DagSetup) -> Self {
+    pub(in crate::runs) fn new(engine: Engine, react: ReActAgent, dag: DagSetup) -> Self {
         match engine {
             Engine::React => Self::React(react),
             Engine::Dag => Self::Dag(Box::new(DagEngine::new(dag))),
@@ -40,7 +40,11 @@ impl RunEngine {
     /// Runs to `done`, routing first for `auto` (a cancel during routing means `react`, which
     /// then stops at once with the cancelled tail). Returns what the model sent with the answer
     /// beyond its text, to store with it.
-    pub(super) async fn run(self, input: RunInput, handles: RunHandles) -> Option<Continuity> {
+    pub(in crate::runs) async fn run(
+        self,
+        input: RunInput,
+        handles: RunHandles,
+    ) -> Option<Continuity> {
         match self {
             Self::React(agent) => agent.run(input, handles).await.answer_continuity,
             Self::Dag(dag) => {
@@ -73,7 +77,7 @@ impl RunEngine {
     /// Goes on from a checkpoint (docs/deployment.md). Only the ReAct loop writes checkpoints, so only a
     /// ReAct run (or an `auto` one that the router sent there) is ever resumed; a DAG run has
     /// none and is failed by recovery instead.
-    pub(super) async fn resume(
+    pub(in crate::runs) async fn resume(
         self,
         input: RunInput,
         handles: RunHandles,

@@ -99,7 +99,7 @@ pub struct Started {
 }
 
 impl Started {
-    pub(super) fn at(live: Arc<LiveRun>, micros: i64) -> Self {
+    pub(in crate::runs) fn at(live: Arc<LiveRun>, micros: i64) -> Self {
         // Infallible: the micros were just produced from the clock.
         let started_at = DateTime::from_timestamp_micros(micros).unwrap_or_default();
         Self { live, started_at }
