@@ -24,6 +24,8 @@
 //!   until a shutdown signal.
 //! - [`eval`] — `reagent eval`: an agent over a task file, against a running or in-process
 //!   service, judged answer by answer.
+//! - [`mcp_stdio`] — `reagent mcp`: the `/mcp` server of a running service over stdio, for
+//!   clients that launch MCP servers as processes.
 //! - [`net`] — the listening socket the server and the test fakes share.
 //! - [`telemetry`] — OpenTelemetry: a run as one trace (`invoke_agent`, `chat`, `execute_tool`
 //!   spans after the GenAI conventions), `traceparent` in and out, the OTLP/HTTP export.
@@ -37,6 +39,7 @@ pub mod dag;
 pub mod domain;
 pub mod eval;
 pub mod llm;
+pub mod mcp_stdio;
 pub mod net;
 pub mod runs;
 pub mod server;

@@ -12,6 +12,9 @@
 //!   `mock provider listening on http://ADDR` on stdout (so `--bind 127.0.0.1:0` works).
 //! - `reagent eval TASKS.jsonl [--url URL | --config FILE] [options]` runs an agent over a task
 //!   file and reports its accuracy ([`reagent::eval`], evals/README.md).
+//! - `reagent mcp --url URL [--key-env NAME]` serves the agents of a running reagent as an MCP
+//!   server over stdio, for clients that launch MCP servers as processes ([`reagent::mcp_stdio`]);
+//!   stdout carries the protocol, logs go to stderr.
 //!
 //! `serve` loads the configuration, binds (before anything is created, so a port in use leaves
 //! no database file behind), assembles the service with [`App::build`] and hands over to
@@ -32,6 +35,7 @@ use clap::{Args, Parser, Subcommand};
 use reagent::app::{setup, App, AppOverrides};
 use reagent::config::{Config, ConfigError, DEFAULT_CONFIG_FILE, DEMO_NOTICE};
 use reagent::eval::{EvalArgs, EvalError};
+use reagent::mcp_stdio::McpArgs;
 use reagent::server;
 use reagent_mock::{MockConfig, MockProvider, DEFAULT_TOOL_ARGS};
 use tracing_subscriber::EnvFilter;
@@ -69,6 +73,9 @@ enum Command {
     MockProvider(MockArgs),
     /// Run an agent over a JSONL file of tasks and report its accuracy (evals/README.md).
     Eval(EvalArgs),
+    /// Serve a running reagent's agents as an MCP server over stdio (for Claude Desktop-style
+    /// clients that launch MCP servers as processes).
+    Mcp(McpArgs),
 }
 
 /// The flags of `serve` and `check-config`.
@@ -145,6 +152,8 @@ fn main() -> ExitCode {
         Command::MockProvider(args) => return exit_code(run_mock(args.into())),
         // The eval loads its own configuration (--config), or none with --url.
         Command::Eval(args) => return run_eval(args),
+        // A relay to a running service: it needs no configuration of its own.
+        Command::Mcp(args) => return exit_code(run_mcp(args)),
         Command::Serve(args) => (true, args),
         Command::CheckConfig(args) => (false, args),
     };
@@ -237,6 +246,13 @@ fn run_eval(args: EvalArgs) -> ExitCode {
         }
         Err(EvalError::Run(e)) => exit_code(Err(e)),
     }
+}
+
+/// `reagent mcp`: logs on stderr only (warnings by default), since stdout is the protocol.
+fn run_mcp(args: McpArgs) -> anyhow::Result<()> {
+    init_tracing_with("warn", false);
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(reagent::mcp_stdio::run(args))
 }
 
 fn run_mock(cfg: MockConfig) -> anyhow::Result<()> {

@@ -37,6 +37,7 @@ pub use continuity::Continuity;
 pub use image::{ImagePart, SharedUrl};
 pub use json::{extract_json, SchemaText};
 pub use price::{Cost, Price};
+pub use sse::SseData;
 pub use structured::{structured_llm_call, StructuredCall, StructuredError, StructuredResult};
 pub use usage::{Usage, MAX_COUNT};
 

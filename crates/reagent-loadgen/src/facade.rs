@@ -1,171 +1,169 @@
-//! `facade`: the protocol facades' own cost. The same short run (one tool call and an answer of
-//! `--tokens` tokens from a zero-latency mock) through `POST /api/chat` and through
+//! `facade`: the protocol facades' own cost. The same short run (`--tools` tool calls and an
+//! answer of `--tokens` tokens from a zero-latency mock) through `POST /api/chat` and through
 //! `POST /v1/chat/completions` and `POST /v1/responses` (streamed), `POST /ag-ui/reagent` and
-//! `POST /ai-sdk/reagent` (the implicit `reagent` agent, a new thread each) and A2A's
-//! `SendStreamingMessage` at `POST /a2a/reagent` (a new task each), one run at a time,
-//! in alternating blocks so that drift on a shared machine hits all alike. Reports per run: wall
-//! time from request to the stream's end, and the server's CPU time.
+//! `POST /ai-sdk/reagent` (the implicit `reagent` agent, a new thread each), A2A's
+//! `SendStreamingMessage` at `POST /a2a/reagent` (a new task each) and `POST /mcp` (`tools/call`
+//! with a progress token), or those `--apis` names, one run at a time, in
+//! alternating blocks so that drift on a shared machine hits all alike. Reports per run: wall
+//! time from request to the stream's end, runs/s, the server's CPU time, and per streamed step
+//! where the protocol streams steps one by one; and how busy the whole machine was meanwhile.
+//! Files: `route` (each protocol's request and end).
 
-use std::time::Instant;
+mod route;
+#[cfg(test)]
+mod tests;
 
-use anyhow::Context;
-use serde_json::json;
-
-use crate::procinfo::cpu_seconds;
+use crate::procinfo::{cpu_seconds, MachineMeter};
 use crate::spawn::MockFlags;
 use crate::spawn::Stack;
 use crate::stats::Summary;
+use route::Route;
 
 /// Runs per block of one kind before switching to the other.
 const BLOCK: usize = 20;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Api {
-    Native,
-    OpenAi,
-    Responses,
-    AgUi,
-    AiSdk,
-    A2a,
+/// What `facade` runs.
+pub struct Plan {
+    pub runs: usize,
+    pub warmup: usize,
+    pub tokens: usize,
+    pub tools: usize,
+    /// `--apis` names (all when empty).
+    pub apis: Vec<String>,
 }
-
-const APIS: [(Api, &str); 6] = [
-    (Api::Native, "/api/chat"),
-    (Api::OpenAi, "/v1/chat/completions"),
-    (Api::Responses, "/v1/responses"),
-    (Api::AgUi, "/ag-ui/reagent"),
-    (Api::AiSdk, "/ai-sdk/reagent"),
-    (Api::A2a, "/a2a/reagent"),
-];
 
 #[derive(Default)]
 struct Tally {
     wall_ms: Vec<f64>,
     cpu_s: f64,
+    steps: Option<usize>,
 }
 
-pub async fn facade(
-    http: &reqwest::Client,
-    runs: usize,
-    warmup: usize,
-    tokens: usize,
-) -> anyhow::Result<bool> {
+pub async fn facade(http: &reqwest::Client, plan: Plan) -> anyhow::Result<bool> {
+    let routes = route::selected(&plan.apis)?;
     let flags = MockFlags {
-        tool_iterations: 1,
-        answer_tokens: tokens,
+        tool_iterations: plan.tools,
+        answer_tokens: plan.tokens,
         ..MockFlags::default()
     };
     let stack = Stack::start(http, &flags, &[]).await?;
     let (base, pid) = (stack.server.base.clone(), stack.server.pid);
     let mut n = 0;
-    for i in 0..warmup {
+    for i in 0..plan.warmup {
         n += 1;
-        one(http, &base, APIS[i % APIS.len()].0, n).await?;
+        route::run(http, &base, routes[i % routes.len()].0, n).await?;
     }
-    let mut tallies: Vec<Tally> = APIS.iter().map(|_| Tally::default()).collect();
+    let mut tallies: Vec<Tally> = routes.iter().map(|_| Tally::default()).collect();
     let mut done = 0;
-    let mut order: Vec<usize> = (0..APIS.len()).collect();
-    while done < runs {
+    let mut order: Vec<usize> = (0..routes.len()).collect();
+    let machine = MachineMeter::start();
+    while done < plan.runs {
+        let block = BLOCK.min(plan.runs - done);
         for &i in &order {
             let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
-            for _ in 0..BLOCK.min(runs - done) {
+            for _ in 0..block {
                 n += 1;
-                tallies[i]
-                    .wall_ms
-                    .push(one(http, &base, APIS[i].0, n).await?);
+                let t0 = std::time::Instant::now();
+                let body = route::run(http, &base, routes[i].0, n).await?;
+                let tally = &mut tallies[i];
+                tally.wall_ms.push(t0.elapsed().as_secs_f64() * 1000.0);
+                if let Some(s) = route::steps(routes[i].0, &body) {
+                    *tally.steps.get_or_insert(0) += s;
+                }
             }
             tallies[i].cpu_s += cpu_seconds(pid).unwrap_or(cpu0) - cpu0;
         }
         // A B C … then … C B A: the database grows as runs are added, and no API should always
         // run on a smaller one than the others.
         order.reverse();
-        done += BLOCK.min(runs - done);
+        done += block;
     }
+    let busy = machine.stop();
     stack.stop().await?;
+    report(&plan, &routes, &tallies, busy);
+    Ok(true)
+}
+
+fn report(plan: &Plan, routes: &[(Route, &str)], tallies: &[Tally], busy: f64) {
     println!(
-        "== facade: {runs} runs each, one at a time (1 tool call, {tokens}-token answer, mock at 0 ms)"
+        "== facade: {} runs each, one at a time ({} tool call(s), {}-token answer, mock at 0 ms); \
+         machine {busy:.0} % busy on {} cores (this load and anything else)",
+        plan.runs,
+        plan.tools,
+        plan.tokens,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
-    let row = |name: &str, t: &Tally| {
-        let s = Summary::of(&t.wall_ms);
-        let cpu_ms = 1000.0 * t.cpu_s / t.wall_ms.len().max(1) as f64;
-        println!(
-            "  {name:<24} wall p50 {:7.3}  p90 {:7.3}  mean {:7.3} ms   server CPU {cpu_ms:6.3} ms/run",
-            s.p50,
-            s.p90,
-            mean(&t.wall_ms)
-        );
-        (s.p50, cpu_ms)
-    };
-    let (api_p50, api_cpu) = row(APIS[0].1, &tallies[0]);
-    let others: Vec<(&str, f64, f64)> = APIS[1..]
+    let rows: Vec<Row> = routes
         .iter()
-        .zip(&tallies[1..])
-        .map(|((_, name), t)| {
-            let (p50, cpu) = row(name, t);
-            (*name, p50, cpu)
-        })
+        .zip(tallies)
+        .map(|((_, name), t)| Row::of(name, t))
         .collect();
-    for (name, p50, cpu) in others {
+    for row in &rows {
+        row.print();
+    }
+    let api = &rows[0];
+    for row in &rows[1..] {
         println!(
-            "  {name:<24} cost wall p50 {:+.3} ms ({:+.1} %)   server CPU {:+.3} ms/run ({:+.1} %, {:+.4} ms/token)",
-            p50 - api_p50,
-            100.0 * (p50 - api_p50) / api_p50.max(1e-9),
-            cpu - api_cpu,
-            100.0 * (cpu - api_cpu) / api_cpu.max(1e-9),
-            (cpu - api_cpu) / tokens.max(1) as f64,
+            "  {:<24} cost wall p50 {:+.3} ms ({:+.1} %)   server CPU {:+.3} ms/run ({:+.1} %, {:+.4} ms/token){}",
+            row.name,
+            row.p50 - api.p50,
+            pct(row.p50, api.p50),
+            row.cpu_ms - api.cpu_ms,
+            pct(row.cpu_ms, api.cpu_ms),
+            (row.cpu_ms - api.cpu_ms) / plan.tokens.max(1) as f64,
+            match (row.cpu_per_step, api.cpu_per_step) {
+                (Some(a), Some(b)) => format!("   per step {:+.1} %", pct(a, b)),
+                _ => String::new(),
+            }
         );
     }
-    Ok(true)
+}
+
+struct Row {
+    name: String,
+    p50: f64,
+    p90: f64,
+    mean: f64,
+    cpu_ms: f64,
+    cpu_per_step: Option<f64>,
+}
+
+impl Row {
+    fn of(name: &str, t: &Tally) -> Row {
+        let s = Summary::of(&t.wall_ms);
+        Row {
+            name: name.to_string(),
+            p50: s.p50,
+            p90: s.p90,
+            mean: mean(&t.wall_ms),
+            cpu_ms: 1000.0 * t.cpu_s / t.wall_ms.len().max(1) as f64,
+            cpu_per_step: t
+                .steps
+                .filter(|s| *s > 0)
+                .map(|s| 1000.0 * t.cpu_s / s as f64),
+        }
+    }
+
+    fn print(&self) {
+        let per_step = self
+            .cpu_per_step
+            .map_or_else(String::new, |ms| format!(", {ms:6.3} ms/step streamed"));
+        println!(
+            "  {:<24} wall p50 {:7.3}  p90 {:7.3}  mean {:7.3} ms   {:6.1} runs/s   server CPU {:6.3} ms/run{per_step}",
+            self.name,
+            self.p50,
+            self.p90,
+            self.mean,
+            1000.0 / self.mean.max(1e-9),
+            self.cpu_ms,
+        );
+    }
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    100.0 * (a - b) / b.max(1e-9)
 }
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
-/// One run to the end of its stream; its wall time in milliseconds.
-async fn one(http: &reqwest::Client, base: &str, api: Api, n: usize) -> anyhow::Result<f64> {
-    let t0 = Instant::now();
-    let request = match api {
-        Api::Native => http
-            .post(format!("{base}/api/chat"))
-            .json(&json!({"query": "Look it up and answer."})),
-        Api::OpenAi => http
-            .post(format!("{base}/v1/chat/completions"))
-            .json(&json!({
-                "model": "reagent",
-                "stream": true,
-                "messages": [{"role": "user", "content": "Look it up and answer."}],
-            })),
-        Api::Responses => http.post(format!("{base}/v1/responses")).json(&json!({
-            "model": "reagent", "stream": true, "input": "Look it up and answer.",
-        })),
-        Api::AgUi => http.post(format!("{base}/ag-ui/reagent")).json(&json!({
-            "threadId": format!("bench-{n}"), "runId": format!("r{n}"),
-            "messages": [{"id": "u1", "role": "user", "content": "Look it up and answer."}],
-        })),
-        Api::AiSdk => http.post(format!("{base}/ai-sdk/reagent")).json(&json!({
-            "id": format!("bench-{n}"), "trigger": "submit-message",
-            "messages": [{"id": "u1", "role": "user",
-                          "parts": [{"type": "text", "text": "Look it up and answer."}]}],
-        })),
-        Api::A2a => http.post(format!("{base}/a2a/reagent")).json(&json!({
-            "jsonrpc": "2.0", "id": n, "method": "SendStreamingMessage",
-            "params": {"message": {"role": "ROLE_USER", "messageId": format!("m{n}"),
-                                   "parts": [{"text": "Look it up and answer."}]}},
-        })),
-    };
-    let response = request.send().await.context("request")?;
-    anyhow::ensure!(response.status().is_success(), "HTTP {}", response.status());
-    let body = response.text().await.context("stream")?;
-    let complete = match api {
-        Api::Native => body.contains("event: done"),
-        Api::OpenAi | Api::AiSdk => body.ends_with("data: [DONE]\n\n"),
-        Api::Responses => {
-            body.contains("event: response.completed") && body.ends_with("data: [DONE]\n\n")
-        }
-        Api::AgUi => body.contains("\"type\":\"RUN_FINISHED\""),
-        Api::A2a => body.contains("\"TASK_STATE_COMPLETED\""),
-    };
-    anyhow::ensure!(complete, "the stream ended early: {body}");
-    Ok(t0.elapsed().as_secs_f64() * 1000.0)
 }

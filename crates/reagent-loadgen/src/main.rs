@@ -19,9 +19,10 @@
 //!   token latency on this machine; `floor --relay`: the same load through the server and through
 //!   a minimal relay (`relay`, a child process), with both CPU costs per token and their ratio.
 //!
-//! - `facade [--runs N] [--tokens T]`: the same short run through `/api/chat`,
-//!   `/v1/chat/completions`, `/v1/responses`, `/ag-ui/reagent`, `/ai-sdk/reagent` and A2A at
-//!   `/a2a/reagent`, side by side: each facade's own cost per run and per token.
+//! - `facade [--runs N] [--tokens T] [--tools K] [--apis mcp,…]`: the same short run through
+//!   `/api/chat`, `/v1/chat/completions`, `/v1/responses`, `/ag-ui/reagent`, `/ai-sdk/reagent`,
+//!   A2A at `/a2a/reagent` and `/mcp` (or those `--apis` names), side by side: each facade's own
+//!   cost per run, per token and per streamed step.
 //! - `responses`: background responses dropped mid-stream and resumed by `starting_after`.
 //! - `tracing` / `budgets`: tracing off, on with the collector down and on with it up; budgets
 //!   off and on: the server's CPU per run and per token and runs/s in alternating blocks.
@@ -110,7 +111,8 @@ enum Cmd {
     /// The harness's own token latency: N streams straight from the mock, no reagent.
     Floor(FloorArgs),
     /// The same short run through /api/chat, /v1/chat/completions, /v1/responses, /ag-ui,
-    /// /ai-sdk and /a2a: the facades' own cost.
+    /// The same short run through /api/chat, /v1/chat/completions, /v1/responses, /ag-ui,
+    /// /ai-sdk, /a2a and /mcp: the facades' own cost.
     Facade(FacadeArgs),
     /// Background responses dropped mid-stream and resumed by `starting_after`, under load.
     Responses(responses::ResponsesArgs),
@@ -165,6 +167,13 @@ struct FacadeArgs {
     /// Tokens of each run's answer.
     #[arg(long, default_value_t = 20)]
     tokens: usize,
+    /// Tool calls of each run (two streamed steps each: the tool's start and end).
+    #[arg(long, default_value_t = 1)]
+    tools: usize,
+    /// Only these APIs beside /api/chat (comma-separated: v1, responses, ag-ui, ai-sdk, a2a,
+    /// mcp); all when absent.
+    #[arg(long, value_delimiter = ',')]
+    apis: Vec<String>,
 }
 
 #[derive(Args)]
@@ -330,7 +339,16 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<bool> {
         Cmd::ChaosSmoke => chaos::chaos_smoke().await,
         Cmd::Instances(a) => instances::instances(a).await,
         Cmd::Soak(a) => soak::soak(a.minutes, a.concurrency, a.error_rate).await,
-        Cmd::Facade(a) => facade::facade(&http_client()?, a.runs, a.warmup, a.tokens).await,
+        Cmd::Facade(a) => {
+            let plan = facade::Plan {
+                runs: a.runs,
+                warmup: a.warmup,
+                tokens: a.tokens,
+                tools: a.tools,
+                apis: a.apis,
+            };
+            facade::facade(&http_client()?, plan).await
+        }
         Cmd::Responses(a) => responses::responses(&http_client()?, a).await,
         Cmd::Tracing(a) => variants::tracing(&http_client()?, a).await,
         Cmd::Budgets(a) => variants::budgets(&http_client()?, a).await,

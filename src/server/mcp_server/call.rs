@@ -9,6 +9,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::names::tool_names;
 use super::rpc::{self, data};
 use super::Calls;
 use crate::agent::events::{RunOutcome, StepEvent};
@@ -34,9 +35,10 @@ impl CallArgs {
     /// visible agent.
     pub fn parse(agents: &[Arc<AgentSpec>], params: &Value) -> Result<Self, String> {
         let name = params["name"].as_str().ok_or("`name` is required")?;
-        let agent = agents
+        let agent = tool_names(agents)
             .iter()
-            .find(|a| tool_name(&a.name) == name)
+            .position(|tool| !tool.is_empty() && tool == name)
+            .map(|i| &agents[i])
             .ok_or_else(|| format!("unknown tool `{name}`"))?;
         let args = &params["arguments"];
         let query = args["query"]
@@ -58,11 +60,6 @@ impl CallArgs {
             progress_token: (!progress_token.is_null()).then_some(progress_token),
         })
     }
-}
-
-/// An agent's tool name: clients take only `[A-Za-z0-9_-]`, agent names may hold `.` and `:`.
-pub fn tool_name(agent: &str) -> String {
-    agent.replace(['.', ':'], "_")
 }
 
 /// Starts the run a call asks for; the tool result of a start that failed.

@@ -3,9 +3,11 @@
 //! the session layer and follows its events; nothing here runs an agent. Hand-written
 //! JSON-RPC rather than rmcp's server so that `/mcp` shares the router's key layer, tenancy
 //! and error shapes, and keeps no session state that would pin a client to one instance.
-//! Files: `rpc` (the envelope), `call` (`tools/call`), `origin` (the `Origin` check).
+//! Files: `rpc` (the envelope), `call` (`tools/call`), `names` (the agents' tool names),
+//! `origin` (the `Origin` check).
 
 mod call;
+mod names;
 mod origin;
 mod rpc;
 
@@ -160,15 +162,18 @@ fn tools(agents: &[Arc<AgentSpec>]) -> Vec<Value> {
         },
         "required": ["answer", "run_id", "conversation_id", "status"]
     });
+    let names = names::tool_names(agents);
     agents
         .iter()
-        .map(|agent| {
+        .zip(names)
+        .filter(|(_, name)| !name.is_empty())
+        .map(|(agent, name)| {
             let description = agent
                 .description
                 .clone()
                 .unwrap_or_else(|| format!("Ask the reagent agent `{}`.", agent.name));
             json!({
-                "name": call::tool_name(&agent.name),
+                "name": name,
                 "description": description,
                 "inputSchema": {
                     "type": "object",

@@ -328,3 +328,100 @@ async fn a_tenants_own_agents_are_its_tools_and_no_one_elses() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32602, "{body}");
 }
+
+#[tokio::test]
+async fn a_page_may_call_back_the_server_that_served_it_on_a_loopback_name_only() {
+    let app = app().await;
+    let port = app.addr.port();
+    let send = |host: String, origin: String| {
+        app.client
+            .post(app.url("/mcp"))
+            .bearer_auth(ALICE)
+            .header("host", host)
+            .header("origin", origin)
+            .json(&request(1, "ping", json!({})))
+            .send()
+    };
+    for name in ["127.0.0.1", "localhost", "LOCALHOST"] {
+        let r = send(format!("{name}:{port}"), format!("http://{name}:{port}")).await;
+        assert_eq!(r.unwrap().status(), 200, "{name}");
+    }
+    // A DNS-rebound name: the page's origin is its own host too, but not a loopback name.
+    let r = send(
+        format!("evil.example:{port}"),
+        format!("http://evil.example:{port}"),
+    )
+    .await;
+    assert_eq!(r.unwrap().status(), 403);
+    // Another local port's page.
+    let r = send(format!("127.0.0.1:{port}"), "http://127.0.0.1:1".into()).await;
+    assert_eq!(r.unwrap().status(), 403);
+    let r = send(
+        format!("127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    )
+    .await;
+    assert_eq!(r.unwrap().status(), 403);
+}
+
+#[tokio::test]
+async fn agents_whose_names_map_to_one_tool_name_get_distinct_tools() {
+    let app = app().await;
+    // `plan.ner` is configured; alice adds `plan_ner` and `plan:ner`: all three map to `plan_ner`.
+    for name in ["plan_ner", "plan:ner"] {
+        let body = json!({"name": name, "tools": ["echo"]});
+        let r = app.post("/api/agents", body, Some(ALICE)).await;
+        assert_eq!(r.status(), 201, "{name}");
+    }
+    let listed = call(&app, request(1, "tools/list", json!({}))).await;
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let unique: std::collections::HashSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), 4, "{names:?}");
+    for name in &names {
+        assert!(name.len() <= 64, "{name}");
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        assert!(name.chars().all(ok), "{name}");
+    }
+    // The agent named exactly `plan_ner` keeps the name; each tool runs its own agent, the
+    // same tool names on the next list.
+    assert!(names.contains(&"plan_ner"), "{names:?}");
+    // `plan.ner`'s suffix, as docs/protocols.md shows it.
+    assert!(names.contains(&"plan_ner_3597"), "{names:?}");
+    let again = call(&app, request(2, "tools/list", json!({}))).await;
+    assert_eq!(again["result"], listed["result"]);
+    for (i, tool) in tools.iter().enumerate().skip(1) {
+        app.llm.text("brief").stream_text(&["ok"]);
+        let name = tool["name"].as_str().unwrap();
+        let body = call(&app, ask(10 + i as u64, name, json!({"query": "q"}))).await;
+        let conversation = body["result"]["structuredContent"]["conversation_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{body}"))
+            .to_string();
+        let shown: Value = app
+            .get_json(&format!("/api/conversations/{conversation}"), None)
+            .await;
+        let agent = shown["agent"].as_str().unwrap();
+        assert_eq!(
+            agent.replace(['.', ':'], "_"),
+            name[..8],
+            "{name} ran {agent}"
+        );
+        let described = tool["description"].as_str().unwrap();
+        assert!(
+            described.contains(agent),
+            "{name}: {described} is not {agent}'s"
+        );
+    }
+    // Bob sees only the configured `plan.ner`: no clash, the plain name.
+    let r = post(
+        &app,
+        request(3, "tools/list", json!({})),
+        "application/json",
+        Some(BOB),
+    )
+    .await;
+    let bobs: Value = r.json().await.unwrap();
+    assert_eq!(bobs["result"]["tools"][1]["name"], "plan_ner");
+}

@@ -1,10 +1,12 @@
 //! Agents as an MCP server at `/mcp` (docs/protocols.md): `http` drives the JSON-RPC with plain
 //! HTTP (handshake, tools, calls, progress, cancellation, auth, `Origin`, bad input); `sdk`
 //! runs the official MCP Python and TypeScript SDK clients and the OpenAI Agents SDK's
-//! `MCPServerStreamableHttp` (`tests/peers/mcp_*`) against it.
+//! `MCPServerStreamableHttp` (`tests/peers/mcp_*`) against it; `stdio` the same SDKs' stdio clients
+//! launching `reagent mcp --url` (the stdio bridge), and the bridge's own failures.
 
 mod http;
 mod sdk;
+mod stdio;
 
 use serde_json::{json, Value};
 
