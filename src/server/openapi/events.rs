@@ -53,12 +53,54 @@ fn object(description: &str, fields: Vec<Field>) -> Value {
 /// `step` events by `type` (docs/api.md), each with its other fields.
 fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
     let iteration = || req("iteration", integer());
-    vec![
+    [(
+        "thinking",
+        "The model chose actions (`reasoning` may be empty)",
+        vec![iteration(), req("reasoning", string()), dag_tag()],
+    )]
+    .into_iter()
+    .chain(tool_steps())
+    .chain([
         (
-            "thinking",
-            "The model chose actions (`reasoning` may be empty)",
-            vec![iteration(), req("reasoning", string()), dag_tag()],
+            "selection",
+            "The tools offered to the model this run",
+            vec![
+                iteration(),
+                req("total_tools", integer()),
+                req("selected", strings()),
+                req("fallback", boolean()),
+            ],
         ),
+        (
+            "interrupt",
+            "Follow-ups drained into the loop",
+            vec![
+                iteration(),
+                req("ids", strings()),
+                req("contents", strings()),
+            ],
+        ),
+        (
+            "approval_required",
+            "A tool call waits for `POST /api/approvals/{approval_id}`",
+            vec![
+                iteration(),
+                req("approval_id", string()),
+                req("tool", string()),
+                req("arguments", json!({})),
+                dag_tag(),
+            ],
+        ),
+    ])
+    .chain(dag_steps())
+    .chain(course_steps())
+    .collect()
+}
+
+/// A tool call's `step` events: its start, what it reports while running, its end.
+fn tool_steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
+    let iteration = || req("iteration", integer());
+    vec![
         (
             "tool_start",
             "A tool call begins",
@@ -99,41 +141,7 @@ fn steps() -> Vec<(&'static str, &'static str, Vec<Field>)> {
                 dag_tag(),
             ],
         ),
-        (
-            "selection",
-            "The tools offered to the model this run",
-            vec![
-                iteration(),
-                req("total_tools", integer()),
-                req("selected", strings()),
-                req("fallback", boolean()),
-            ],
-        ),
-        (
-            "interrupt",
-            "Follow-ups drained into the loop",
-            vec![
-                iteration(),
-                req("ids", strings()),
-                req("contents", strings()),
-            ],
-        ),
-        (
-            "approval_required",
-            "A tool call waits for `POST /api/approvals/{approval_id}`",
-            vec![
-                iteration(),
-                req("approval_id", string()),
-                req("tool", string()),
-                req("arguments", json!({})),
-                dag_tag(),
-            ],
-        ),
     ]
-    .into_iter()
-    .chain(dag_steps())
-    .chain(course_steps())
-    .collect()
 }
 
 /// DAG mode's `step` events.
