@@ -115,7 +115,8 @@ impl From<CreateConversation> for NewConversation {
     summary = "Create a conversation",
     request_body = CreateConversation,
     responses((status = 201, description = "The new conversation", body = Conversation),
-              (status = 400, description = "`invalid_request`: unknown model or tool, title too long", body = ErrorBody)))]
+              (status = 400, description = "`invalid_request`: unknown model or tool, title too long", body = ErrorBody),
+              (status = 404, description = "`not_found`: an `agent` the caller has not (unknown, deleted or another tenant's)", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,

@@ -26,6 +26,10 @@ pub enum ApiError {
     Unauthorized,
     #[error("not found")]
     NotFound,
+    /// An agent named in a body that the caller cannot see: the same `404` as an agent in a path,
+    /// so another tenant's agent and a name that exists nowhere are indistinguishable.
+    #[error("unknown agent '{0}'")]
+    UnknownAgent(String),
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("{0}")]
@@ -62,7 +66,7 @@ impl ApiError {
         match self {
             Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            Self::NotFound | Self::UnknownAgent(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             Self::ModelWithoutVision(_) => (StatusCode::BAD_REQUEST, "model_without_vision"),
@@ -147,7 +151,7 @@ impl From<RunError> for ApiError {
                 Self::Conflict("the interrupt was already delivered to the agent".into())
             }
             RunError::UnknownModel(name) => Self::invalid(format!("unknown model '{name}'")),
-            RunError::UnknownAgent(name) => Self::invalid(format!("unknown agent '{name}'")),
+            RunError::UnknownAgent(name) => Self::UnknownAgent(name),
             RunError::Invalid(message) => Self::invalid(message),
             e @ RunError::AgentMismatch { .. } => Self::invalid(e.to_string()),
             RunError::Internal(message) => Self::Internal(message),

@@ -211,8 +211,8 @@ pub async fn tool_outputs(
 #[utoipa::path(post, path = "/api/chat", tag = "runs", request_body = ChatBody,
     summary = "Start a run and stream it, in a new conversation unless one is given",
     responses((status = 200, description = "The run's SSE stream (docs/api.md; the conversation id is in `start`)", content_type = "text/event-stream"),
-              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode, model or agent, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
-              (status = 404, description = "`not_found`: unknown or another tenant's conversation", body = ErrorBody),
+              (status = 400, description = "`invalid_request`: empty or too long query, unknown mode or model, bad `client_tools` or `images`; `model_without_vision`: images for a model without vision", body = ErrorBody),
+              (status = 404, description = "`not_found`: unknown or another tenant's conversation, or an `agent` the caller has not (unknown, deleted or another tenant's)", body = ErrorBody),
               (status = 409, description = "`run_active`: the conversation already has an active run; `conflict`: `agent` is not the conversation's agent, `client_tools` with `engine: dag`, or a name declared twice in them", body = ErrorBody)))]
 pub async fn chat(
     State(state): State<AppState>,

@@ -182,7 +182,15 @@ async fn agents_belong_to_their_tenant_and_configured_ones_are_read_only(db: Str
     let r = app
         .post("/api/conversations", json!({"agent": "writer"}), Some(BOB))
         .await;
-    assert_eq!(error_code(r, 400).await, "invalid_request");
+    assert_eq!(error_code(r, 404).await, "not_found", "as an unknown agent");
+    let r = app
+        .post(
+            "/api/chat",
+            json!({"query": "q", "agent": "writer"}),
+            Some(BOB),
+        )
+        .await;
+    assert_eq!(error_code(r, 404).await, "not_found");
     // Names are per tenant.
     let own = body(
         app.post("/api/agents", writer("Bob's."), Some(BOB)).await,
@@ -377,7 +385,7 @@ async fn conversations_run_on_the_version_they_recorded(db: String) {
             Some(ALICE),
         )
         .await;
-    assert_eq!(r.status(), 400);
+    assert_eq!(error_code(r, 404).await, "not_found", "deleted");
     app.llm.text("ok");
     let run = app
         .start_run(&id, json!({"query": "still"}), Some(ALICE))

@@ -293,7 +293,7 @@ async fn agents_are_listed_and_apply_to_api_conversations() {
     let r = app
         .post("/api/conversations", json!({"agent": "nobody"}), None)
         .await;
-    assert_eq!(r.status(), 400);
+    assert_eq!(r.status(), 404, "an unknown agent, as another tenant's");
     let r = app
         .post("/api/conversations", json!({"agent": "helper"}), None)
         .await;
@@ -318,7 +318,7 @@ async fn api_chat_takes_an_agent_like_conversations_do() {
     let r = app
         .post("/api/chat", json!({"query": "hi", "agent": "nobody"}), None)
         .await;
-    assert_eq!(r.status(), 400);
+    assert_eq!(r.status(), 404);
     let body: Value = r.json().await.unwrap();
     assert!(
         body.to_string().contains("unknown agent 'nobody'"),
