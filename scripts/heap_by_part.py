@@ -29,8 +29,8 @@ OTHER = "other"
 RULES = [
     ("sqlite3", DATABASE),
     ("sqlx_", DATABASE),
-    ("reagent::runs::log::", LOG),
-    ("reagent::runs::persist", PERSIST),
+    ("reagent::runs::core::log::", LOG),
+    ("reagent::runs::core::persist", PERSIST),
     ("reagent::store::", PERSIST),
     ("reagent::agent::checkpoint", PERSIST),
     ("reagent::server::sse", SERVER_CONN),
@@ -82,7 +82,7 @@ def part_of(frames):
         if TASK_ALLOC in f:
             task = True
             continue
-        if task and "reagent::runs::start" in f:
+        if task and "reagent::runs::core::start" in f:
             return RUN_TASK
         if f.startswith("hyper::proto") or f.startswith("<hyper::proto"):
             return hyper_side(frames)

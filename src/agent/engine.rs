@@ -123,7 +123,8 @@ impl ReActAgent {
         let tools = if self.tools.len() > self.config.tool_selection_threshold as usize {
             let selection = tokio::select! {
                 _ = handles.cancel.cancelled() => None,
-                s = select_tools(self.llm.as_ref(), &input.query, &self.tools, self.config.tool_selection_max as usize) => Some(s),
+                // Boxed: only runs over many tools select, and inline it would add its size to every run's task.
+                s = Box::pin(select_tools(self.llm.as_ref(), &input.query, &self.tools, self.config.tool_selection_max as usize)) => Some(s),
             };
             match selection {
                 Some(s) => {

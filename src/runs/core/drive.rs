@@ -146,7 +146,8 @@ impl RunManager {
         let ran = std::panic::AssertUnwindSafe(async move {
             let engine = async move {
                 match resume {
-                    Some(r) => agent.resume(input, handles, r, &instance).await,
+                    // Boxed: rare, and inline it would add its size to every run's task.
+                    Some(r) => Box::pin(agent.resume(input, handles, r, &instance)).await,
                     None => agent.run(input, handles).await,
                 }
             };

@@ -37,8 +37,7 @@ impl RunEngine {
         }
     }
 
-    /// Runs to `done`, routing first for `auto` (a cancel during routing means `react`, which
-    /// then stops at once with the cancelled tail). Returns what the model sent with the answer
+    /// Runs to `done`, routing first for `auto` ([`auto`]). Returns what the model sent with the answer
     /// beyond its text, to store with it.
     pub(in crate::runs) async fn run(
         self,
@@ -47,30 +46,14 @@ impl RunEngine {
     ) -> Option<Continuity> {
         match self {
             Self::React(agent) => agent.run(input, handles).await.answer_continuity,
+            // Boxed: a run's task is allocated at the size of its largest future, and the DAG's
+            // and the router's would make every ReAct run pay for them.
             Self::Dag(dag) => {
                 crate::telemetry::spans::current_is_workflow();
-                dag.run(input, handles).await;
+                Box::pin(dag.run(input, handles)).await;
                 None
             }
-            Self::Auto { llm, react, dag } => {
-                let routed = tokio::select! {
-                    _ = handles.cancel.cancelled() => (Engine::React, Usage::default()),
-                    r = crate::dag::route::route(llm.as_ref(), &input.query) => r,
-                };
-                tracing::info!(engine = %routed.0, "auto engine routed");
-                match routed {
-                    (Engine::Dag, usage) => {
-                        crate::telemetry::spans::current_is_workflow();
-                        let engine = DagEngine::new(*dag).with_usage_before(usage);
-                        engine.run(input, handles).await;
-                        None
-                    }
-                    (_, usage) => {
-                        let agent = react.with_usage_before(usage);
-                        agent.run(input, handles).await.answer_continuity
-                    }
-                }
-            }
+            Self::Auto { llm, react, dag } => Box::pin(auto(llm, react, dag, input, handles)).await,
         }
     }
 
@@ -90,9 +73,37 @@ impl RunEngine {
                 result.answer_continuity
             }
             Self::Dag(dag) => {
-                dag.run(input, handles).await;
+                Box::pin(dag.run(input, handles)).await;
                 None
             }
+        }
+    }
+}
+
+/// An `auto` run: one routing call (a cancel during it means `react`, which then stops at once
+/// with the cancelled tail), then the engine it chose.
+async fn auto(
+    llm: Arc<dyn Llm>,
+    react: ReActAgent,
+    dag: Box<DagSetup>,
+    input: RunInput,
+    handles: RunHandles,
+) -> Option<Continuity> {
+    let routed = tokio::select! {
+        _ = handles.cancel.cancelled() => (Engine::React, Usage::default()),
+        r = crate::dag::route::route(llm.as_ref(), &input.query) => r,
+    };
+    tracing::info!(engine = %routed.0, "auto engine routed");
+    match routed {
+        (Engine::Dag, usage) => {
+            crate::telemetry::spans::current_is_workflow();
+            let engine = DagEngine::new(*dag).with_usage_before(usage);
+            engine.run(input, handles).await;
+            None
+        }
+        (_, usage) => {
+            let agent = react.with_usage_before(usage);
+            agent.run(input, handles).await.answer_continuity
         }
     }
 }
