@@ -3,8 +3,10 @@
 //! context guard and interrupts.
 //!
 //! By topic: [`checklist`], [`context`], [`hooks`], [`interrupts`], [`notes`] (the `safeguard`
-//! events), [`reflection`], [`repeats`] (small models' repeated calls), [`selection`].
+//! events), [`reflection`], [`repeats`] (small models' repeated calls), [`caller_cycles`] (a
+//! caller tool asked for again and again, across continuations), [`selection`].
 
+mod caller_cycles;
 mod checklist;
 mod context;
 mod hooks;

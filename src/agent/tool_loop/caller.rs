@@ -27,6 +27,18 @@ impl LoopRun<'_> {
             .collect()
     }
 
+    /// Every one of `calls` returned the same result past the cycle warning: asking the caller
+    /// again would teach the model nothing (the loop then stops as for its own stuck calls).
+    pub(super) fn callers_stuck(&self, calls: &[CallerCall]) -> bool {
+        !calls.is_empty()
+            && calls.iter().all(|c| {
+                // As the continuation records it (`Checkpoint::answer_pending`).
+                let args = serde_json::from_str(&c.arguments)
+                    .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone()));
+                self.cycles.stuck(&c.name, &args)
+            })
+    }
+
     /// Ends the loop waiting for the caller's outputs: the checkpoint naming the calls is made
     /// durable first (it is what the continuation starts from), then `client_tool_calls`.
     pub(super) async fn pause(&mut self, calls: Vec<CallerCall>) -> Next {

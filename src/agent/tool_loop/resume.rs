@@ -12,7 +12,7 @@ use crate::agent::checkpoint::{
     InFlightRef, JsonList, NotRecorded, STEPS_KEEP_FROM,
 };
 use crate::agent::context::History;
-use crate::agent::events::Mode;
+use crate::agent::events::{Mode, SafeguardKind};
 use crate::agent::executor::{Batch, PendingCall};
 use crate::agent::prompts;
 use crate::agent::run::{RunHandles, RunInput};
@@ -53,7 +53,39 @@ impl<'a> LoopRun<'a> {
         let calls = lr.steps.iter().filter(|s| !s.blocked);
         lr.last_run
             .record(calls.map(|s| (s.tool.as_str(), &s.arguments, s.observation.as_str())));
+        lr.restore_cycles(cp.continues.is_some());
         (lr, cp.in_flight)
+    }
+
+    /// Cycle detection as the steps left it. Each call of a caller tool ends its run, so without
+    /// this a model asking the caller for the same call over and over was never seen to repeat
+    /// itself. A continuation (`fresh`: its checkpoint is the paused run's with the caller's
+    /// outputs appended) warns about a cycle those outputs complete, as a loop does after tools.
+    fn restore_cycles(&mut self, fresh: bool) {
+        // The outputs: the last iteration's trailing steps of caller tools.
+        let last = self.steps.last().map(|s| s.iteration);
+        let outputs = match fresh {
+            true => self
+                .steps
+                .iter()
+                .rev()
+                .take_while(|s| Some(s.iteration) == last && self.is_client(&s.tool))
+                .count(),
+            false => 0,
+        };
+        let first_output = self.steps.len() - outputs;
+        let mut warnings = Vec::new();
+        for (i, s) in self.steps.iter().enumerate().filter(|(_, s)| !s.blocked) {
+            let cycle = self.cycles.record(&s.tool, &s.arguments, &s.observation);
+            if let (true, Some(cycle)) = (i >= first_output, cycle) {
+                warnings.push((s.tool.clone(), cycle));
+            }
+        }
+        for (tool, cycle) in warnings {
+            self.messages
+                .push(Message::user(prompts::cycle_warning(&tool, cycle)));
+            self.safeguard(SafeguardKind::CycleWarning, Some(tool));
+        }
     }
 
     /// Hands the loop's state to the checkpoint sink as JSON; `in_flight`: the calls about to

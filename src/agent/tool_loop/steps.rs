@@ -37,6 +37,7 @@ impl LoopRun<'_> {
         let client = self.caller_calls(&calls);
         self.pausing = !client.is_empty();
         let pending = self.pending_calls(&mut calls);
+        let pending_none = pending.is_empty();
         // The caller's calls stay in the assistant message: their results come with the
         // continuation, right after the run's own.
         self.messages
@@ -58,6 +59,11 @@ impl LoopRun<'_> {
             return Next::Stop;
         }
         if !client.is_empty() {
+            // Only the caller's calls, all of them stuck: no pause for results already known.
+            if pending_none && self.callers_stuck(&client) {
+                self.stop_stuck();
+                return Next::Stop;
+            }
             return self.pause(client).await;
         }
         if stuck {
@@ -212,6 +218,10 @@ impl LoopRun<'_> {
                         name: tool_name,
                         arguments: tool_args.to_string(),
                     };
+                    if self.callers_stuck(std::slice::from_ref(&call)) {
+                        self.stop_stuck();
+                        return Next::Stop;
+                    }
                     return self.pause(vec![call]).await;
                 }
                 let reasoning = if reasoning.trim().is_empty() {
