@@ -62,6 +62,8 @@ impl Metrics {
             metrics::counter!("reagent_takeovers_total").absolute(c.takeovers);
             metrics::counter!("reagent_fenced_writes_total").absolute(c.fenced_writes);
             metrics::counter!("reagent_lease_renewal_failures_total").absolute(c.renewal_failures);
+            metrics::gauge!("reagent_followed_runs").set(c.followed as f64);
+            metrics::counter!("reagent_followed_writes_total").absolute(c.followed_writes);
         });
     }
 

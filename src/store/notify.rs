@@ -19,6 +19,9 @@ pub const EVENTS_CHANNEL: &str = "reagent_events";
 /// Woken when a command row (interrupt, recall, cancel, approval decision) is written; the
 /// payload is the run id it is for.
 pub const COMMANDS_CHANNEL: &str = "reagent_commands";
+/// "A client follows this run here": the payload is the run id; its owner then writes the
+/// run's events as they come (`runs/core/persist/hot.rs`), for a while.
+pub const FOLLOW_CHANNEL: &str = "reagent_follow";
 
 /// How many hints a subscriber may be behind before it is told it missed some.
 const FANOUT_CAPACITY: usize = 4096;

@@ -12,11 +12,12 @@
 //!   (`stop_flushes_unfinished_runs`).
 //!
 //! By topic: [`durable`] (the in-flight record of a call that must not run twice),
-//! [`failures`], [`fencing`], [`writes`].
+//! [`failures`], [`fencing`], [`hot`] (runs followed through another instance), [`writes`].
 
 mod durable;
 mod failures;
 mod fencing;
+mod hot;
 mod writes;
 
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use reagent::agent::checkpoint::{CheckpointJson, JsonList};
 use reagent::agent::events::RunStatus;
 use reagent::domain::{MessageKind, MessageRole, Mode};
 use reagent::llm::Usage;
-use reagent::runs::persist::{EventWriter, Fence, PersistError};
+use reagent::runs::persist::{EventWriter, Fence, Heat, PersistError};
 use reagent::runs::EventLog;
 use reagent::store::{
     FinalState, NewConversation, NewMessage, NewRun, RunBatch, RunFinish, Store, StoredEvent,

@@ -15,7 +15,7 @@ use crate::agent::hooks::approval::{ApprovalInfo, ApprovalLedger, Decision};
 use crate::agent::interrupts::Recall;
 use crate::runs::core::control::{NOT_PENDING, RECALLED};
 use crate::runs::core::manager::{LiveRun, RunError, RunManager};
-use crate::store::notify::{Hint, COMMANDS_CHANNEL, EVENTS_CHANNEL};
+use crate::store::notify::{Hint, COMMANDS_CHANNEL, EVENTS_CHANNEL, FOLLOW_CHANNEL};
 use crate::store::{CommandKind, RowDecision, RunCommand, Store, StoreError};
 
 /// How often the owner re-reads pending commands and decisions without being told to.
@@ -57,17 +57,19 @@ impl ApprovalLedger for StoreLedger {
 
 impl RunManager {
     /// Starts hearing the other instances (PostgreSQL only; nothing on SQLite): the process's
-    /// one listener, approval rows for the broker, and the task that does commands.
+    /// one listener, approval rows for the broker, the task that does commands, and the one
+    /// that hears which runs are followed elsewhere (`follow`).
     pub async fn listen_to_instances(self: &Arc<Self>) -> Result<(), RunError> {
         let Some(notifier) = self
             .store
-            .listen(&[EVENTS_CHANNEL, COMMANDS_CHANNEL])
+            .listen(&[EVENTS_CHANNEL, COMMANDS_CHANNEL, FOLLOW_CHANNEL])
             .await?
         else {
             return Ok(());
         };
         self.approvals
             .set_ledger(Arc::new(StoreLedger(self.store.clone())));
+        self.hear_followers(notifier.subscribe());
         let mut hints = notifier.subscribe();
         let _ = self.notifier.set(notifier);
         let me = self.clone();

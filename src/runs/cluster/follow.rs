@@ -3,22 +3,33 @@
 //! `pg_notify` on [`EVENTS_CHANNEL`] naming its runs; a hint for this run (or an empty one,
 //! "any run"), a [`Hint::Missed`], or a slow safety poll makes the follower read `seq > last`.
 //! The stream ends after `done`, or once the run's row is terminal and everything is read.
+//!
+//! So that this lags the owner's own stream by milliseconds rather than by the owner's write
+//! interval, the follower asks the owner on [`FOLLOW_CHANNEL`] to write the run's events as
+//! they come (`runs/core/persist/hot.rs`), and asks again every [`FOLLOW_RENEW`] (and after a
+//! [`Hint::Missed`]: the ask may have been lost too) while it follows; the owner honours each ask
+//! for [`FOLLOW_TTL`]. An ask is only a hint too: lost, the events come at the next tick.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::domain::{EventName, RunStatus};
 use crate::runs::core::log::LoggedEvent;
 use crate::runs::core::manager::RunManager;
 use crate::runs::core::replay::REPLAY_PAGE;
-use crate::store::notify::{Hint, Subscription, EVENTS_CHANNEL};
+use crate::store::notify::{Hint, Subscription, EVENTS_CHANNEL, FOLLOW_CHANNEL};
 use crate::store::Store;
 
 /// Longest a follower waits without a hint before reading anyway (and checking the run).
 pub const FOLLOW_POLL: Duration = Duration::from_secs(2);
+/// How long an owner writes a followed run's events as they come after the latest ask.
+pub const FOLLOW_TTL: Duration = Duration::from_secs(10);
+/// How often a follower asks again: a third of the TTL, so one lost ask changes nothing.
+pub const FOLLOW_RENEW: Duration = Duration::from_secs(3);
 
 struct Follower {
     store: Store,
@@ -30,6 +41,8 @@ struct Follower {
     ended: bool,
     /// The row was seen terminal: the next empty read ends the stream.
     terminal: bool,
+    /// When to ask the owner again to write the run's events as they come.
+    ask_at: Instant,
 }
 
 impl Follower {
@@ -44,6 +57,19 @@ impl Follower {
         }
     }
 
+    /// Asks the run's owner to write its events as they come, when the last ask is
+    /// [`FOLLOW_RENEW`] old. A failure only costs latency: the events come at the next tick.
+    async fn ask(&mut self) {
+        let now = Instant::now();
+        if now < self.ask_at {
+            return;
+        }
+        self.ask_at = now + FOLLOW_RENEW;
+        if let Err(e) = self.store.notify(FOLLOW_CHANNEL, &self.run).await {
+            tracing::debug!(run_id = %self.run_id, error = %e, "cannot ask the owner to write a followed run's events at once");
+        }
+    }
+
     /// Until a hint for this run, or the safety poll (`true`: then check the row too).
     async fn wait(&mut self) -> Option<bool> {
         let poll = tokio::time::sleep(FOLLOW_POLL);
@@ -52,6 +78,10 @@ impl Follower {
             tokio::select! {
                 hint = self.hints.recv() => match hint {
                     Some(h) if self.concerns(&h) => {
+                        if h == Hint::Missed {
+                            // The owner may have missed the last ask as well.
+                            self.ask_at = Instant::now();
+                        }
                         // The read that follows covers every commit hinted so far.
                         while self.hints.try_recv().is_some() {}
                         return Some(false);
@@ -70,6 +100,7 @@ impl Follower {
             if self.ended {
                 return None;
             }
+            self.ask().await;
             let page = match self
                 .store
                 .list_events_page(self.run_id, self.cursor, REPLAY_PAGE as i64)
@@ -137,6 +168,7 @@ fn followed_events(
         hints,
         ended: false,
         terminal: false,
+        ask_at: Instant::now(),
     };
     stream::unfold(follower, |mut f| async move {
         let page = f.next_page().await?;
@@ -144,4 +176,26 @@ fn followed_events(
     })
     .flatten()
     .boxed()
+}
+
+impl RunManager {
+    /// Hears the asks of followers on other instances ([`FOLLOW_CHANNEL`]) and has this
+    /// process's writer write those of the runs it owns as they come, for [`FOLLOW_TTL`].
+    pub(in crate::runs) fn hear_followers(self: &Arc<Self>, mut hints: Subscription) {
+        let me: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(hint) = hints.recv().await {
+                let Hint::Notified { channel, payload } = hint else {
+                    continue;
+                };
+                if channel != FOLLOW_CHANNEL {
+                    continue;
+                }
+                let Some(me) = me.upgrade() else { return };
+                if let (Ok(run), Some(writer)) = (Uuid::parse_str(&payload), me.writer.get()) {
+                    writer.heat(run, FOLLOW_TTL);
+                }
+            }
+        });
+    }
 }

@@ -21,6 +21,11 @@ pub struct LeaseCounts {
     pub takeovers: u64,
     pub fenced_writes: u64,
     pub renewal_failures: u64,
+    /// Of the runs owned, those a client follows through another instance (written as their
+    /// events come, `follow`).
+    pub followed: u64,
+    /// Writes made for followed runs between ticks.
+    pub followed_writes: u64,
 }
 
 impl RunManager {
@@ -31,6 +36,8 @@ impl RunManager {
             takeovers: self.lease_stats.takeovers.load(Ordering::Relaxed),
             fenced_writes: self.writer.get().map_or(0, |w| w.fenced_writes()),
             renewal_failures: self.lease_stats.renewal_failures.load(Ordering::Relaxed),
+            followed: self.writer.get().map_or(0, |w| w.followed_runs() as u64),
+            followed_writes: self.writer.get().map_or(0, |w| w.hot_writes()),
         }
     }
 

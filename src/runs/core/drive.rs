@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunLabels, RunManager};
-use super::persist::{EventWriter, Fence, PersistError};
+use super::persist::{EventWriter, Fence, Heat, PersistError, Registered};
 use super::request::{ConversationRef, StartRun};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{
@@ -126,8 +126,9 @@ impl RunManager {
             epoch: live.epoch,
             lost: live.lost.clone(),
         };
-        let broken = writer.register_fenced(live.id, live.log.clone(), Some(fence));
-        let (sink, done_rx) = self.sink(&live, &writer, labels.trace.trace_id());
+        let Registered { broken, heat } =
+            writer.register_fenced(live.id, live.log.clone(), Some(fence));
+        let (sink, done_rx) = self.sink(&live, &writer, heat, labels.trace.trace_id());
         let handles = RunHandles {
             events: sink.clone(),
             interrupts: queue,
@@ -208,14 +209,15 @@ impl RunManager {
         live.done.cancel();
     }
 
-    /// The run's event sink: every event but `done` goes into the log (and to the observer);
-    /// the first `done` seals the log and is handed to [`RunManager::drive`], nothing after it
-    /// is kept.
+    /// The run's event sink: every event but `done` goes into the log (and to the observer;
+    /// the writer is told, with the run's `heat`); the first `done` seals the log and is handed
+    /// to [`RunManager::drive`], nothing after it is kept.
     /// `trace_id` goes into `start` and `done`, with the trace's URL (`trace_url`) into `done`.
     fn sink(
         &self,
         live: &LiveRun,
         writer: &Arc<EventWriter>,
+        heat: Heat,
         trace_id: Option<String>,
     ) -> (EventSink, oneshot::Receiver<Done>) {
         let trace_url = trace_id
@@ -249,7 +251,7 @@ impl RunManager {
             let data = ev.data_json();
             if !matches!(ev, AgentEvent::Done(_)) {
                 if log.append(ev.name(), data) {
-                    writer.notify();
+                    writer.appended(&heat);
                     observe(&ev);
                 }
                 return;

@@ -15,9 +15,10 @@
 //!   and a run is never `finished` in the database without its `done` (nor the reverse);
 //! - the terminal state is written at most once (the SQL only updates a `running` row);
 //! - event ids are reserved ahead of use: when a run's log has used half of its committed
-//!   block, the next transaction also raises `runs.event_ceiling` to [`EVENT_ID_BLOCK`] above
-//!   its last id, and only after that commit may readers see ids up to it (ids are streamed
-//!   before they are stored; recovery continues above the ceiling, so no id names two events);
+//!   block, the next transaction also raises `runs.event_ceiling` to
+//!   [`EVENT_ID_BLOCK`](crate::store::EVENT_ID_BLOCK) above its last id, and only after that
+//!   commit may readers see ids up to it (ids are streamed before they are stored; recovery
+//!   continues above the ceiling, so no id names two events);
 //! - memory: the writer holds a cursor per run and at most [`MAX_ROWS_PER_TICK`] events per
 //!   transaction (the events themselves live in the run's [`EventLog`] anyway); a run whose
 //!   writes keep failing is dropped after [`MAX_FAILURES`] attempts (logged) so it cannot stall
@@ -31,7 +32,10 @@
 //!   stops the run's task (another instance owns the run now);
 //! - a durable checkpoint ([`EventWriter::checkpoint_durably`], the one listing a call that must
 //!   not run twice) is written at once, not at the next tick, fenced like the rest, and its
-//!   waiter is told only once it is committed (or that it never will be).
+//!   waiter is told only once it is committed (or that it never will be);
+//! - a run followed through another instance ([`EventWriter::heat`], `hot.rs`) has its new
+//!   events written between ticks as they come, in transactions of their own that carry only
+//!   such runs' events: the others' cost is unchanged.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,12 +43,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::log::EventLog;
-use crate::agent::checkpoint::CheckpointJson;
-use crate::store::{FinalState, RunBatch, Store, StoredEvent, EVENT_ID_BLOCK};
+use crate::store::{FinalState, Store, StoredEvent};
 
 /// Most event rows committed in one transaction; the rest wait for the next tick.
 pub const MAX_ROWS_PER_TICK: usize = 20_000;
@@ -92,6 +96,8 @@ struct Tracked {
     fence: Option<Fence>,
     /// Fired when the run's writes keep failing because the database cannot write.
     broken: Broken,
+    /// Set while another instance follows the run: its new events are written at once.
+    heat: Heat,
 }
 
 #[derive(Default)]
@@ -101,6 +107,8 @@ struct State {
     fenced: std::collections::HashSet<Uuid>,
     /// Rotates the start of each tick's scan so a capped tick cannot starve a run.
     tick: usize,
+    /// The runs followed through another instance (here or not), until when (see `hot.rs`).
+    hot: HashMap<Uuid, Instant>,
     stopping: bool,
     stopped: bool,
 }
@@ -121,30 +129,8 @@ impl State {
     }
 }
 
-/// What one tick writes for one run.
-struct Planned {
-    run_id: Uuid,
-    batch: RunBatch,
-    last_seq: u64,
-    /// The event-id ceiling this write commits (readers may see up to it afterwards).
-    raise: Option<u64>,
-    /// The checkpoint this write stores.
-    checkpoint: Option<Arc<CheckpointJson>>,
-    closes: bool,
-    /// The run's last write failed: it is written on its own so it cannot fail the others'.
-    suspect: bool,
-}
-
-/// The ceiling a run's next write must commit: a new block above its last id once half of the
-/// committed one is used (so in a steady stream readers never wait for it), else `None`.
-fn next_ceiling(log: &EventLog) -> Option<u64> {
-    let (ceiling, last) = (log.ceiling(), log.len() as u64);
-    let block = EVENT_ID_BLOCK as u64;
-    (ceiling != u64::MAX && last + block / 2 > ceiling).then_some(last + block)
-}
-
 /// The shared writer. [`EventWriter::run`] is its task; runs [`register`](Self::register),
-/// [`notify`](Self::notify) after appending, and end with [`finish`](Self::finish).
+/// call [`appended`](Self::appended) after appending, and end with [`finish`](Self::finish).
 pub struct EventWriter {
     store: Store,
     state: Mutex<State>,
@@ -152,8 +138,12 @@ pub struct EventWriter {
     /// A run is waiting for a write (its final one, or a durable checkpoint): the next
     /// transaction starts without waiting out `interval` (the run is held back until then).
     urgent: Notify,
+    /// A followed run has new events: written before the next tick (see `hot.rs`).
+    hot: Notify,
     /// Shortest time between two transactions: events arriving meanwhile share the next one.
     interval: Duration,
+    /// Transactions written early for followed runs so far (`reagent_followed_writes_total`).
+    hot_writes: AtomicU64,
     /// Batches refused by fencing so far (`reagent_fenced_writes_total`).
     fenced: AtomicU64,
 }
@@ -165,7 +155,9 @@ impl EventWriter {
             state: Mutex::new(State::default()),
             wake: Notify::new(),
             urgent: Notify::new(),
+            hot: Notify::new(),
             interval,
+            hot_writes: AtomicU64::new(0),
             fenced: AtomicU64::new(0),
         })
     }
@@ -180,21 +172,23 @@ impl EventWriter {
     }
 
     /// Starts tracking a run's log (nothing of it is stored yet), written unconditionally.
-    pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) -> Broken {
+    pub fn register(&self, run_id: Uuid, log: Arc<EventLog>) -> Registered {
         self.register_fenced(run_id, log, None)
     }
 
     /// Starts tracking a run's log, written only while the run's lease has `fence`'s epoch.
-    /// The answer fires when the run's writes keep failing because the database cannot write:
-    /// the run should then end, failed (its end is still stored once writes commit again).
+    /// The answer's `broken` fires when the run's writes keep failing because the database
+    /// cannot write: the run should then end, failed (its end is still stored once writes
+    /// commit again); its `heat` goes with each [`appended`](Self::appended).
     pub fn register_fenced(
         &self,
         run_id: Uuid,
         log: Arc<EventLog>,
         fence: Option<Fence>,
-    ) -> Broken {
+    ) -> Registered {
         let broken = Broken::default();
         let mut st = self.lock();
+        let heat = st.heat_of(run_id);
         st.fenced.remove(&run_id);
         st.runs.insert(
             run_id,
@@ -207,12 +201,14 @@ impl EventWriter {
                 checkpoint: None,
                 fence,
                 broken: broken.clone(),
+                heat: heat.clone(),
             },
         );
-        broken
+        Registered { broken, heat }
     }
 
-    /// New events were appended somewhere: the next tick will look.
+    /// New events were appended somewhere: the next tick will look (a run's own task calls
+    /// [`appended`](Self::appended), which also honours its hot flag).
     pub fn notify(&self) {
         self.wake.notify_one();
     }
@@ -264,11 +260,9 @@ impl EventWriter {
             if self.write(planned).await {
                 failing = 0;
                 // A run that ended meanwhile is written as soon as this write is done: ticks
-                // batch the events of running runs, not the ends of finished ones.
-                tokio::select! {
-                    _ = tokio::time::sleep_until(next_tick) => {}
-                    _ = self.urgent.notified() => {}
-                }
+                // batch the events of running runs, not the ends of finished ones. Followed
+                // runs' new events are written meanwhile.
+                self.between_ticks(next_tick).await;
             } else {
                 failing += 1;
                 next_tick += self.interval * (1u32 << failing.min(6));
@@ -297,62 +291,7 @@ impl EventWriter {
         st.tick = st.tick.wrapping_add(1);
         let shift = st.tick % ids.len();
         ids.rotate_left(shift);
-        let mut budget = MAX_ROWS_PER_TICK;
-        let mut planned = Vec::new();
-        for id in ids {
-            if budget == 0 {
-                break;
-            }
-            let Some(t) = st.runs.get(&id) else { continue };
-            let pending = t.log.pending(t.written);
-            let raise = next_ceiling(&t.log);
-            let take = pending.len().min(budget);
-            let all = take == pending.len();
-            let mut events: Vec<StoredEvent> = pending[..take]
-                .iter()
-                .map(|e| StoredEvent {
-                    seq: e.id as i64,
-                    name: e.name.to_string(),
-                    data: e.data.to_string(),
-                })
-                .collect();
-            let mut last_seq = events.last().map(|e| e.seq as u64).unwrap_or(t.written);
-            budget -= take;
-            let mut finish = None;
-            let closes = all && t.closing.is_some();
-            if closes {
-                if let Some((Some(c), _)) = &t.closing {
-                    events.push(c.done.clone());
-                    last_seq = c.done.seq as u64;
-                    finish = Some(c.state.clone());
-                }
-            }
-            let checkpoint = t
-                .checkpoint
-                .as_ref()
-                .filter(|c| c.after <= last_seq)
-                .map(|c| &c.data);
-            if events.is_empty() && !closes && raise.is_none() && checkpoint.is_none() {
-                continue;
-            }
-            planned.push(Planned {
-                run_id: id,
-                batch: RunBatch {
-                    run_id: id,
-                    events,
-                    ceiling: raise.map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
-                    checkpoint: checkpoint.cloned(),
-                    finish,
-                    epoch: t.fence.as_ref().map(|f| f.epoch),
-                },
-                last_seq,
-                raise,
-                checkpoint: checkpoint.cloned(),
-                closes,
-                suspect: t.failures > 0,
-            });
-        }
-        planned
+        st.plan_runs(ids)
     }
 
     /// Stops writing a run (its task stopped without ending it: lease lost or handed over).
@@ -365,7 +304,11 @@ impl EventWriter {
 
 mod broken;
 mod checkpoints;
+mod hot;
 mod outcome;
+mod plan;
 
 pub use broken::Broken;
 use checkpoints::PendingCheckpoint;
+pub use hot::{Heat, Registered, HOT_GAP};
+use plan::Planned;
