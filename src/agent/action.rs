@@ -103,6 +103,36 @@ pub fn cut_off(content: &str) -> bool {
     text.starts_with('{') && serde_json::from_str::<Value>(text).is_err_and(|e| e.is_eof())
 }
 
+/// What the model wrote of the `answer` of a `final_answer` action cut off before its object
+/// ended (the output cap), so that neither the run's answer nor the synthesis's draft is that
+/// JSON; `None` for anything else.
+pub fn cut_answer(content: &str) -> Option<String> {
+    let text = crate::llm::content_calls::call_text(content);
+    if !cut_off(content) || !text.contains("\"final_answer\"") {
+        return None;
+    }
+    let key = text.find("\"answer\"")? + "\"answer\"".len();
+    let rest = text[key..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let mut end = rest.len();
+    let mut escaped = false;
+    for (i, c) in rest.char_indices() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '"') => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    // A cut inside an escape leaves a lone backslash; the string is then read as JSON.
+    let body = rest[..end].trim_end_matches('\\');
+    let answer: String = serde_json::from_str(&format!("\"{body}\"")).ok()?;
+    (!answer.trim().is_empty()).then_some(answer)
+}
+
 /// An action written with the aliases, or `None` when the object names neither a final answer
 /// nor a tool of the run.
 fn aliased(obj: &Map<String, Value>, tools: &[ToolDefinition], reasoning: &str) -> Option<Action> {

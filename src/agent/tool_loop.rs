@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::action::{action_problem, parse_action, response_format, Action};
+use super::action::{action_problem, cut_answer, parse_action, response_format, Action};
 use super::answer::AnswerStream;
 use super::call_ids::CallIds;
 use super::caller_tools::{CallerCall, RequiredAction};

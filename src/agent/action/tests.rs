@@ -164,3 +164,28 @@ fn an_action_cut_off_by_the_output_cap_is_no_action() {
         call("calculator", json!({}))
     );
 }
+
+#[test]
+fn a_final_answer_cut_off_by_the_output_cap_keeps_what_it_said() {
+    use super::cut_answer;
+    // Issue 52 (c01 and m22 in JSON mode, `json_object`): the answer ran to the output cap
+    // twice, and the cut JSON was the run's answer.
+    let cut = "{\"type\": \"final_answer\", \"answer\": \"It is 7006652. \\\"Exact\\\" and 70000";
+    assert_eq!(
+        cut_answer(cut).as_deref(),
+        Some("It is 7006652. \"Exact\" and 70000")
+    );
+    let pretty = "{\n  \"type\": \"final_answer\",\n  \"answer\": \"Observation: 23302\\";
+    assert_eq!(cut_answer(pretty).as_deref(), Some("Observation: 23302"));
+    let closed_string = r#"{"type": "final_answer", "answer": "42", "reasoning": "because"#;
+    assert_eq!(cut_answer(closed_string).as_deref(), Some("42"));
+    // Not a cut final answer: a whole object, a cut tool call, prose, an empty answer.
+    assert_eq!(
+        cut_answer(r#"{"type": "final_answer", "answer": "42"}"#),
+        None
+    );
+    let call = r#"{"type": "tool_call", "tool_name": "calculator", "tool_args": {"expression": "1"#;
+    assert_eq!(cut_answer(call), None);
+    assert_eq!(cut_answer("The answer is 42"), None);
+    assert_eq!(cut_answer(r#"{"type": "final_answer", "answer": " "#), None);
+}

@@ -189,7 +189,7 @@ impl LoopRun<'_> {
         let interrupted = self.drain_interrupts();
         let Some(action) = parse_action(&content, &self.json_tools) else {
             if self.last_parse_failed && !interrupted {
-                return Next::Final(content);
+                return Next::Final(cut_answer(&content).unwrap_or(content));
             }
             self.last_parse_failed = true;
             let retry = prompts::reformat_request(&action_problem(&content), &self.tool_names);

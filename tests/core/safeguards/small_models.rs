@@ -326,3 +326,18 @@ async fn polling_whose_results_change_is_never_stopped() {
     assert_eq!(result.outcome.tool_calls, 6);
     assert_eq!(result.outcome.answer, "done");
 }
+
+#[tokio::test]
+async fn a_json_answer_cut_off_twice_is_its_text_not_its_json() {
+    let llm = Arc::new(ScriptedLlm::json().without_synthesis());
+    let cut = r#"{"type": "final_answer", "answer": "It is 7006652 and 7000000"#;
+    llm.text(cut).text(cut);
+    let h = Harness::new(
+        llm.clone(),
+        tools(),
+        Default::default(),
+        AgentConfig::default(),
+    );
+    let (result, _) = h.run("What is 1234 * 5678?").await;
+    assert_eq!(result.outcome.answer, "It is 7006652 and 7000000");
+}
