@@ -82,11 +82,15 @@ pub(super) fn many_rows(sql: &str, per_row: usize, rows: usize, numbered: bool) 
     out
 }
 
-/// Inserts `rows` (each [`Arg`]s of `per_row` values for the one-row `$sql`) in the
-/// transaction `$tx`, [`MANY_ROWS`] rows per statement; `?` on a database error. A macro, not
-/// a function: `$tx` is either backend's transaction.
+/// Inserts `rows` (each the [`Arg`]s of the one-row `$sql`, in order) in the transaction
+/// `$tx`, [`MANY_ROWS`] rows per statement; `?` on a database error. A macro, not a function:
+/// `$tx` is either backend's transaction.
+///
+/// The binds are renumbered by the rows' own width, not by a count kept beside the SQL: one
+/// that fell behind a new column made every multi-row start on PostgreSQL fail and be
+/// retried a row at a time, while SQLite's `?` hid it.
 macro_rules! insert_many {
-    ($tx:expr, $sql:expr, $per_row:expr, $rows:expr, $numbered:expr) => {{
+    ($tx:expr, $sql:expr, $rows:expr, $numbered:expr) => {{
         let mut rows = $rows.into_iter().peekable();
         while rows.peek().is_some() {
             let chunk: Vec<Vec<$crate::store::binds::Arg<'_>>> = rows
@@ -95,7 +99,8 @@ macro_rules! insert_many {
                 .collect();
             // Prepared statements are cached for the few common batch sizes only.
             let cached = chunk.len() <= $crate::store::binds::CACHED_ROWS;
-            let sql = $crate::store::binds::many_rows($sql, $per_row, chunk.len(), $numbered);
+            let per_row = chunk.first().map_or(0, Vec::len);
+            let sql = $crate::store::binds::many_rows($sql, per_row, chunk.len(), $numbered);
             let args = chunk.into_iter().flatten().collect();
             $crate::store::binds::bind(
                 sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).persistent(cached),

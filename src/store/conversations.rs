@@ -16,7 +16,7 @@ use crate::domain::Engine;
 mod fork;
 mod messages;
 
-pub(super) use messages::{message_row, INSERT_MESSAGE_SQL, MESSAGE_COLUMNS};
+pub(super) use messages::{message_row, INSERT_MESSAGE_SQL};
 
 /// The largest page `list_conversations` returns, whatever the caller asks.
 pub const MAX_PAGE: u32 = 200;

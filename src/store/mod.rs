@@ -27,6 +27,7 @@ pub mod commands;
 mod conversations;
 pub mod error;
 mod events;
+mod group;
 mod health;
 mod leases;
 pub mod models;
@@ -124,7 +125,9 @@ pub struct Store {
     /// (PostgreSQL; an in-memory SQLite database, which has one connection).
     writer: Option<SqlitePool>,
     /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).
-    pending_starts: Arc<std::sync::Mutex<Vec<runs::PendingStart>>>,
+    starts: Arc<group::Grouped<runs::StartRow, i64>>,
+    /// Runs ending, waiting for the next group close of their commands (`commands.rs`).
+    closes: Arc<group::Grouped<uuid::Uuid, Vec<RunCommand>>>,
     /// Who new runs are leased to (see [`Store::hold_leases_as`]); shared by every clone.
     lease_holder: Arc<std::sync::OnceLock<Arc<LeaseHolder>>>,
     /// SQLite only: the runs whose lease epochs the event writer need not check again
@@ -188,7 +191,8 @@ impl Store {
             backend,
             write_gate,
             writer,
-            pending_starts: Arc::default(),
+            starts: Arc::default(),
+            closes: Arc::default(),
             lease_holder: Arc::default(),
             verified,
             health: Arc::new(health::Health::with_file(file)),

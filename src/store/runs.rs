@@ -19,9 +19,11 @@ use crate::domain::RunStatus;
 use crate::llm::Usage;
 
 mod start;
+#[cfg(test)]
+mod tests;
 
-pub(crate) use start::PendingStart;
 pub use start::RunStart;
+pub(crate) use start::StartRow;
 
 #[derive(sqlx::FromRow)]
 struct RunRecord {

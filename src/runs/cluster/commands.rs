@@ -248,18 +248,19 @@ impl RunManager {
         if !self.store.is_shared() {
             return Vec::new();
         }
-        let _turn = self.command_turn.lock().await;
+        // Grouped with the runs ending meanwhile, so not under the turn, which would make
+        // every run's end wait for the one before.
         let commands = match self.store.close_commands(live.id).await {
-            Ok(()) => self.store.pending_commands(Some(live.id)).await,
-            Err(e) => Err(e),
-        };
-        let commands = match commands {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(run_id = %live.id, error = %e, "cannot read the run's last commands");
                 return Vec::new();
             }
         };
+        // Taken even with none: a pass of `do_commands` in flight has then queued what it
+        // took for this run in its follow-ups before they close (a command claimed twice
+        // takes effect once).
+        let _turn = self.command_turn.lock().await;
         let mut late: Vec<(Uuid, String)> = Vec::new();
         for c in commands {
             let outcome = match (c.kind, c.target) {

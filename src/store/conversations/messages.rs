@@ -48,9 +48,6 @@ pub(in crate::store) const INSERT_MESSAGE_SQL: &str =
     "INSERT INTO messages (id, conversation_id, role, kind, content, run_id, created_at, images) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
-/// Values [`INSERT_MESSAGE_SQL`] binds per row.
-pub(in crate::store) const MESSAGE_COLUMNS: usize = 8;
-
 /// The values of [`INSERT_MESSAGE_SQL`] for `m` under `id` (NUL in the content stored as
 /// U+FFFD, see [`crate::store::storable`]), created at `micros`.
 pub(in crate::store) fn message_row(id: String, m: &NewMessage, micros: i64) -> Vec<Arg<'_>> {

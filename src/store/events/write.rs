@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{insert_rows, pack, Verified, EVENT_CHUNK};
 use crate::domain::RunStatus;
 use crate::store::binds::{insert_many, touch_conversations, Arg, CACHED_ROWS, MANY_ROWS};
-use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL, MESSAGE_COLUMNS};
+use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
 use crate::store::models::{now, to_i64};
 use crate::store::notify::EVENTS_CHANNEL;
 use crate::store::runs::{FINISH_RUNS_SQL, RAISE_CEILING_SQL};
@@ -76,13 +76,7 @@ macro_rules! finish_runs {
             finished.extend(done);
         }
         let (answers, touched) = answers($finishing, &finished, $written, $micros);
-        insert_many!(
-            $tx,
-            INSERT_MESSAGE_SQL,
-            MESSAGE_COLUMNS,
-            answers,
-            $store.is_shared()
-        );
+        insert_many!($tx, INSERT_MESSAGE_SQL, answers, $store.is_shared());
         touch_conversations!($tx, touched, $micros);
     }};
 }

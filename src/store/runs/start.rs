@@ -6,8 +6,9 @@ use uuid::Uuid;
 use super::{run_row, INSERT_RUN_SQL};
 use crate::store::binds::{insert_many, touch_conversations, Arg};
 use crate::store::conversations::{
-    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL, MESSAGE_COLUMNS,
+    conversation_row, message_row, INSERT_CONVERSATION_SQL, INSERT_MESSAGE_SQL,
 };
+use crate::store::group::Waiting;
 use crate::store::models::now;
 use crate::store::{with_writer, Conversation, NewArtifact, NewMessage, NewRun, Store, StoreError};
 
@@ -59,13 +60,6 @@ const LATEST_RUN_SQL: &str = "SELECT id FROM runs WHERE conversation_id = $1 \
 /// Keeps a facade's record of a run's request (`responses`, docs/protocols.md).
 pub(super) const INSERT_RECORD_SQL: &str =
     "INSERT INTO responses (run_id, request) VALUES ($1, $2)";
-
-/// A start waiting in [`Store`]'s queue for the next group commit, with where to report (the
-/// run's `started_at`, µs, once written).
-pub(crate) type PendingStart = (
-    StartRow,
-    tokio::sync::oneshot::Sender<Result<i64, StoreError>>,
-);
 
 impl Store {
     /// Records a new `running` run and its query message, and bumps the conversation's
@@ -144,35 +138,24 @@ impl Store {
         .map(|_| ())
     }
 
-    /// Group commit of run starts: the start joins a queue, then waits for its turn to write
-    /// (SQLite's write gate); whoever gets the turn writes every queued start in one
-    /// transaction. 2000 runs started at once were 2000 write transactions taking turns, ~2 ms
-    /// each (the commits' WAL writes); now they are a few. If the shared transaction fails
-    /// (one start conflicting, say), each start of it is retried alone, so one start's error
-    /// never fails another. On PostgreSQL (no gate) concurrent starts batch opportunistically.
+    /// Group commit of run starts (`group.rs`): the start joins a queue, and whoever gets
+    /// the turn writes every queued start in one transaction. 2000 runs started at once were
+    /// 2000 write transactions taking turns, ~2 ms each (the commits' WAL writes); now they are
+    /// a few. If the shared transaction fails (one start conflicting, say), each start of it is
+    /// retried alone, so one start's error never fails another.
     async fn start_grouped(&self, row: StartRow) -> Result<i64, StoreError> {
-        let (reply, done) = tokio::sync::oneshot::channel();
-        self.pending_starts().push((row, reply));
-        {
-            let _turn = self.write_turn().await;
-            let batch = std::mem::take(&mut *self.pending_starts());
-            if !batch.is_empty() {
-                self.write_starts(batch).await;
-            }
-        }
-        // Our start was in our batch or in an earlier writer's, which replied before letting
-        // the gate go.
-        done.await
-            .unwrap_or_else(|_| Err(StoreError::Database("run start lost".into())))
+        let store = self.clone();
+        // SQLite: the turn is the write gate itself, held while the group is written.
+        let gate = self.write_gate.as_deref();
+        self.starts
+            .join(row, gate, move |batch| async move {
+                store.write_starts(batch).await
+            })
+            .await
     }
 
-    fn pending_starts(&self) -> std::sync::MutexGuard<'_, Vec<PendingStart>> {
-        self.pending_starts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    async fn write_starts(&self, batch: Vec<PendingStart>) {
+    /// Writes a group of starts; the caller holds the write turn (see `start_grouped`).
+    async fn write_starts(&self, batch: Waiting<StartRow, i64>) {
         let (_, micros) = now();
         let (rows, replies): (Vec<StartRow>, Vec<_>) = batch.into_iter().unzip();
         let all: Vec<&StartRow> = rows.iter().collect();
@@ -223,9 +206,9 @@ impl Store {
         let numbered = self.is_shared();
         // Conversations before what refers to them.
         let inserts = [
-            (INSERT_CONVERSATION_SQL, 12, conversations),
-            (INSERT_RUN_SQL, 9, runs),
-            (INSERT_MESSAGE_SQL, MESSAGE_COLUMNS, messages),
+            (INSERT_CONVERSATION_SQL, conversations),
+            (INSERT_RUN_SQL, runs),
+            (INSERT_MESSAGE_SQL, messages),
         ];
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -242,8 +225,8 @@ impl Store {
                     }
                 }
             }
-            for (sql, per_row, values) in inserts {
-                insert_many!(tx, sql, per_row, values, numbered);
+            for (sql, values) in inserts {
+                insert_many!(tx, sql, values, numbered);
             }
             // One statement each: an image is up to megabytes, batching saves nothing.
             for row in rows {
