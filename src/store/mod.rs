@@ -128,6 +128,8 @@ pub struct Store {
     starts: Arc<group::Grouped<runs::StartRow, i64>>,
     /// Runs ending, waiting for the next group close of their commands (`commands.rs`).
     closes: Arc<group::Grouped<uuid::Uuid, Vec<RunCommand>>>,
+    /// Budget bookings waiting for the next group commit (see `Store::book`).
+    bookings: Arc<budget::Bookings>,
     /// Who new runs are leased to (see [`Store::hold_leases_as`]); shared by every clone.
     lease_holder: Arc<std::sync::OnceLock<Arc<LeaseHolder>>>,
     /// SQLite only: the runs whose lease epochs the event writer need not check again
@@ -193,6 +195,7 @@ impl Store {
             writer,
             starts: Arc::default(),
             closes: Arc::default(),
+            bookings: Arc::default(),
             lease_holder: Arc::default(),
             verified,
             health: Arc::new(health::Health::with_file(file)),

@@ -175,6 +175,9 @@ pub struct FinalState {
     pub finish: RunFinish,
     /// The assistant's answer, stored only if this write is the one that finished the run.
     pub answer: Option<NewMessage>,
+    /// A run on a budget: its calls not settled yet, settled in the same transaction, and its
+    /// other reservations released (see `Store::book`); `None` without budgets.
+    pub budget: Option<Vec<super::Settlement>>,
 }
 
 /// A run (docs/api.md).

@@ -12,6 +12,8 @@
 //!   unless the tool is `idempotent = true`.
 //! - [`at_most_once`]: kill -9 or SIGSTOP of the caller as a non-idempotent call arrives at
 //!   the tool: the call is never made twice, on PostgreSQL (takeover) and SQLite (restart).
+//! - [`budgets`]: many concurrent runs of one tenant through two instances against a small
+//!   day budget: the window never admits past its limit, no reservation is left.
 //! - [`agents`]: an agent made and changed through one instance is what the other's next run
 //!   uses, no restart (docs/api.md "Agents").
 //! - [`listing`]: `GET /api/instances` lists the live instances with the runs each owns; a
@@ -22,6 +24,7 @@
 
 mod agents;
 mod at_most_once;
+mod budgets;
 mod commands;
 mod listing;
 mod takeover;

@@ -98,6 +98,7 @@ async fn event_names(store: &Store, run: Uuid) -> Vec<String> {
 
 fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
     FinalState {
+        budget: None,
         finish: RunFinish {
             status: RunStatus::Completed,
             iterations: 1,

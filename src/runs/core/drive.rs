@@ -64,6 +64,7 @@ pub(in crate::runs) fn final_state(
                 images: Vec::new(),
             });
     FinalState {
+        budget: None,
         finish: RunFinish {
             status: outcome.status,
             iterations: outcome.iterations,
@@ -177,7 +178,7 @@ impl RunManager {
         self.end(&writer, &live, done_rx, ended).await;
     }
 
-    /// After the engine: the run's spend settled, then `done` and its final state stored (see
+    /// After the engine: `done` and its final state stored with the run's spend settled (see
     /// [`Self::finish`]), the run no longer live.
     async fn end(
         self: &Arc<Self>,
@@ -186,8 +187,6 @@ impl RunManager {
         done_rx: oneshot::Receiver<Done>,
         ended: Ended,
     ) {
-        // Before `done` is stored: whoever reads it finds the run's spend settled.
-        live.ledger.finish().await;
         match done_rx.await {
             Ok(done) => {
                 log_finished(live, &ended.labels.agent, &ended.model, &done.outcome);
@@ -196,8 +195,9 @@ impl RunManager {
                     .await;
             }
             Err(_) => {
-                // Cannot happen (a `done` is always sent above); still flush what there is
-                // (before closing: readers see only what is stored or reserved).
+                // Cannot happen (a `done` is always sent above); still settle and flush what
+                // there is (before closing: readers see only what is stored or reserved).
+                live.ledger.finish().await;
                 if let Err(e) = writer.finish(live.id, None).await {
                     tracing::error!(error = %e, "could not persist the run's last events");
                 }
@@ -281,7 +281,10 @@ impl RunManager {
     ) {
         let late = self.settle_commands(live).await;
         let (done, next) = self.plan_next_run(live, done, late);
-        let state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
+        let mut state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
+        // Settled in the transaction that stores `done`: whoever reads it finds the spend.
+        state.budget = live.ledger.closing();
+        let closing = state.budget.clone();
         let event = StoredEvent {
             seq: done.seq as i64,
             name: EventName::Done.as_str().to_string(),
@@ -299,7 +302,10 @@ impl RunManager {
             }
             Err(PersistError::Fenced) => {
                 // Another instance owns the run: its `done` is not this one (the run's task is
-                // being stopped through `lost`).
+                // being stopped through `lost`). What its calls spent is still settled.
+                if let Some(pending) = closing {
+                    live.ledger.finish_with(pending).await;
+                }
                 self.release(live);
                 live.log.close();
                 return;

@@ -1,29 +1,33 @@
 //! Budget windows, reservations and the usage ledger (docs/configuration.md `[[budgets]]`).
 //!
-//! A call reserves its worst case in each window of its tenant with ONE conditional upsert per
-//! window (`spent + reserved + x <= limit`), which PostgreSQL re-checks on the latest row
-//! version after waiting for a concurrent writer's lock, and SQLite runs one writer at a time:
-//! instances sharing a database never admit more than the limit plus the reservations in flight.
-//! The hold row that goes with it is what settlement (or recovery, for a dead process's calls)
-//! releases, exactly once: whoever deletes the hold gives its reservation back.
+//! A call reserves its worst case in each window of its tenant: the window rows are read locked
+//! (`FOR UPDATE` on PostgreSQL; SQLite runs one writer at a time) and the reservation is taken
+//! only if `spent + reserved + x <= limit` in each, so instances sharing a database never admit
+//! more than the limit plus what calls in flight use beyond their reservations. The hold row
+//! that goes with it is what settlement (or recovery, for a dead process's calls) releases,
+//! exactly once: whoever deletes the hold gives its reservation back.
 //!
-//! Every write here is a [`Store::book`]: one transaction that records calls' usage, settles
-//! their holds, releases a finished run's leftovers and takes a new reservation, with one
-//! statement per window touched (`windows.rs`), so a run's ledger settles a call in the same
-//! transaction as the reservation of its next one.
+//! Every write here is a [`Store::book`]: it records calls' usage, settles their holds,
+//! releases a finished run's leftovers and takes a new reservation, so a run's ledger settles a
+//! call with the reservation of its next one; and bookings of many runs queued at once share
+//! one transaction (`batch.rs`: the group commit; `sql.rs`: its statements; `windows.rs`: the
+//! check of each reservation in order against the windows' totals).
 
+mod batch;
+mod books;
 mod report;
+pub(in crate::store) mod sql;
 #[cfg(test)]
 mod tests;
 mod windows;
 
-use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
-use super::binds::{bind, Arg};
-use super::models::now;
 use super::{with_writer, Store, StoreError};
-use windows::{encode_windows, window_ops, Released, BOOK_SQL, USAGE_INSERT};
+
+pub(crate) use batch::Bookings;
+pub(crate) use books::book_in;
+pub(in crate::store) use books::{delete_chunks, Books};
 
 pub use report::{UsageGroup, UsageRow};
 
@@ -72,6 +76,14 @@ pub struct Settlement {
     pub hold: Option<Hold>,
     pub usage: CallUsage,
     pub at: i64,
+}
+
+/// A reservation asked for, with the hold it becomes if granted.
+#[derive(Debug)]
+pub(in crate::store) struct Asked {
+    pub run_id: Uuid,
+    pub limits: Vec<WindowLimit>,
+    pub hold: Hold,
 }
 
 /// A reservation to take: `tokens` and `nanos` in each of `windows`, for a call of `run_id`.
@@ -138,7 +150,7 @@ impl Store {
         let s = Settlement {
             hold: hold.cloned(),
             usage: usage.clone(),
-            at: now().1,
+            at: chrono::Utc::now().timestamp_micros(),
         };
         Ok(self.book(&[s], None, None).await?.totals)
     }
@@ -150,17 +162,23 @@ impl Store {
     }
 
     /// In one transaction: records and settles `settle` (a settlement whose hold is gone
-    /// already only adds its spend), then, with `end_of`, releases every other hold of that
-    /// run, then takes `reserve`. A reservation that does not fit changes nothing of its own
-    /// (`hold: None`); the rest is written all the same. On an error nothing is written.
+    /// already only adds its spend), with `end_of` releases every other hold of that run, and
+    /// takes `reserve`. A reservation that does not fit changes nothing of its own
+    /// (`hold: None`); the rest is written all the same. On an error nothing is written. The
+    /// transaction is shared with the bookings of other runs queued meanwhile (`batch.rs`).
     pub async fn book(
         &self,
         settle: &[Settlement],
         reserve: Option<Reservation<'_>>,
         end_of: Option<Uuid>,
     ) -> Result<Booked, StoreError> {
-        if let Some(r) = reserve {
-            let hold = Hold {
+        if settle.is_empty() && reserve.is_none() && end_of.is_none() {
+            return Ok(Booked::default());
+        }
+        let reserve = reserve.map(|r| Asked {
+            run_id: r.run_id,
+            limits: r.windows.to_vec(),
+            hold: Hold {
                 id: Uuid::new_v4(),
                 tenant: r.tenant.to_string(),
                 windows: r
@@ -170,96 +188,9 @@ impl Store {
                     .collect(),
                 tokens: r.tokens,
                 nanos: r.nanos,
-            };
-            if let Some(b) = self.book_once(settle, Some((r, &hold)), end_of).await? {
-                return Ok(Booked {
-                    hold: Some(hold),
-                    ..b
-                });
-            }
-        }
-        if settle.is_empty() && end_of.is_none() {
-            return Ok(Booked::default());
-        }
-        // Refused (rolled back): what is settled still is, on its own.
-        let b = self.book_once(settle, None, end_of).await?;
-        Ok(b.unwrap_or_default())
-    }
-
-    /// One try of [`Store::book`]: `None` when the reservation did not fit (rolled back). The
-    /// window rows are written last, so their locks are held for one statement each and the
-    /// commit.
-    async fn book_once(
-        &self,
-        settle: &[Settlement],
-        reserve: Option<(Reservation<'_>, &Hold)>,
-        end_of: Option<Uuid>,
-    ) -> Result<Option<Booked>, StoreError> {
-        let holds: Vec<String> = settle
-            .iter()
-            .filter_map(|s| s.hold.as_ref().map(|h| h.id.to_string()))
-            .collect();
-        let _turn = self.write_turn().await;
-        let (_, micros) = now();
-        let booked = with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            if !settle.is_empty() {
-                usage_insert(settle).build().execute(&mut *tx).await?;
-            }
-            let mut held: Vec<String> = Vec::new();
-            if !holds.is_empty() {
-                let mut q = holds_delete(&holds);
-                held = q.build_query_scalar().fetch_all(&mut *tx).await?;
-            }
-            let mut released: Vec<Released> = Vec::new();
-            if let Some(run) = end_of {
-                released = sqlx::query_as(
-                    "DELETE FROM budget_holds WHERE run_id = $1 \
-                     RETURNING tenant, windows, tokens, nanos",
-                )
-                .bind(run.to_string())
-                .fetch_all(&mut *tx)
-                .await?;
-            }
-            if let Some((r, h)) = reserve {
-                let q = bind(sqlx::query(HOLD_INSERT), hold_row(&r, h, micros));
-                q.execute(&mut *tx).await?;
-            }
-            let ops = window_ops(settle, &held, &released, reserve.map(|(r, _)| r).as_ref());
-            let mut totals = Vec::with_capacity(ops.len());
-            for o in &ops {
-                let row: Option<WindowSpend> = sqlx::query_as(BOOK_SQL)
-                    .bind(&o.tenant)
-                    .bind(&o.kind)
-                    .bind(o.starts_at)
-                    .bind(o.spent_tokens)
-                    .bind(o.spent_nanos)
-                    .bind(o.reserve_tokens)
-                    .bind(o.reserve_nanos)
-                    .bind(o.release_tokens)
-                    .bind(o.release_nanos)
-                    .bind(o.limit_tokens)
-                    .bind(o.limit_nanos)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                match row {
-                    Some(t) => totals.push(t),
-                    None => break,
-                }
-            }
-            if totals.len() == ops.len() {
-                tx.commit().await?;
-                Some(Booked {
-                    hold: None,
-                    totals,
-                    released: released.len() as u64,
-                })
-            } else {
-                tx.rollback().await?;
-                None
-            }
+            },
         });
-        Ok(booked)
+        self.book_grouped(settle.to_vec(), reserve, end_of).await
     }
 
     /// Marks the window warned; true for the one caller that did (it logs the warning).
@@ -284,63 +215,4 @@ impl Store {
         });
         Ok(n == 1)
     }
-}
-
-/// The usage records of `settle`, one row each.
-fn usage_insert<'a, DB>(settle: &'a [Settlement]) -> QueryBuilder<DB>
-where
-    DB: Database,
-    &'a String: Encode<'a, DB> + Type<DB>,
-    String: Encode<'a, DB> + Type<DB>,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let mut q = QueryBuilder::new(USAGE_INSERT);
-    q.push_values(settle, |mut row, s| {
-        let u = &s.usage;
-        row.push_bind(&u.tenant)
-            .push_bind(s.at)
-            .push_bind(u.run_id.to_string())
-            .push_bind(&u.model)
-            .push_bind(&u.agent)
-            .push_bind(u.prompt_tokens)
-            .push_bind(u.completion_tokens)
-            .push_bind(u.cost_nanos)
-            .push_bind(i64::from(u.unpriced))
-            .push_bind(u.cache_read_tokens)
-            .push_bind(u.cache_write_tokens)
-            .push_bind(i64::from(u.estimated));
-    });
-    q
-}
-
-/// Takes a reservation: its hold's row.
-const HOLD_INSERT: &str = "INSERT INTO budget_holds (id, run_id, tenant, windows, tokens, nanos, \
-     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
-
-/// The values of [`HOLD_INSERT`] for reservation `r` held as `h` at `micros`.
-fn hold_row<'a>(r: &Reservation<'a>, h: &Hold, micros: i64) -> Vec<Arg<'a>> {
-    vec![
-        Arg::String(h.id.to_string()),
-        Arg::String(r.run_id.to_string()),
-        Arg::Str(r.tenant),
-        Arg::String(encode_windows(&h.windows)),
-        Arg::Int(r.tokens),
-        Arg::Int(r.nanos),
-        Arg::Int(micros),
-    ]
-}
-
-/// Deletes the holds `ids`, returning the ids that were still there (settled once).
-fn holds_delete<'a, DB>(ids: &'a [String]) -> QueryBuilder<DB>
-where
-    DB: Database,
-    &'a String: Encode<'a, DB> + Type<DB>,
-{
-    let mut q = QueryBuilder::new("DELETE FROM budget_holds WHERE id IN (");
-    let mut list = q.separated(", ");
-    for id in ids {
-        list.push_bind(id);
-    }
-    q.push(") RETURNING id");
-    q
 }

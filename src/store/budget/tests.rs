@@ -1,10 +1,34 @@
-use super::windows::{decode_windows, encode_windows, window_ops, WindowOp};
+use super::windows::{decode_windows, encode_windows, Tally, WindowRow};
 use super::*;
 
 #[test]
 fn hold_windows_read_back() {
     let w = vec![("day".to_string(), 5), ("month".to_string(), -7)];
     assert_eq!(decode_windows(&encode_windows(&w)), w);
+}
+
+fn row(kind: &str, starts_at: i64, spent: i64, reserved: i64) -> WindowRow {
+    WindowRow {
+        tenant: "t".into(),
+        spend: WindowSpend {
+            window_kind: kind.into(),
+            starts_at,
+            spent_tokens: spent,
+            spent_nanos: 10 * spent,
+            reserved_tokens: reserved,
+            reserved_nanos: 10 * reserved,
+            warned: 0,
+        },
+    }
+}
+
+fn limit(kind: &'static str, starts_at: i64, tokens: i64) -> WindowLimit {
+    WindowLimit {
+        kind,
+        starts_at,
+        tokens: Some(tokens),
+        nanos: None,
+    }
 }
 
 fn hold(windows: &[(&str, i64)], tokens: i64) -> Hold {
@@ -17,111 +41,55 @@ fn hold(windows: &[(&str, i64)], tokens: i64) -> Hold {
     }
 }
 
-fn settled(hold: &Hold, prompt: i64) -> Settlement {
-    Settlement {
-        hold: Some(hold.clone()),
-        usage: CallUsage {
-            tenant: "t".into(),
-            prompt_tokens: prompt,
-            completion_tokens: 1,
-            cost_nanos: 7,
-            ..CallUsage::default()
-        },
-        at: 0,
-    }
+/// Reservations of one batch are checked one after the other against the totals so far: the
+/// window never takes more than its limit, however many ask in the same transaction.
+#[test]
+fn a_batch_admits_reservations_in_order_up_to_the_limit() {
+    let mut t = Tally::new(vec![row("day", 1, 100, 0)]);
+    let day = [limit("day", 1, 400)];
+    let granted: Vec<bool> = (0..4).map(|_| t.admit("t", &day, 100, 0)).collect();
+    assert_eq!(granted, [true, true, true, false]);
+    let key = ("t".to_string(), "day".to_string(), 1);
+    assert_eq!(t.deltas(), vec![(key.clone(), [0, 0, 300, 0])]);
+    // A smaller call still fits the room left.
+    assert!(!t.admit("t", &day, 1, 0));
+    assert_eq!(t.totals([&key])[0].reserved_tokens, 300);
 }
 
-/// The settlement of one call rides on the next call's reservation in the same window: one
-/// statement that adds the spend, gives the old hold back and takes the new one under the limit.
+/// The settlement of one call and the next call's reservation in the same batch: the spend is
+/// added, the old hold given back, and the new one checked against the result.
 #[test]
-fn a_settlement_and_the_next_reservation_share_one_statement_per_window() {
-    let old = hold(&[("day", 1), ("month", 0)], 100);
-    let limits = [
-        WindowLimit {
-            kind: "day",
-            starts_at: 1,
-            tokens: Some(1_000),
-            nanos: None,
-        },
-        WindowLimit {
-            kind: "month",
-            starts_at: 0,
-            tokens: None,
-            nanos: Some(5_000),
-        },
-    ];
-    let r = Reservation {
-        tenant: "t",
-        run_id: Uuid::new_v4(),
-        windows: &limits,
-        tokens: 60,
-        nanos: 600,
-    };
-    let ops = window_ops(&[settled(&old, 20)], &[old.id.to_string()], &[], Some(&r));
-    let day = WindowOp {
-        tenant: "t".into(),
-        kind: "day".into(),
+fn settlements_and_releases_apply_before_the_reservations() {
+    let mut t = Tally::new(vec![row("day", 1, 0, 300), row("month", 0, 0, 300)]);
+    let old = hold(&[("day", 1), ("month", 0)], 300);
+    t.spend(&old, 20, 7);
+    t.release("t", &old.windows, old.tokens, old.nanos);
+    assert!(t.admit("t", &[limit("day", 1, 400), limit("month", 0, 400)], 380, 0));
+    let deltas: Vec<[i64; 4]> = t.deltas().into_iter().map(|(_, d)| d).collect();
+    assert_eq!(deltas, vec![[20, 7, 80, -3_000]; 2]);
+}
+
+/// A reservation that fits one of its windows but not another takes nothing in either.
+#[test]
+fn a_reservation_refused_in_one_window_takes_nothing() {
+    let mut t = Tally::new(vec![row("day", 1, 0, 0), row("week", 2, 900, 0)]);
+    let limits = [limit("day", 1, 1_000), limit("week", 2, 1_000)];
+    assert!(!t.admit("t", &limits, 200, 0));
+    assert!(t.deltas().is_empty());
+    // A window the batch did not read refuses (it was not locked).
+    assert!(!t.admit("t", &[limit("month", 0, 1_000)], 1, 0));
+}
+
+/// A limit of cost alone leaves tokens free, and the reverse.
+#[test]
+fn each_limit_checks_its_own_kind() {
+    let mut t = Tally::new(vec![row("day", 1, 0, 0)]);
+    let cost_only = WindowLimit {
+        kind: "day",
         starts_at: 1,
-        spent_tokens: 21,
-        spent_nanos: 7,
-        reserve_tokens: 60,
-        reserve_nanos: 600,
-        release_tokens: 100,
-        release_nanos: 1_000,
-        limit_tokens: Some(1_000),
-        limit_nanos: None,
+        tokens: None,
+        nanos: Some(500),
     };
-    let month = WindowOp {
-        kind: "month".into(),
-        starts_at: 0,
-        limit_tokens: None,
-        limit_nanos: Some(5_000),
-        ..day.clone()
-    };
-    assert_eq!(ops, vec![day, month]);
-}
-
-/// A hold recovery released already gives nothing back a second time (only the spend is
-/// added); the run's leftover holds are released; windows come out day, week, month by start
-/// whatever order the holds name them in.
-#[test]
-fn released_holds_count_once_and_windows_come_in_lock_order() {
-    let gone = hold(&[("month", 0), ("day", 9)], 100);
-    let left = (
-        "t".to_string(),
-        encode_windows(&[("week".into(), 3)]),
-        40,
-        4,
-    );
-    let ops = window_ops(&[settled(&gone, 5)], &[], &[left], None);
-    let got: Vec<(&str, i64, i64, i64)> = ops
-        .iter()
-        .map(|o| {
-            assert_eq!(
-                (o.limit_tokens, o.limit_nanos, o.reserve_tokens),
-                (None, None, 0)
-            );
-            (
-                o.kind.as_str(),
-                o.starts_at,
-                o.spent_tokens,
-                o.release_tokens,
-            )
-        })
-        .collect();
-    assert_eq!(
-        got,
-        vec![("day", 9, 6, 0), ("week", 3, 0, 40), ("month", 0, 6, 0)]
-    );
-}
-
-/// Calls without a hold (no budget) only go to the usage ledger.
-#[test]
-fn a_call_without_a_hold_touches_no_window() {
-    let s = Settlement {
-        hold: None,
-        usage: CallUsage::default(),
-        at: 0,
-    };
-    assert!(window_ops(&[s], &[], &[], None).is_empty());
+    assert!(t.admit("t", std::slice::from_ref(&cost_only), 1_000_000, 500));
+    assert!(!t.admit("t", &[cost_only], 0, 1));
 }

@@ -1,139 +1,143 @@
-//! What one booking does to the budget windows: the SQL of the one statement per window, the
-//! hold rows' window lists, and the plan that sums a booking's settlements, releases and
-//! reservation per window, in the one order every writer locks windows in.
+//! What a batch of bookings does to the budget windows, worked out in memory between reading the
+//! windows' rows (locked: `FOR UPDATE` on PostgreSQL, the one writer on SQLite) and writing them
+//! back: the settlements' spend and the released holds first (they always apply), then each
+//! reservation in the batch's order against the totals so far, so that a batch admits exactly
+//! what the same bookings written one after the other (settlements first) would. Also the hold
+//! rows' window lists.
 
 use std::collections::BTreeMap;
 
-use super::{Reservation, Settlement};
+use super::{Hold, WindowLimit, WindowSpend};
 
-/// The one write per window of a booking. Binds: tenant, kind, starts_at, spent tokens, spent
-/// nanos, reserved tokens, reserved nanos, released tokens, released nanos, token limit, nano
-/// limit (`NULL`: no limit; a settlement alone has none, it always applies). A window's first
-/// booking inserts its row (if it fits at all); later ones add the spend, give back the
-/// released reservations and add the new one, only while spent + reserved stays within each
-/// limit, which PostgreSQL re-checks on the latest row version after waiting for a concurrent
-/// writer's lock. No row back: the reservation did not fit, nothing changed.
-pub(super) const BOOK_SQL: &str = "INSERT INTO budget_windows \
-     (tenant, window_kind, starts_at, spent_tokens, spent_nanos, reserved_tokens, reserved_nanos) \
-     SELECT $1, $2, $3, $4, $5, $6, $7 \
-     WHERE ($10 IS NULL OR $4 + $6 <= $10) AND ($11 IS NULL OR $5 + $7 <= $11) \
-     ON CONFLICT (tenant, window_kind, starts_at) DO UPDATE SET \
-     spent_tokens = budget_windows.spent_tokens + excluded.spent_tokens, \
-     spent_nanos = budget_windows.spent_nanos + excluded.spent_nanos, \
-     reserved_tokens = budget_windows.reserved_tokens - $8 + excluded.reserved_tokens, \
-     reserved_nanos = budget_windows.reserved_nanos - $9 + excluded.reserved_nanos \
-     WHERE ($10 IS NULL OR budget_windows.spent_tokens + budget_windows.reserved_tokens \
-     + excluded.spent_tokens - $8 + excluded.reserved_tokens <= $10) \
-     AND ($11 IS NULL OR budget_windows.spent_nanos + budget_windows.reserved_nanos \
-     + excluded.spent_nanos - $9 + excluded.reserved_nanos <= $11) \
-     RETURNING window_kind, starts_at, spent_tokens, spent_nanos, reserved_tokens, \
-     reserved_nanos, warned";
+/// A window row: tenant, kind, start (µs). Ordered as every writer locks the rows, so two
+/// writers never wait on each other.
+pub(in crate::store) type WindowKey = (String, String, i64);
 
-/// The usage ledger's columns, in the order [`Settlement`]s are bound.
-pub(super) const USAGE_INSERT: &str = "INSERT INTO llm_usage (tenant, at, run_id, model, agent, \
-     prompt_tokens, completion_tokens, cost_nanos, unpriced, cache_read_tokens, \
-     cache_write_tokens, estimated) ";
+/// A window as read, with its tenant.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub(in crate::store) struct WindowRow {
+    pub tenant: String,
+    #[sqlx(flatten)]
+    pub spend: WindowSpend,
+}
 
-pub(super) fn encode_windows(windows: &[(String, i64)]) -> String {
+/// One window's change: [`WindowKey`] then the deltas of spent tokens, spent nanos, reserved
+/// tokens and reserved nanos.
+pub(in crate::store) type WindowDelta = (WindowKey, [i64; 4]);
+
+/// The windows of a batch: as read, and with the batch applied so far.
+#[derive(Debug, Default)]
+pub(in crate::store) struct Tally {
+    before: BTreeMap<WindowKey, WindowSpend>,
+    now: BTreeMap<WindowKey, WindowSpend>,
+}
+
+impl Tally {
+    /// The windows as read from the database (every window the batch touches).
+    pub fn new(rows: Vec<WindowRow>) -> Self {
+        let before: BTreeMap<WindowKey, WindowSpend> = rows
+            .into_iter()
+            .map(|r| {
+                let key = (r.tenant, r.spend.window_kind.clone(), r.spend.starts_at);
+                (key, r.spend)
+            })
+            .collect();
+        Self {
+            now: before.clone(),
+            before,
+        }
+    }
+
+    fn window(&mut self, tenant: &str, kind: &str, starts_at: i64) -> Option<&mut WindowSpend> {
+        self.now
+            .get_mut(&(tenant.to_string(), kind.to_string(), starts_at))
+    }
+
+    /// A settled call's spend, in every window its hold reserved in.
+    pub fn spend(&mut self, hold: &Hold, tokens: i64, nanos: i64) {
+        for (kind, starts_at) in &hold.windows {
+            if let Some(w) = self.window(&hold.tenant, kind, *starts_at) {
+                w.spent_tokens = w.spent_tokens.saturating_add(tokens);
+                w.spent_nanos = w.spent_nanos.saturating_add(nanos);
+            }
+        }
+    }
+
+    /// A deleted hold's reservation given back.
+    pub fn release(&mut self, tenant: &str, windows: &[(String, i64)], tokens: i64, nanos: i64) {
+        for (kind, starts_at) in windows {
+            if let Some(w) = self.window(tenant, kind, *starts_at) {
+                w.reserved_tokens = w.reserved_tokens.saturating_sub(tokens);
+                w.reserved_nanos = w.reserved_nanos.saturating_sub(nanos);
+            }
+        }
+    }
+
+    /// Takes `tokens` and `nanos` in every window of `limits` when each can take them
+    /// (`spent + reserved + call <= limit`, after everything applied before); else nothing.
+    pub fn admit(&mut self, tenant: &str, limits: &[WindowLimit], tokens: i64, nanos: i64) -> bool {
+        let fits = |w: &WindowSpend, l: &WindowLimit| {
+            let within = |spent: i64, reserved: i64, call: i64, limit: Option<i64>| {
+                limit.is_none_or(|limit| {
+                    i128::from(spent) + i128::from(reserved) + i128::from(call) <= i128::from(limit)
+                })
+            };
+            within(w.spent_tokens, w.reserved_tokens, tokens, l.tokens)
+                && within(w.spent_nanos, w.reserved_nanos, nanos, l.nanos)
+        };
+        for l in limits {
+            match self.window(tenant, l.kind, l.starts_at) {
+                Some(w) if fits(w, l) => {}
+                _ => return false,
+            }
+        }
+        for l in limits {
+            if let Some(w) = self.window(tenant, l.kind, l.starts_at) {
+                w.reserved_tokens = w.reserved_tokens.saturating_add(tokens);
+                w.reserved_nanos = w.reserved_nanos.saturating_add(nanos);
+            }
+        }
+        true
+    }
+
+    /// The windows that changed, with their deltas, in lock order.
+    pub fn deltas(&self) -> Vec<WindowDelta> {
+        self.now
+            .iter()
+            .filter_map(|(key, now)| {
+                let before = self.before.get(key)?;
+                let d = [
+                    now.spent_tokens.saturating_sub(before.spent_tokens),
+                    now.spent_nanos.saturating_sub(before.spent_nanos),
+                    now.reserved_tokens.saturating_sub(before.reserved_tokens),
+                    now.reserved_nanos.saturating_sub(before.reserved_nanos),
+                ];
+                (d != [0; 4]).then(|| (key.clone(), d))
+            })
+            .collect()
+    }
+
+    /// The totals of `keys` after the batch (the windows a booking of it touched).
+    pub fn totals<'a>(&self, keys: impl IntoIterator<Item = &'a WindowKey>) -> Vec<WindowSpend> {
+        let mut seen: Vec<&WindowKey> = keys.into_iter().collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.into_iter()
+            .filter_map(|k| self.now.get(k).cloned())
+            .collect()
+    }
+}
+
+pub(in crate::store) fn encode_windows(windows: &[(String, i64)]) -> String {
     let parts: Vec<String> = windows.iter().map(|(k, s)| format!("{k}:{s}")).collect();
     parts.join(",")
 }
 
-pub(super) fn decode_windows(text: &str) -> Vec<(String, i64)> {
+pub(in crate::store) fn decode_windows(text: &str) -> Vec<(String, i64)> {
     text.split(',')
         .filter_map(|p| {
             let (k, s) = p.split_once(':')?;
             Some((k.to_string(), s.parse().ok()?))
         })
         .collect()
-}
-
-/// A hold deleted by a booking (its reservation goes back): tenant, windows, tokens, nanos.
-pub(super) type Released = (String, String, i64, i64);
-
-/// One window's share of a booking: one [`BOOK_SQL`] statement.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct WindowOp {
-    pub tenant: String,
-    pub kind: String,
-    pub starts_at: i64,
-    pub spent_tokens: i64,
-    pub spent_nanos: i64,
-    pub reserve_tokens: i64,
-    pub reserve_nanos: i64,
-    pub release_tokens: i64,
-    pub release_nanos: i64,
-    pub limit_tokens: Option<i64>,
-    pub limit_nanos: Option<i64>,
-}
-
-/// Day, week, month: the order a call's windows are reserved in.
-fn rank(kind: &str) -> u8 {
-    match kind {
-        "day" => 0,
-        "week" => 1,
-        "month" => 2,
-        _ => 3,
-    }
-}
-
-type Ops = BTreeMap<(String, u8, i64, String), WindowOp>;
-
-/// The (zero) op of a window, added in its place.
-fn op<'a>(ops: &'a mut Ops, tenant: &str, kind: &str, starts_at: i64) -> &'a mut WindowOp {
-    let key = (tenant.to_string(), rank(kind), starts_at, kind.to_string());
-    ops.entry(key).or_insert_with(|| WindowOp {
-        tenant: tenant.to_string(),
-        kind: kind.to_string(),
-        starts_at,
-        ..WindowOp::default()
-    })
-}
-
-/// The statements of a booking, one per window, sorted by (tenant, day/week/month, start):
-/// every writer takes the window rows' locks in this order, so two never wait on each other.
-/// `held`: the ids of the settlements' holds this booking deleted (the others were released
-/// already, by recovery: only their spend is added); `released`: the run's other holds,
-/// deleted at its end.
-pub(super) fn window_ops(
-    settle: &[Settlement],
-    held: &[String],
-    released: &[Released],
-    reserve: Option<&Reservation<'_>>,
-) -> Vec<WindowOp> {
-    let mut ops: Ops = BTreeMap::new();
-    for s in settle {
-        let Some(h) = &s.hold else { continue };
-        let still_held = held.iter().any(|id| *id == h.id.to_string());
-        let spent = s
-            .usage
-            .prompt_tokens
-            .saturating_add(s.usage.completion_tokens);
-        for (kind, starts_at) in &h.windows {
-            let o = op(&mut ops, &h.tenant, kind, *starts_at);
-            o.spent_tokens = o.spent_tokens.saturating_add(spent);
-            o.spent_nanos = o.spent_nanos.saturating_add(s.usage.cost_nanos);
-            if still_held {
-                o.release_tokens = o.release_tokens.saturating_add(h.tokens);
-                o.release_nanos = o.release_nanos.saturating_add(h.nanos);
-            }
-        }
-    }
-    for (tenant, windows, tokens, nanos) in released {
-        for (kind, starts_at) in decode_windows(windows) {
-            let o = op(&mut ops, tenant, &kind, starts_at);
-            o.release_tokens = o.release_tokens.saturating_add(*tokens);
-            o.release_nanos = o.release_nanos.saturating_add(*nanos);
-        }
-    }
-    if let Some(r) = reserve {
-        for w in r.windows {
-            let o = op(&mut ops, r.tenant, w.kind, w.starts_at);
-            o.reserve_tokens = r.tokens;
-            o.reserve_nanos = r.nanos;
-            o.limit_tokens = w.tokens;
-            o.limit_nanos = w.nanos;
-        }
-    }
-    ops.into_values().collect()
 }

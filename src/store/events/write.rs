@@ -1,6 +1,6 @@
 //! The shared event writer's one transaction per tick: many runs' events, ceilings,
 //! checkpoints and terminal states, fenced by lease epoch (docs/deployment.md), with one `pg_notify` per
-//! committed batch.
+//! committed batch; an ending run's budget settlements go in the same transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::{insert_rows, pack, Verified, EVENT_CHUNK};
 use crate::domain::RunStatus;
 use crate::store::binds::{insert_many, touch_conversations, Arg, CACHED_ROWS, MANY_ROWS};
+use crate::store::budget::{book_in, Books};
 use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
 use crate::store::models::{now, to_i64};
 use crate::store::notify::EVENTS_CHANNEL;
@@ -138,6 +139,11 @@ impl Store {
             }
             let finishing = finishing(batches, &ids, &written);
             finish_runs!(self, tx, &finishing, &mut written, micros);
+            let books = run_ends(batches, &ids, &written);
+            let mut windows = Vec::new();
+            if !books.is_empty() {
+                (_, _, windows, _) = book_in!(self, tx, &books, micros);
+            }
             if let Some(payload) = &hint {
                 // One hint per committed batch, sent at commit (docs/deployment.md).
                 sqlx::query("SELECT pg_notify($1, $2)")
@@ -148,6 +154,7 @@ impl Store {
             }
             tx.commit().await?;
             self.record_verified(changes, batches, &ids, &epochs, &finishing);
+            self.remember_windows(windows);
             written
         });
         Ok(written)
@@ -295,6 +302,20 @@ fn finishing<'a>(
         .filter(|i| finishes(&batches[*i]))
         .filter_map(|i| batches[i].finish.as_ref().map(|f| (i, ids[i].as_str(), f)))
         .collect()
+}
+
+/// The budget bookings of the runs ending in this write (not fenced): their calls not settled
+/// yet, and their other holds released.
+fn run_ends<'a>(batches: &'a [RunBatch], ids: &[String], written: &[Written]) -> Books<'a> {
+    let mut books = Books::default();
+    for i in kept(written) {
+        let Some(settle) = batches[i].finish.as_ref().and_then(|f| f.budget.as_ref()) else {
+            continue;
+        };
+        books.settle.extend(settle);
+        books.ends.push(ids[i].clone());
+    }
+    books
 }
 
 /// `SELECT id, lease_epoch` of the runs `ids`, ordered, with the backend's row `lock`.

@@ -2,15 +2,17 @@
 //! selection, structured calls, the router, the DAG planner and steps, compaction: the run's
 //! models are all wrapped in `Budgeted`). Before a call it reserves the call's worst case
 //! (estimated prompt tokens plus the most output tokens, priced) in the tenant's budget windows
-//! with one conditional write; after it, prices the usage (`usage.cost_usd`), gives the
-//! reservation back, adds the spend and records the call for `GET /api/usage`. A call the
-//! budget cannot take is not made: it fails with [`LlmError::BudgetExceeded`], which ends the
-//! run gracefully, and the run's status says `budget_exceeded`.
+//! (a write checked against the windows' totals, in a transaction shared with other runs'
+//! calls); after it, prices the usage (`usage.cost_usd`), gives the reservation back, adds the
+//! spend and records the call for `GET /api/usage`. A call the budget cannot take is not made:
+//! it fails with [`LlmError::BudgetExceeded`], which ends the run gracefully, and the run's
+//! status says `budget_exceeded`.
 //!
-//! One write transaction per call: a finished call that reserved waits in `pending`, and its
-//! settlement goes in the transaction of the run's next reservation, or of the run's end
-//! ([`Ledger::finish`], before its `done` is stored), or on its own [`SETTLE_AFTER`] later,
-//! whichever comes first. Until then its hold stays reserved in full (the window counts more,
+//! One booking per call: a finished call that reserved waits in `pending`, and its settlement
+//! goes with the run's next reservation, or with the run's end (in the transaction that stores
+//! its `done`: [`Ledger::closing`]), or on its own [`SETTLE_AFTER`] later, whichever comes
+//! first; and the store writes the bookings of every run made meanwhile in one transaction (a
+//! group commit, `store/budget/batch.rs`). Until then its hold stays reserved in full (the window counts more,
 //! never less, than was spent), and a process that dies meanwhile loses that call's spend as it
 //! loses a call in flight: recovery releases the hold.
 
@@ -99,10 +101,21 @@ impl Ledger {
     /// The run ended: its pending calls are settled and what its calls cut short (cancelled,
     /// their stream dropped) still hold is released, in one transaction.
     pub async fn finish(&self) {
-        if !self.budgeted() {
-            return;
+        if let Some(pending) = self.closing() {
+            self.finish_with(pending).await;
         }
-        let pending = self.take_pending();
+    }
+
+    /// The run ends: its pending calls, to settle with its end in the transaction that stores
+    /// its `done` (which also releases what its calls cut short still hold); `None` without
+    /// budgets.
+    pub fn closing(&self) -> Option<Vec<Settlement>> {
+        self.budgeted().then(|| self.take_pending())
+    }
+
+    /// [`Ledger::finish`] with the settlements [`Ledger::closing`] took, when the run's end
+    /// was not stored with them.
+    pub async fn finish_with(&self, pending: Vec<Settlement>) {
         match self.store.book(&pending, None, Some(self.run_id)).await {
             Ok(b) => self.warn_past_thresholds(&b.totals).await,
             Err(e) => {
