@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::support::engine::{json_final, json_tool, names, tool_ends};
 use crate::support::tools::{registry, FakeTool};
 
-fn handles(
+pub(crate) fn handles(
     tx: mpsc::UnboundedSender<AgentEvent>,
     checkpoints: Arc<Mutex<Vec<Checkpoint>>>,
 ) -> RunHandles {

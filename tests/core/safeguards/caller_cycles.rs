@@ -7,27 +7,13 @@
 use std::sync::Mutex;
 
 use super::*;
-use reagent::agent::checkpoint::{Checkpoint, CheckpointJson, Resume};
+use crate::resume::handles;
+use reagent::agent::checkpoint::{Checkpoint, Resume};
 use reagent::agent::events::SafeguardKind;
-use reagent::agent::{InterruptQueue, ReActAgent, RunHandles, RunInput};
+use reagent::agent::{ReActAgent, RunInput};
 use reagent::llm::{Llm, ToolDefinition};
-use tokio_util::sync::CancellationToken;
 
 type Taken = Arc<Mutex<Vec<Checkpoint>>>;
-
-fn handles(tx: tokio::sync::mpsc::UnboundedSender<AgentEvent>, taken: Taken) -> RunHandles {
-    RunHandles {
-        events: tx.into(),
-        interrupts: Arc::new(InterruptQueue::new()),
-        cancel: CancellationToken::new(),
-        artifacts: Arc::new(reagent::agent::artifacts::MemoryArtifacts::new()),
-        tool_slots: Default::default(),
-        checkpoints: Some(Arc::new(move |json: CheckpointJson| {
-            let cp: Checkpoint = serde_json::from_str(&json.join()).unwrap();
-            taken.lock().unwrap().push(cp)
-        })),
-    }
-}
 
 fn input() -> RunInput {
     let ls = ToolDefinition {
