@@ -4,15 +4,18 @@
 //! per model call, `execute_tool {tool}` per tool call. Every constructor returns nothing to
 //! record while tracing is off.
 
-use std::borrow::Cow;
 use std::future::Future;
 
 use futures::future::Either;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _};
-use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
+use opentelemetry::{Context, KeyValue};
 
 use super::propagation;
+
+mod calls;
+
+pub use calls::{provider_name, ChatAttrs, ChatEnd, ChatSpan, ToolSpan};
 
 pub const OPERATION: &str = "gen_ai.operation.name";
 pub const PROVIDER: &str = "gen_ai.provider.name";
@@ -250,196 +253,4 @@ impl Child {
         }
         cx.span().end();
     }
-}
-
-/// What a `chat` span is about, known when the call starts.
-#[derive(Clone, Debug, Default)]
-pub struct ChatAttrs<'a> {
-    pub provider: &'a str,
-    pub model: &'a str,
-    pub server: Option<(&'a str, u16)>,
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
-    pub streamed: bool,
-}
-
-/// What a call returned, for its span.
-#[derive(Clone, Debug, Default)]
-pub struct ChatEnd<'a> {
-    pub tokens: Tokens,
-    pub finish_reason: Option<&'a str>,
-}
-
-/// One model call's span; ended when the call (or its stream) ends: by [`ChatSpan::finish`],
-/// [`ChatSpan::fail`], or as cancelled when dropped before either.
-#[derive(Debug)]
-pub struct ChatSpan {
-    cx: Context,
-    ended: bool,
-}
-
-impl ChatSpan {
-    /// A `chat {model}` span under the current context; `None` while tracing is off.
-    pub fn start(a: &ChatAttrs) -> Option<Self> {
-        let tracer = super::tracer()?;
-        let parent = Context::current();
-        let mut kv = vec![
-            KeyValue::new(OPERATION, "chat"),
-            KeyValue::new(PROVIDER, a.provider.to_string()),
-            KeyValue::new(REQUEST_MODEL, a.model.to_string()),
-            KeyValue::new("gen_ai.request.stream", a.streamed),
-        ];
-        if let Some(kind) = parent.get::<super::CallKind>() {
-            kv.push(KeyValue::new(super::call_kind::CALL_KIND, kind.as_str()));
-        }
-        if let Some((host, port)) = a.server {
-            kv.push(KeyValue::new(SERVER_ADDRESS, host.to_string()));
-            kv.push(KeyValue::new(SERVER_PORT, i64::from(port)));
-        }
-        if let Some(n) = a.max_tokens {
-            kv.push(KeyValue::new(MAX_TOKENS, i64::from(n)));
-        }
-        if let Some(t) = a.temperature {
-            kv.push(KeyValue::new(TEMPERATURE, f64::from(t)));
-        }
-        if let Some(p) = a.top_p {
-            kv.push(KeyValue::new(TOP_P, f64::from(p)));
-        }
-        let span = tracer
-            .span_builder(format!("chat {}", a.model))
-            .with_kind(SpanKind::Client)
-            .with_attributes(kv)
-            .start_with_context(tracer, &parent);
-        Some(Self {
-            cx: parent.with_span(span),
-            ended: false,
-        })
-    }
-
-    /// The context of this span: the provider request is sent inside it.
-    pub fn context(&self) -> &Context {
-        &self.cx
-    }
-
-    /// Sets a content attribute (only called with capture on).
-    pub fn content(&self, key: &'static str, json: String) {
-        self.cx.span().set_attribute(KeyValue::new(key, json));
-    }
-
-    /// The call succeeded.
-    pub fn finish(mut self, end: &ChatEnd, response_model: &str) {
-        let span = self.cx.span();
-        span.set_attributes(end.tokens.attributes());
-        span.set_attribute(KeyValue::new(RESPONSE_MODEL, response_model.to_string()));
-        if let Some(reason) = end.finish_reason {
-            let reasons: Vec<StringValue> = vec![reason.to_string().into()];
-            span.set_attribute(KeyValue::new(
-                FINISH_REASONS,
-                Value::Array(Array::String(reasons)),
-            ));
-        }
-        span.end();
-        self.ended = true;
-    }
-
-    /// The call failed: `error_type` is a short class (`http_429`, `timeout`, …).
-    pub fn fail(mut self, error_type: &str, message: &str) {
-        fail(&self.cx, error_type, Some(message));
-        self.cx.span().end();
-        self.ended = true;
-    }
-}
-
-impl Drop for ChatSpan {
-    fn drop(&mut self) {
-        if !self.ended {
-            fail(&self.cx, "cancelled", None);
-            self.cx.span().end();
-        }
-    }
-}
-
-/// One tool call's span.
-#[derive(Debug, Default)]
-pub struct ToolSpan {
-    cx: Option<Context>,
-}
-
-impl ToolSpan {
-    /// An `execute_tool {tool}` span under the current context.
-    pub fn start(tool: &str, call_id: &str, description: &str, arguments: Option<&str>) -> Self {
-        let Some(tracer) = super::tracer() else {
-            return Self::default();
-        };
-        let parent = Context::current();
-        let mut kv = vec![
-            KeyValue::new(OPERATION, "execute_tool"),
-            KeyValue::new(TOOL_NAME, tool.to_string()),
-            KeyValue::new(TOOL_CALL_ID, call_id.to_string()),
-            KeyValue::new(TOOL_TYPE, "function"),
-            KeyValue::new(TOOL_DESCRIPTION, first_line(description).into_owned()),
-        ];
-        if let Some(args) = arguments.filter(|_| super::capture_content()) {
-            kv.push(KeyValue::new(TOOL_ARGUMENTS, args.to_string()));
-        }
-        let span = tracer
-            .span_builder(format!("execute_tool {tool}"))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(kv)
-            .start_with_context(tracer, &parent);
-        Self {
-            cx: Some(parent.with_span(span)),
-        }
-    }
-
-    /// `fut` inside this span (an HTTP tool's request carries it as `traceparent`).
-    pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
-        match &self.cx {
-            Some(cx) => Either::Left(fut.with_context(cx.clone())),
-            None => Either::Right(fut),
-        }
-    }
-
-    /// Ends the span with the call's result (`error` when the observation is an error).
-    pub fn end(self, observation: &str, error: bool) {
-        let Some(cx) = &self.cx else { return };
-        if super::capture_content() {
-            cx.span()
-                .set_attribute(KeyValue::new(TOOL_RESULT, observation.to_string()));
-        }
-        if error {
-            fail(cx, "tool_error", Some(first_line(observation).as_ref()));
-        }
-        cx.span().end();
-    }
-}
-
-fn first_line(text: &str) -> Cow<'_, str> {
-    let line = text.lines().next().unwrap_or_default();
-    match line.chars().count() > 200 {
-        true => Cow::Owned(line.chars().take(200).collect()),
-        false => Cow::Borrowed(line),
-    }
-}
-
-/// The `gen_ai.provider.name` of an OpenAI-compatible endpoint: the well-known name of its
-/// host, else the host itself (a custom value, as the conventions allow).
-pub fn provider_name(host: &str) -> String {
-    const KNOWN: [(&str, &str); 9] = [
-        ("api.openai.com", "openai"),
-        ("api.anthropic.com", "anthropic"),
-        ("generativelanguage.googleapis.com", "gcp.gemini"),
-        ("api.deepseek.com", "deepseek"),
-        ("api.groq.com", "groq"),
-        ("api.mistral.ai", "mistral_ai"),
-        ("api.x.ai", "x_ai"),
-        ("api.perplexity.ai", "perplexity"),
-        ("openai.azure.com", "azure.ai.openai"),
-    ];
-    KNOWN
-        .iter()
-        .find(|(suffix, _)| host == *suffix || host.ends_with(&format!(".{suffix}")))
-        .map(|(_, name)| name.to_string())
-        .unwrap_or_else(|| host.to_string())
 }

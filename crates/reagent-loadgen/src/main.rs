@@ -33,6 +33,7 @@
 //! Exit status 1 when any stream or check failed (every violation printed with its run id).
 
 mod agentcost;
+mod args;
 mod chaos;
 mod check;
 mod conv;
@@ -67,8 +68,9 @@ mod waiting;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
+use crate::args::{FacadeArgs, FloorArgs, RunArgs, SoakArgs, SuiteArgs};
 use crate::load::Load;
 use crate::spawn::MockFlags;
 
@@ -154,142 +156,6 @@ enum Cmd {
         #[arg(long)]
         upstream: String,
     },
-}
-
-#[derive(Args)]
-struct FacadeArgs {
-    /// Runs through each API.
-    #[arg(long, short = 'n', default_value_t = 400)]
-    runs: usize,
-    /// Unmeasured runs first (spread over the APIs).
-    #[arg(long, default_value_t = 40)]
-    warmup: usize,
-    /// Tokens of each run's answer.
-    #[arg(long, default_value_t = 20)]
-    tokens: usize,
-    /// Tool calls of each run (two streamed steps each: the tool's start and end).
-    #[arg(long, default_value_t = 1)]
-    tools: usize,
-    /// Only these APIs beside /api/chat (comma-separated: v1, responses, ag-ui, ai-sdk, a2a,
-    /// mcp); all when absent.
-    #[arg(long, value_delimiter = ',')]
-    apis: Vec<String>,
-}
-
-#[derive(Args)]
-struct FloorArgs {
-    #[arg(long, short = 'n', default_value_t = 1000)]
-    streams: usize,
-    #[arg(long, default_value_t = 200)]
-    latency_ms: u64,
-    #[arg(long, default_value_t = 50.0)]
-    tokens_per_s: f64,
-    #[arg(long, default_value_t = 100)]
-    answer_tokens: usize,
-    /// Start the streams evenly over this many seconds instead of all at once.
-    #[arg(long, default_value_t = 0.0)]
-    ramp_s: f64,
-    /// Also run the same load through the server and through a minimal relay, and print both
-    /// CPU costs per streamed token and their ratio.
-    #[arg(long)]
-    relay: bool,
-    /// With --relay: tool iterations of each server run before its answer.
-    #[arg(long, short = 'k', default_value_t = 1)]
-    iterations: usize,
-}
-
-#[derive(Args)]
-struct RunArgs {
-    /// Spawn `reagent mock-provider` and `reagent serve` (binaries next to this one).
-    #[arg(long, conflicts_with = "url")]
-    spawn: bool,
-    /// Base URL of a running reagent (its LLM should be a mock provider).
-    #[arg(long, conflicts_with = "urls")]
-    url: Option<String>,
-    /// Several running instances on one database: each request goes to a random one.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["spawn", "spawn_instances"])]
-    urls: Vec<String>,
-    /// Spawn N instances on one PostgreSQL database (and a mock), requests spread over them.
-    #[arg(long, conflicts_with = "spawn")]
-    spawn_instances: Option<usize>,
-    /// Their database; a fresh one is created (and dropped) on the test server when absent.
-    #[arg(long, requires = "spawn_instances")]
-    database_url: Option<String>,
-    /// kill -9 a random spawned instance every SECS and restart it under the same name.
-    #[arg(long, requires = "spawn_instances")]
-    chaos_kill_every: Option<f64>,
-    /// REAGENT_LEASE_TTL_S / _RENEW_S for the spawned instances (3 / 1 with chaos).
-    #[arg(long)]
-    lease_ttl_s: Option<u64>,
-    #[arg(long)]
-    lease_renew_s: Option<u64>,
-    /// Pid of that server, for CPU and RSS.
-    #[arg(long)]
-    server_pid: Option<u32>,
-    #[arg(long, short = 'n', default_value_t = 100)]
-    conversations: usize,
-    /// Conversations in flight at once (default: all of them).
-    #[arg(long, short = 'c')]
-    concurrency: Option<usize>,
-    /// native, json, auto or mixed.
-    #[arg(long, default_value = "native")]
-    mode: String,
-    /// The runs' engine: react, dag or auto; the server's default when absent.
-    #[arg(long)]
-    engine: Option<String>,
-    /// The agent the conversations run (a configured one or one made through /api/agents).
-    #[arg(long)]
-    agent: Option<String>,
-    #[arg(long, default_value_t = 0.0)]
-    interrupt_rate: f64,
-    #[arg(long, default_value_t = 0.0)]
-    cancel_rate: f64,
-    /// Tool iterations per run (spawned mock only).
-    #[arg(long, short = 'k', default_value_t = 3)]
-    iterations: usize,
-    #[arg(long, default_value_t = 200)]
-    latency_ms: u64,
-    #[arg(long, default_value_t = 50.0)]
-    tokens_per_s: f64,
-    #[arg(long, default_value_t = 100)]
-    answer_tokens: usize,
-    #[arg(long, default_value_t = 0.0)]
-    error_rate: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Start the conversations evenly over this many seconds instead of all at once.
-    #[arg(long, default_value_t = 0.0)]
-    ramp_s: f64,
-}
-
-#[derive(Args)]
-struct SuiteArgs {
-    /// Smaller scenarios (seconds instead of minutes).
-    #[arg(long)]
-    quick: bool,
-    /// Repeat every scenario this many times and report medians.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
-    /// Only these scenarios (comma-separated: overhead, history, scale, streams, throughput).
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
-    /// Machine-readable results: by default target/benchmarks.json for the whole suite (what
-    /// the plot reads), target/benchmarks-only.json with --only, so that one scenario's rerun
-    /// does not overwrite the whole suite's figures.
-    #[arg(long)]
-    out: Option<std::path::PathBuf>,
-}
-
-#[derive(Args)]
-struct SoakArgs {
-    #[arg(long, default_value_t = 5.0)]
-    minutes: f64,
-    /// Conversations in flight at once.
-    #[arg(long, default_value_t = 40)]
-    concurrency: usize,
-    /// Share of LLM requests the mock answers 503.
-    #[arg(long, default_value_t = 0.05)]
-    error_rate: f64,
 }
 
 fn main() -> ExitCode {

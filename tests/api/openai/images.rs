@@ -8,7 +8,7 @@ use base64::Engine as _;
 use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
 
-use super::responses::schema_errors;
+use super::responses_schema::schema_errors;
 use crate::support::app::{Options, TestApp};
 use crate::support::peers;
 

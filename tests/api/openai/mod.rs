@@ -12,6 +12,7 @@ mod images;
 mod previous;
 mod responses;
 mod responses_npm;
+mod responses_schema;
 mod tenant_agents;
 mod tools;
 
