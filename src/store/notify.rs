@@ -6,6 +6,7 @@
 //! whatever it waits for. SQLite serves one process: there is no one to hear, so nothing is
 //! started and [`Store::notify`] does nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
@@ -13,6 +14,13 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Store, StoreError};
+
+mod keyed;
+#[cfg(test)]
+mod tests;
+
+use keyed::Keyed;
+pub use keyed::Watch;
 
 /// Woken once per committed batch of events; the payload lists the batch's run ids.
 pub const EVENTS_CHANNEL: &str = "reagent_events";
@@ -44,6 +52,7 @@ pub enum Hint {
 #[derive(Clone, Debug)]
 pub struct Notifier {
     tx: broadcast::Sender<Hint>,
+    keyed: Arc<Keyed>,
     stop: CancellationToken,
 }
 
@@ -80,8 +89,24 @@ impl Notifier {
         }
     }
 
+    /// The hints on `channel` whose payload names `key` (or names none, or may have been
+    /// lost), without waking for anyone else's: what a follower of one run waits on.
+    pub fn watch(&self, channel: &'static str, key: &str) -> Watch {
+        self.keyed.watch(channel, key)
+    }
+
     pub fn stop(&self) {
         self.stop.cancel();
+    }
+
+    /// Hands `hint` to the watchers of its key and to every subscriber.
+    fn dispatch(&self, hint: Hint) {
+        match &hint {
+            Hint::Notified { channel, payload } => self.keyed.notified(channel, payload),
+            Hint::Missed => self.keyed.missed(),
+        }
+        // No subscriber yet is not an error.
+        let _ = self.tx.send(hint);
     }
 }
 
@@ -97,10 +122,12 @@ impl Store {
         listener.listen_all(channels.iter().copied()).await?;
         let (tx, _) = broadcast::channel(FANOUT_CAPACITY);
         let notifier = Notifier {
-            tx: tx.clone(),
+            tx,
+            keyed: Arc::default(),
             stop: CancellationToken::new(),
         };
         let stop = notifier.stop.clone();
+        let out = notifier.clone();
         tokio::spawn(async move {
             loop {
                 let next = tokio::select! {
@@ -117,14 +144,14 @@ impl Store {
                     Ok(None) => Hint::Missed,
                     Err(e) => {
                         tracing::warn!(error = %e, "the notification listener failed; retrying");
-                        let _ = tx.send(Hint::Missed);
+                        out.dispatch(Hint::Missed);
                         tokio::time::sleep(RETRY_PAUSE).await;
                         continue;
                     }
                 };
-                // No subscriber yet is not an error.
-                let _ = tx.send(hint);
+                out.dispatch(hint);
             }
+            out.keyed.close();
         });
         Ok(Some(notifier))
     }

@@ -2,6 +2,7 @@
 //! then followed as the owner's writer commits more. Each committed batch sends one
 //! `pg_notify` on [`EVENTS_CHANNEL`] naming its runs; a hint for this run (or an empty one,
 //! "any run"), a [`Hint::Missed`], or a slow safety poll makes the follower read `seq > last`.
+//! The follower watches its run's key ([`Watch`]): other runs' hints do not wake it.
 //! The stream ends after `done`, or once the run's row is terminal and everything is read.
 //!
 //! So that this lags the owner's own stream by milliseconds rather than by the owner's write
@@ -21,7 +22,7 @@ use crate::domain::{EventName, RunStatus};
 use crate::runs::core::log::LoggedEvent;
 use crate::runs::core::manager::RunManager;
 use crate::runs::core::replay::REPLAY_PAGE;
-use crate::store::notify::{Hint, Subscription, EVENTS_CHANNEL, FOLLOW_CHANNEL};
+use crate::store::notify::{Hint, Subscription, Watch, EVENTS_CHANNEL, FOLLOW_CHANNEL};
 use crate::store::Store;
 
 /// Longest a follower waits without a hint before reading anyway (and checking the run).
@@ -36,7 +37,8 @@ struct Follower {
     run_id: Uuid,
     run: String,
     cursor: i64,
-    hints: Subscription,
+    /// Hints that name this run (`reagent_events`), not every run's.
+    hints: Watch,
     /// `done` was read, or the run is terminal and its last read came back empty.
     ended: bool,
     /// The row was seen terminal: the next empty read ends the stream.
@@ -46,17 +48,6 @@ struct Follower {
 }
 
 impl Follower {
-    /// Whether `hint` may mean new events of this run.
-    fn concerns(&self, hint: &Hint) -> bool {
-        match hint {
-            Hint::Notified { channel, payload } => {
-                channel == EVENTS_CHANNEL
-                    && (payload.is_empty() || payload.split(',').any(|r| r == self.run))
-            }
-            Hint::Missed => true,
-        }
-    }
-
     /// Asks the run's owner to write its events as they come, when the last ask is
     /// [`FOLLOW_RENEW`] old. A failure only costs latency: the events come at the next tick.
     async fn ask(&mut self) {
@@ -72,25 +63,15 @@ impl Follower {
 
     /// Until a hint for this run, or the safety poll (`true`: then check the row too).
     async fn wait(&mut self) -> Option<bool> {
-        let poll = tokio::time::sleep(FOLLOW_POLL);
-        tokio::pin!(poll);
-        loop {
-            tokio::select! {
-                hint = self.hints.recv() => match hint {
-                    Some(h) if self.concerns(&h) => {
-                        if h == Hint::Missed {
-                            // The owner may have missed the last ask as well.
-                            self.ask_at = Instant::now();
-                        }
-                        // The read that follows covers every commit hinted so far.
-                        while self.hints.try_recv().is_some() {}
-                        return Some(false);
-                    }
-                    Some(_) => {}
-                    None => return None,
-                },
-                _ = &mut poll => return Some(true),
+        tokio::select! {
+            hint = self.hints.next() => {
+                if hint? {
+                    // The owner may have missed the last ask as well.
+                    self.ask_at = Instant::now();
+                }
+                Some(false)
             }
+            _ = tokio::time::sleep(FOLLOW_POLL) => Some(true),
         }
     }
 
@@ -148,8 +129,15 @@ impl RunManager {
         run_id: Uuid,
         after: u64,
     ) -> Option<BoxStream<'static, Arc<LoggedEvent>>> {
-        let hints = self.notifier.get()?.subscribe();
-        Some(followed_events(self.store.clone(), run_id, after, hints))
+        let run = run_id.to_string();
+        let hints = self.notifier.get()?.watch(EVENTS_CHANNEL, &run);
+        Some(followed_events(
+            self.store.clone(),
+            run_id,
+            run,
+            after,
+            hints,
+        ))
     }
 }
 
@@ -157,13 +145,14 @@ impl RunManager {
 fn followed_events(
     store: Store,
     run_id: Uuid,
+    run: String,
     after: u64,
-    hints: Subscription,
+    hints: Watch,
 ) -> BoxStream<'static, Arc<LoggedEvent>> {
     let follower = Follower {
         store,
         run_id,
-        run: run_id.to_string(),
+        run,
         cursor: i64::try_from(after).unwrap_or(i64::MAX),
         hints,
         ended: false,
