@@ -5,13 +5,10 @@
 //! `seq` order ([`Store::claim_command`]); a takeover reads what is left
 //! ([`Store::pending_commands`]).
 
-use std::collections::HashMap;
-
 use uuid::Uuid;
 
 use super::binds::bind;
 use super::conversations::{message_row, INSERT_MESSAGE_SQL, TOUCH_CONVERSATION_SQL};
-use super::group::Waiting;
 use super::models::{now, uuid};
 use super::notify::COMMANDS_CHANNEL;
 use super::{with_pool, with_writer, Backend, NewMessage, Store, StoreError};
@@ -92,73 +89,6 @@ impl Store {
         } else {
             "SELECT id FROM runs WHERE id = $1 AND status = 'running'"
         }
-    }
-
-    /// Refuses commands for `run_id` from now on (its owner is ending it) and returns those
-    /// not done yet, in the order sent: what a command sent meanwhile commits first (the
-    /// update waits for it) or is refused, so the answer is all of them. Grouped with the runs
-    /// ending meanwhile (`group.rs`): one UPDATE and one SELECT per group, not per run. Empty
-    /// on SQLite (one process: no one else sends commands).
-    pub async fn close_commands(&self, run_id: Uuid) -> Result<Vec<RunCommand>, StoreError> {
-        if !self.is_shared() {
-            return Ok(Vec::new());
-        }
-        let store = self.clone();
-        self.closes
-            .join(run_id, None, move |batch| async move {
-                store.close_group(batch).await
-            })
-            .await
-    }
-
-    async fn close_group(&self, batch: Waiting<Uuid, Vec<RunCommand>>) {
-        let mut ids: Vec<String> = batch.iter().map(|(id, _)| id.to_string()).collect();
-        // One lock order for every writer of these rows (see `events/write.rs`).
-        ids.sort_unstable();
-        match self.close_many(&ids).await {
-            Ok(mut pending) => {
-                for (id, reply) in batch {
-                    let _ = reply.send(Ok(pending.remove(&id).unwrap_or_default()));
-                }
-            }
-            Err(e) => {
-                let e = e.to_string();
-                for (_, reply) in batch {
-                    let _ = reply.send(Err(StoreError::Database(e.clone())));
-                }
-            }
-        }
-    }
-
-    /// Closes the commands of the runs `ids` (sorted), then reads their pending ones: two
-    /// statements, the second after the first has waited for the commands being sent.
-    async fn close_many(
-        &self,
-        ids: &[String],
-    ) -> Result<HashMap<Uuid, Vec<RunCommand>>, StoreError> {
-        let Backend::Postgres(pool) = &self.backend else {
-            return Ok(HashMap::new());
-        };
-        sqlx::query(
-            "UPDATE runs SET closing = TRUE WHERE id IN \
-             (SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE)",
-        )
-        .bind(ids)
-        .execute(pool)
-        .await?;
-        let records: Vec<CommandRecord> = sqlx::query_as(
-            "SELECT seq, run_id, kind, target, content FROM run_commands \
-             WHERE done_at IS NULL AND run_id = ANY($1) ORDER BY seq",
-        )
-        .bind(ids)
-        .fetch_all(pool)
-        .await?;
-        let mut pending: HashMap<Uuid, Vec<RunCommand>> = HashMap::new();
-        for r in records {
-            let c = r.into_model()?;
-            pending.entry(c.run_id).or_default().push(c);
-        }
-        Ok(pending)
     }
 
     /// Stores the interrupt message and its command for `run_id`'s owner, in one transaction

@@ -348,6 +348,7 @@ impl Store {
     }
 }
 
+mod close;
 mod fence;
 mod write;
 

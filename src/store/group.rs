@@ -1,8 +1,8 @@
-//! Group commit for small writes that many runs make at about the same time (a run's start, the
-//! closing of its commands): each caller queues its item and waits for its turn; whoever gets
-//! the turn writes every item queued meanwhile at once and answers each caller. Alone, a caller
-//! writes at once; under load the queue fills while the previous write is in flight, so N
-//! concurrent callers cost a few statements instead of N of each.
+//! Group commit for small writes that many runs make at about the same time (a run's start):
+//! each caller queues its item and waits for its turn; whoever gets the turn writes every item
+//! queued meanwhile at once and answers each caller. Alone, a caller writes at once; under load
+//! the queue fills while the previous write is in flight, so N concurrent callers cost a few
+//! statements instead of N of each.
 //!
 //! The write runs in a task of its own: the caller that happens to do it may be cancelled (a
 //! run's task stopped by a takeover) without leaving the others it carries unanswered.

@@ -126,8 +126,6 @@ pub struct Store {
     writer: Option<SqlitePool>,
     /// Run starts waiting for the next group commit (see `Store::create_run_with_query`).
     starts: Arc<group::Grouped<runs::StartRow, i64>>,
-    /// Runs ending, waiting for the next group close of their commands (`commands.rs`).
-    closes: Arc<group::Grouped<uuid::Uuid, Vec<RunCommand>>>,
     /// Budget bookings waiting for the next group commit (see `Store::book`).
     bookings: Arc<budget::Bookings>,
     /// Who new runs are leased to (see [`Store::hold_leases_as`]); shared by every clone.
@@ -194,7 +192,6 @@ impl Store {
             write_gate,
             writer,
             starts: Arc::default(),
-            closes: Arc::default(),
             bookings: Arc::default(),
             lease_holder: Arc::default(),
             verified,

@@ -144,6 +144,9 @@ pub enum Written {
     Stored(bool),
     /// Refused: the run's lease epoch is no longer the batch's (another instance took it).
     Fenced,
+    /// Its events but `done` stored, its terminal state held back: commands sent through
+    /// other instances were pending when it closed them ([`FinalState::close_commands`]).
+    Held,
 }
 
 /// A run this instance took over: its id and the lease epoch it now holds it under.
@@ -178,6 +181,10 @@ pub struct FinalState {
     /// A run on a budget: its calls not settled yet, settled in the same transaction, and its
     /// other reservations released (see `Store::book`); `None` without budgets.
     pub budget: Option<Vec<super::Settlement>>,
+    /// PostgreSQL: close the run's commands in the same transaction (none is taken after it);
+    /// when some are pending the terminal state and `done` are not written ([`Written::Held`])
+    /// and the owner does them first.
+    pub close_commands: bool,
 }
 
 /// A run (docs/api.md).

@@ -11,9 +11,11 @@
 //! - stopping the writer flushes the events of runs that never finished
 //!   (`stop_flushes_unfinished_runs`).
 //!
-//! By topic: [`durable`] (the in-flight record of a call that must not run twice),
-//! [`failures`], [`fencing`], [`hot`] (runs followed through another instance), [`writes`].
+//! By topic: [`commands`] (a run's end closes its commands), [`durable`] (the in-flight
+//! record of a call that must not run twice), [`failures`], [`fencing`], [`hot`] (runs
+//! followed through another instance), [`writes`].
 
+mod commands;
 mod durable;
 mod failures;
 mod fencing;
@@ -99,6 +101,7 @@ async fn event_names(store: &Store, run: Uuid) -> Vec<String> {
 fn final_state(conv: Uuid, run: Uuid, answer: &str) -> FinalState {
     FinalState {
         budget: None,
+        close_commands: false,
         finish: RunFinish {
             status: RunStatus::Completed,
             iterations: 1,

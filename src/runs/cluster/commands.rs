@@ -111,7 +111,9 @@ impl RunManager {
             }
         };
         for c in commands {
-            if let Some(live) = self.live.get(&c.run_id).map(|l| l.clone()) {
+            let live = self.live.get(&c.run_id).map(|l| l.clone());
+            // An ending run's (its follow-ups closed) are left to its end (`settle_commands`).
+            if let Some(live) = live.filter(|l| l.follow_ups.is_open()) {
                 if let Err(e) = self.apply_command(&live, &c, false).await {
                     tracing::warn!(run_id = %c.run_id, seq = c.seq, error = %e, "command not done; retried");
                 }
@@ -239,27 +241,19 @@ impl RunManager {
         })
     }
 
-    /// At a run's end, before its `done` is built: the door to new commands is closed
-    /// (`Store::close_commands`: a command commits before that or is refused), then the
-    /// commands not done yet are taken. Their interrupts are returned, to join the next run's
-    /// query or `done.unprocessed_interrupts`; recalls are answered against them and the run's
-    /// follow-ups.
+    /// At a run's end held back because commands were pending (the transaction that found
+    /// them closed the door to new ones: `store/events/close.rs`): the commands not done yet
+    /// are taken. Their interrupts are returned, to join the next run's query or
+    /// `done.unprocessed_interrupts`; recalls are answered against them.
     pub(in crate::runs) async fn settle_commands(&self, live: &LiveRun) -> Vec<(Uuid, String)> {
-        if !self.store.is_shared() {
-            return Vec::new();
-        }
-        // Grouped with the runs ending meanwhile, so not under the turn, which would make
-        // every run's end wait for the one before.
-        let commands = match self.store.close_commands(live.id).await {
+        let commands = match self.store.pending_commands(Some(live.id)).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(run_id = %live.id, error = %e, "cannot read the run's last commands");
                 return Vec::new();
             }
         };
-        // Taken even with none: a pass of `do_commands` in flight has then queued what it
-        // took for this run in its follow-ups before they close (a command claimed twice
-        // takes effect once).
+        // A command claimed twice takes effect once.
         let _turn = self.command_turn.lock().await;
         let mut late: Vec<(Uuid, String)> = Vec::new();
         for c in commands {

@@ -13,20 +13,18 @@ use uuid::Uuid;
 use super::engines::RunEngine;
 use super::log::EventLog;
 use super::manager::{LiveRun, RunLabels, RunManager};
-use super::persist::{EventWriter, Fence, Heat, PersistError, Registered};
-use super::request::{ConversationRef, StartRun};
+use super::persist::{EventWriter, Fence, Heat, Registered};
 use crate::agent::artifacts::ArtifactSink;
 use crate::agent::checkpoint::{
     CheckpointJson, CheckpointSink, Checkpoints, NotRecorded, Recorded, Resume,
 };
-use crate::agent::{
-    AgentEvent, EventSink, Interrupt, InterruptQueue, RunHandles, RunInput, RunOutcome,
-};
-use crate::domain::{EventName, MessageKind, MessageRole, RunStatus};
+use crate::agent::{AgentEvent, EventSink, InterruptQueue, RunHandles, RunInput, RunOutcome};
+use crate::domain::{MessageKind, MessageRole};
 use crate::llm::Continuity;
-use crate::store::{FinalState, NewMessage, RunFinish, StoredEvent};
+use crate::store::{FinalState, NewMessage, RunFinish};
 
 mod ending;
+mod finish;
 use ending::{end_panicked, end_unstored, finish_trace, log_finished, out_of_budget};
 
 /// The run's `done` as the sink took it: the outcome, its serialised data and its event id.
@@ -65,6 +63,7 @@ pub(in crate::runs) fn final_state(
             });
     FinalState {
         budget: None,
+        close_commands: false,
         finish: RunFinish {
             status: outcome.status,
             iterations: outcome.iterations,
@@ -264,116 +263,6 @@ impl RunManager {
             }
         });
         (sink, done_rx)
-    }
-
-    /// Persists the run's remaining events, `done`, the terminal state and the answer in one
-    /// transaction (through the shared writer) before `done` becomes visible, so a client that
-    /// reads `done` and asks for the run (or starts another, or replays the events from the
-    /// database) sees it finished and complete.
-    /// `answer_continuity` is kept with the stored answer before `done` becomes visible, so the
-    /// conversation's next run on the same model finds it.
-    async fn finish(
-        self: &Arc<Self>,
-        writer: &EventWriter,
-        live: &LiveRun,
-        done: Done,
-        answer_continuity: Option<Continuity>,
-    ) {
-        let late = self.settle_commands(live).await;
-        let (done, next) = self.plan_next_run(live, done, late);
-        let mut state = final_state(&done.outcome, Some((live.conversation_id, live.id)));
-        // Settled in the transaction that stores `done`: whoever reads it finds the spend.
-        state.budget = live.ledger.closing();
-        let closing = state.budget.clone();
-        let event = StoredEvent {
-            seq: done.seq as i64,
-            name: EventName::Done.as_str().to_string(),
-            data: done.data.clone(),
-        };
-        let answered = state.answer.is_some();
-        match writer.finish(live.id, Some((event, state))).await {
-            Ok(true) => {
-                if let Some(c) = answer_continuity.filter(|_| answered) {
-                    self.keep_answer_continuity(live.id, &c).await;
-                }
-            }
-            Ok(false) => {
-                tracing::warn!(run_id = %live.id, "the run was already finished in the database")
-            }
-            Err(PersistError::Fenced) => {
-                // Another instance owns the run: its `done` is not this one (the run's task is
-                // being stopped through `lost`). What its calls spent is still settled.
-                if let Some(pending) = closing {
-                    live.ledger.finish_with(pending).await;
-                }
-                self.release(live);
-                live.log.close();
-                return;
-            }
-            Err(e) => {
-                tracing::error!(run_id = %live.id, error = %e, "could not store the run's final state")
-            }
-        }
-        self.release(live);
-        // Started before `done` becomes visible, so a client following `next_run_id` finds it.
-        if let Some(next) = next {
-            if let Err(e) = self.start(&live.owner, next).await {
-                tracing::warn!(error = %e, "could not start the run of the late follow-ups (they stay in the conversation)");
-            }
-        }
-        live.log.close_with(EventName::Done.as_str(), done.data);
-    }
-
-    /// Stores the answer's continuity. A failure loses only that: the answer then goes back to
-    /// the model plain, which providers accept for a turn without tool calls.
-    async fn keep_answer_continuity(&self, run_id: Uuid, continuity: &Continuity) {
-        if let Err(e) = self.store.set_answer_continuity(run_id, continuity).await {
-            tracing::warn!(%run_id, error = %e, "could not store the answer's continuity");
-        }
-    }
-
-    /// Late follow-ups (and interrupts the loop never saw, and those sent through other
-    /// instances that came after it, `late`) become the query of a next run, announced in
-    /// `done.next_run_id` — unless the user stopped this run or the server stops: then every
-    /// one of them is reported in `done.unprocessed_interrupts`, so none accepted goes unsaid.
-    fn plan_next_run(
-        &self,
-        live: &LiveRun,
-        mut done: Done,
-        late: Vec<(Uuid, String)>,
-    ) -> (Done, Option<StartRun>) {
-        let mut items: Vec<(Uuid, String)> = done
-            .outcome
-            .unprocessed_interrupts
-            .iter()
-            .map(|i| (i.id, i.content.clone()))
-            .collect();
-        let reported = items.len();
-        items.extend(live.follow_ups.close());
-        items.extend(late);
-        let stopped = done.outcome.status == RunStatus::Cancelled || self.shutdown.is_cancelled();
-        if stopped && items.len() > reported {
-            done.outcome.unprocessed_interrupts = items
-                .into_iter()
-                .map(|(id, content)| Interrupt { id, content })
-                .collect();
-            done.data = AgentEvent::Done(done.outcome.clone()).data_json();
-            return (done, None);
-        }
-        if items.is_empty() || stopped {
-            return (done, None);
-        }
-        let id = Uuid::new_v4();
-        let query: Vec<&str> = items.iter().map(|(_, c)| c.as_str()).collect();
-        let mut next = StartRun::new(
-            ConversationRef::Existing(live.conversation_id),
-            query.join("\n\n"),
-        );
-        next.id = Some(id);
-        next.replaces = items.iter().map(|(i, _)| *i).collect();
-        done.outcome.next_run_id = Some(id.to_string());
-        done.data = AgentEvent::Done(done.outcome.clone()).data_json();
-        (done, Some(next))
     }
 
     /// The run's task was dropped at shutdown (see `RunManager::shutdown`): its row stays

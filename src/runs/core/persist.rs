@@ -64,6 +64,10 @@ pub enum PersistError {
     Failed(String),
     #[error("the run's lease was taken over by another instance: its writes are refused")]
     Fenced,
+    /// Its end closed its commands and found some pending (`Written::Held`): its events are
+    /// stored, its `done` is not; the run stays registered for the owner's next `finish`.
+    #[error("commands sent through another instance are pending: the run's end is held back")]
+    CommandsPending,
 }
 
 /// The lease a run is written under: its epoch, and the token cancelled when a write is
@@ -216,7 +220,9 @@ impl EventWriter {
     /// Ends a run: writes its remaining events, then `done` (whose id must be the log's next
     /// id; it is appended to the live log by the caller only after this returns) with `state`,
     /// in one transaction; resolves once committed. `Ok(false)`: the run was no longer
-    /// `running` in the database. With `None`, only flushes the remaining events.
+    /// `running` in the database. [`PersistError::CommandsPending`]: `state` closed the run's
+    /// commands and some were pending; `finish` again once they are done. With `None`, only
+    /// flushes the remaining events.
     pub async fn finish(
         &self,
         run_id: Uuid,

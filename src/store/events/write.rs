@@ -1,21 +1,26 @@
 //! The shared event writer's one transaction per tick: many runs' events, ceilings,
 //! checkpoints and terminal states, fenced by lease epoch (docs/deployment.md), with one `pg_notify` per
-//! committed batch; an ending run's budget settlements go in the same transaction.
+//! committed batch; an ending run's budget settlements and the closing of its commands
+//! (`close.rs`) go in the same transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
+mod queries;
+
+use queries::{checkpoints_query, epochs_query, finish_query};
+
+use super::close::{asks_close, close_commands, close_query, closing_ids, hold, pending_query};
 use super::{insert_rows, pack, Verified, EVENT_CHUNK};
-use crate::domain::RunStatus;
+use crate::domain::{EventName, RunStatus};
 use crate::store::binds::{insert_many, touch_conversations, Arg, CACHED_ROWS, MANY_ROWS};
 use crate::store::budget::{book_in, Books};
 use crate::store::conversations::{message_row, INSERT_MESSAGE_SQL};
-use crate::store::models::{now, to_i64};
+use crate::store::models::now;
 use crate::store::notify::EVENTS_CHANNEL;
-use crate::store::runs::{FINISH_RUNS_SQL, RAISE_CEILING_SQL};
+use crate::store::runs::RAISE_CEILING_SQL;
 use crate::store::{
     with_writer, Backend, FinalState, RunBatch, Store, StoreError, StoredEvent, Written,
 };
@@ -119,6 +124,7 @@ impl Store {
             let mut tx = pool.begin().await?;
             let (changes, epochs) = read_fence!(self, tx, batches, &ids, lock);
             let mut written = fenced(batches, &ids, &epochs);
+            close_commands!(self, tx, batches, &ids, &mut written);
             let rows = pack(&kept_events(batches, &ids, &written));
             let hint = self.hint(&ids, &written);
             for chunk in rows.chunks(EVENT_CHUNK) {
@@ -191,13 +197,15 @@ impl Store {
     }
 
     /// The runs of `batches` whose lease epochs this transaction must read, in one lock order
-    /// for every writer: on SQLite those not verified under `changes` (fence.rs), else all.
+    /// for every writer: on SQLite those not verified under `changes` (fence.rs), else all;
+    /// and the runs whose ends close their commands (`close.rs`), fenced or not.
     fn epochs_to_check<'a>(
         &self,
         batches: &[RunBatch],
         ids: &'a [String],
         changes: Option<i64>,
     ) -> Vec<&'a str> {
+        let shared = self.is_shared();
         let verified = self.verified.as_ref().zip(changes).map(|(v, changes)| {
             let mut v = guard(v);
             v.observe(changes);
@@ -206,7 +214,7 @@ impl Store {
         let mut check: Vec<&str> = batches
             .iter()
             .zip(ids)
-            .filter(|(b, _)| b.epoch.is_some())
+            .filter(|(b, _)| b.epoch.is_some() || asks_close(shared, b))
             .filter(|(b, _)| !verified.as_ref().is_some_and(|v| v.holds(&b.run_id)))
             .map(|(_, id)| id.as_str())
             .collect();
@@ -259,14 +267,21 @@ fn fenced(batches: &[RunBatch], ids: &[String], epochs: &HashMap<String, i64>) -
         .collect()
 }
 
-/// The events of the batches not fenced, with their run ids.
+/// The events of the batches not fenced, with their run ids; a held end's without `done`.
 fn kept_events<'a>(
     batches: &'a [RunBatch],
     ids: &'a [String],
     written: &[Written],
 ) -> Vec<(&'a str, &'a StoredEvent)> {
+    let done = EventName::Done.as_str();
     kept(written)
-        .flat_map(|i| batches[i].events.iter().map(move |e| (ids[i].as_str(), e)))
+        .flat_map(|i| {
+            let held = written[i] == Written::Held;
+            let events = batches[i].events.iter();
+            events
+                .filter(move |e| !(held && e.name == done))
+                .map(move |e| (ids[i].as_str(), e))
+        })
         .collect()
 }
 
@@ -299,16 +314,16 @@ fn finishing<'a>(
     written: &[Written],
 ) -> Vec<(usize, &'a str, &'a FinalState)> {
     kept(written)
-        .filter(|i| finishes(&batches[*i]))
+        .filter(|i| written[*i] != Written::Held && finishes(&batches[*i]))
         .filter_map(|i| batches[i].finish.as_ref().map(|f| (i, ids[i].as_str(), f)))
         .collect()
 }
 
-/// The budget bookings of the runs ending in this write (not fenced): their calls not settled
-/// yet, and their other holds released.
+/// The budget bookings of the runs ending in this write (not fenced, not held back): their
+/// calls not settled yet, and their other holds released.
 fn run_ends<'a>(batches: &'a [RunBatch], ids: &[String], written: &[Written]) -> Books<'a> {
     let mut books = Books::default();
-    for i in kept(written) {
+    for i in kept(written).filter(|i| written[*i] != Written::Held) {
         let Some(settle) = batches[i].finish.as_ref().and_then(|f| f.budget.as_ref()) else {
             continue;
         };
@@ -316,66 +331,6 @@ fn run_ends<'a>(batches: &'a [RunBatch], ids: &[String], written: &[Written]) ->
         books.ends.push(ids[i].clone());
     }
     books
-}
-
-/// `SELECT id, lease_epoch` of the runs `ids`, ordered, with the backend's row `lock`.
-fn epochs_query<'a, DB>(ids: &[&'a str], lock: &'static str) -> QueryBuilder<DB>
-where
-    DB: Database,
-    &'a str: Encode<'a, DB> + Type<DB>,
-{
-    let mut q = QueryBuilder::new("SELECT id, lease_epoch FROM runs WHERE id IN (");
-    let mut list = q.separated(", ");
-    for id in ids {
-        list.push_bind(*id);
-    }
-    q.push(") ORDER BY id").push(lock);
-    q
-}
-
-/// Stores `(run id, checkpoint)` pairs on the runs still `running`.
-fn checkpoints_query<'a, DB>(rows: &[(&'a str, &'a str)]) -> QueryBuilder<DB>
-where
-    DB: Database,
-    &'a str: Encode<'a, DB> + Type<DB>,
-{
-    let mut q = QueryBuilder::new("UPDATE runs SET checkpoint = v.column2 FROM (");
-    q.push_values(rows, |mut row, (id, checkpoint)| {
-        row.push_bind(*id).push_bind(*checkpoint);
-    });
-    q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running'");
-    q
-}
-
-/// Writes the terminal states of `rows` on the runs still `running`, returning their ids.
-fn finish_query<'a, DB>(rows: &[(usize, &'a str, &'a FinalState)], micros: i64) -> QueryBuilder<DB>
-where
-    DB: Database,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    i64: Encode<'a, DB> + Type<DB>,
-    Option<std::borrow::Cow<'a, str>>: Encode<'a, DB> + Type<DB>,
-{
-    let mut q = QueryBuilder::new(FINISH_RUNS_SQL);
-    q.push_bind(micros).push(" FROM (");
-    q.push_values(rows, |mut row, (_, id, fin)| {
-        let f = &fin.finish;
-        row.push_bind(*id)
-            .push_bind(f.status.as_str())
-            .push_bind(i64::from(f.iterations))
-            .push_bind(i64::from(f.tool_calls))
-            .push_bind(to_i64(f.usage.prompt_tokens))
-            .push_bind(to_i64(f.usage.completion_tokens))
-            .push_bind(to_i64(f.usage.total_tokens))
-            .push_bind(to_i64(f.usage.llm_calls))
-            .push_bind(to_i64(f.usage.cache_read_tokens))
-            .push_bind(to_i64(f.usage.cache_write_tokens))
-            .push_bind(f.error.as_deref().map(crate::store::storable))
-            .push_bind(to_i64(f.usage.cost_usd.nanos()))
-            .push_bind(to_i64(f.usage.unpriced_calls))
-            .push_bind(to_i64(f.usage.estimated_calls));
-    });
-    q.push(") AS v WHERE runs.id = v.column1 AND runs.status = 'running' RETURNING id");
-    q
 }
 
 /// Marks the batches whose terminal state this write stored (`finished`), and returns the

@@ -64,6 +64,7 @@ impl EventWriter {
         match w {
             Some(Written::Fenced) => self.fenced(p),
             Some(Written::Stored(f)) => self.written(p, Ok(f)),
+            Some(Written::Held) => self.held(p),
             None => self.written(p, Ok(false)),
         }
     }
@@ -114,6 +115,34 @@ impl EventWriter {
                     let _ = tx.send(outcome);
                 }
             }
+        }
+    }
+
+    /// A run's end held back (commands pending): everything before `done` is stored; its
+    /// waiter is told and the run stays registered for its next `finish`.
+    fn held(&self, p: &Planned) {
+        let mut st = self.lock();
+        let Some(t) = st.runs.get_mut(&p.run_id) else {
+            return;
+        };
+        // `done` is the planned write's last id.
+        t.written = t.written.max(p.last_seq.saturating_sub(1));
+        t.failures = 0;
+        if let Some(c) = p.raise {
+            t.log.raise_ceiling(c);
+        }
+        t.log.release(t.written);
+        match t.closing.take() {
+            Some((_, Some(tx))) => {
+                let _ = tx.send(Err(PersistError::CommandsPending));
+            }
+            // Nobody waits to do them (answered already, see `broken.rs`): the end is written
+            // as it is at the next try, so the run does not stay `running`.
+            Some((Some(mut c), None)) => {
+                c.state.close_commands = false;
+                t.closing = Some((Some(c), None));
+            }
+            other => t.closing = other,
         }
     }
 
