@@ -61,13 +61,17 @@ pub fn action_body(data: &[u8]) {
                 );
             }
         }
-        Some(Action::ToolCall { tool_name, .. }) => {
-            assert!(!tool_name.trim().is_empty(), "a tool call without a name");
+        Some(Action::ToolCall { calls, .. }) => {
+            assert!(!calls.is_empty(), "a tool call without calls");
             let explicit = found.is_some_and(|o| o["type"] == "tool_call");
-            assert!(
-                explicit || tool_name == "calculator",
-                "an aliased call to '{tool_name}', which is no tool of the run"
-            );
+            for c in calls {
+                let name = &c.tool_name;
+                assert!(!name.trim().is_empty(), "a tool call without a name");
+                assert!(
+                    explicit || name == "calculator",
+                    "an aliased call to '{name}', which is no tool of the run"
+                );
+            }
         }
         Some(Action::FinalAnswer { .. }) => {}
     }

@@ -9,6 +9,12 @@
 //! `action_input` or `parameters`, and `{"action": "Final Answer", "action_input": …}` as a
 //! final answer. An aliased name is a call only when it means a tool of the run; otherwise the
 //! object stays a final answer, as any object without a `type` always was.
+//!
+//! The prompt's form for calls is a list, `{"type": "tool_call", "calls": [{"tool_name": …,
+//! "tool_args": …}, …]}` (`tool_calls` is read for `calls`), so that one reply may make several;
+//! each item is read with the same aliases, and the list's calls run up to the first item that
+//! names no tool, as text calls are recovered up to the first unreadable object. The single
+//! call with `tool_name` at the top level is still read (before any list beside it).
 
 use serde_json::{Map, Value};
 
@@ -16,15 +22,22 @@ use crate::llm::{extract_json, ToolDefinition};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
+    /// One call or several, in the reply's order (never none).
     ToolCall {
         reasoning: String,
-        tool_name: String,
-        tool_args: Value,
+        calls: Vec<ActionCall>,
     },
     FinalAnswer {
         reasoning: String,
         answer: String,
     },
+}
+
+/// One call of a tool-call action.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionCall {
+    pub tool_name: String,
+    pub tool_args: Value,
 }
 
 /// Where the tool's name may be, most specific first.
@@ -37,6 +50,8 @@ const ARGS_KEYS: [&str; 5] = [
     "action_input",
     "parameters",
 ];
+/// Where an action's list of several calls may be.
+const LIST_KEYS: [&str; 2] = ["calls", "tool_calls"];
 
 fn text_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
     match obj.get(key)? {
@@ -70,13 +85,12 @@ pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
     let reasoning = first_text(obj, &["reasoning", "thought"]).unwrap_or_default();
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "tool_call" {
-        let tool_name = first_text(obj, &NAME_KEYS)?;
-        let tool_args = arguments(first_value(obj, &ARGS_KEYS), definition(tools, &tool_name));
-        return Some(Action::ToolCall {
-            reasoning,
-            tool_name,
-            tool_args,
-        });
+        let own = named_call(obj, tools);
+        let calls: Vec<ActionCall> = own
+            .into_iter()
+            .chain(listed(obj, tools, |_| true))
+            .collect();
+        return (!calls.is_empty()).then_some(Action::ToolCall { reasoning, calls });
     }
     if kind != "final_answer" {
         if let Some(action) = aliased(obj, tools, &reasoning) {
@@ -133,13 +147,45 @@ pub fn cut_answer(content: &str) -> Option<String> {
     (!answer.trim().is_empty()).then_some(answer)
 }
 
+/// The call an object names (with any of the aliases), the name as written: an explicit
+/// `tool_call` keeps an unknown name, which the executor answers with the tool list.
+fn named_call(obj: &Map<String, Value>, tools: &[ToolDefinition]) -> Option<ActionCall> {
+    let tool_name = first_text(obj, &NAME_KEYS)?;
+    let tool_args = arguments(first_value(obj, &ARGS_KEYS), definition(tools, &tool_name));
+    Some(ActionCall {
+        tool_name,
+        tool_args,
+    })
+}
+
+/// The calls of the object's list, up to the first that is no call or that `keep` refuses.
+fn listed<'a>(
+    obj: &'a Map<String, Value>,
+    tools: &'a [ToolDefinition],
+    keep: impl Fn(&ActionCall) -> bool + 'a,
+) -> impl Iterator<Item = ActionCall> + 'a {
+    let list = first_value(obj, &LIST_KEYS).and_then(Value::as_array);
+    list.into_iter().flatten().map_while(move |item| {
+        let item = item.as_object()?;
+        // OpenAI's `{"type": "function", "function": {…}}`.
+        let item = item
+            .get("function")
+            .and_then(Value::as_object)
+            .unwrap_or(item);
+        named_call(item, tools).filter(&keep)
+    })
+}
+
 /// An action written with the aliases, or `None` when the object names neither a final answer
 /// nor a tool of the run.
 fn aliased(obj: &Map<String, Value>, tools: &[ToolDefinition], reasoning: &str) -> Option<Action> {
-    let name = NAME_KEYS
+    let Some(name) = NAME_KEYS
         .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_str))?
-        .trim();
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+    else {
+        return aliased_list(obj, tools, reasoning);
+    };
+    let name = name.trim();
     let args = first_value(obj, &ARGS_KEYS);
     if is_final_answer(name) {
         let answer = match args {
@@ -155,8 +201,31 @@ fn aliased(obj: &Map<String, Value>, tools: &[ToolDefinition], reasoning: &str) 
     let def = definition(tools, name)?;
     Some(Action::ToolCall {
         reasoning: reasoning.to_string(),
-        tool_name: def.name.clone(),
-        tool_args: arguments(args, Some(def)),
+        calls: vec![ActionCall {
+            tool_name: def.name.clone(),
+            tool_args: arguments(args, Some(def)),
+        }],
+    })
+}
+
+/// A list of calls without our `type`: calls only as far as they name tools of the run.
+fn aliased_list(
+    obj: &Map<String, Value>,
+    tools: &[ToolDefinition],
+    reasoning: &str,
+) -> Option<Action> {
+    let known = |c: &ActionCall| definition(tools, &c.tool_name).is_some();
+    let calls: Vec<ActionCall> = listed(obj, tools, known)
+        .map(|mut c| {
+            if let Some(def) = definition(tools, &c.tool_name) {
+                c.tool_name = def.name.clone();
+            }
+            c
+        })
+        .collect();
+    (!calls.is_empty()).then(|| Action::ToolCall {
+        reasoning: reasoning.to_string(),
+        calls,
     })
 }
 

@@ -15,7 +15,10 @@ pub fn native_system_prompt(role: &str) -> String {
     )
 }
 
-/// System prompt for JSON mode: tools are described inline and the reply protocol is fixed.
+/// System prompt for JSON mode: tools are described inline and the reply protocol is fixed. A
+/// call is always written in a list: Qwen2.5-Coder-0.5B, offered a single-call form beside it,
+/// wrote a single call for every request that needed several (BENCHMARKS.md, "BFCL"), and
+/// filled that form's free-text `reasoning` with made-up observations.
 pub fn json_system_prompt(role: &str, tools: &[ToolDefinition]) -> String {
     let mut catalog = String::new();
     for t in tools {
@@ -30,9 +33,9 @@ pub fn json_system_prompt(role: &str, tools: &[ToolDefinition]) -> String {
     format!(
         "{role}\n\nYou can use these tools:\n{catalog}\n\
          Reply with exactly ONE JSON object and nothing else, in one of these two forms:\n\
-         {{\"type\": \"tool_call\", \"tool_name\": \"<tool>\", \"tool_args\": {{...}}, \"reasoning\": \"why this tool\"}}\n\
+         {{\"type\": \"tool_call\", \"calls\": [{{\"tool_name\": \"<tool>\", \"tool_args\": {{...}}}}, ...]}}\n\
          {{\"type\": \"final_answer\", \"answer\": \"<your answer>\"}}\n\
-         \"reasoning\" is optional. After each tool call you will receive the result as a message \
+         \"calls\" lists one call or several. After each tool call you will receive the result as a message \
          starting with \"Observation:\"."
     )
 }

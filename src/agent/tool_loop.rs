@@ -35,6 +35,7 @@ use offer::{first_messages, Offered};
 use replies::Replies;
 
 mod caller;
+mod calls;
 mod guard;
 mod interventions;
 mod json_format;

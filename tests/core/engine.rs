@@ -1,13 +1,14 @@
 //! Engine behaviour through `ReActAgent::run` with a scripted LLM (issue "ReAct engine", tests
 //! 1–8 and 16–19). Each test checks what the LLM was sent and what the run emitted.
 //!
-//! By topic: [`answer_path`], [`answer_stops`], [`endings`], [`iterations`], [`json_mode`], [`limits`], [`messages`],
+//! By topic: [`answer_path`], [`answer_stops`], [`endings`], [`iterations`], [`json_calls`], [`json_mode`], [`limits`], [`messages`],
 //! [`synthesis`].
 
 mod answer_path;
 mod answer_stops;
 mod endings;
 mod iterations;
+mod json_calls;
 mod json_mode;
 mod limits;
 mod messages;

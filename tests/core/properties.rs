@@ -64,9 +64,10 @@ proptest! {
         let body = json!({"type": "tool_call", "reasoning": "r", "tool_name": name, "tool_args": {"n": n}});
         let text = format!("{prefix}\n{body}\nthanks");
         match parse_action(&text, &[]) {
-            Some(Action::ToolCall { tool_name, tool_args, .. }) => {
-                prop_assert_eq!(tool_name, name);
-                prop_assert_eq!(tool_args, json!({"n": n}));
+            Some(Action::ToolCall { calls, .. }) => {
+                prop_assert_eq!(calls.len(), 1);
+                prop_assert_eq!(&calls[0].tool_name, &name);
+                prop_assert_eq!(&calls[0].tool_args, &json!({"n": n}));
             }
             other => prop_assert!(false, "{:?}", other),
         }

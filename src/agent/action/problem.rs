@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::NAME_KEYS;
+use super::{LIST_KEYS, NAME_KEYS};
 use crate::llm::extract_json;
 
 /// Why `content` is not an action, in a clause ("it is not a JSON object").
@@ -27,6 +27,9 @@ pub fn action_problem(content: &str) -> String {
             .and_then(Value::as_str)
             .is_some_and(|s| !s.trim().is_empty())
     });
+    if !named && LIST_KEYS.iter().any(|k| obj.contains_key(*k)) {
+        return r#"the first of its "calls" has no "tool_name""#.into();
+    }
     if !named {
         return r#"it calls a tool but "tool_name" is missing"#.into();
     }
@@ -44,6 +47,10 @@ mod tests {
         assert_eq!(
             action_problem(r#"{"type": "tool_call", "tool_args": {}}"#),
             r#"it calls a tool but "tool_name" is missing"#
+        );
+        assert_eq!(
+            action_problem(r#"{"type": "tool_call", "calls": [{"tool_args": {}}]}"#),
+            r#"the first of its "calls" has no "tool_name""#
         );
         assert_eq!(
             action_problem(r#"{"type": "tool_call", "tool_args": {"x": "1"}, "reasoning": "Obs"#),

@@ -1,9 +1,9 @@
 //! The JSON schema of a JSON-mode action for one run, sent as `response_format: {type:
 //! "json_schema"}` to a model with the ability `json_schema`. A server that constrains its
 //! output with a grammar built from it (llama.cpp's llama-server does) can then only write a final
-//! answer or a call of one of the run's tools, its arguments in that tool's schema: no action
-//! without a tool name, no unknown tool, no prose around the object. A server that refuses the
-//! schema makes the run fall back to `json_object` (`tool_loop::json_format`).
+//! answer or calls (one, or a list of several) of the run's tools, their arguments in each tool's
+//! schema: no action without a tool name, no unknown tool, no prose around the object. A server
+//! that refuses the schema makes the run fall back to `json_object` (`tool_loop::json_format`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -30,25 +30,30 @@ pub fn response_format(abilities: Abilities, tools: &[ToolDefinition]) -> Option
     abilities.json_mode.then_some(ResponseFormat::JsonObject)
 }
 
-/// One alternative per tool (its name a constant, its arguments its schema) and one for the
-/// final answer; in each, the keys in the order the prompt gives them (which a grammar
-/// follows). Without the prompt's optional `reasoning`: written after the call it can only
-/// justify a choice already made, and Qwen2.5-Coder-0.5B filled it with made-up observations
-/// until the output cap (BENCHMARKS.md, "The loop for small models").
+/// Two alternatives, in the prompt's two forms: calls, a list of at least one call whose items
+/// are each a call of one of the run's tools (its name a constant, its arguments its schema);
+/// and the final answer. In each, the keys in the order the prompt gives them (which a grammar
+/// follows). The single call with its `reasoning` is no longer offered (parse_action still reads
+/// it): that free text, written after the call, can only justify a choice already made, and
+/// Qwen2.5-Coder-0.5B filled it with made-up observations until the output cap (BENCHMARKS.md,
+/// "The loop for small models").
 pub fn action_schema(tools: &[ToolDefinition]) -> serde_json::Result<SchemaText> {
-    let mut alternatives: Vec<Alternative> = tools
-        .iter()
-        .map(|t| {
-            Alternative::Call(Object::new(
-                CallProperties {
-                    kind: Const { value: "tool_call" },
-                    tool_name: Const { value: &t.name },
-                    tool_args: arguments_schema(&t.parameters),
+    let mut alternatives = Vec::with_capacity(2);
+    if !tools.is_empty() {
+        alternatives.push(Alternative::Calls(Object::new(
+            CallsProperties {
+                kind: Const { value: "tool_call" },
+                calls: List {
+                    kind: "array",
+                    items: AnyOf {
+                        any_of: tools.iter().map(call).collect(),
+                    },
+                    min_items: 1,
                 },
-                &["type", "tool_name", "tool_args"],
-            ))
-        })
-        .collect();
+            },
+            &["type", "calls"],
+        )));
+    }
     alternatives.push(Alternative::Answer(Object::new(
         AnswerProperties {
             kind: Const {
@@ -63,16 +68,27 @@ pub fn action_schema(tools: &[ToolDefinition]) -> serde_json::Result<SchemaText>
     })
 }
 
+/// One call of `tool`, an item of the list.
+fn call(tool: &ToolDefinition) -> Object<CallProperties<'_>> {
+    Object::new(
+        CallProperties {
+            tool_name: Const { value: &tool.name },
+            tool_args: arguments_schema(&tool.parameters),
+        },
+        &["tool_name", "tool_args"],
+    )
+}
+
 #[derive(Serialize)]
-struct AnyOf<'a> {
+struct AnyOf<T> {
     #[serde(rename = "anyOf")]
-    any_of: Vec<Alternative<'a>>,
+    any_of: Vec<T>,
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Alternative<'a> {
-    Call(Object<CallProperties<'a>>),
+    Calls(Object<CallsProperties<'a>>),
     Answer(Object<AnswerProperties>),
 }
 
@@ -100,10 +116,25 @@ impl<P> Object<P> {
 
 #[derive(Serialize)]
 struct CallProperties<'a> {
-    #[serde(rename = "type")]
-    kind: Const<'a>,
     tool_name: Const<'a>,
     tool_args: Value,
+}
+
+#[derive(Serialize)]
+struct CallsProperties<'a> {
+    #[serde(rename = "type")]
+    kind: Const<'a>,
+    calls: List<'a>,
+}
+
+/// `{"type": "array", "items": {"anyOf": [each call]}, "minItems": 1}`.
+#[derive(Serialize)]
+struct List<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    items: AnyOf<Object<CallProperties<'a>>>,
+    #[serde(rename = "minItems")]
+    min_items: usize,
 }
 
 #[derive(Serialize)]
@@ -160,37 +191,56 @@ mod tests {
     }
 
     #[test]
-    fn each_tool_is_one_alternative_and_the_answer_another() {
+    fn calls_are_one_alternative_whose_items_are_the_runs_tools_and_the_answer_another() {
         let calc = json!({"type": "object", "properties": {"expression": {"type": "string"}}});
         let refs = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}});
-        let text = action_schema(&[tool("calculator", calc.clone()), tool("r", refs)]).unwrap();
+        let tools = [
+            tool("calculator", calc.clone()),
+            tool("r", refs),
+            tool("clock", Value::Null),
+        ];
+        let text = action_schema(&tools).unwrap();
         let schema: Value = serde_json::from_str(text.get()).unwrap();
         let alts = schema["anyOf"].as_array().unwrap();
-        assert_eq!(alts.len(), 3);
+        assert_eq!(alts.len(), 2);
+        let calls = &alts[0];
+        assert_eq!(calls["properties"]["type"], json!({"const": "tool_call"}));
+        assert_eq!(calls["required"], json!(["type", "calls"]));
+        assert_eq!(calls["additionalProperties"], json!(false));
+        let list = &calls["properties"]["calls"];
+        assert_eq!(list["type"], json!("array"));
+        assert_eq!(list["minItems"], json!(1));
+        let items = list["items"]["anyOf"].as_array().unwrap();
+        assert_eq!(items.len(), 3);
         assert_eq!(
-            alts[0]["properties"]["tool_name"],
-            json!({"const": "calculator"})
+            items[0]["properties"],
+            json!({"tool_name": {"const": "calculator"}, "tool_args": calc})
         );
-        assert_eq!(alts[0]["properties"]["tool_args"], calc);
-        assert_eq!(alts[0]["additionalProperties"], json!(false));
+        assert_eq!(items[0]["required"], json!(["tool_name", "tool_args"]));
+        assert_eq!(items[0]["additionalProperties"], json!(false));
+        // A `$ref` the schema's new root cannot resolve, or no schema: any object.
         assert_eq!(
-            alts[1]["properties"]["tool_args"],
+            items[1]["properties"]["tool_args"],
             json!({"type": "object"})
         );
         assert_eq!(
-            alts[2]["properties"]["type"],
+            items[2]["properties"]["tool_args"],
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            alts[1]["properties"]["type"],
             json!({"const": "final_answer"})
         );
-        assert_eq!(alts[2]["required"], json!(["type", "answer"]));
-        assert_eq!(
-            alts[0]["required"],
-            json!(["type", "tool_name", "tool_args"])
-        );
+        assert_eq!(alts[1]["required"], json!(["type", "answer"]));
         // The text keeps the prompt's order, which a grammar follows.
         let at = |k: &str| text.get().find(k).unwrap();
-        assert!(at(r#""type":{"const":"tool_call"}"#) < at(r#""tool_name""#));
+        assert!(at(r#""type":{"const":"tool_call"}"#) < at(r#""calls""#));
         assert!(at(r#""tool_name""#) < at(r#""tool_args""#));
         assert!(!text.get().contains("reasoning"));
+        // Without tools there is nothing to call.
+        let text = action_schema(&[]).unwrap();
+        let schema: Value = serde_json::from_str(text.get()).unwrap();
+        assert_eq!(schema["anyOf"].as_array().unwrap().len(), 1);
     }
 
     #[test]

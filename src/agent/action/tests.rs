@@ -1,6 +1,6 @@
 use serde_json::{json, Value};
 
-use super::{parse_action, Action};
+use super::{parse_action, Action, ActionCall};
 use crate::llm::ToolDefinition;
 
 fn tools() -> Vec<ToolDefinition> {
@@ -29,14 +29,26 @@ fn call(name: &str, args: Value) -> (String, Value) {
     (name.to_string(), args)
 }
 
-/// The `(tool, arguments)` of a tool-call action; panics on anything else.
+/// The `(tool, arguments)` of a tool-call action with one call; panics on anything else.
 fn tool_call(content: &str) -> (String, Value) {
+    match tool_calls(content).as_slice() {
+        [one] => one.clone(),
+        other => panic!("{content:?} parsed as {other:?}, not one call"),
+    }
+}
+
+/// The `(tool, arguments)` of each call of a tool-call action; panics on anything else.
+fn tool_calls(content: &str) -> Vec<(String, Value)> {
     match parse(content) {
-        Some(Action::ToolCall {
-            tool_name,
-            tool_args,
-            ..
-        }) => (tool_name, tool_args),
+        Some(Action::ToolCall { calls, .. }) => calls
+            .into_iter()
+            .map(
+                |ActionCall {
+                     tool_name,
+                     tool_args,
+                 }| (tool_name, tool_args),
+            )
+            .collect(),
         other => panic!("{content:?} parsed as {other:?}, not a tool call"),
     }
 }
@@ -188,4 +200,57 @@ fn a_final_answer_cut_off_by_the_output_cap_keeps_what_it_said() {
     assert_eq!(cut_answer(call), None);
     assert_eq!(cut_answer("The answer is 42"), None);
     assert_eq!(cut_answer(r#"{"type": "final_answer", "answer": " "#), None);
+}
+
+#[test]
+fn a_tool_call_with_a_list_of_calls_is_each_of_them_in_order() {
+    let c = r#"{"type": "tool_call", "calls": [{"tool_name": "calculator", "tool_args": {"expression": "1+1"}}, {"tool_name": "http_request", "tool_args": {"url": "u"}}]}"#;
+    assert_eq!(
+        tool_calls(c),
+        [
+            call("calculator", json!({"expression": "1+1"})),
+            call("http_request", json!({"url": "u"}))
+        ]
+    );
+    // `tool_calls` names the list too, and a call keeps its place after the action's own.
+    let c = r#"{"type": "tool_call", "tool_name": "calculator", "tool_args": {"expression": "1"}, "tool_calls": [{"tool_name": "calculator", "tool_args": {"expression": "2"}}]}"#;
+    assert_eq!(
+        tool_calls(c),
+        [
+            call("calculator", json!({"expression": "1"})),
+            call("calculator", json!({"expression": "2"}))
+        ]
+    );
+}
+
+#[test]
+fn each_call_of_the_list_is_read_with_the_aliases() {
+    // Another framework's call shapes, a bare input for a one-parameter tool, OpenAI's wrapper;
+    // the name as written, as in a single explicit call (the executor resolves it).
+    let c = r#"{"type": "tool_call", "calls": [{"name": "calculator", "arguments": "{\"expression\": \"3\"}"}, {"action": "Calculator", "action_input": "4"}, {"type": "function", "function": {"name": "http_request", "arguments": {"url": "v"}}}]}"#;
+    assert_eq!(
+        tool_calls(c),
+        [
+            call("calculator", json!({"expression": "3"})),
+            call("Calculator", json!({"expression": "4"})),
+            call("http_request", json!({"url": "v"}))
+        ]
+    );
+    // Without `type`, a list is calls when it names tools of the run, as an aliased name is.
+    let c = r#"{"tool_calls": [{"name": "calculator", "arguments": {"expression": "5"}}]}"#;
+    assert_eq!(tool_call(c), call("calculator", json!({"expression": "5"})));
+    let c = r#"{"calls": [{"name": "web_search", "arguments": {"q": "x"}}]}"#;
+    assert_eq!(final_answer(c), c);
+}
+
+#[test]
+fn a_bad_call_in_the_list_keeps_the_calls_before_it() {
+    let c = r#"{"type": "tool_call", "calls": [{"tool_name": "calculator", "tool_args": {"expression": "1"}}, {"tool_args": {"expression": "2"}}, {"tool_name": "calculator", "tool_args": {"expression": "3"}}]}"#;
+    assert_eq!(
+        tool_calls(c),
+        [call("calculator", json!({"expression": "1"}))]
+    );
+    let c = r#"{"type": "tool_call", "calls": ["calculator", {"tool_name": "calculator"}]}"#;
+    assert_eq!(parse(c), None);
+    assert_eq!(parse(r#"{"type": "tool_call", "calls": []}"#), None);
 }

@@ -50,18 +50,13 @@ impl LoopRun<'_> {
     pub(super) fn stop_repeated(&mut self, batch: Batch) -> Next {
         let tool = batch.executed.first().map(|e| e.record.tool.clone());
         for e in &batch.executed {
-            let message = match self.mode {
-                Mode::Native => {
-                    Message::tool(e.record.call_id.clone(), e.record.observation.clone())
-                        .failed(e.record.error)
-                }
-                Mode::Json => Message::user(prompts::observation(&e.record.observation)),
-            };
+            let r = &e.record;
+            let message = self.result_message(&r.call_id, &r.observation, r.error);
             self.messages.push(message);
         }
         for c in &batch.not_run {
-            self.messages
-                .push(Message::tool(c.call_id.clone(), prompts::NOT_RUN_AFTER_REPEAT).failed(true));
+            let message = self.result_message(&c.call_id, prompts::NOT_RUN_AFTER_REPEAT, true);
+            self.messages.push(message);
         }
         for e in batch.executed {
             self.tool_calls += 1;

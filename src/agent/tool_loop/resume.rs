@@ -12,7 +12,7 @@ use crate::agent::checkpoint::{
     InFlightRef, JsonList, NotRecorded, STEPS_KEEP_FROM,
 };
 use crate::agent::context::History;
-use crate::agent::events::{Mode, SafeguardKind};
+use crate::agent::events::SafeguardKind;
 use crate::agent::executor::{Batch, PendingCall};
 use crate::agent::prompts;
 use crate::agent::run::{RunHandles, RunInput};
@@ -208,13 +208,8 @@ impl<'a> LoopRun<'a> {
             }
         }
         for e in &executed {
-            let message = match self.mode {
-                Mode::Native => {
-                    Message::tool(e.record.call_id.clone(), e.record.observation.clone())
-                        .failed(e.record.error)
-                }
-                Mode::Json => Message::user(prompts::observation(&e.record.observation)),
-            };
+            let r = &e.record;
+            let message = self.result_message(&r.call_id, &r.observation, r.error);
             self.messages.push(message);
         }
         self.after_tools(executed);

@@ -1,8 +1,9 @@
 //! One response processed, in each mode: native `tool_calls` (or calls
-//! written in the content), and the JSON protocol's one action per response.
+//! written in the content), and the JSON protocol's one action per response (one call, several,
+//! or the final answer).
 
+use super::calls::NativeReply;
 use super::*;
-use crate::agent::caller_tools::is_caller_tool;
 
 impl LoopRun<'_> {
     pub(super) async fn native_step(&mut self, r: ChatResponse) -> Next {
@@ -21,7 +22,7 @@ impl LoopRun<'_> {
         }
         // Calls recovered from the content are stored in the normal form, without the text
         // they were written in, so the history reads to the provider as its own tool calls.
-        let (content, mut calls, reasoning) = match written {
+        let (content, calls, reasoning) = match written {
             Some(calls) => (
                 String::new(),
                 calls,
@@ -30,49 +31,11 @@ impl LoopRun<'_> {
             None => (r.content, r.tool_calls, reasoning),
         };
         self.thinking(reasoning);
-        let asked = calls.len();
-        calls.truncate(self.calls_allowed());
-        let ran = calls.len();
-        self.call_ids.assign(self.iterations, &mut calls);
-        let client = self.caller_calls(&calls);
-        self.pausing = !client.is_empty();
-        let pending = self.pending_calls(&mut calls);
-        let pending_none = pending.is_empty();
-        // The caller's calls stay in the assistant message: their results come with the
-        // continuation, right after the run's own.
-        self.messages
-            .push(Message::assistant_tool_calls(content, calls).with_continuity(r.continuity));
-        let batch = self.execute(pending).await;
-        if batch.stopped {
-            return self.stop_repeated(batch);
-        }
-        let (executed, cancelled) = (batch.executed, batch.cancelled);
-        for e in &executed {
-            self.messages.push(
-                Message::tool(e.record.call_id.clone(), e.record.observation.clone())
-                    .failed(e.record.error),
-            );
-        }
-        let stuck = self.after_tools(executed);
-        if cancelled {
-            self.cancelled();
-            return Next::Stop;
-        }
-        if !client.is_empty() {
-            // Only the caller's calls, all of them stuck: no pause for results already known.
-            if pending_none && self.callers_stuck(&client) {
-                self.stop_stuck();
-                return Next::Stop;
-            }
-            return self.pause(client).await;
-        }
-        if stuck {
-            self.stop_stuck();
-            return Next::Stop;
-        }
-        self.calls_dropped(asked, ran);
-        self.drain_interrupts();
-        Next::Continue
+        let native = NativeReply {
+            content,
+            continuity: r.continuity,
+        };
+        self.run_calls(calls, Some(native)).await
     }
 
     /// A reply without tool calls: the final answer, unless interrupts or the completion
@@ -91,22 +54,6 @@ impl LoopRun<'_> {
             return Next::Continue;
         }
         Next::Final(answer)
-    }
-
-    /// The run's own calls of a reply, to execute (the caller's wait for the caller). They
-    /// read the arguments; the reply's calls then move into the history uncopied (a reply's
-    /// arguments may be megabytes).
-    fn pending_calls(&self, calls: &mut [crate::llm::ToolCall]) -> Vec<PendingCall> {
-        let max_args = self.config.max_tool_arguments_bytes;
-        calls
-            .iter_mut()
-            .filter(|c| !is_caller_tool(&self.client_tools, &c.name))
-            .map(|c| PendingCall {
-                call_id: c.id.clone(),
-                tool: c.name.clone(),
-                arguments: parse_arguments(&mut c.arguments, max_args),
-            })
-            .collect()
     }
 
     /// Records executed calls and appends the safeguards' messages (after all tool results).
@@ -207,70 +154,26 @@ impl LoopRun<'_> {
                 }
                 Next::Final(answer)
             }
-            Action::ToolCall {
-                reasoning,
-                tool_name,
-                tool_args,
-            } => {
-                if self.is_client(&tool_name) {
-                    let call = CallerCall {
-                        call_id: self.call_ids.next(self.iterations),
-                        name: tool_name,
-                        arguments: tool_args.to_string(),
-                    };
-                    if self.callers_stuck(std::slice::from_ref(&call)) {
-                        self.stop_stuck();
-                        return Next::Stop;
-                    }
-                    return self.pause(vec![call]).await;
-                }
+            Action::ToolCall { reasoning, calls } => {
                 let reasoning = if reasoning.trim().is_empty() {
                     r.reasoning_content.clone().unwrap_or_default()
                 } else {
                     reasoning
                 };
-                self.thinking(reasoning);
-                let call = PendingCall {
-                    call_id: self.call_ids.next(self.iterations),
-                    tool: tool_name,
-                    arguments: Ok(tool_args),
-                };
-                let batch = self.execute(vec![call]).await;
-                if batch.stopped {
-                    return self.stop_repeated(batch);
+                // A reply of only the caller's calls shows no thinking, as it did with one call.
+                if calls.iter().any(|c| !self.is_client(&c.tool_name)) {
+                    self.thinking(reasoning);
                 }
-                let (executed, cancelled) = (batch.executed, batch.cancelled);
-                for e in &executed {
-                    self.messages
-                        .push(Message::user(prompts::observation(&e.record.observation)));
-                }
-                let stuck = self.after_tools(executed);
-                if cancelled {
-                    self.cancelled();
-                    return Next::Stop;
-                }
-                if stuck {
-                    self.stop_stuck();
-                    return Next::Stop;
-                }
-                Next::Continue
+                let calls = calls
+                    .into_iter()
+                    .map(|c| crate::llm::ToolCall {
+                        id: String::new(),
+                        name: c.tool_name,
+                        arguments: c.tool_args.to_string(),
+                    })
+                    .collect();
+                self.run_calls(calls, None).await
             }
         }
     }
-}
-
-/// Tool-call arguments from the provider: empty means `{}`; invalid JSON is kept raw so the
-/// LLM gets an error observation instead of a crash. Arguments over `max` bytes are not parsed
-/// nor kept, in the call or in the history: only their size is ([`prompts::omitted_arguments`]).
-fn parse_arguments(raw: &mut String, max: usize) -> Result<Value, String> {
-    if raw.len() > max {
-        let kept = prompts::omitted_arguments(raw.len(), max);
-        // The history keeps valid JSON in place of the arguments it drops.
-        *raw = serde_json::json!({ "omitted": kept }).to_string();
-        return Err(kept);
-    }
-    if raw.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_json::from_str(raw).map_err(|_| raw.to_string())
 }
