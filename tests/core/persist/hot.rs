@@ -66,7 +66,11 @@ async fn a_hot_run_is_written_early_and_a_cold_one_waits_for_the_tick(store: Sto
         1,
         "the cold run's event waits for the tick"
     );
-    assert!(writer.hot_writes() >= 1);
+    // Counted once the write returns, which is after its commit is visible.
+    crate::support::eventually("the hot write is counted", || async {
+        writer.hot_writes() >= 1
+    })
+    .await;
     writer.stop();
 }
 
