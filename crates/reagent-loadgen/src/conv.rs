@@ -36,17 +36,7 @@ async fn drive(
     out: &mut ConvResult,
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
-    let resp = http
-        .post(format!("{base}/api/chat"))
-        .header("accept", "text/event-stream")
-        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode, "engine": plan.engine, "agent": plan.agent}))
-        .send()
-        .await?;
-    if resp.status() != reqwest::StatusCode::OK {
-        let status = resp.status();
-        let body = resp.text().await.unwrap_or_default();
-        anyhow::bail!("POST /api/chat → {status}: {body}");
-    }
+    let resp = open(http, base, plan, n).await?;
     let mut stream = resp.bytes_stream().eventsource();
     let mut events = Vec::new();
     let mut conversation_id = None;
@@ -59,28 +49,7 @@ async fn drive(
         if events.is_empty() {
             out.ttfe_ms = Some(now_ms);
         }
-        match ev.event.as_str() {
-            "start" => {
-                out.run_id = data["run_id"].as_str().map(str::to_string);
-                conversation_id = data["conversation_id"].as_str().map(str::to_string);
-            }
-            "answer" if data["status"] == "delta" => {
-                out.first_delta_ms.get_or_insert(now_ms);
-                let now = unix_micros();
-                for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
-                    out.tokens.push((stamp, (now as f64 - stamp as f64) / 1e3));
-                }
-            }
-            "step" if data["type"] == "tool_end" => out.tool_end_ms.push(now_ms),
-            "done" => {
-                out.run_ms = Some(now_ms);
-                out.status = data["status"].as_str().map(str::to_string);
-                out.llm_calls = data["usage"]["llm_calls"].as_u64();
-                out.completion_tokens = data["usage"]["completion_tokens"].as_u64();
-                out.synthesis = data["synthesis"].as_bool();
-            }
-            _ => {}
-        }
+        record(out, &mut conversation_id, &ev.event, &data, now_ms);
         let trigger = matches!(ev.event.as_str(), "step" | "answer");
         if side.is_none() && trigger && (plan.interrupt || plan.cancel) {
             if let (Some(run), Some(conv)) = (&out.run_id, &conversation_id) {
@@ -100,6 +69,76 @@ async fn drive(
             data,
         });
     }
+    let expect = expect(plan, side, out).await?;
+    out.interrupts_moved = crate::side::handed_on(&events, &expect);
+    let run = out.run_id.clone().unwrap_or_else(|| "?".into());
+    out.errors.extend(
+        verify(&events, &expect)
+            .into_iter()
+            .map(|e| format!("run {run}: {e}")),
+    );
+    Ok(())
+}
+
+/// `POST /api/chat` for conversation `n`, its stream asked for; `Err` unless the server says 200.
+async fn open(
+    http: &reqwest::Client,
+    base: &str,
+    plan: &ConvPlan,
+    n: usize,
+) -> anyhow::Result<reqwest::Response> {
+    let resp = http
+        .post(format!("{base}/api/chat"))
+        .header("accept", "text/event-stream")
+        .json(&json!({"query": format!("load test conversation {n}: what is 1+1?"), "mode": plan.mode, "engine": plan.engine, "agent": plan.agent}))
+        .send()
+        .await?;
+    if resp.status() != reqwest::StatusCode::OK {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        anyhow::bail!("POST /api/chat → {status}: {body}");
+    }
+    Ok(resp)
+}
+
+/// Keeps what event `name` tells of the run: its ids, answer tokens, tool ends and end.
+fn record(
+    out: &mut ConvResult,
+    conversation_id: &mut Option<String>,
+    name: &str,
+    data: &Value,
+    now_ms: f64,
+) {
+    match name {
+        "start" => {
+            out.run_id = data["run_id"].as_str().map(str::to_string);
+            *conversation_id = data["conversation_id"].as_str().map(str::to_string);
+        }
+        "answer" if data["status"] == "delta" => {
+            out.first_delta_ms.get_or_insert(now_ms);
+            let now = unix_micros();
+            for stamp in token_stamps(data["content"].as_str().unwrap_or_default()) {
+                out.tokens.push((stamp, (now as f64 - stamp as f64) / 1e3));
+            }
+        }
+        "step" if data["type"] == "tool_end" => out.tool_end_ms.push(now_ms),
+        "done" => {
+            out.run_ms = Some(now_ms);
+            out.status = data["status"].as_str().map(str::to_string);
+            out.llm_calls = data["usage"]["llm_calls"].as_u64();
+            out.completion_tokens = data["usage"]["completion_tokens"].as_u64();
+            out.synthesis = data["synthesis"].as_bool();
+        }
+        _ => {}
+    }
+}
+
+/// What the run's stream must show, given what the side actions had accepted.
+async fn expect(
+    plan: &ConvPlan,
+    side: Option<tokio::task::JoinHandle<Side>>,
+    out: &mut ConvResult,
+) -> anyhow::Result<Expect> {
     let mut expect = Expect {
         statuses: vec!["completed"],
         ..Expect::default()
@@ -117,14 +156,7 @@ async fn drive(
             expect.statuses.push("cancelled");
         }
     }
-    out.interrupts_moved = crate::side::handed_on(&events, &expect);
-    let run = out.run_id.clone().unwrap_or_else(|| "?".into());
-    out.errors.extend(
-        verify(&events, &expect)
-            .into_iter()
-            .map(|e| format!("run {run}: {e}")),
-    );
-    Ok(())
+    Ok(expect)
 }
 
 /// Interrupt, then cancel, as a second client would; 409 (run already over) is fine.

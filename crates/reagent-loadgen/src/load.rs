@@ -106,6 +106,9 @@ fn plans(load: &Load) -> Vec<ConvPlan> {
         .collect()
 }
 
+/// (seconds since the start, RSS KiB, active runs) and (unix µs, busy ticks, total ticks).
+type Samples = (Vec<(f64, u64, u64)>, Vec<(u64, u64, u64)>);
+
 /// Runs `load` against `base`; `pid` (when known) is sampled for CPU and memory.
 pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Load) -> LoadReport {
     let idle_rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
@@ -115,31 +118,89 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
     let sem = Arc::new(Semaphore::new(load.concurrency.max(1)));
     let t0 = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
-    let sampler = {
-        let (http, base, stop) = (http.clone(), base.to_string(), stop.clone());
-        tokio::spawn(async move {
-            let mut samples = Vec::new();
-            let mut machine = Vec::new();
-            let mut tick = tokio::time::interval(Duration::from_millis(100));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    () = stop.cancelled() => break,
-                }
-                let active = scrape(&http, &base)
-                    .await
-                    .and_then(|t| metric(&t, "reagent_active_runs"))
-                    .unwrap_or(0.0) as u64;
-                let rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
-                samples.push((t0.elapsed().as_secs_f64(), rss, active));
-                if let Some((busy, total)) = read_machine_ticks() {
-                    machine.push((unix_micros(), busy, total));
-                }
-            }
-            (samples, machine)
-        })
+    let sampler = tokio::spawn(sample(
+        http.clone(),
+        base.to_string(),
+        pid,
+        t0,
+        stop.clone(),
+    ));
+    let results = converse(http, base, load, sem, t0).await;
+    let wall = t0.elapsed().as_secs_f64();
+    let (cpu_s, cpu_pct) = cpu.map(|c| c.stop()).unwrap_or((0.0, 0.0));
+    let (loadgen_cpu_s, _) = own.stop();
+    let machine_busy_pct = machine.stop();
+    stop.cancel();
+    let (samples, machine_samples) = sampler.await.unwrap_or_default();
+    let hwm = pid.and_then(memory_kib).map(|m| m.1).unwrap_or(0);
+
+    let mut report = LoadReport {
+        runs: results.len(),
+        wall_s: wall,
+        cpu_s,
+        cpu_pct,
+        loadgen_cpu_s,
+        machine_busy_pct,
+        idle_rss_kib: idle_rss,
+        hwm_kib: hwm,
+        ..LoadReport::default()
     };
+    tally(&mut report, &results);
+    if pid.is_some() {
+        report.cpu_us_per_token = us_per(cpu_s, report.tokens_streamed);
+        report.cpu_us_per_run = us_per(cpu_s, results.len());
+    }
+    report.runs_per_s = results.len() as f64 / wall.max(1e-9);
+    per_run_usage(&mut report, &results);
+    if let Some((from, to)) = plateau_bounds(&results) {
+        report.plateau_token_ms = Summary::of(&plateau(&results, from, to));
+        report.plateau_s = (to - from) as f64 / 1e6;
+        report.plateau_machine_busy_pct = busy_within(&machine_samples, from, to);
+    }
+    memory_at_peak(&mut report, &samples, idle_rss);
+    report.samples = samples;
+    report.machine_samples = machine_samples;
+    report
+}
+
+/// Samples the server's RSS and active runs, and the machine's ticks, every 100 ms until `stop`.
+async fn sample(
+    http: reqwest::Client,
+    base: String,
+    pid: Option<u32>,
+    t0: Instant,
+    stop: tokio_util::sync::CancellationToken,
+) -> Samples {
+    let mut samples = Vec::new();
+    let mut machine = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => break,
+        }
+        let active = scrape(&http, &base)
+            .await
+            .and_then(|t| metric(&t, "reagent_active_runs"))
+            .unwrap_or(0.0) as u64;
+        let rss = pid.and_then(memory_kib).map(|m| m.0).unwrap_or(0);
+        samples.push((t0.elapsed().as_secs_f64(), rss, active));
+        if let Some((busy, total)) = read_machine_ticks() {
+            machine.push((unix_micros(), busy, total));
+        }
+    }
+    (samples, machine)
+}
+
+/// Every conversation of `load`, each started on its ramp and run when `sem` lets it.
+async fn converse(
+    http: &reqwest::Client,
+    base: &str,
+    load: &Load,
+    sem: Arc<Semaphore>,
+    t0: Instant,
+) -> Vec<ConvResult> {
     let mut tasks = Vec::with_capacity(load.conversations);
     let n = load.conversations.max(1) as u32;
     for (i, plan) in plans(load).into_iter().enumerate() {
@@ -163,28 +224,14 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
             }),
         }
     }
-    let wall = t0.elapsed().as_secs_f64();
-    let (cpu_s, cpu_pct) = cpu.map(|c| c.stop()).unwrap_or((0.0, 0.0));
-    let (loadgen_cpu_s, _) = own.stop();
-    let machine_busy_pct = machine.stop();
-    stop.cancel();
-    let (samples, machine_samples) = sampler.await.unwrap_or_default();
-    let hwm = pid.and_then(memory_kib).map(|m| m.1).unwrap_or(0);
+    results
+}
 
-    let mut report = LoadReport {
-        runs: results.len(),
-        wall_s: wall,
-        cpu_s,
-        cpu_pct,
-        loadgen_cpu_s,
-        machine_busy_pct,
-        idle_rss_kib: idle_rss,
-        hwm_kib: hwm,
-        ..LoadReport::default()
-    };
+/// The counts, error samples and latency summaries over the conversations' results.
+fn tally(report: &mut LoadReport, results: &[ConvResult]) {
     let (mut run_ms, mut ttfe, mut tok, mut gaps) = (vec![], vec![], vec![], vec![]);
     let (mut first, mut first_delta) = (vec![], vec![]);
-    for r in &results {
+    for r in results {
         if !r.errors.is_empty() {
             report.errors += 1;
             for e in &r.errors {
@@ -213,23 +260,16 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         }
     }
     report.tokens_streamed = results.iter().map(|r| r.tokens.len()).sum();
-    if pid.is_some() {
-        report.cpu_us_per_token = us_per(cpu_s, report.tokens_streamed);
-        report.cpu_us_per_run = us_per(cpu_s, results.len());
-    }
-    report.runs_per_s = results.len() as f64 / wall.max(1e-9);
     report.run_ms = Summary::of(&run_ms);
     report.ttfe_ms = Summary::of(&ttfe);
     report.token_ms = Summary::of(&tok);
     report.first_token_ms = Summary::of(&first);
     report.first_delta_ms = Summary::of(&first_delta);
-    per_run_usage(&mut report, &results);
-    if let Some((from, to)) = plateau_bounds(&results) {
-        report.plateau_token_ms = Summary::of(&plateau(&results, from, to));
-        report.plateau_s = (to - from) as f64 / 1e6;
-        report.plateau_machine_busy_pct = busy_within(&machine_samples, from, to);
-    }
     report.iter_gap_ms = Summary::of(&gaps);
+}
+
+/// Peak RSS, and the RSS per active run at the sample with the most runs active.
+fn memory_at_peak(report: &mut LoadReport, samples: &[(f64, u64, u64)], idle_rss: u64) {
     report.peak_rss_kib = samples.iter().map(|s| s.1).max().unwrap_or(0);
     if let Some(&(_, rss, active)) = samples
         .iter()
@@ -240,9 +280,6 @@ pub async fn run(http: &reqwest::Client, base: &str, pid: Option<u32>, load: &Lo
         report.rss_at_peak_active_kib = rss;
         report.rss_per_run_kib = (rss as f64 - idle_rss as f64) / active as f64;
     }
-    report.samples = samples;
-    report.machine_samples = machine_samples;
-    report
 }
 
 /// The means of `done.usage` and `done.synthesis` over the runs that reported them.

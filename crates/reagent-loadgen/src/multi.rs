@@ -115,84 +115,145 @@ async fn drive(
     let t0 = Instant::now();
     let (conv, run, owner) = start(http, targets, plan, n).await?;
     out.run_id = Some(run.clone());
-    let mut got = Received::default();
-    let mut side: Option<tokio::task::JoinHandle<Side>> = None;
-    let mut at = targets.pick(Some(&owner)).to_string();
-    while !got.done() {
-        if !got.segments.is_empty() {
-            got.reconnects += 1;
-            at = targets.pick(Some(&at)).to_string();
-        }
-        let mut on_event = |ev: &Ev| {
-            let due = plan.interrupt || plan.cancel;
-            if side.is_none() && due && (ev.name == "step" || ev.name == "answer") {
-                side = Some(tokio::spawn(crate::side::actions(
-                    http.clone(),
-                    targets.urls.clone(),
-                    run.clone(),
-                    conv.clone(),
-                    plan.interrupt,
-                    plan.cancel,
-                )));
-            }
-        };
-        let last = got.last_id();
-        let from = Instant::now();
-        let mut conn = Conn::default();
-        let broke = follow(http, &at, &run, last, t0, out, &mut conn, &mut on_event).await;
-        got.segments.push(conn.events);
-        if let Err(e) = broke {
-            // Only a kill of that instance may end a stream early (docs/deployment.md: every instance
-            // follows every run live until `done`).
-            let until = Instant::now() + Duration::from_millis(500);
-            if conn.opened && !targets.killed_within(&at, from, until) {
-                out.errors.push(format!(
-                    "run {run}: {e:#}, though that instance was not killed"
-                ));
-            }
-            if got.reconnects >= 200 {
-                return Err(e.context(format!("run {run}: 200 reconnects")));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    let started = Started {
+        http,
+        targets,
+        plan,
+        conv,
+        run,
+        owner,
+    };
+    let (got, side) = started.read(t0, out).await?;
     out.reconnects = got.reconnects;
     let takeovers = targets.kills() - kills_before;
-    let mut expect = Expect {
-        statuses: vec!["completed"],
-        restart_failure_ok: takeovers > 0,
-        ..Expect::default()
-    };
-    expect.statuses.extend(plan.also_ok.iter().copied());
-    let mut notes = vec![format!("started on {owner}")];
-    if let Some(side) = side {
-        let s = side.await?;
-        notes.extend(s.notes);
-        out.errors.extend(s.errors);
-        out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
-        expect.interrupts = s.interrupts;
-        expect.next_run = s.next_run;
-        if s.cancel_accepted {
-            out.cancel_accepted = true;
-            expect.statuses.push("cancelled");
+    let (expect, notes) = started.expect(side, takeovers, out).await?;
+    started
+        .check(&got.segments, expect, takeovers, &notes, out)
+        .await
+}
+
+/// A started run and what each stage of following it needs.
+struct Started<'a> {
+    http: &'a reqwest::Client,
+    targets: &'a Targets,
+    plan: &'a ConvPlan,
+    conv: String,
+    run: String,
+    /// The instance the run was started on.
+    owner: String,
+}
+
+impl Started<'_> {
+    /// Follows the run's stream to `done`, resuming it on another instance each time it breaks;
+    /// the side actions start with the first step or answer event.
+    async fn read(
+        &self,
+        t0: Instant,
+        out: &mut ConvResult,
+    ) -> anyhow::Result<(Received, Option<tokio::task::JoinHandle<Side>>)> {
+        let (run, targets, plan) = (&self.run, self.targets, self.plan);
+        let mut got = Received::default();
+        let mut side: Option<tokio::task::JoinHandle<Side>> = None;
+        let mut at = targets.pick(Some(&self.owner)).to_string();
+        while !got.done() {
+            if !got.segments.is_empty() {
+                got.reconnects += 1;
+                at = targets.pick(Some(&at)).to_string();
+            }
+            let mut on_event = |ev: &Ev| {
+                let due = plan.interrupt || plan.cancel;
+                if side.is_none() && due && (ev.name == "step" || ev.name == "answer") {
+                    side = Some(tokio::spawn(crate::side::actions(
+                        self.http.clone(),
+                        targets.urls.clone(),
+                        run.clone(),
+                        self.conv.clone(),
+                        plan.interrupt,
+                        plan.cancel,
+                    )));
+                }
+            };
+            let last = got.last_id();
+            let from = Instant::now();
+            let mut conn = Conn::default();
+            let broke = follow(self.http, &at, run, last, t0, out, &mut conn, &mut on_event).await;
+            got.segments.push(conn.events);
+            if let Err(e) = broke {
+                // Only a kill of that instance may end a stream early (docs/deployment.md: every instance
+                // follows every run live until `done`).
+                let until = Instant::now() + Duration::from_millis(500);
+                if conn.opened && !targets.killed_within(&at, from, until) {
+                    out.errors.push(format!(
+                        "run {run}: {e:#}, though that instance was not killed"
+                    ));
+                }
+                if got.reconnects >= 200 {
+                    return Err(e.context(format!("run {run}: 200 reconnects")));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         }
+        Ok((got, side))
     }
-    let (seen, mut errs) = takeover::join(&got.segments);
-    out.interrupts_moved = crate::side::moved(http, targets, &conv, &seen, &mut expect).await;
-    out.resumed = seen.iter().filter(|e| takeover::is_resumed(e)).count();
-    errs.extend(verify_with(&seen, &expect, takeovers));
-    let replay = replay(http, targets, &run).await?;
-    errs.extend(takeover::compare(&seen, &replay, takeovers));
-    if !errs.is_empty() {
-        errs.push(format!(
-            "{}; the stream as joined: {}",
-            notes.join(", "),
-            outline(&seen)
-        ));
+
+    /// What the joined stream must show, given what the side actions had accepted; and notes on
+    /// where things were sent, for a failure report.
+    async fn expect(
+        &self,
+        side: Option<tokio::task::JoinHandle<Side>>,
+        takeovers: usize,
+        out: &mut ConvResult,
+    ) -> anyhow::Result<(Expect, Vec<String>)> {
+        let mut expect = Expect {
+            statuses: vec!["completed"],
+            restart_failure_ok: takeovers > 0,
+            ..Expect::default()
+        };
+        expect.statuses.extend(self.plan.also_ok.iter().copied());
+        let mut notes = vec![format!("started on {}", self.owner)];
+        if let Some(side) = side {
+            let s = side.await?;
+            notes.extend(s.notes);
+            out.errors.extend(s.errors);
+            out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
+            expect.interrupts = s.interrupts;
+            expect.next_run = s.next_run;
+            if s.cancel_accepted {
+                out.cancel_accepted = true;
+                expect.statuses.push("cancelled");
+            }
+        }
+        Ok((expect, notes))
     }
-    out.errors
-        .extend(errs.into_iter().map(|e| format!("run {run}: {e}")));
-    Ok(())
+
+    /// Verifies the joined stream and compares it with a full replay; the violations go to `out`.
+    async fn check(
+        &self,
+        segments: &[Vec<Ev>],
+        mut expect: Expect,
+        takeovers: usize,
+        notes: &[String],
+        out: &mut ConvResult,
+    ) -> anyhow::Result<()> {
+        let (http, targets, run) = (self.http, self.targets, &self.run);
+        let (seen, mut errs) = takeover::join(segments);
+        out.interrupts_moved =
+            crate::side::moved(http, targets, &self.conv, &seen, &mut expect).await;
+        out.resumed = seen.iter().filter(|e| takeover::is_resumed(e)).count();
+        errs.extend(verify_with(&seen, &expect, takeovers));
+        let replay = replay(http, targets, run).await?;
+        errs.extend(takeover::compare(&seen, &replay, takeovers));
+        if !errs.is_empty() {
+            errs.push(format!(
+                "{}; the stream as joined: {}",
+                notes.join(", "),
+                outline(&seen)
+            ));
+        }
+        out.errors
+            .extend(errs.into_iter().map(|e| format!("run {run}: {e}")));
+        Ok(())
+    }
 }
 
 /// `id:name[:type|status]` of each event, for a failure report.

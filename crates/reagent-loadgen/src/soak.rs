@@ -135,6 +135,25 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
         .map(|m| m.0)
         .unwrap_or(0);
     let t0 = Instant::now();
+    let (reports, rss) = chunks(&stack, t0, minutes, concurrency).await?;
+    let wall = t0.elapsed().as_secs_f64();
+    let mut errs = summarize(&reports, &rss, wall, idle_rss);
+    errs.extend(finish(&http, stack, idle, concurrency, &reports).await?);
+    for e in &errs {
+        println!("ERROR {e}");
+    }
+    println!("soak: {}", if errs.is_empty() { "OK" } else { "FAILED" });
+    Ok(errs.is_empty())
+}
+
+/// Loads in chunks until `minutes` have passed since `t0`: each chunk's report, and the server's
+/// RSS over the whole soak as (seconds since `t0`, KiB).
+async fn chunks(
+    stack: &Stack,
+    t0: Instant,
+    minutes: f64,
+    concurrency: usize,
+) -> anyhow::Result<(Vec<LoadReport>, Vec<(f64, u64)>)> {
     let end = Duration::from_secs_f64(minutes * 60.0);
     let mut reports = Vec::new();
     let mut rss: Vec<(f64, u64)> = Vec::new();
@@ -143,25 +162,11 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
     // Closed-loop chunks so a new chunk starts as soon as the last one ends.
     while t0.elapsed() < end {
         let offset = t0.elapsed().as_secs_f64();
-        let load = Load {
-            conversations: concurrency * 10,
-            concurrency,
-            mode: "mixed".into(),
-            engine: None,
-            agent: None,
-            interrupt_rate: 0.2,
-            cancel_rate: 0.1,
-            also_ok: vec!["failed"],
-            seed: 1000 + chunk,
-            timeout: Duration::from_secs(120),
-            ramp: Duration::ZERO,
-            targets: None,
-        };
         let r = load::run(
             &load_http,
             &stack.server.base,
             Some(stack.server.pid),
-            &load,
+            &chunk_load(concurrency, chunk),
         )
         .await;
         rss.extend(r.samples.iter().map(|s| (offset + s.0, s.1)));
@@ -181,11 +186,33 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
         chunk += 1;
     }
     drop(load_http);
-    let wall = t0.elapsed().as_secs_f64();
+    Ok((reports, rss))
+}
+
+/// Chunk `chunk` of the soak: ten conversations per concurrent slot, each chunk its own seed.
+fn chunk_load(concurrency: usize, chunk: u64) -> Load {
+    Load {
+        conversations: concurrency * 10,
+        concurrency,
+        mode: "mixed".into(),
+        engine: None,
+        agent: None,
+        interrupt_rate: 0.2,
+        cancel_rate: 0.1,
+        also_ok: vec!["failed"],
+        seed: 1000 + chunk,
+        timeout: Duration::from_secs(120),
+        ramp: Duration::ZERO,
+        targets: None,
+    }
+}
+
+/// Prints the soak's totals and RSS; the chunks' error samples and an RSS growth are violations.
+fn summarize(reports: &[LoadReport], rss: &[(f64, u64)], wall: f64, idle_rss: u64) -> Vec<String> {
     let runs: usize = reports.iter().map(|r| r.runs).sum();
     let failed_streams: usize = reports.iter().map(|r| r.errors).sum();
     let mut statuses = std::collections::BTreeMap::<String, usize>::new();
-    for r in &reports {
+    for r in reports {
         for (k, v) in &r.statuses {
             *statuses.entry(k.clone()).or_default() += v;
         }
@@ -218,10 +245,5 @@ pub async fn soak(minutes: f64, concurrency: usize, error_rate: f64) -> anyhow::
             "RSS grew from {q2:.0} KiB (2nd quarter) to {q4:.0} KiB (last quarter)"
         ));
     }
-    errs.extend(finish(&http, stack, idle, concurrency, &reports).await?);
-    for e in &errs {
-        println!("ERROR {e}");
-    }
-    println!("soak: {}", if errs.is_empty() { "OK" } else { "FAILED" });
-    Ok(errs.is_empty())
+    errs
 }

@@ -100,77 +100,123 @@ pub(super) fn stream_answer(
         finish,
         completion_tokens,
     } = plan;
-    let n = tokens.len();
-    let completion = completion_tokens.unwrap_or(n as u64);
-    let head: Arc<str> = serde_json::to_string(&head).unwrap_or_default().into();
-    let tail: Arc<str> = tail.into();
-    let rate = shared.cfg.tokens_per_s;
-    // Shared by every frame's future without copying the string each time.
-    let model: Arc<str> = model.into();
-    let frames = stream::unfold(0usize, move |frame| {
-        let shared = Arc::clone(&shared);
-        let tokens = Arc::clone(&tokens);
-        let model = Arc::clone(&model);
-        let (head, tail) = (Arc::clone(&head), Arc::clone(&tail));
+    // Shared by every frame's future without copying its strings each time.
+    let frames = Arc::new(Frames {
+        completion: completion_tokens.unwrap_or(tokens.len() as u64),
+        head: serde_json::to_string(&head).unwrap_or_default(),
+        tokens,
+        tail,
+        finish,
+        model,
+        first_byte,
+        prompt_tokens,
+        include_usage,
+        shared,
+    });
+    let body = stream::unfold(0usize, move |frame| {
+        let frames = Arc::clone(&frames);
         async move {
-            if frame > n + 1 {
-                return None;
-            }
-            let due = if frame <= 1 {
-                Some(first_byte)
-            } else if rate > 0.0 {
-                Some(first_byte + Duration::from_secs_f64((frame - 1) as f64 / rate))
-            } else {
-                None
-            };
-            if let Some(due) = due.filter(|d| *d > Instant::now()) {
-                tokio::select! {
-                    () = tokio::time::sleep_until(due) => {}
-                    () = shared.shutdown.cancelled() => return None,
-                }
-            }
-            let bytes = if frame == 0 {
-                chunk_frame(
-                    &model,
-                    &format!(
-                        r#"[{{"index":0,"delta":{{"role":"assistant","content":{head}}},"finish_reason":null}}]"#
-                    ),
-                    "",
-                )
-            } else if frame <= n {
-                let token = &tokens[frame - 1];
-                let choices = if shared.cfg.stamp_tokens {
-                    // The literal is a quoted word without escapes: insert the stamp before
-                    // its closing quote.
-                    let word = token.strip_suffix('"').unwrap_or(token);
-                    format!(
-                        r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
-                        unix_micros()
-                    )
-                } else {
-                    format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
-                };
-                chunk_frame(&model, &choices, "")
-            } else {
-                let mut out = chunk_frame(
-                    &model,
-                    &format!(r#"[{{"index":0,"delta":{tail},"finish_reason":"{finish}"}}]"#),
-                    "",
-                )
-                .to_vec();
-                if include_usage {
-                    let extra = format!(",\"usage\":{}", usage(prompt_tokens, completion));
-                    out.extend_from_slice(&chunk_frame(&model, "[]", &extra));
-                }
-                out.extend_from_slice(b"data: [DONE]\n\n");
-                Bytes::from(out)
-            };
+            let bytes = frames.next(frame).await?;
             Some((Ok::<_, std::convert::Infallible>(bytes), frame + 1))
         }
     });
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(frames.boxed()))
+        .body(Body::from_stream(body.boxed()))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// One streamed reply's frames, as [`stream_answer`] sends them.
+struct Frames {
+    shared: Arc<Shared>,
+    /// The model's name as a JSON string literal.
+    model: String,
+    /// The role chunk's content as a JSON string literal.
+    head: String,
+    tokens: Arc<[String]>,
+    tail: String,
+    finish: &'static str,
+    first_byte: Instant,
+    prompt_tokens: u64,
+    completion: u64,
+    include_usage: bool,
+}
+
+impl Frames {
+    /// Frame `frame` once it is due; `None` past the last one or when the mock shuts down.
+    async fn next(&self, frame: usize) -> Option<Bytes> {
+        let n = self.tokens.len();
+        if frame > n + 1 {
+            return None;
+        }
+        if let Some(due) = self.due(frame).filter(|d| *d > Instant::now()) {
+            tokio::select! {
+                () = tokio::time::sleep_until(due) => {}
+                () = self.shared.shutdown.cancelled() => return None,
+            }
+        }
+        Some(if frame == 0 {
+            self.role()
+        } else if frame <= n {
+            self.token(&self.tokens[frame - 1])
+        } else {
+            self.tail()
+        })
+    }
+
+    /// When frame `frame` is due; `None` (at once) when the rate leaves tokens unpaced.
+    fn due(&self, frame: usize) -> Option<Instant> {
+        let rate = self.shared.cfg.tokens_per_s;
+        if frame <= 1 {
+            Some(self.first_byte)
+        } else if rate > 0.0 {
+            Some(self.first_byte + Duration::from_secs_f64((frame - 1) as f64 / rate))
+        } else {
+            None
+        }
+    }
+
+    fn role(&self) -> Bytes {
+        let head = &self.head;
+        chunk_frame(
+            &self.model,
+            &format!(
+                r#"[{{"index":0,"delta":{{"role":"assistant","content":{head}}},"finish_reason":null}}]"#
+            ),
+            "",
+        )
+    }
+
+    fn token(&self, token: &str) -> Bytes {
+        let choices = if self.shared.cfg.stamp_tokens {
+            // The literal is a quoted word without escapes: insert the stamp before
+            // its closing quote.
+            let word = token.strip_suffix('"').unwrap_or(token);
+            format!(
+                r#"[{{"index":0,"delta":{{"content":{word}~{}"}},"finish_reason":null}}]"#,
+                unix_micros()
+            )
+        } else {
+            format!(r#"[{{"index":0,"delta":{{"content":{token}}},"finish_reason":null}}]"#)
+        };
+        chunk_frame(&self.model, &choices, "")
+    }
+
+    /// The finish chunk, the usage chunk when asked for, and `[DONE]`, in one write.
+    fn tail(&self) -> Bytes {
+        let (tail, finish) = (&self.tail, self.finish);
+        let mut out = chunk_frame(
+            &self.model,
+            &format!(r#"[{{"index":0,"delta":{tail},"finish_reason":"{finish}"}}]"#),
+            "",
+        )
+        .to_vec();
+        if self.include_usage {
+            let extra = format!(",\"usage\":{}", usage(self.prompt_tokens, self.completion));
+            out.extend_from_slice(&chunk_frame(&self.model, "[]", &extra));
+        }
+        out.extend_from_slice(b"data: [DONE]\n\n");
+        Bytes::from(out)
+    }
 }

@@ -139,14 +139,15 @@ impl LoadReport {
                 self.reconnects, self.resumed
             );
         }
-        let row = |name: &str, s: &Summary| {
-            if s.n > 0 {
-                println!(
-                    "  {name:<22} n={:<7} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} ms",
-                    s.n, s.p50, s.p90, s.p99, s.max
-                );
-            }
-        };
+        self.print_latencies();
+        self.print_resources();
+        for e in &self.error_samples {
+            println!("  ERROR {e}");
+        }
+    }
+
+    /// The latency rows, with the per-run usage and the all-streaming window among them.
+    fn print_latencies(&self) {
         row("run duration", &self.run_ms);
         row("time to first event", &self.ttfe_ms);
         row("token -> SSE event", &self.token_ms);
@@ -176,6 +177,10 @@ impl LoadReport {
             }
         }
         row("tool_end gap", &self.iter_gap_ms);
+    }
+
+    /// Server CPU and memory, and how busy the machine was.
+    fn print_resources(&self) {
         if self.idle_rss_kib > 0 {
             println!(
                 "  server CPU {:.2} s ({:.0}% of one core); RSS idle {} KiB, peak {} KiB, HWM {} KiB; peak active runs {} at RSS {} KiB → {:.1} KiB per active run",
@@ -205,8 +210,15 @@ impl LoadReport {
                 self.loadgen_cpu_s
             );
         }
-        for e in &self.error_samples {
-            println!("  ERROR {e}");
-        }
+    }
+}
+
+/// One latency summary's line; nothing when it has no samples.
+fn row(name: &str, s: &Summary) {
+    if s.n > 0 {
+        println!(
+            "  {name:<22} n={:<7} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} ms",
+            s.n, s.p50, s.p90, s.p99, s.max
+        );
     }
 }
