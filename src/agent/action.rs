@@ -18,6 +18,7 @@
 
 use serde_json::{Map, Value};
 
+use super::prompts::unlabelled;
 use crate::llm::{extract_json, ToolDefinition};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +78,16 @@ fn first_value<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Val
 /// run's tools: aliased names are checked against them, and a bare string of arguments is
 /// given to a tool that takes exactly one parameter.
 pub fn parse_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
+    match read_action(content, tools)? {
+        Action::FinalAnswer { reasoning, answer } => Some(Action::FinalAnswer {
+            reasoning,
+            answer: unlabelled(&answer).to_string(),
+        }),
+        call => Some(call),
+    }
+}
+
+fn read_action(content: &str, tools: &[ToolDefinition]) -> Option<Action> {
     if cut_off(content) {
         return None;
     }
@@ -144,7 +155,8 @@ pub fn cut_answer(content: &str) -> Option<String> {
     // A cut inside an escape leaves a lone backslash; the string is then read as JSON.
     let body = rest[..end].trim_end_matches('\\');
     let answer: String = serde_json::from_str(&format!("\"{body}\"")).ok()?;
-    (!answer.trim().is_empty()).then_some(answer)
+    let answer = unlabelled(&answer);
+    (!answer.trim().is_empty()).then(|| answer.to_string())
 }
 
 /// The call an object names (with any of the aliases), the name as written: an explicit

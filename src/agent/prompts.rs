@@ -52,9 +52,21 @@ pub fn reformat_request(problem: &str, tools: &[String]) -> String {
     format!("Your previous response could not be used: {problem}. Valid tool names: {names}. Reply again with exactly one JSON object and nothing else, in one of the two forms the system prompt gives.")
 }
 
+/// What starts every JSON-mode observation.
+pub const OBSERVATION_LABEL: &str = "Observation:";
+
 /// A JSON-mode observation, appended as a user message.
 pub fn observation(text: &str) -> String {
-    format!("Observation: {text}")
+    format!("{OBSERVATION_LABEL} {text}")
+}
+
+/// A JSON-mode answer without the observation label at its start, which small models copy
+/// from the messages before it ("Observation: 391"): the label is the loop's, not the answer's.
+pub fn unlabelled(answer: &str) -> &str {
+    match answer.trim_start().strip_prefix(OBSERVATION_LABEL) {
+        Some(rest) => rest.trim_start(),
+        None => answer,
+    }
 }
 
 /// What the LLM sees instead of an artifact's content.

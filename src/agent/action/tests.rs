@@ -61,6 +61,26 @@ fn final_answer(content: &str) -> String {
 }
 
 #[test]
+fn an_answer_copying_the_observation_label_loses_it() {
+    let c = r#"{"type": "final_answer", "answer": "Observation: 391"}"#;
+    assert_eq!(final_answer(c), "391");
+    let c = r#"{"type": "final_answer", "answer": " Observation:\nThe sum is 12."}"#;
+    assert_eq!(final_answer(c), "The sum is 12.");
+    let c = r#"{"type": "final_answer", "answer": "Observatory hours: 9-5"}"#;
+    assert_eq!(
+        final_answer(c),
+        "Observatory hours: 9-5",
+        "only the whole label"
+    );
+    let c = r#"{"type": "final_answer", "answer": "Noted. Observation: 3"}"#;
+    assert_eq!(
+        final_answer(c),
+        "Noted. Observation: 3",
+        "only at the start"
+    );
+}
+
+#[test]
 fn the_canonical_shapes() {
     let c = r#"{"type": "tool_call", "reasoning": "r", "tool_name": "calculator", "tool_args": {"expression": "1"}}"#;
     assert_eq!(tool_call(c), call("calculator", json!({"expression": "1"})));
@@ -188,7 +208,11 @@ fn a_final_answer_cut_off_by_the_output_cap_keeps_what_it_said() {
         Some("It is 7006652. \"Exact\" and 70000")
     );
     let pretty = "{\n  \"type\": \"final_answer\",\n  \"answer\": \"Observation: 23302\\";
-    assert_eq!(cut_answer(pretty).as_deref(), Some("Observation: 23302"));
+    assert_eq!(
+        cut_answer(pretty).as_deref(),
+        Some("23302"),
+        "without the loop's label"
+    );
     let closed_string = r#"{"type": "final_answer", "answer": "42", "reasoning": "because"#;
     assert_eq!(cut_answer(closed_string).as_deref(), Some("42"));
     // Not a cut final answer: a whole object, a cut tool call, prose, an empty answer.

@@ -4,6 +4,8 @@
 //! came before that is given out then); values nested deeper are skipped whole. The complete
 //! reply is still parsed as usual when it ends: this only decides what may show early.
 
+use crate::agent::prompts::{unlabelled, OBSERVATION_LABEL};
+
 /// Where the scanner is.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum At {
@@ -59,12 +61,33 @@ impl JsonAnswer {
         for c in piece.chars() {
             self.step(c);
         }
-        if !self.final_answer {
+        if !self.final_answer || !self.past_label() {
             return String::new();
         }
         let out = self.answer[self.given..].to_string();
         self.given = self.answer.len();
         out
+    }
+
+    /// Whether the answer may be given out: nothing is while it may still be the observation
+    /// label a small model copies (`crate::agent::prompts::unlabelled`, which the parsed
+    /// answer goes through too); once past it, `given` skips it.
+    fn past_label(&mut self) -> bool {
+        if self.given > 0 {
+            return true;
+        }
+        let lead = self.answer.trim_start();
+        if OBSERVATION_LABEL.starts_with(lead) {
+            return false;
+        }
+        if lead.starts_with(OBSERVATION_LABEL) {
+            let rest = unlabelled(&self.answer);
+            if rest.is_empty() {
+                return false;
+            }
+            self.given = self.answer.len() - rest.len();
+        }
+        true
     }
 
     fn step(&mut self, c: char) {

@@ -88,6 +88,28 @@ fn an_answer_before_its_type_waits_for_it_and_a_call_gives_nothing() {
 }
 
 #[test]
+fn the_observation_label_copied_into_an_answer_never_shows() {
+    let head = r#"{"type": "final_answer", "answer": ""#;
+    assert_eq!(
+        decoded(&[head, "Obser", "vation:", " 3", "91\"}"]),
+        ["", "", "", "3", "91"],
+        "held while it may be the label, then given out without it"
+    );
+    assert_eq!(
+        decoded(&[head, "Obser", "vatory hours\"}"]),
+        ["", "", "Observatory hours"],
+        "a word that only starts like it is given out whole"
+    );
+    assert_eq!(
+        decoded(&[
+            r#"{"answer": "Observation: 7", "#,
+            r#""type": "final_answer"}"#
+        ]),
+        ["", "7"]
+    );
+}
+
+#[test]
 fn verdicts_are_told_from_answers() {
     for verdict in [
         "Yes, the answer is fully correct. The current_time tool returned 10:42.",

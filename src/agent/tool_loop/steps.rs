@@ -4,6 +4,7 @@
 
 use super::calls::NativeReply;
 use super::*;
+use crate::agent::prompts::unlabelled;
 
 impl LoopRun<'_> {
     pub(super) async fn native_step(&mut self, r: ChatResponse) -> Next {
@@ -136,7 +137,9 @@ impl LoopRun<'_> {
         let interrupted = self.drain_interrupts();
         let Some(action) = parse_action(&content, &self.json_tools) else {
             if self.last_parse_failed && !interrupted {
-                return Next::Final(cut_answer(&content).unwrap_or(content));
+                return Next::Final(
+                    cut_answer(&content).unwrap_or_else(|| unlabelled(&content).to_string()),
+                );
             }
             self.last_parse_failed = true;
             let retry = prompts::reformat_request(&action_problem(&content), &self.tool_names);

@@ -126,6 +126,30 @@ async fn a_json_final_answer_streams_its_decoded_answer() {
 }
 
 #[tokio::test]
+async fn a_json_answer_copying_the_observation_label_streams_without_it() {
+    let llm = auto(ScriptedLlm::json());
+    llm.stream_text(&[
+        r#"{"type": "tool_call", "calls": [{"tool_name": "calc", "tool_args": {}}]}"#,
+    ])
+    .stream_text(&[
+        r#"{"type": "final_answer", "answer": "Obser"#,
+        r#"vation: 3"#,
+        r#"91"}"#,
+    ]);
+    let (r, ev) = run_simple(
+        llm,
+        registry(vec![FakeTool::new("calc", "391")]),
+        "17 * 23?",
+    )
+    .await;
+    assert_eq!(
+        answers(&ev),
+        ["start:reply", "delta:3", "delta:91", "done:391"]
+    );
+    assert_eq!(r.outcome.answer, "391");
+}
+
+#[tokio::test]
 async fn a_reply_cut_by_the_output_limit_is_synthesised_after_a_reset() {
     let llm = auto(ScriptedLlm::native());
     let mut cut = response("The list: one, two, th", vec![]);
