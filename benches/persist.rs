@@ -204,6 +204,104 @@ async fn one_run(client: &reqwest::Client, base: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// The app on `db_url` served on a local port, with its stop signal and server task.
+struct Served {
+    app: App,
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Builds the app on `db_url` with the mock at `llm` and serves it.
+async fn serve_app(a: &Args, db_url: &str, llm: String) -> Served {
+    let mut env = HashMap::new();
+    env.insert("DATABASE_URL".to_string(), db_url.to_string());
+    env.insert("LLM_BASE_URL".to_string(), llm);
+    env.insert("LLM_API_KEY".to_string(), "bench".to_string());
+    env.insert("LLM_MAX_RETRIES".to_string(), "0".to_string());
+    let config = Config::load_from(None, &env).unwrap();
+    let overrides = AppOverrides {
+        flush_interval: a.flush_ms.map(Duration::from_millis),
+        ..AppOverrides::default()
+    };
+    let app = App::build(config, overrides).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, app.router(), async {
+        let _ = stop_rx.await;
+    }));
+    Served {
+        app,
+        base,
+        stop,
+        server,
+    }
+}
+
+/// What the runs' streams gave: events in all, each run's latency, and the broken streams.
+struct Streamed {
+    events: u64,
+    latencies: Vec<Duration>,
+    errors: Vec<String>,
+}
+
+/// `a.runs` runs against `base` through `client`, at most `a.concurrency` in flight.
+async fn drive_runs(a: &Args, client: &reqwest::Client, base: &str) -> Streamed {
+    let gate = Arc::new(Semaphore::new(a.concurrency));
+    let mut tasks = Vec::with_capacity(a.runs);
+    for _ in 0..a.runs {
+        let permit = gate.clone().acquire_owned().await.unwrap();
+        let client = client.clone();
+        let base = base.to_string();
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let r = one_run(&client, &base).await;
+            drop(permit);
+            r.map(|n| (n, t.elapsed()))
+        }));
+    }
+    let mut out = Streamed {
+        events: 0,
+        latencies: Vec::with_capacity(a.runs),
+        errors: Vec::new(),
+    };
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok((n, d)) => {
+                out.events += n;
+                out.latencies.push(d);
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    out
+}
+
+/// Waits (up to two minutes) until the database holds `events`; `(stored, running)`.
+async fn wait_until_stored(db_url: &str, events: u64) -> (i64, i64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (stored, running) = count_events(db_url).await;
+        if stored as u64 >= events || Instant::now() > deadline {
+            return (stored, running);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Drops the repetition's own PostgreSQL database, if it made one.
+async fn drop_db(pg_name: Option<String>, admin: &Option<String>) {
+    if let (Some(name), Some(admin)) = (pg_name, admin) {
+        let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE {name} WITH (FORCE)"
+        )))
+        .execute(&mut c)
+        .await;
+    }
+}
+
 async fn measure(a: &Args, i: usize) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let (db_url, pg_name) = fresh_db(a, &dir, i).await;
@@ -216,81 +314,30 @@ async fn measure(a: &Args, i: usize) -> Outcome {
     })
     .await
     .unwrap();
-    let mut env = HashMap::new();
-    env.insert("DATABASE_URL".to_string(), db_url.clone());
-    env.insert("LLM_BASE_URL".to_string(), mock.base_url());
-    env.insert("LLM_API_KEY".to_string(), "bench".to_string());
-    env.insert("LLM_MAX_RETRIES".to_string(), "0".to_string());
-    let config = Config::load_from(None, &env).unwrap();
-    let overrides = AppOverrides {
-        flush_interval: a.flush_ms.map(Duration::from_millis),
-        ..AppOverrides::default()
-    };
-    let app = App::build(config, overrides).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, app.router(), async {
-        let _ = stop_rx.await;
-    }));
-
+    let served = serve_app(a, &db_url, mock.base_url()).await;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(a.concurrency)
         .build()
         .unwrap();
-    let gate = Arc::new(Semaphore::new(a.concurrency));
     let started = Instant::now();
-    let mut tasks = Vec::with_capacity(a.runs);
-    for _ in 0..a.runs {
-        let permit = gate.clone().acquire_owned().await.unwrap();
-        let client = client.clone();
-        let base = base.clone();
-        tasks.push(tokio::spawn(async move {
-            let t = Instant::now();
-            let r = one_run(&client, &base).await;
-            drop(permit);
-            r.map(|n| (n, t.elapsed()))
-        }));
-    }
-    let mut latencies = Vec::with_capacity(a.runs);
-    let mut events = 0u64;
-    let mut errors = Vec::new();
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok((n, d)) => {
-                events += n;
-                latencies.push(d);
-            }
-            Err(e) => errors.push(e),
-        }
-    }
+    let Streamed {
+        events,
+        mut latencies,
+        errors,
+    } = drive_runs(a, &client, &served.base).await;
     let streamed = started.elapsed();
     // Wait until the database holds every streamed event.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let (stored, running) = loop {
-        let (stored, running) = count_events(&db_url).await;
-        if stored as u64 >= events || Instant::now() > deadline {
-            break (stored, running);
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let (stored, running) = wait_until_stored(&db_url, events).await;
     let persisted = started.elapsed();
-    app.shutdown(Duration::from_secs(10)).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
+    served.app.shutdown(Duration::from_secs(10)).await;
+    let _ = served.stop.send(());
+    let _ = served.server.await;
     let mut startups = Vec::new();
     for _ in 0..a.startups {
         startups.push(startup_ms(&db_url, &mock.base_url()).await);
     }
     mock.shutdown().await;
-    if let (Some(name), Some(admin)) = (pg_name, &a.db) {
-        let mut c = sqlx::PgConnection::connect(admin).await.unwrap();
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE {name} WITH (FORCE)"
-        )))
-        .execute(&mut c)
-        .await;
-    }
+    drop_db(pg_name, &a.db).await;
     assert!(
         errors.is_empty(),
         "{} broken streams: {:?}",

@@ -13,12 +13,13 @@ use reagent::testing::fake_openai::{FakeOpenAi, FakeReply};
 use serde_json::{json, Value};
 
 use crate::support::child::Server;
-use crate::support::otlp::{named, Attr, Collector, Span};
+use crate::support::otlp::{named, Collector, Span};
 use crate::support::sse::{read_all, Sse};
 use crate::support::target::Target;
 
 mod course;
 mod mcp;
+mod tool_run;
 
 /// The caller's trace in the tests' requests.
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -130,18 +131,8 @@ async fn a_tool_run_is_one_trace_of_agent_chat_and_tool_spans_in_the_callers_tra
 
     let events = chat(&server, "probe it").await;
     let (start, done) = (event(&events, "start"), event(&events, "done"));
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        start["trace_id"], CALLER_TRACE,
-        "the caller's trace is adopted"
-    );
-    assert_eq!(done["trace_id"], CALLER_TRACE);
-    assert_eq!(
-        done["trace_url"],
-        format!("http://phoenix:6006/trace/{CALLER_TRACE}")
-    );
+    tool_run::the_run_reports_the_callers_trace(start, done);
     let calls = done["usage"]["llm_calls"].as_u64().unwrap() as usize;
-
     let spans = collector
         .wait_for("the run's spans", |s| {
             s.iter().any(|s| s.name.starts_with("invoke_agent"))
@@ -149,90 +140,15 @@ async fn a_tool_run_is_one_trace_of_agent_chat_and_tool_spans_in_the_callers_tra
         })
         .await;
     let agent = named(&spans, "invoke_agent reagent");
-    assert_eq!(agent.trace_id, CALLER_TRACE);
-    assert_eq!(
-        agent.parent_span_id, CALLER_SPAN,
-        "a child of the caller's span"
-    );
-    assert_eq!(agent.kind, 1, "internal");
-    assert_eq!(agent.service, "reagent");
-    assert_eq!(agent.str("gen_ai.operation.name"), Some("invoke_agent"));
-    assert_eq!(agent.str("gen_ai.agent.name"), Some("reagent"));
-    let conversation = start["conversation_id"].as_str().unwrap();
-    assert_eq!(agent.str("gen_ai.conversation.id"), Some(conversation));
-    assert_eq!(agent.str("reagent.run.id"), start["run_id"].as_str());
-    assert_eq!(
-        agent.int("gen_ai.usage.input_tokens"),
-        done["usage"]["prompt_tokens"].as_i64()
-    );
-    assert_eq!(
-        agent.int("gen_ai.usage.output_tokens"),
-        done["usage"]["completion_tokens"].as_i64()
-    );
-
+    tool_run::the_agent_span_is_the_callers_child(agent, start, done);
     let chats: Vec<&Span> = spans
         .iter()
         .filter(|s| s.name.starts_with("chat "))
         .collect();
-    assert!(
-        calls >= 2,
-        "two loop calls, the last one's reply the answer: {done}"
-    );
-    assert_eq!(done["synthesis"], false, "{done}");
-    for c in &chats {
-        assert_eq!(c.kind, 3, "client");
-        assert_eq!(c.parent_span_id, agent.span_id, "{}", c.name);
-        assert_eq!(c.trace_id, CALLER_TRACE);
-        assert_eq!(c.str("gen_ai.operation.name"), Some("chat"));
-        assert_eq!(c.str("gen_ai.provider.name"), Some("127.0.0.1"));
-        assert_eq!(c.str("server.address"), Some("127.0.0.1"));
-        assert_eq!(c.int("server.port"), Some(i64::from(llm.addr().port())));
-        assert!(c.str("gen_ai.request.model").is_some());
-        assert!(matches!(
-            c.attributes.get("gen_ai.response.finish_reasons"),
-            Some(Attr::List(_))
-        ));
-        assert!(
-            !c.attributes.contains_key("gen_ai.input.messages"),
-            "no content unless asked"
-        );
-    }
-    // Each call says what it was for: the loop's (streamed, the last reply the answer).
-    let kinds: Vec<&str> = chats
-        .iter()
-        .map(|c| c.str("reagent.call_kind").unwrap_or("none"))
-        .collect();
-    assert_eq!(kinds, vec!["loop"; calls]);
-    assert_eq!(
-        sum(&chats, "gen_ai.usage.input_tokens"),
-        done["usage"]["prompt_tokens"].as_i64().unwrap()
-    );
-    assert_eq!(
-        sum(&chats, "gen_ai.usage.output_tokens"),
-        done["usage"]["completion_tokens"].as_i64().unwrap()
-    );
-
+    tool_run::the_chat_spans_are_the_loops_calls(&chats, agent, done, &llm);
     let tool = named(&spans, "execute_tool probe");
-    assert_eq!(tool.parent_span_id, agent.span_id);
-    assert_eq!(tool.kind, 1);
-    assert_eq!(tool.str("gen_ai.tool.name"), Some("probe"));
-    assert_eq!(tool.str("gen_ai.tool.call.id"), Some("call_1"));
-    assert_eq!(tool.str("gen_ai.tool.type"), Some("function"));
-    assert!(!tool.attributes.contains_key("gen_ai.tool.call.arguments"));
-
-    // Out: the tool's request carries the tool span, each provider request its chat span.
-    let seen = probe.seen.lock().unwrap().clone();
-    assert_eq!(
-        seen,
-        vec![Some(format!("00-{CALLER_TRACE}-{}-01", tool.span_id))]
-    );
-    let sent = llm.traceparents();
-    assert_eq!(sent.len(), chats.len());
-    for tp in sent {
-        let tp = tp.expect("a traceparent to the provider");
-        let span_id = tp.split('-').nth(2).unwrap();
-        assert!(chats.iter().any(|c| c.span_id == span_id), "{tp}");
-    }
+    tool_run::the_tool_span_is_the_agents_child(tool, agent);
+    tool_run::requests_out_carry_their_spans(&probe, tool, &llm, &chats);
     // The run's log line names the trace.
     crate::support::eventually("the run's log line", || async {
         server

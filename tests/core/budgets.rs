@@ -26,6 +26,8 @@ use reagent::store::{CallUsage, NewConversation, NewRun, Store, UsageGroup, Wind
 use reagent::testing::scripted::single_model;
 use uuid::Uuid;
 
+mod concurrent;
+
 /// Prompt and completion tokens of every call: far below any call's reserved worst case.
 const PROMPT: u64 = 10;
 const COMPLETION: u64 = 5;
@@ -143,50 +145,9 @@ async fn concurrent_runs_never_spend_past_the_limit(url: String) {
     // Room for a few calls' worst case (each reserves its prompt estimate plus 50 tokens).
     let limit = 300;
     let instances = [manager(&one, limit, &offset), manager(&two, limit, &offset)];
-    let mut tasks = Vec::new();
-    for i in 0..20 {
-        let runs = instances[i % 2].clone();
-        tasks.push(tokio::spawn(async move { run(&runs, "alice").await }));
-    }
-    let mut statuses = Vec::new();
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(outcome) => {
-                assert!(!outcome.answer.trim().is_empty(), "{outcome:?}");
-                assert!(
-                    matches!(
-                        outcome.status,
-                        RunStatus::Completed | RunStatus::BudgetExceeded
-                    ),
-                    "{outcome:?}"
-                );
-                if outcome.status == RunStatus::Completed {
-                    assert!(outcome.usage.cost_usd.nanos() > 0, "{outcome:?}");
-                }
-                statuses.push(outcome.status);
-            }
-            // Admission saw the budget used up: refused before it started.
-            Err(RunError::BudgetExceeded { retry_after, .. }) => {
-                assert!((1..=86_400).contains(&retry_after));
-            }
-            Err(e) => panic!("unexpected start error: {e}"),
-        }
-    }
-    // Whether any run completes depends on how the twenty interleave (on a loaded machine
-    // every run can meet the others' reservations); that some calls were made does not.
+    let statuses = concurrent::twenty_runs_at_once(&instances).await;
     let now = Utc::now();
-    let spend = one
-        .budget_spend("alice", &[("day", day_start(now))])
-        .await
-        .unwrap();
-    let s = &spend[0];
-    assert!(s.spent_tokens <= limit as i64, "overshoot: {s:?}");
-    assert!(s.spent_tokens > 0, "{s:?}");
-    assert_eq!(
-        (s.reserved_tokens, s.reserved_nanos),
-        (0, 0),
-        "a reservation leaked: {s:?}"
-    );
+    let spent = concurrent::spent_within_the_limit(&one, limit, now).await;
     // The budget is used up for new runs (about 2,000 of 2,500 tokens cannot take another
     // call's worst case, so the runs that did not finish say so).
     let refused_or_cut = 20
@@ -204,44 +165,8 @@ async fn concurrent_runs_never_spend_past_the_limit(url: String) {
     assert_eq!(bob.status, RunStatus::Completed);
 
     // Spend the rest so that admission refuses, then roll the window over.
-    let rest = limit as i64 - s.spent_tokens;
-    one.settle_budget(
-        one.reserve_budget(
-            "alice",
-            Uuid::new_v4(),
-            &[WindowLimit {
-                kind: "day",
-                starts_at: day_start(now),
-                tokens: Some(limit as i64),
-                nanos: None,
-            }],
-            rest,
-            0,
-        )
-        .await
-        .unwrap()
-        .as_ref(),
-        &CallUsage {
-            tenant: "alice".into(),
-            prompt_tokens: rest,
-            ..CallUsage::default()
-        },
-    )
-    .await
-    .unwrap();
-    match run(&instances[1], "alice").await {
-        Err(RunError::BudgetExceeded { retry_after, .. }) => {
-            let to_midnight = (BudgetWindow::Day.end(now) - now).num_seconds();
-            assert!(
-                retry_after.abs_diff(to_midnight.unsigned_abs()) <= 2,
-                "{retry_after}"
-            );
-        }
-        other => panic!("a tenant over budget started a run: {other:?}"),
-    }
-    offset.store(86_400, Ordering::SeqCst);
-    let next_day = run(&instances[1], "alice").await.unwrap();
-    assert_eq!(next_day.status, RunStatus::Completed);
+    concurrent::spend_the_rest(&one, limit, now, limit as i64 - spent).await;
+    concurrent::refused_until_the_window_rolls_over(&instances[1], &offset, now).await;
 }
 
 async fn recovery_releases_a_dead_processs_reservations(url: String) {

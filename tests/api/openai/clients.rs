@@ -9,6 +9,7 @@ use reagent::testing::scripted::{response, Turn};
 use serde_json::{json, Value};
 
 use super::{agents_app, answer_of, messages, openai_usage, run_json, ALICE};
+use crate::support::app::TestApp;
 use crate::support::peers;
 
 fn stream(chunks: &[&str]) -> Turn {
@@ -31,7 +32,19 @@ async fn run_peer(program: std::path::PathBuf, script: &str, args: &[String]) ->
 #[tokio::test]
 async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
     let app = agents_app().await;
-    // Plain run; streamed run with one tool call; the continued run.
+    script_the_model(&app);
+    let args = [app.url("/v1"), ALICE.to_string(), "helper".to_string()];
+    let seen = run_peer(peers::python(), "openai_client.py", &args).await;
+
+    assert_eq!(seen["models"], json!(["helper", "second"]));
+    plain_completion(&app, &seen["plain"]).await;
+    streamed_completion(&app, &seen["streamed"]).await;
+    continued_completion(&app, &seen).await;
+    typed_errors(&seen["errors"]);
+}
+
+/// Plain run; streamed run with one tool call; the continued run.
+fn script_the_model(app: &TestApp) {
     app.llm.text("plain brief");
     app.llm.push_stream(stream(&["Plain ", "answer."]));
     // Slow enough for keep-alive comments, which the SDK must skip.
@@ -49,12 +62,10 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
         .push_stream(stream(&["Streamed ", "answer ", "with tools."]));
     app.llm.text("continued brief");
     app.llm.push_stream(stream(&["Continued."]));
-    let args = [app.url("/v1"), ALICE.to_string(), "helper".to_string()];
-    let seen = run_peer(peers::python(), "openai_client.py", &args).await;
+}
 
-    assert_eq!(seen["models"], json!(["helper", "second"]));
-
-    let plain = &seen["plain"];
+/// The plain completion is the stored answer and usage, its history seeded the conversation.
+async fn plain_completion(app: &TestApp, plain: &Value) {
     let (conv, run) = (
         plain["conversation_id"].as_str().unwrap(),
         plain["run_id"].as_str().unwrap(),
@@ -66,13 +77,13 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
     assert_eq!(plain["content"], "Plain answer.");
     assert_eq!(
         plain["content"].as_str().unwrap(),
-        answer_of(&app, conv, run).await
+        answer_of(app, conv, run).await
     );
-    let stored = run_json(&app, run).await;
+    let stored = run_json(app, run).await;
     assert_eq!(stored["status"], "completed");
     assert_eq!(plain["usage"], openai_usage(&stored));
     // The request's history seeds the conversation, so the UI shows it; text parts are joined.
-    let turns: Vec<(String, String)> = messages(&app, conv)
+    let turns: Vec<(String, String)> = messages(app, conv)
         .await
         .into_iter()
         .map(|(role, _, content, _)| (role, content))
@@ -96,8 +107,10 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
         "{sent}"
     );
     assert!(sent.contains("earlier answer"), "{sent}");
+}
 
-    let streamed = &seen["streamed"];
+/// The streamed completion: the stored answer, the tool call as reasoning, usage last.
+async fn streamed_completion(app: &TestApp, streamed: &Value) {
     let (sconv, srun) = (
         streamed["conversation_id"].as_str().unwrap(),
         streamed["run_id"].as_str().unwrap(),
@@ -106,7 +119,7 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
     assert_eq!(streamed["content"], "Streamed answer with tools.");
     assert_eq!(
         streamed["content"].as_str().unwrap(),
-        answer_of(&app, sconv, srun).await
+        answer_of(app, sconv, srun).await
     );
     let reasoning = streamed["reasoning"].as_str().unwrap();
     let lines: Vec<&str> = reasoning.lines().collect();
@@ -117,10 +130,14 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
     assert_eq!(streamed["finish_reasons"], json!(["stop"]));
     assert_eq!(streamed["ids"], 1, "one completion id across chunks");
     assert_eq!(streamed["after_usage"], 0, "the usage chunk is the last");
-    let stored = run_json(&app, srun).await;
+    let stored = run_json(app, srun).await;
     assert_eq!(stored["tool_calls"], 1);
     assert_eq!(streamed["usage"], openai_usage(&stored));
+}
 
+/// The continued run is in the streamed one's conversation, with its history and not more.
+async fn continued_completion(app: &TestApp, seen: &Value) {
+    let sconv = seen["streamed"]["conversation_id"].as_str().unwrap();
     let continued = &seen["continued"];
     assert_eq!(continued["conversation_id"], sconv);
     assert_eq!(continued["content"], "Continued.");
@@ -131,8 +148,10 @@ async fn the_python_sdk_lists_runs_streams_continues_and_gets_typed_errors() {
         "{sent}"
     );
     assert!(!sent.contains("ignored"), "{sent}");
+}
 
-    let errors = &seen["errors"];
+/// The SDK's typed errors: a bad key, an unknown model, a caller tool named like the agent's.
+fn typed_errors(errors: &Value) {
     assert_eq!(
         errors["auth"],
         json!({"status": 401, "code": "invalid_api_key", "type": "invalid_request_error"})

@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use reagent::llm::ToolCall;
 use reagent::testing::scripted::{response, Turn};
 use serde_json::{json, Value};
 
-use super::{messages, run_json, ALICE, BOB};
+use super::{run_json, ALICE, BOB};
 use crate::support::app::{Options, TestApp};
 use crate::support::eventually;
-use crate::support::peers;
+
+mod python_sdk;
 
 on_both_backends!(a_replay_and_a_resume_reproduce_the_stream_exactly);
 
@@ -100,184 +100,13 @@ pub(super) fn run_of(response_id: &Value) -> String {
 #[tokio::test]
 async fn the_python_sdk_creates_streams_continues_forks_resumes_and_cancels() {
     let app = app_on(None).await;
-    let echo = |id: &str| ToolCall {
-        id: id.into(),
-        name: "echo".into(),
-        arguments: r#"{"text":"hi"}"#.into(),
-    };
-    // plain; streamed (one tool call); continued; forked; by conversation; background (a tool
-    // call, then a slow turn); the cancelled one (slower still).
-    app.llm.text("brief");
-    app.llm.push_stream(stream(&["Plain ", "answer."]));
-    app.llm
-        .push(Turn::Reply(response("", vec![echo("c1")]), Duration::ZERO));
-    app.llm.text("brief");
-    app.llm.push_stream(stream(&["Streamed ", "answer."]));
-    for answer in ["Continued.", "Forked.", "Via conversation."] {
-        app.llm.text("brief");
-        app.llm.push_stream(stream(&[answer]));
-    }
-    app.llm
-        .push(Turn::Reply(response("", vec![echo("c2")]), Duration::ZERO));
-    app.llm.push(delayed("brief", 1500));
-    app.llm.push_stream(stream(&["Background ", "done."]));
-    app.llm.push(delayed("brief", 5000));
-    // The caller tool round trips: the model calls get_weather, then answers from its output.
-    let weather = |id: &str| ToolCall {
-        id: id.into(),
-        name: "get_weather".into(),
-        arguments: r#"{"city":"Oslo"}"#.into(),
-    };
-    for (id, answer) in [("w1", "It is sunny."), ("w2", "Still sunny.")] {
-        app.llm
-            .push(Turn::Reply(response("", vec![weather(id)]), Duration::ZERO));
-        app.llm.text("brief");
-        app.llm.push_stream(stream(&[answer]));
-    }
-    let args = [app.url("/v1"), ALICE.into(), BOB.into(), "helper".into()];
-    // Warnings are errors: an item the SDK does not know prints Pydantic warnings (issue 51).
-    let out = tokio::process::Command::new(peers::python())
-        .args(["-W", "error"])
-        .arg(peers::dir().join("openai_responses.py"))
-        .args(args)
-        .output()
-        .await
-        .expect("the peer starts");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "openai_responses.py failed: {stderr}");
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
-
-    let plain = &seen["plain"];
-    assert_eq!(plain["object"], "response");
-    assert_eq!(plain["status"], "completed");
-    assert_eq!(plain["model"], "helper");
-    assert_eq!(plain["text"], "Plain answer.");
-    assert_eq!(plain["types"], json!(["message"]));
-    assert_eq!(plain["metadata"], json!({"ticket": "42"}));
-    assert!(plain["completed_at"].is_number(), "{plain}");
-    let run = run_of(&plain["id"]);
-    assert_eq!(plain["run_header"], run.as_str());
-    let stored = run_json(&app, &run).await;
-    assert_eq!(
-        plain["usage"]["input_tokens"],
-        stored["usage"]["prompt_tokens"]
-    );
-    assert_eq!(
-        plain["usage"]["output_tokens"],
-        stored["usage"]["completion_tokens"]
-    );
-    assert_eq!(
-        plain["usage"]["total_tokens"],
-        stored["usage"]["total_tokens"]
-    );
-    // Instructions and the system message reach the model after the agent's prompt.
-    let first = serde_json::to_string(&app.llm.chat_requests()[0].messages).unwrap();
-    assert!(
-        first.contains("You are helpful.\\n\\nAnswer briefly.\\n\\nBe kind."),
-        "{first}"
-    );
-
-    let streamed = &seen["streamed"];
-    assert_eq!(types(&streamed["events"]), TOOL_THEN_ANSWER);
-    let n = TOOL_THEN_ANSWER.len() as u64;
-    assert_eq!(seqs(&streamed["events"]), (0..n).collect::<Vec<_>>());
-    assert_eq!(streamed["text"], "Streamed answer.");
-    assert_eq!(streamed["types"], json!(["mcp_call", "message"]));
-    assert_eq!(streamed["tool_class"], "McpCall");
-    let tool = &streamed["tool"];
-    assert_eq!(tool["server_label"], "reagent", "{tool}");
-    assert_eq!(
-        (&tool["name"], &tool["status"]),
-        (&json!("echo"), &json!("completed"))
-    );
-    assert!(tool["output"].as_str().unwrap().contains("hi"), "{tool}");
-
-    // Continued in the same conversation; an earlier response forks it; `conversation` joins.
-    let conv = streamed["conversation"].as_str().unwrap();
-    assert_eq!(seen["continued"]["conversation"], conv);
-    assert_eq!(seen["continued"]["previous_response_id"], streamed["id"]);
-    assert_eq!(seen["continued"]["text"], "Continued.");
-    let forked = seen["forked"]["conversation"].as_str().unwrap();
-    assert_ne!(forked, conv);
-    let fork = app
-        .get_json(&format!("/api/conversations/{forked}"), None)
-        .await;
-    assert_eq!(
-        fork["forked_from"],
-        json!({"conversation_id": conv, "run_id": run_of(&streamed["id"])})
-    );
-    let contents: Vec<String> = messages(&app, forked)
-        .await
-        .into_iter()
-        .map(|m| m.2)
-        .collect();
-    assert_eq!(
-        contents,
-        ["use a tool", "Streamed answer.", "other way", "Forked."]
-    );
-    assert_eq!(seen["by_conversation"]["conversation"], conv);
-    assert_eq!(messages(&app, conv).await.len(), 6);
-
-    // Background: nothing lost or repeated across the dropped stream and its resume.
-    assert_eq!(seen["background_created"]["status"], "in_progress");
-    let (first, rest) = (&seen["background_first"], &seen["background_rest"]);
-    let mut all = types(first);
-    all.extend(types(rest));
-    assert_eq!(all, TOOL_THEN_ANSWER);
-    let mut numbers = seqs(first);
-    numbers.extend(seqs(rest));
-    assert_eq!(numbers, (0..n).collect::<Vec<_>>());
-    assert_eq!(seen["background_done"]["status"], "completed");
-    assert_eq!(seen["background_done"]["text"], "Background done.");
-
-    assert_eq!(seen["cancelled"]["status"], "cancelled");
-    assert_eq!(seen["cancelled_again"], "cancelled");
-    assert_eq!(
-        seen["input_items"],
-        json!([
-            {"role": "system", "type": "message", "text": "Be kind."},
-            {"role": "user", "type": "message", "text": "hello"},
-        ])
-    );
-    assert_eq!(seen["other_tenant"], 404);
-    assert_eq!(seen["deleted"], 404);
-    assert_eq!(seen["tools"], json!({"status": 400, "param": "tools"}));
-
-    // Caller tools: a function_call item, the response completed; its output continues it.
-    let caller = &seen["caller"];
-    assert_eq!(caller["asked"]["status"], "completed");
-    assert_eq!(caller["asked"]["types"], json!(["function_call"]));
-    assert_eq!(caller["call"]["name"], "get_weather");
-    assert_eq!(caller["call"]["arguments"], r#"{"city":"Oslo"}"#);
-    assert_eq!(caller["call"]["status"], "completed");
-    assert_eq!(
-        run_json(&app, &run_of(&caller["asked"]["id"])).await["status"],
-        "requires_action"
-    );
-    assert_eq!(caller["answered"]["text"], "It is sunny.");
-    assert_eq!(
-        caller["answered"]["conversation"],
-        caller["asked"]["conversation"]
-    );
-    // The caller's output reached the model as the call's result.
-    let results = app
-        .llm
-        .chat_requests()
-        .iter()
-        .flat_map(|r| r.messages.iter().cloned().collect::<Vec<_>>())
-        .filter(|m| serde_json::to_string(m).unwrap().contains("sunny"))
-        .count();
-    assert!(results >= 1, "no request carried the tool output");
-    let streamed = &seen["caller_streamed"];
-    let kinds = streamed["events"].as_array().unwrap();
-    for kind in [
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-    ] {
-        assert!(kinds.contains(&json!(kind)), "{kinds:?}");
-    }
-    assert_eq!(streamed["asked"]["types"], json!(["function_call"]));
-    assert_eq!(streamed["answered"]["text"], "Still sunny.");
+    python_sdk::script_the_scenario(&app);
+    let seen = python_sdk::run_the_peer(&app).await;
+    python_sdk::plain_response(&app, &seen["plain"]).await;
+    python_sdk::streamed_response(&seen["streamed"]);
+    python_sdk::continued_forked_and_joined(&app, &seen).await;
+    python_sdk::background_cancelled_and_refused(&seen);
+    python_sdk::caller_tools(&app, &seen).await;
 }
 
 /// `(event, data)` of an SSE body, checking the framing: no `id:`, `event:` = `type`, `[DONE]`

@@ -2,12 +2,17 @@
 
 use super::*;
 
+const ALICE_KEY: &str = "alice-key-7f3a9c1e5b";
+const BOB_KEY: &str = "bob-key-2d8e4f6a0c";
+const LLM_KEY: &str = "sk-llm-9b1c7d3e5f";
+const WRONG_KEY: &str = "wrong-key-4a6c8e0b2d";
+
+fn auth(k: &str) -> String {
+    format!("Bearer {k}")
+}
+
 #[tokio::test]
 async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
-    const ALICE_KEY: &str = "alice-key-7f3a9c1e5b";
-    const BOB_KEY: &str = "bob-key-2d8e4f6a0c";
-    const LLM_KEY: &str = "sk-llm-9b1c7d3e5f";
-    const WRONG_KEY: &str = "wrong-key-4a6c8e0b2d";
     let llm = FakeOpenAi::start().await.unwrap();
     llm.push(FakeReply::tool_calls(vec![(
         "c1\nFORGED-LINE",
@@ -16,10 +21,27 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
     )]));
     llm.set_default(FakeReply::text("answer\nFORGED-LINE"));
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("r.db").display());
+    let server = debug_server(dir.path(), &llm).await;
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    refused_requests_with_keys_and_forged_lines(&client, &base).await;
+    a_run_with_forged_lines_in_its_input(&client, &base).await;
+    // The LLM really received its key, so a leak would have been possible.
+    assert!(llm
+        .authorizations()
+        .iter()
+        .any(|a| a.as_deref() == Some(&format!("Bearer {LLM_KEY}") as &str)));
+    let log = server.stop_and_log().await;
+    no_piece_of_a_key_is_logged(&log);
+    every_line_is_the_loggers(&log);
+}
+
+/// The binary on SQLite in `dir`, logging at debug, with alice's and bob's keys and the LLM's.
+async fn debug_server(dir: &std::path::Path, llm: &FakeOpenAi) -> Server {
+    let db = format!("sqlite://{}", dir.join("r.db").display());
     let api_keys = format!("alice:{ALICE_KEY},bob:{BOB_KEY}");
-    let server = Server::serve(
-        dir.path(),
+    Server::serve(
+        dir,
         &[
             ("DATABASE_URL", db.as_str()),
             ("LLM_BASE_URL", llm.base_url().as_str()),
@@ -29,11 +51,11 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
             ("RUST_LOG", "debug"),
         ],
     )
-    .await;
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let auth = |k: &str| format!("Bearer {k}");
-    // 401s with wrong keys, a prefix of a real key, and in odd places.
+    .await
+}
+
+/// 401s with wrong keys, a prefix of a real key, and in odd places; a 404 with forged lines.
+async fn refused_requests_with_keys_and_forged_lines(client: &reqwest::Client, base: &str) {
     for key in [WRONG_KEY, &ALICE_KEY[..12], "x\nFORGED-LINE"] {
         let r = client
             .get(format!("{base}/api/conversations"))
@@ -57,7 +79,10 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    // A successful run that calls the LLM (with its key) and an unknown tool.
+}
+
+/// A successful run that calls the LLM (with its key) and an unknown tool, then a bad resume.
+async fn a_run_with_forged_lines_in_its_input(client: &reqwest::Client, base: &str) {
     let r = client
         .post(format!("{base}/api/conversations"))
         .header("authorization", auth(ALICE_KEY))
@@ -92,12 +117,10 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    // The LLM really received its key, so a leak would have been possible.
-    assert!(llm
-        .authorizations()
-        .iter()
-        .any(|a| a.as_deref() == Some(&format!("Bearer {LLM_KEY}") as &str)));
-    let log = server.stop_and_log().await;
+}
+
+/// The log was captured, and no 8-character piece of any key is in it.
+fn no_piece_of_a_key_is_logged(log: &str) {
     assert!(
         log.contains("run started"),
         "the log was not captured: {log}"
@@ -117,8 +140,11 @@ async fn keys_are_never_logged_and_input_cannot_forge_log_lines() {
             );
         }
     }
-    // Every line is a log record of its own: it starts with the timestamp, so no input could
-    // start a line that looks like one.
+}
+
+/// Every line is a log record of its own: it starts with the timestamp, so no input could
+/// start a line that looks like one.
+fn every_line_is_the_loggers(log: &str) {
     for line in log.lines().filter(|l| !l.trim().is_empty()) {
         let b = line.as_bytes();
         let stamped =

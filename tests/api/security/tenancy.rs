@@ -16,6 +16,20 @@ fn evil_report() -> Arc<FakeTool> {
         .arc()
 }
 
+/// Alice's resources in every state a route can find them in, and the ids bob will try.
+struct Alice {
+    conv_done: String,
+    run_done: String,
+    artifact_url: String,
+    artifact_id: String,
+    conv: String,
+    run: String,
+    interrupt_id: String,
+    conv_approval: String,
+    run_approval: String,
+    approval_id: String,
+}
+
 #[tokio::test]
 async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     let deploy = deploy();
@@ -29,7 +43,45 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     })
     .await;
     app.key = Some("ka-secret-1".into());
-    // A finished run with an artifact.
+    let alice = alices_resources(&app).await;
+    bob_gets_404_or_none_of_them(&app, &alice).await;
+    alices_state_is_intact(&app, &alice, &deploy).await;
+    artifact_is_still_served_safely(&app, &alice.artifact_url).await;
+    finish_alices_runs(&app, &alice).await;
+}
+
+/// A finished run with an artifact, a run with a pending interrupt, one awaiting an approval,
+/// and an agent, all alice's.
+async fn alices_resources(app: &TestApp) -> Alice {
+    let (conv_done, run_done, artifact_url) = finished_run_with_artifact(app).await;
+    let artifact_id = artifact_url.rsplit('/').next().unwrap().to_string();
+    let (conv, run, interrupt_id) = run_with_pending_interrupt(app).await;
+    let (conv_approval, run_approval, approval_id) = run_awaiting_approval(app).await;
+    // An agent of alice's own.
+    let r = app
+        .post(
+            "/api/agents",
+            json!({"name": "alices-agent", "system_prompt": "alice-agent-secret"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    Alice {
+        conv_done,
+        run_done,
+        artifact_url,
+        artifact_id,
+        conv,
+        run,
+        interrupt_id,
+        conv_approval,
+        run_approval,
+        approval_id,
+    }
+}
+
+/// A finished run with an artifact: `(conversation, run, artifact url)`.
+async fn finished_run_with_artifact(app: &TestApp) -> (String, String, String) {
     app.llm.tool_calls(&[("c1", "evil_report", "{}")]);
     app.llm.text("ok");
     let conv_done = app.create_conversation(None).await;
@@ -43,8 +95,11 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         .as_str()
         .unwrap()
         .to_string();
-    let artifact_id = artifact_url.rsplit('/').next().unwrap().to_string();
-    // A run waiting in a tool, with a pending interrupt.
+    (conv_done, run_done, artifact_url)
+}
+
+/// A run waiting in a tool, with a pending interrupt: `(conversation, run, interrupt)`.
+async fn run_with_pending_interrupt(app: &TestApp) -> (String, String, String) {
     app.llm.tool_calls(&[("c2", "gate", "{}")]);
     let conv = app.create_conversation(None).await;
     let run = app.start_run(&conv, json!({"query": "q"}), None).await;
@@ -55,7 +110,11 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         .as_str()
         .unwrap()
         .to_string();
-    // A run waiting for an approval.
+    (conv, run, interrupt_id)
+}
+
+/// A run waiting for an approval: `(conversation, run, approval)`.
+async fn run_awaiting_approval(app: &TestApp) -> (String, String, String) {
     app.llm.tool_calls(&[("c3", "deploy", r#"{"env":"prod"}"#)]);
     let conv_approval = app.create_conversation(None).await;
     let run_approval = app
@@ -68,85 +127,87 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         .as_str()
         .unwrap()
         .to_string();
+    (conv_approval, run_approval, approval_id)
+}
 
-    // An agent of alice's own.
-    let r = app
-        .post(
-            "/api/agents",
-            json!({"name": "alices-agent", "system_prompt": "alice-agent-secret"}),
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), 201);
-
-    let doc = openapi(&app).await;
+/// Bob calls every non-public operation with alice's ids.
+async fn bob_gets_404_or_none_of_them(app: &TestApp, alice: &Alice) {
+    let doc = openapi(app).await;
     let secrets = [
         "alice-agent-secret".to_string(),
         "alices-agent".to_string(),
-        conv.clone(),
-        conv_done.clone(),
-        conv_approval.clone(),
-        run.clone(),
-        run_done.clone(),
-        run_approval.clone(),
-        interrupt_id.clone(),
-        approval_id.clone(),
-        artifact_id.clone(),
+        alice.conv.clone(),
+        alice.conv_done.clone(),
+        alice.conv_approval.clone(),
+        alice.run.clone(),
+        alice.run_done.clone(),
+        alice.run_approval.clone(),
+        alice.interrupt_id.clone(),
+        alice.approval_id.clone(),
+        alice.artifact_id.clone(),
     ];
     let mut checked = 0;
     for op in operations(&doc) {
         if op.is_public() {
             continue;
         }
-        let id = if op.path.starts_with("/api/approvals/") {
-            approval_id.clone()
-        } else if op.path.starts_with("/api/artifacts/") {
-            artifact_id.clone()
-        } else {
-            conv.clone()
-        };
-        let ids: BTreeMap<&str, String> = [
-            ("id", id),
-            ("run_id", run.clone()),
-            ("interrupt_id", interrupt_id.clone()),
-            // An agent is not a tenant's: the front-end threads' tenancy is in tests/api/frontends.
-            ("agent", "nobody".to_string()),
-            ("name", "alices-agent".to_string()),
-            ("version", "1".to_string()),
-        ]
-        .into();
-        let path = fill(&op.path, &ids);
-        let body = op.has_body.then(|| op.valid_body());
-        let r = send(&app, &op.method, &path, body, Some(BOB)).await;
-        if op.has_path_params() {
-            assert_eq!(
-                error_code(r, 404).await,
-                "not_found",
-                "bob: {} {path}",
-                op.method
-            );
-        } else {
-            // Lists and catalogs answer, but show none of alice's things.
-            let status = r.status().as_u16();
-            let text = r.text().await.unwrap();
-            assert!(
-                status == 200 || op.method == "post",
-                "bob: {} {path} → {status} {text}",
-                op.method
-            );
-            for s in &secrets {
-                assert!(
-                    !text.contains(s.as_str()),
-                    "bob: {} {path} shows {s}",
-                    op.method
-                );
-            }
-        }
+        bob_calls(app, alice, &op, &secrets).await;
         checked += 1;
     }
     assert!(checked >= 16, "only {checked} operations checked");
+}
 
-    // Nothing bob did changed alice's state.
+/// One operation as bob: 404 when it names alice's resource, otherwise none of her secrets.
+async fn bob_calls(app: &TestApp, alice: &Alice, op: &Op, secrets: &[String]) {
+    let id = if op.path.starts_with("/api/approvals/") {
+        alice.approval_id.clone()
+    } else if op.path.starts_with("/api/artifacts/") {
+        alice.artifact_id.clone()
+    } else {
+        alice.conv.clone()
+    };
+    let ids: BTreeMap<&str, String> = [
+        ("id", id),
+        ("run_id", alice.run.clone()),
+        ("interrupt_id", alice.interrupt_id.clone()),
+        // An agent is not a tenant's: the front-end threads' tenancy is in tests/api/frontends.
+        ("agent", "nobody".to_string()),
+        ("name", "alices-agent".to_string()),
+        ("version", "1".to_string()),
+    ]
+    .into();
+    let path = fill(&op.path, &ids);
+    let body = op.has_body.then(|| op.valid_body());
+    let r = send(app, &op.method, &path, body, Some(BOB)).await;
+    if op.has_path_params() {
+        assert_eq!(
+            error_code(r, 404).await,
+            "not_found",
+            "bob: {} {path}",
+            op.method
+        );
+        return;
+    }
+    // Lists and catalogs answer, but show none of alice's things.
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert!(
+        status == 200 || op.method == "post",
+        "bob: {} {path} → {status} {text}",
+        op.method
+    );
+    for s in secrets {
+        assert!(
+            !text.contains(s.as_str()),
+            "bob: {} {path} shows {s}",
+            op.method
+        );
+    }
+}
+
+/// Nothing bob did changed alice's state.
+async fn alices_state_is_intact(app: &TestApp, alice: &Alice, deploy: &FakeTool) {
+    let (conv, run) = (&alice.conv, &alice.run);
     let agent: Value = app.get_json("/api/agents/alices-agent", None).await;
     assert_eq!(agent["version"], 1, "bob changed alice's agent");
     let detail: Value = app
@@ -161,7 +222,7 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     let pending: Value = app.get_json("/api/approvals", None).await;
     assert_eq!(
         pending[0]["id"],
-        approval_id.as_str(),
+        alice.approval_id.as_str(),
         "bob decided alice's approval"
     );
     assert_eq!(deploy.call_count(), 0);
@@ -171,13 +232,16 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
     // The interrupt is still pending: alice can recall it.
     let r = app
         .delete(
-            &format!("/api/conversations/{conv}/interrupt/{interrupt_id}"),
+            &format!("/api/conversations/{conv}/interrupt/{}", alice.interrupt_id),
             None,
         )
         .await;
     assert_eq!(r.status(), 200, "bob recalled alice's interrupt");
-    // And the artifact is still alice's, served without injected headers.
-    let r = app.get(&artifact_url, None).await;
+}
+
+/// The artifact is still alice's, served without injected headers.
+async fn artifact_is_still_served_safely(app: &TestApp, artifact_url: &str) {
+    let r = app.get(artifact_url, None).await;
     assert_eq!(r.status(), 200);
     assert!(r.headers().get("set-cookie").is_none());
     assert_eq!(r.headers()["content-type"], "application/octet-stream");
@@ -187,18 +251,20 @@ async fn another_tenants_resources_are_404_on_every_route_and_stay_intact() {
         .to_string();
     assert!(!disposition.contains('\r') && !disposition.contains('\n'));
     assert_eq!(r.bytes().await.unwrap().as_ref(), b"<h1>hi</h1>");
+}
 
-    // Let both runs finish.
+/// Lets both waiting runs finish.
+async fn finish_alices_runs(app: &TestApp, alice: &Alice) {
     app.gate.release();
     let r = app
         .post(
-            &format!("/api/approvals/{approval_id}"),
+            &format!("/api/approvals/{}", alice.approval_id),
             json!({"approve": false}),
             None,
         )
         .await;
     assert_eq!(r.status(), 200);
-    for run in [&run, &run_approval] {
+    for run in [&alice.run, &alice.run_approval] {
         let events = app.events(run, None).await;
         assert_eq!(events.last().unwrap().event, "done");
     }

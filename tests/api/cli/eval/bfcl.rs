@@ -63,6 +63,17 @@ fn fake_python(dir: &std::path::Path) -> String {
 #[tokio::test]
 async fn bfcl_entries_run_as_caller_tools_and_their_calls_go_to_the_checker() {
     let fake = FakeOpenAi::start().await.unwrap();
+    script_the_model(&fake);
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_the_eval(dir.path(), &fake).await;
+    the_report_scores_both_entries(&report);
+    let log = std::fs::read_to_string(dir.path().join("fake_bridge.py.log")).unwrap();
+    the_bridge_was_asked_to_load_execute_and_score(&log);
+    the_model_was_offered_the_tools_and_shown_the_outputs(&fake.requests());
+}
+
+/// The model's replies for both entries, in the order the eval asks for them.
+fn script_the_model(fake: &FakeOpenAi) {
     // simple_python_0: one reply with the call, which is the output.
     fake.push(FakeReply::tool_calls(vec![(
         "a1",
@@ -78,14 +89,17 @@ async fn bfcl_entries_run_as_caller_tools_and_their_calls_go_to_the_checker() {
     fake.push(FakeReply::text("In document."));
     fake.push(FakeReply::tool_calls(vec![("b2", "ls", "{}")]));
     fake.push(FakeReply::text("Listed."));
-    let dir = tempfile::tempdir().unwrap();
+}
+
+/// Runs `reagent eval --bfcl` in `dir` against the fake model and bridge; its JSON report.
+async fn run_the_eval(dir: &std::path::Path, fake: &FakeOpenAi) -> Value {
     let config = format!(
         "[[models]]\nname = \"fake\"\nbase_url = \"{}\"\nsynthesis = false\n\
          [[agents]]\nname = \"bfcl\"\ntools = []\n",
         fake.base_url()
     );
-    std::fs::write(dir.path().join("eval.toml"), config).unwrap();
-    let python = fake_python(dir.path());
+    std::fs::write(dir.join("eval.toml"), config).unwrap();
+    let python = fake_python(dir);
     let args = [
         "eval",
         "--bfcl",
@@ -102,10 +116,14 @@ async fn bfcl_entries_run_as_caller_tools_and_their_calls_go_to_the_checker() {
         "native",
         "--json",
     ];
-    let out = run(dir.path(), &args, &[]).await;
+    let out = run(dir, &args, &[]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    serde_json::from_slice(&out.stdout).expect("--json prints JSON")
+}
+
+/// The single-turn entry is correct, the multi-turn one wrong by the checker's word.
+fn the_report_scores_both_entries(report: &Value) {
     let (single, multi) = (&report["tasks"][0], &report["tasks"][1]);
     assert_eq!(
         (
@@ -136,10 +154,11 @@ async fn bfcl_entries_run_as_caller_tools_and_their_calls_go_to_the_checker() {
     let categories = &report["summary"]["categories"];
     assert_eq!(categories[0]["correct"], 1, "{report}");
     assert_eq!(categories[1]["category"], "multi_turn_base", "{report}");
+}
 
-    // What the bridge was asked: the first N of each category, the multi-turn calls to
-    // execute, and each entry's replies for the checker.
-    let log = std::fs::read_to_string(dir.path().join("fake_bridge.py.log")).unwrap();
+/// What the bridge was asked: the first N of each category, the multi-turn calls to execute,
+/// and each entry's replies for the checker.
+fn the_bridge_was_asked_to_load_execute_and_score(log: &str) {
     let requests: Vec<Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -165,10 +184,11 @@ async fn bfcl_entries_run_as_caller_tools_and_their_calls_go_to_the_checker() {
     assert_eq!(replies(&multi_turns[0])[1], json!({"text": "In document."}));
     assert_eq!(replies(&multi_turns[1])[0]["calls"][0]["name"], "ls");
     assert_eq!(replies(&multi_turns[1])[1], json!({"text": "Listed."}));
+}
 
-    // What the model was offered and shown: the entry's functions as tools, the executed
-    // output as the call's result, and turn 1 still in the conversation at turn 2.
-    let requests = fake.requests();
+/// What the model was offered and shown: the entry's functions as tools, the executed output
+/// as the call's result, and turn 1 still in the conversation at turn 2.
+fn the_model_was_offered_the_tools_and_shown_the_outputs(requests: &[Value]) {
     assert_eq!(requests.len(), 5);
     let tools = |r: &Value| -> Vec<String> {
         r["tools"].as_array().map_or(Vec::new(), |t| {
