@@ -10,6 +10,7 @@ use futures::future::Either;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::SdkTracer;
 
 use super::propagation;
 
@@ -169,10 +170,7 @@ impl RunTrace {
     /// `fut` with this trace as the current context (unchanged while tracing is off), so the
     /// spans it opens are children of the run's and its outgoing requests carry the trace.
     pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
-        match &self.cx {
-            Some(cx) => Either::Left(fut.with_context(cx.clone())),
-            None => Either::Right(fut),
-        }
+        within(self.cx.as_ref(), fut)
     }
 
     /// The run turned out to be a DAG run: `invoke_workflow`.
@@ -211,6 +209,25 @@ pub fn current_is_workflow() {
     }
 }
 
+/// `fut` with `cx` as the current context, or as it is without one (tracing off).
+fn within<F: Future>(cx: Option<&Context>, fut: F) -> impl Future<Output = F::Output> {
+    match cx {
+        Some(cx) => Either::Left(fut.with_context(cx.clone())),
+        None => Either::Right(fut),
+    }
+}
+
+/// An internal span `name` with `kv` under the current context: the context that holds it.
+fn internal(tracer: &SdkTracer, name: String, kv: Vec<KeyValue>) -> Context {
+    let parent = Context::current();
+    let span = tracer
+        .span_builder(name)
+        .with_kind(SpanKind::Internal)
+        .with_attributes(kv)
+        .start_with_context(tracer, &parent);
+    parent.with_span(span)
+}
+
 /// A child span of the current context (`plan`, a DAG step's `invoke_agent`), ended by
 /// [`Child::end`] or when dropped.
 #[derive(Debug, Default)]
@@ -224,25 +241,16 @@ impl Child {
         let Some(tracer) = super::tracer() else {
             return Self::default();
         };
-        let parent = Context::current();
         let mut kv = vec![KeyValue::new(OPERATION, operation)];
         kv.extend(attrs);
-        let span = tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Internal)
-            .with_attributes(kv)
-            .start_with_context(tracer, &parent);
         Self {
-            cx: Some(parent.with_span(span)),
+            cx: Some(internal(tracer, name, kv)),
         }
     }
 
     /// `fut` inside this span.
     pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
-        match &self.cx {
-            Some(cx) => Either::Left(fut.with_context(cx.clone())),
-            None => Either::Right(fut),
-        }
+        within(self.cx.as_ref(), fut)
     }
 
     /// Ends the span, failed with `error` when there is one.

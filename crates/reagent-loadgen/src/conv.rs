@@ -145,16 +145,7 @@ async fn expect(
     };
     expect.statuses.extend(plan.also_ok.iter().copied());
     if let Some(side) = side {
-        let s = side.await?;
-        out.errors.extend(s.errors);
-        out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
-        expect.interrupts = s.interrupts;
-        expect.next_run = s.next_run;
-        if s.cancel_accepted {
-            out.cancel_accepted = true;
-            // A cancel accepted while the run was finishing may still see it complete.
-            expect.statuses.push("cancelled");
-        }
+        side.await?.accepted(out, &mut expect);
     }
     Ok(expect)
 }

@@ -212,16 +212,7 @@ impl Started<'_> {
         expect.statuses.extend(self.plan.also_ok.iter().copied());
         let mut notes = vec![format!("started on {}", self.owner)];
         if let Some(side) = side {
-            let s = side.await?;
-            notes.extend(s.notes);
-            out.errors.extend(s.errors);
-            out.interrupts_accepted = s.interrupts.len() + s.next_run.len();
-            expect.interrupts = s.interrupts;
-            expect.next_run = s.next_run;
-            if s.cancel_accepted {
-                out.cancel_accepted = true;
-                expect.statuses.push("cancelled");
-            }
+            notes.extend(side.await?.accepted(out, &mut expect));
         }
         Ok((expect, notes))
     }

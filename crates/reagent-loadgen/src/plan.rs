@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::targets::Targets;
+use crate::verify::Expect;
 
 /// What to do in one conversation.
 #[derive(Clone, Debug)]
@@ -68,4 +69,21 @@ pub struct Side {
     pub errors: Vec<String>,
     /// Through which instance each side request was accepted (several instances).
     pub notes: Vec<String>,
+}
+
+impl Side {
+    /// What the accepted side requests mean for the run's result and its stream; returns the
+    /// notes of where they were sent.
+    pub fn accepted(self, out: &mut ConvResult, expect: &mut Expect) -> Vec<String> {
+        out.errors.extend(self.errors);
+        out.interrupts_accepted = self.interrupts.len() + self.next_run.len();
+        expect.interrupts = self.interrupts;
+        expect.next_run = self.next_run;
+        if self.cancel_accepted {
+            out.cancel_accepted = true;
+            // A cancel accepted while the run was finishing may still see it complete.
+            expect.statuses.push("cancelled");
+        }
+        self.notes
+    }
 }

@@ -3,15 +3,13 @@
 use std::borrow::Cow;
 use std::future::Future;
 
-use futures::future::Either;
-use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer as _};
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 
 use super::{
-    fail, Tokens, FINISH_REASONS, MAX_TOKENS, OPERATION, PROVIDER, REQUEST_MODEL, RESPONSE_MODEL,
-    SERVER_ADDRESS, SERVER_PORT, TEMPERATURE, TOOL_ARGUMENTS, TOOL_CALL_ID, TOOL_DESCRIPTION,
-    TOOL_NAME, TOOL_RESULT, TOOL_TYPE, TOP_P,
+    fail, internal, within, Tokens, FINISH_REASONS, MAX_TOKENS, OPERATION, PROVIDER, REQUEST_MODEL,
+    RESPONSE_MODEL, SERVER_ADDRESS, SERVER_PORT, TEMPERATURE, TOOL_ARGUMENTS, TOOL_CALL_ID,
+    TOOL_DESCRIPTION, TOOL_NAME, TOOL_RESULT, TOOL_TYPE, TOP_P,
 };
 use crate::telemetry::call_kind::CALL_KIND;
 
@@ -135,7 +133,6 @@ impl ToolSpan {
         let Some(tracer) = crate::telemetry::tracer() else {
             return Self::default();
         };
-        let parent = Context::current();
         let mut kv = vec![
             KeyValue::new(OPERATION, "execute_tool"),
             KeyValue::new(TOOL_NAME, tool.to_string()),
@@ -146,22 +143,14 @@ impl ToolSpan {
         if let Some(args) = arguments.filter(|_| crate::telemetry::capture_content()) {
             kv.push(KeyValue::new(TOOL_ARGUMENTS, args.to_string()));
         }
-        let span = tracer
-            .span_builder(format!("execute_tool {tool}"))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(kv)
-            .start_with_context(tracer, &parent);
         Self {
-            cx: Some(parent.with_span(span)),
+            cx: Some(internal(tracer, format!("execute_tool {tool}"), kv)),
         }
     }
 
     /// `fut` inside this span (an HTTP tool's request carries it as `traceparent`).
     pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
-        match &self.cx {
-            Some(cx) => Either::Left(fut.with_context(cx.clone())),
-            None => Either::Right(fut),
-        }
+        within(self.cx.as_ref(), fut)
     }
 
     /// Ends the span with the call's result (`error` when the observation is an error).

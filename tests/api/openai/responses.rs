@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use reagent::llm::ToolCall;
 use reagent::testing::scripted::{response, Turn};
 use serde_json::{json, Value};
 
@@ -22,6 +23,16 @@ pub(super) fn stream(chunks: &[&str]) -> Turn {
 
 pub(super) fn delayed(content: &str, ms: u64) -> Turn {
     Turn::Reply(response(content, vec![]), Duration::from_millis(ms))
+}
+
+/// A call of `name` with `arguments`, as the model makes it.
+pub(super) fn call(id: &str, name: &str, arguments: &str) -> Turn {
+    let call = ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    };
+    Turn::Reply(response("", vec![call]), Duration::ZERO)
 }
 
 /// The `helper` agent (echo tools) on the scripted model, alice's and bob's keys, on `db`.

@@ -3,24 +3,12 @@
 //! final text, `previous_response_id`, a caller tool round trip, and a background response whose
 //! stream is dropped and resumed with `retrieve(id, {stream: true, starting_after})`.
 
-use std::time::Duration;
-
-use reagent::llm::{Role, ToolCall};
-use reagent::testing::scripted::{response, Turn};
+use reagent::llm::Role;
 use serde_json::{json, Value};
 
-use super::responses::{app_on, delayed, run_of, seqs, stream, types, TOOL_THEN_ANSWER};
+use super::responses::{app_on, call, delayed, run_of, seqs, stream, types, TOOL_THEN_ANSWER};
 use super::{run_json, ALICE};
 use crate::support::peers;
-
-fn call(id: &str, name: &str, arguments: &str) -> Turn {
-    let call = ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-    };
-    Turn::Reply(response("", vec![call]), Duration::ZERO)
-}
 
 /// The model's turns, in the order the script makes its requests.
 fn script(app: &crate::support::app::TestApp) {

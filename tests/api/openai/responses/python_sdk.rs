@@ -1,26 +1,12 @@
 //! The official Python SDK's whole scenario (`tests/peers/openai_responses.py`): the model's
 //! script, the peer's run, and one checker per part of what it saw.
 
-use std::time::Duration;
-
-use reagent::llm::ToolCall;
-use reagent::testing::scripted::{response, Turn};
 use serde_json::{json, Value};
 
 use super::super::{messages, run_json, ALICE, BOB};
-use super::{delayed, run_of, seqs, stream, types, TOOL_THEN_ANSWER};
+use super::{call, delayed, run_of, seqs, stream, types, TOOL_THEN_ANSWER};
 use crate::support::app::TestApp;
 use crate::support::peers;
-
-/// A call of `name` with `arguments`, as the model makes it.
-fn call(id: &str, name: &str, arguments: &str) -> Turn {
-    let call = ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-    };
-    Turn::Reply(response("", vec![call]), Duration::ZERO)
-}
 
 /// Queues the model's turns in the order the peer asks for them.
 pub(super) fn script_the_scenario(app: &TestApp) {
