@@ -74,6 +74,14 @@ async fn an_mcp_server_over_http_gets_the_tool_spans_traceparent() {
     llm.push(FakeReply::text("it said hello"));
     llm.set_default(FakeReply::text("Hello."));
     let server = traced(dir.path(), &llm, &collector.endpoint(), &[]).await;
+    // reagent listens before it has reached its MCP servers; a run started earlier would not
+    // have the tool. `required` makes /readyz wait for this one.
+    crate::support::eventually("the MCP server ready", || async {
+        reqwest::get(server.url("/readyz"))
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
 
     let events = chat(&server, "say hello").await;
     let done = event(&events, "done");
