@@ -352,7 +352,6 @@ impl Executor {
     }
 }
 
-/// The call's `execute_tool` span (arguments on it only with content capture on).
 /// The error observation of a call whose arguments cannot be used: cut for being too large
 /// (`kept` is what was kept), or not valid JSON (`kept` is the raw text).
 fn unusable_arguments(tool: &str, kept: &str) -> (String, bool) {
@@ -366,6 +365,7 @@ fn unusable_arguments(tool: &str, kept: &str) -> (String, bool) {
     (observation, true)
 }
 
+/// The call's `execute_tool` span (arguments on it only with content capture on).
 fn tool_span(tool: &dyn crate::tools::Tool, call_id: &str, args: &Value) -> ToolSpan {
     let arguments = telemetry::capture_content().then(|| args.to_string());
     ToolSpan::start(
