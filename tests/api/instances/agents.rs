@@ -111,6 +111,14 @@ async fn postgres_an_api_agents_run_taken_over_keeps_its_version() {
             llm.requests().len() >= 2
         })
         .await;
+        // Its stream was dropped, so the run is written on the writer's tick: the kill must
+        // come after the checkpoint with the tool call, or there is nothing to resume from.
+        let store = Store::connect(&db_url).await.unwrap();
+        crate::support::eventually("the checkpoint after the tool call stored", || async {
+            let stored = store.run_checkpoint(run).await.unwrap().unwrap_or_default();
+            stored.contains("\"tool_calls\":1")
+        })
+        .await;
         let put = send(
             reqwest::Method::PUT,
             cluster.at(1),
@@ -119,7 +127,6 @@ async fn postgres_an_api_agents_run_taken_over_keeps_its_version() {
         );
         assert_eq!(put.await, 200);
         cluster.servers[0].kill9().await;
-        let store = Store::connect(&db_url).await.unwrap();
         let (taker, _) = taken_over(&store, run, "a").await;
         let taker_at = if taker == "b" { 1 } else { 2 };
         let events = replay(cluster.at(taker_at), run).await;
